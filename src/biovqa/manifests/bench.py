@@ -1,0 +1,184 @@
+"""Reading and writing benchmark folders.
+
+Layout::
+
+    BENCH/
+      items.parquet     one row per question (records.ITEM_COLUMNS + component columns)
+      manifest.json     what made it: sources with sha256, generator version, seed, counts,
+                        parameters, and the sha256 of items.parquet
+      images/           images the component renders (C2 markers, C3 canvases, C4 pairs)
+      <component>/      component side files (C1: the benchmark tree and vernacular index)
+
+Nothing time-dependent is written, so the same inputs and seed give byte-identical files.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections import Counter
+from dataclasses import dataclass
+from functools import cached_property
+from pathlib import Path
+from typing import Any, Iterable
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from .._version import __version__
+from ..errors import BiovqaError, InputFormatError, MissingResourceError
+from ..records import ITEM_COLUMNS
+
+ITEMS_FILE = "items.parquet"
+MANIFEST_FILE = "manifest.json"
+
+
+def sha256_file(path: str | Path, chunk_size: int = 1 << 20) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        while chunk := handle.read(chunk_size):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def write_json(path: str | Path, payload: Any) -> None:
+    """Write JSON deterministically (sorted keys, fixed indentation, trailing newline)."""
+    text = json.dumps(payload, indent=2, sort_keys=True, ensure_ascii=False, allow_nan=True)
+    Path(path).write_text(text + "\n", encoding="utf-8")
+
+
+def write_parquet(table: pa.Table, path: str | Path) -> None:
+    """Parquet with fixed settings, so equal tables give equal bytes."""
+    pq.write_table(table, path, compression="zstd", write_statistics=True, row_group_size=1 << 20)
+
+
+def read_parquet(path: str | Path, *, what: str = "Parquet file") -> pa.Table:
+    path = Path(path)
+    if not path.exists():
+        raise MissingResourceError(f"{what} not found", file=path)
+    try:
+        return pq.read_table(path)
+    except (pa.ArrowInvalid, OSError) as exc:
+        raise InputFormatError(
+            f"cannot read {what}: {exc}",
+            file=path,
+            hint="the file looks truncated or is not Parquet; re-create or re-download it",
+        ) from None
+
+
+def _counts(table: pa.Table, column: str) -> dict[str, int]:
+    if column not in table.column_names:
+        return {}
+    counter = Counter(str(v) for v in table.column(column).to_pylist())
+    return dict(sorted(counter.items()))
+
+
+def count_items(table: pa.Table, by: Iterable[str] = ("task", "group", "tier")) -> dict[str, Any]:
+    counts: dict[str, Any] = {"total": table.num_rows}
+    for column in by:
+        if column in table.column_names:
+            counts[f"by_{column}"] = _counts(table, column)
+    return counts
+
+
+def write_bench(
+    out: str | Path,
+    items: pa.Table,
+    *,
+    component: str,
+    generator: str,
+    seed: int,
+    sources: dict[str, str | Path],
+    parameters: dict[str, Any],
+    extra: dict[str, Any] | None = None,
+) -> "Bench":
+    """Write ``items`` and a manifest describing how they were made; returns the opened bench."""
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    missing = [name for name, _ in ITEM_COLUMNS if name not in items.column_names]
+    if missing:
+        raise ValueError(f"items table lacks required columns {missing}")
+    items_path = out / ITEMS_FILE
+    write_parquet(items, items_path)
+    manifest = {
+        "benchmark": "bio-vqa",
+        "component": component,
+        "generator": generator,
+        "generator_version": __version__,
+        "seed": seed,
+        "sources": {
+            name: {"file": Path(p).name, "sha256": sha256_file(p), "bytes": Path(p).stat().st_size}
+            for name, p in sorted(sources.items())
+            if Path(p).is_file()
+        },
+        "parameters": parameters,
+        "counts": count_items(items),
+        "items_sha256": sha256_file(items_path),
+    }
+    if extra:
+        manifest.update(extra)
+    write_json(out / MANIFEST_FILE, manifest)
+    return open_bench(out)
+
+
+@dataclass(frozen=True)
+class Bench:
+    """An opened benchmark folder."""
+
+    root: Path
+    manifest: dict[str, Any]
+
+    @property
+    def component(self) -> str:
+        return str(self.manifest["component"])
+
+    @property
+    def items_path(self) -> Path:
+        return self.root / ITEMS_FILE
+
+    @cached_property
+    def items(self) -> pa.Table:
+        return read_parquet(self.items_path, what="benchmark items")
+
+    @property
+    def manifest_sha256(self) -> str:
+        return sha256_file(self.root / MANIFEST_FILE)
+
+    def images_root(self) -> Path:
+        """Where item ``image`` paths are relative to (recorded at build time)."""
+        recorded = self.manifest.get("images_root")
+        if recorded:
+            path = Path(recorded)
+            return path if path.is_absolute() else (self.root / path)
+        return self.root
+
+
+def open_bench(path: str | Path) -> Bench:
+    root = Path(path)
+    manifest_path = root / MANIFEST_FILE
+    if not root.is_dir():
+        raise MissingResourceError(
+            "benchmark folder not found", file=root, hint="build one with `biovqa build c1 …`"
+        )
+    if not manifest_path.exists():
+        raise MissingResourceError(
+            "not a benchmark folder: manifest.json is missing",
+            file=manifest_path,
+            hint="build one with `biovqa build …`",
+        )
+    try:
+        manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise InputFormatError(f"manifest is not valid JSON: {exc.msg}", file=manifest_path,
+                               row=exc.lineno) from None
+    for key in ("component", "counts"):
+        if key not in manifest:
+            raise InputFormatError("manifest lacks a required key", file=manifest_path, field=key)
+    if not (root / ITEMS_FILE).exists():
+        raise MissingResourceError("benchmark items are missing", file=root / ITEMS_FILE)
+    return Bench(root=root, manifest=manifest)
+
+
+def require(condition: bool, message: str, **where: Any) -> None:
+    if not condition:
+        raise BiovqaError(message, **where)

@@ -1,0 +1,1 @@
+"""Taxonomy: the GBIF Backbone index (names, synonyms, vernaculars) and the benchmark tree."""
