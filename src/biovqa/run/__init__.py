@@ -1,0 +1,1 @@
+"""Running models on a benchmark: backends, scheduling, the prediction store, run cards."""
