@@ -1,0 +1,1 @@
+"""Item generators per component (and rendering of the images a component draws)."""

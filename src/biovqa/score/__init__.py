@@ -1,0 +1,1 @@
+"""Per-component scorers: parse replies, compute per-item quantities, aggregate with CIs."""

@@ -1,0 +1,1 @@
+"""C2 scoring: the five-step parser, similarity kernels, cags and its companions."""

@@ -1,0 +1,1 @@
+"""Statistics shared by every component: bootstrap intervals, rank correlations."""
