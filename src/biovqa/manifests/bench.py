@@ -31,6 +31,7 @@ from ..records import ITEM_COLUMNS
 
 ITEMS_FILE = "items.parquet"
 MANIFEST_FILE = "manifest.json"
+RENDERED_PREFIX = "rendered/"
 
 
 def sha256_file(path: str | Path, chunk_size: int = 1 << 20) -> str:
@@ -143,6 +144,13 @@ class Bench:
     @property
     def manifest_sha256(self) -> str:
         return sha256_file(self.root / MANIFEST_FILE)
+
+    def resolve_image(self, image: str) -> Path:
+        """Path of an item's image: ``rendered/…`` images live in the benchmark folder, source
+        photos under :meth:`images_root`."""
+        if image.startswith(RENDERED_PREFIX):
+            return self.root / image
+        return self.images_root() / image
 
     def images_root(self) -> Path:
         """Where item ``image`` paths are relative to (recorded at build time)."""
