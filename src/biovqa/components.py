@@ -10,6 +10,8 @@ contract:
   order (the component's floor rules; used by the ``baseline`` backend).
 * ``scorer``: ``score(bench: Bench, predictions: pa.Table, options: Mapping) -> ScoreResult``, a
   pure function of its inputs.
+* ``auditor`` (optional): ``audit(bench: Bench) -> list[str]``, the component's own
+  verification-contract violations (e.g. C1: a rank its question needs is empty).
 * ``reporter``: ``tables(summaries: list[tuple[str, dict]]) -> dict[str, pandas.DataFrame]``,
   leaderboard tables from score summaries keyed by model label, and optional
   ``figures(summaries, out_dir) -> list[Path]``.
@@ -43,11 +45,14 @@ class Component:
     floor: str
     scorer: str
     reporter: str
+    auditor: str | None = None
     score_options: dict[str, Any] = field(default_factory=dict)
 
     def load(self, role: str) -> Callable[..., Any]:
         """Import and return the callable registered for ``role`` (builder/floor/scorer/reporter)."""
         target = getattr(self, role)
+        if target is None:
+            raise AttributeError(f"component {self.name!r} registers no {role}")
         module_name, _, attribute = target.partition(":")
         module = importlib.import_module(module_name)
         return getattr(module, attribute)
@@ -94,6 +99,7 @@ register(
         floor="biovqa.build.c1:floor_responses",
         scorer="biovqa.score.c1:score",
         reporter="biovqa.report.c1:tables",
+        auditor="biovqa.build.c1:audit_items",
     )
 )
 

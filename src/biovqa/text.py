@@ -54,7 +54,7 @@ def normalize_c1(text: str | None) -> str:
     if text is None:
         return ""
     folded = unicodedata.normalize("NFKD", text)
-    folded = "".join(ch for ch in folded if not unicodedata.combining(ch))
+    folded = "".join(ch for ch in folded if not unicodedata.category(ch).startswith("M"))
     folded = folded.lower().replace("ß", "ss")
     folded = _APOSTROPHE_RE.sub("", folded)
     folded = _PUNCT_PY.sub(" ", folded)
@@ -69,7 +69,7 @@ def normalize_c1_array(values: pa.Array | pa.ChunkedArray | list[str | None]) ->
         arr = arr.combine_chunks()
     arr = pc.fill_null(arr.cast(pa.string()), "")
     arr = pc.utf8_normalize(arr, form="NFKD")
-    arr = pc.replace_substring_regex(arr, pattern=r"\p{Mn}|\p{Me}|\p{Mc}", replacement="")
+    arr = pc.replace_substring_regex(arr, pattern=r"\p{M}", replacement="")
     arr = pc.utf8_lower(arr)
     arr = pc.replace_substring(arr, pattern="ß", replacement="ss")
     arr = pc.replace_substring_regex(arr, pattern="[" + re.escape(_APOSTROPHES) + "]", replacement="")

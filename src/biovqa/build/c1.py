@@ -1,0 +1,674 @@
+"""C1 — hierarchical taxonomic reasoning: build the benchmark from a TreeOfLife-200M catalog.
+
+Pipeline (components.md §1.3–1.6):
+
+1. read the catalog and assign each row to one of the ten organismal groups (Table 5);
+2. keep rows with a complete lineage phylum→species and a common name (reptiles: no order),
+   resolving common names to English (Backbone vernaculars, user overrides);
+3. per group, order candidates deterministically (sort by uuid, seeded shuffle), apply the
+   per-species cap, and walk the order checking each image on disk (exists, shorter side ≥
+   ``min_side``) until ``per_group`` images are taken — relaxing the cap first, then the
+   resolution, where a group runs short (Gymnosperms in the paper);
+4. ask each image at eight ranks plus the common-name MCQ (reptiles: no order question), with
+   templates and instructions verbatim from prompts.md §2;
+5. attach difficulty tiers (metrics.md §2.12) and write the benchmark folder.
+
+Rows are excluded, never silently: every exclusion is counted per reason in the manifest.
+"""
+
+from __future__ import annotations
+
+import os
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Annotated, Any, Iterable, Optional
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import typer
+
+from ..errors import BiovqaError, InputFormatError, MissingResourceError
+from ..manifests.bench import Bench, sha256_file, write_bench, write_parquet
+from ..records import TREE_RANKS
+from ..sources.treeoflife import read_catalog
+from ..taxonomy.tree import RANK_DEPTH, BenchmarkTree, build_tree
+from ..text import normalize_c1_array
+
+GENERATOR = "biovqa.build.c1"
+SIDE_FOLDER = "c1"
+TREE_FILE = "tree.parquet"
+VERNACULAR_FILE = "vernacular.parquet"
+COMMON_NAMES_FILE = "common_names.parquet"
+
+#: Table 5: organismal group → (filter rank, accepted values).
+GROUPS: dict[str, tuple[str, frozenset[str]]] = {
+    "Amphibians": ("class", frozenset({"Amphibia"})),
+    "Angiosperms": ("class", frozenset({"Magnoliopsida", "Liliopsida"})),
+    "Arachnids": ("class", frozenset({"Arachnida"})),
+    "Birds": ("class", frozenset({"Aves"})),
+    "Bryophytes": ("phylum", frozenset({"Bryophyta"})),
+    "Fish": (
+        "class",
+        frozenset({"Actinopterygii", "Teleostei", "Elasmobranchii", "Holocephali", "Coelacanthi",
+                   "Dipneusti"}),
+    ),
+    "Gymnosperms": ("class", frozenset({"Pinopsida"})),
+    "Insects": ("class", frozenset({"Insecta"})),
+    "Mammals": ("class", frozenset({"Mammalia"})),
+    "Reptiles": ("class", frozenset({"Squamata", "Testudines", "Crocodylia", "Sphenodontia"})),
+}
+#: Groups whose lineage has no order rank (family hangs from class).
+GROUPS_WITHOUT_ORDER = frozenset({"Reptiles"})
+
+#: Question types in the order they are asked for one image (Table 6).
+TASKS: tuple[str, ...] = (
+    "phylum", "class", "order", "family", "genus", "species",
+    "scientific_name", "common_name", "common_name_mcq",
+)
+
+# prompts.md §2.1–2.3, verbatim.
+RANK_TEMPLATES: tuple[str, ...] = (
+    "What is the {rank} of the {label} shown in this image?",
+    "Which {rank} does the {label} in this image belong to?",
+    "Identify the {rank} of the {label} shown in this image.",
+    "Name the {rank} of the {label} in this image.",
+    "What is the correct {rank} label for the {label} in this image?",
+)
+NAME_TEMPLATES: tuple[str, ...] = (
+    "What is the {rank} of the {label} shown in this image?",
+    "Identify the {rank} of the {label} shown in this image.",
+    "Name the {rank} of the {label} shown in this image.",
+)
+MCQ_TEMPLATE = (
+    "Among the four options, what is the common name of the {label} shown in this image? "
+    "{o1}, {o2}, {o3}, {o4}"
+)
+#: The rank word each question type puts into ``{rank}``.
+RANK_WORD: dict[str, str] = {
+    "phylum": "phylum", "class": "class", "order": "order", "family": "family", "genus": "genus",
+    "species": "species epithet", "scientific_name": "scientific name",
+    "common_name": "common name",
+}
+# prompts.md §2.4, verbatim.
+INSTRUCTIONS: dict[str, str] = {
+    "phylum": "Answer with ONLY the Phylum name (e.g., Arthropoda). Do not include class, order, or any other taxonomic ranks. Do not write full sentences.",
+    "class": "Answer with ONLY the Class name (e.g., Arachnida, Insecta). Do not include order, family, or any other taxonomic ranks. Do not write full sentences.",
+    "order": "Answer with ONLY the Order name (e.g., Araneae). Do not include family, genus, or any other taxonomic ranks. Do not write full sentences.",
+    "family": "Answer with ONLY the Family name (e.g., Araneidae). Do not include genus, species, or any other taxonomic ranks. Do not write full sentences.",
+    "genus": "Answer with ONLY the Genus name (capitalized, e.g., Argiope). Do not include the species epithet or family name. Do not write full sentences.",
+    "species": "Answer with ONLY the species epithet (the single, lowercase second word of the scientific name, e.g., aurantia). Absolutely DO NOT include the capitalized Genus name. Do not write full sentences.",
+    "scientific_name": "Answer with ONLY the full binomial scientific name (Genus and species, e.g., Argiope aurantia). Do not include the common name or higher taxonomic ranks. Do not write full sentences.",
+    "common_name_mcq": "Answer with ONLY the exact correct option from the four choices provided in the question. Absolutely DO NOT write full sentences, and do not provide any extra context or scientific names.",
+    "common_name": "Answer with ONLY the everyday English common name (e.g., Orb weavers). Absolutely DO NOT provide the Latin scientific name. Do not write full sentences.",
+}
+KINGDOM_LABEL = {"Animalia": "animal", "Plantae": "plant"}
+
+IMAGE_SUFFIXES = (".jpg", ".jpeg", ".png", ".webp", ".tif", ".tiff", ".bmp", ".gif")
+
+
+@dataclass(frozen=True, slots=True)
+class C1BuildOptions:
+    """Creation parameters of a C1 build (recorded in the manifest)."""
+
+    per_group: int = 10_000
+    seed: int = 42
+    min_side: int = 224
+    species_cap: int = 50
+    groups: tuple[str, ...] = tuple(GROUPS)
+    workers: int = 8
+
+    def as_manifest(self) -> dict[str, Any]:
+        return {
+            "per_group": self.per_group,
+            "seed": self.seed,
+            "min_side": self.min_side,
+            "species_cap": self.species_cap,
+            "groups": list(self.groups),
+        }
+
+
+# --------------------------------------------------------------------------------------------
+# candidates
+
+
+def assign_groups(frame: pd.DataFrame) -> pd.Series:
+    """Organismal group of each catalog row by the Table 5 filters (None when in no group)."""
+    group = pd.Series(None, index=frame.index, dtype=object)
+    for name, (rank, values) in GROUPS.items():
+        hit = frame[rank].isin(values) & group.isna()
+        group[hit] = name
+    return group
+
+
+def _candidates(catalog: pa.Table, options: C1BuildOptions) -> tuple[pd.DataFrame, dict[str, dict[str, int]]]:
+    columns = ["uuid", "kingdom", *TREE_RANKS, "scientific_name", "common_name"]
+    frame = catalog.select(columns).to_pandas()
+    frame["group"] = assign_groups(frame)
+    exclusions: dict[str, dict[str, int]] = {}
+
+    def exclude(mask: pd.Series, reason: str) -> None:
+        counts = frame.loc[mask, "group"].fillna("(no group)").value_counts()
+        for group, n in counts.items():
+            exclusions.setdefault(reason, {})[str(group)] = int(n)
+
+    in_group = frame["group"].isin(options.groups)
+    exclude(~in_group & frame["group"].notna(), "group_not_selected")
+    frame = frame[in_group].copy()
+    # Reptiles have no order in the Backbone (Reptilia is a pro-parte synonym of four classes).
+    frame.loc[frame["group"].isin(GROUPS_WITHOUT_ORDER), "order"] = None
+    required = ["kingdom", "phylum", "class", "order", "family", "genus", "species"]
+    needs = frame[required].notna()
+    needs["order"] |= frame["group"].isin(GROUPS_WITHOUT_ORDER)
+    epithet = frame["species"].str.split().str[1]
+    complete = needs.all(axis=1) & epithet.notna()
+    exclude(~complete, "incomplete_lineage")
+    frame = frame[complete].copy()
+    frame["epithet"] = epithet[complete]
+    frame["scientific_name"] = frame["species"]
+    return frame, exclusions
+
+
+def resolve_common_names(
+    frame: pd.DataFrame, index: Any | None, overrides: Path | None
+) -> pd.DataFrame:
+    """English common name per row (components.md §1.5): catalog name if English, else the
+    Backbone's English vernacular, an override CSV winning over both."""
+    from ..taxonomy.english import english_common_names
+
+    pairs = frame[["species", "common_name"]].drop_duplicates().sort_values(["species", "common_name"], na_position="last")
+    names, sources = english_common_names(
+        pairs["common_name"].tolist(), pairs["species"].tolist(), index, overrides
+    )
+    pairs = pairs.assign(common_name_en=names, common_name_source=sources)
+    merged = frame.merge(pairs, on=["species", "common_name"], how="left", sort=False)
+    merged.index = frame.index
+    return merged
+
+
+# --------------------------------------------------------------------------------------------
+# images
+
+
+def index_images(images: Path) -> dict[str, str]:
+    """Map uuid → file name for ``<uuid>.<ext>`` files in the image folder."""
+    if not images.is_dir():
+        raise MissingResourceError("image folder not found", file=images)
+    found: dict[str, str] = {}
+    with os.scandir(images) as entries:
+        for entry in entries:
+            stem, dot, ext = entry.name.rpartition(".")
+            if dot and ("." + ext.lower()) in IMAGE_SUFFIXES and entry.is_file():
+                found.setdefault(stem, entry.name)
+    return found
+
+
+def _probe_image(path: Path) -> tuple[int, int] | None:
+    from PIL import Image, UnidentifiedImageError
+
+    try:
+        with Image.open(path) as image:
+            return image.size
+    except (UnidentifiedImageError, OSError):
+        return None
+
+
+def _select(
+    frame: pd.DataFrame, images: Path, options: C1BuildOptions, exclusions: dict[str, dict[str, int]]
+) -> tuple[pd.DataFrame, dict[str, Any]]:
+    files = index_images(images)
+    rng = np.random.default_rng(options.seed)
+    frame = frame.sort_values("uuid", kind="stable").reset_index(drop=True)
+    frame = frame.iloc[rng.permutation(len(frame))].reset_index(drop=True)
+    frame["species_rank"] = frame.groupby(["group", "species"], sort=False).cumcount()
+    frame["file"] = frame["uuid"].map(files)
+    chosen: list[pd.DataFrame] = []
+    relaxed: dict[str, Any] = {}
+    pool = ThreadPoolExecutor(max_workers=options.workers)
+    try:
+        for group in sorted(frame["group"].unique()):
+            rows = frame[frame["group"] == group]
+            missing = rows["file"].isna()
+            if missing.any():
+                exclusions.setdefault("missing_image", {})[group] = int(missing.sum())
+            rows = rows[~missing]
+            within_cap = rows["species_rank"] < options.species_cap
+            ordered = pd.concat([rows[within_cap], rows[~within_cap]])
+            taken, low_res, broken, over_cap = _take(ordered, images, options, pool, within_cap)
+            if broken:
+                exclusions.setdefault("unreadable_image", {})[group] = broken
+            if len(taken) < options.per_group and low_res:
+                # relax the resolution threshold last (components.md §1.3)
+                extra = low_res[: options.per_group - len(taken)]
+                relaxed.setdefault("resolution_relaxed", {})[group] = len(extra)
+                taken.extend(extra)
+                low_res = low_res[len(extra):]
+            if low_res:
+                exclusions.setdefault("low_resolution", {})[group] = len(low_res)
+            if over_cap:
+                relaxed.setdefault("species_cap_relaxed", {})[group] = over_cap
+            chosen.append(ordered.loc[[i for i, _ in taken]].assign(
+                width=[s[0] for _, s in taken], height=[s[1] for _, s in taken]))
+            if len(taken) < options.per_group:
+                relaxed.setdefault("short_groups", {})[group] = len(taken)
+    finally:
+        pool.shutdown()
+    selected = pd.concat(chosen) if chosen else frame.iloc[:0].assign(width=[], height=[])
+    selected = selected.sort_values(["group", "uuid"], kind="stable").reset_index(drop=True)
+    paths = [images / f for f in selected["file"]]
+    with ThreadPoolExecutor(max_workers=options.workers) as hasher:
+        selected["image_sha256"] = list(hasher.map(sha256_file, paths))
+    return selected, relaxed
+
+
+def _take(
+    ordered: pd.DataFrame, images: Path, options: C1BuildOptions, pool: ThreadPoolExecutor,
+    within_cap: pd.Series,
+) -> tuple[list[tuple[int, tuple[int, int]]], list[tuple[int, tuple[int, int]]], int, int]:
+    taken: list[tuple[int, tuple[int, int]]] = []
+    low_res: list[tuple[int, tuple[int, int]]] = []
+    broken = over_cap = 0
+    position = 0
+    labels = ordered.index.to_numpy()
+    files = ordered["file"].to_numpy()
+    while len(taken) < options.per_group and position < len(ordered):
+        need = options.per_group - len(taken)
+        chunk = slice(position, position + max(64, int(need * 1.25)))
+        sizes = list(pool.map(_probe_image, (images / f for f in files[chunk])))
+        for label, size in zip(labels[chunk], sizes):
+            if len(taken) >= options.per_group:
+                break
+            if size is None:
+                broken += 1
+            elif min(size) < options.min_side:
+                low_res.append((label, size))
+            else:
+                taken.append((label, size))
+                over_cap += int(not within_cap.loc[label])
+        position = chunk.stop
+    return taken, low_res, broken, over_cap
+
+
+# --------------------------------------------------------------------------------------------
+# questions
+
+
+def _label(kingdoms: np.ndarray) -> np.ndarray:
+    return np.array([KINGDOM_LABEL.get(k, "organism") for k in kingdoms], dtype=object)
+
+
+def _mcq_options(
+    selected: pd.DataFrame, rng: np.random.Generator
+) -> tuple[list[list[str]], list[list[str]]]:
+    """Gold + three distractor common names per image, drawn uniformly from the species of the
+    target's class (components.md §1.5; falling back to all species where the class has too few
+    distinct names), no two options equal after normalization; options shuffled. Returns the
+    option names and the species each names."""
+    species_table = (
+        selected[["class", "species", "common_name_en"]]
+        .drop_duplicates("species").sort_values("species").reset_index(drop=True)
+    )
+    pool_species = species_table["species"].to_numpy(dtype=object)
+    pool_names = species_table["common_name_en"].to_numpy(dtype=object)
+    pool_norm = np.asarray(normalize_c1_array(pa.array(pool_names.tolist(), pa.string())).to_pylist(), dtype=object)
+    by_class = {c: g.index.to_numpy() for c, g in species_table.groupby("class", sort=True)}
+    everything = species_table.index.to_numpy()
+    gold_norm = normalize_c1_array(pa.array(selected["common_name_en"].tolist(), pa.string())).to_pylist()
+    options: list[list[str]] = []
+    option_species: list[list[str]] = []
+    for gold_name, gold_key, gold_species, klass in zip(
+        selected["common_name_en"], gold_norm, selected["species"], selected["class"]
+    ):
+        picks: list[int] = []
+        used = {gold_key}
+        for pool in (by_class.get(klass, everything), everything):
+            # a few uniform draws settle almost every item; a full permutation covers the rest
+            draws = pool[rng.integers(0, len(pool), size=12)]
+            for candidates in (draws, rng.permutation(pool)):
+                for idx in candidates:
+                    if pool_species[idx] == gold_species or pool_norm[idx] in used:
+                        continue
+                    picks.append(int(idx))
+                    used.add(pool_norm[idx])
+                    if len(picks) == 3:
+                        break
+                if len(picks) == 3:
+                    break
+            if len(picks) == 3:
+                break
+        if len(picks) < 3:
+            raise BiovqaError(
+                f"cannot draw three distinct distractor common names for {gold_species!r}",
+                hint="the selection holds fewer than four species with distinct English common names",
+            )
+        names = [gold_name, *pool_names[picks]]
+        species = [gold_species, *pool_species[picks]]
+        order = rng.permutation(4)
+        options.append([names[i] for i in order])
+        option_species.append([species[i] for i in order])
+    return options, option_species
+
+
+def make_items(selected: pd.DataFrame, tree: BenchmarkTree, leaf_nodes: np.ndarray, seed: int) -> pd.DataFrame:
+    """One row per question, image-grouped (tasks in Table 6 order)."""
+    n = len(selected)
+    has_order = ~selected["group"].isin(GROUPS_WITHOUT_ORDER).to_numpy()
+    task_grid = np.array(TASKS, dtype=object)
+    asked = np.ones((n, len(TASKS)), dtype=bool)
+    asked[:, TASKS.index("order")] = has_order
+    image_index, task_index = np.nonzero(asked)
+    tasks = task_grid[task_index]
+    rows = selected.iloc[image_index].reset_index(drop=True)
+    labels = _label(rows["kingdom"].to_numpy())
+
+    template_rng = np.random.default_rng(seed)
+    rank_pick = template_rng.integers(0, len(RANK_TEMPLATES), size=len(tasks))
+    name_pick = template_rng.integers(0, len(NAME_TEMPLATES), size=len(tasks))
+    mcq_rng = np.random.default_rng(seed)
+    options, option_species = _mcq_options(selected, mcq_rng)
+
+    questions = np.empty(len(tasks), dtype=object)
+    answers = np.empty(len(tasks), dtype=object)
+    option_column: list[list[str] | None] = [None] * len(tasks)
+    option_species_column: list[list[str] | None] = [None] * len(tasks)
+    gold_columns = {
+        "phylum": rows["phylum"], "class": rows["class"], "order": rows["order"],
+        "family": rows["family"], "genus": rows["genus"], "species": rows["epithet"],
+        "scientific_name": rows["species"], "common_name": rows["common_name_en"],
+        "common_name_mcq": rows["common_name_en"],
+    }
+    for task in TASKS:
+        where = np.nonzero(tasks == task)[0]
+        if not len(where):
+            continue
+        answers[where] = gold_columns[task].to_numpy()[where]
+        if task == "common_name_mcq":
+            for position in where:
+                opts = options[image_index[position]]
+                option_column[position] = opts
+                option_species_column[position] = option_species[image_index[position]]
+                questions[position] = MCQ_TEMPLATE.format(
+                    label=labels[position], o1=opts[0], o2=opts[1], o3=opts[2], o4=opts[3])
+            continue
+        templates = NAME_TEMPLATES if task in ("scientific_name", "common_name") else RANK_TEMPLATES
+        picks = name_pick[where] if templates is NAME_TEMPLATES else rank_pick[where]
+        word = RANK_WORD[task]
+        questions[where] = [templates[p].format(rank=word, label=lab) for p, lab in zip(picks, labels[where])]
+
+    items = pd.DataFrame(
+        {
+            "item_id": "c1:" + rows["uuid"] + ":" + pd.Series(tasks),
+            "component": "c1",
+            "task": tasks,
+            "question": questions,
+            "instruction": [INSTRUCTIONS[t] for t in tasks],
+            "options": option_column,
+            "answer": answers,
+            "image": rows["file"],
+            "image_sha256": rows["image_sha256"],
+            "source_id": rows["uuid"],
+            "group": rows["group"],
+            "kingdom": rows["kingdom"],
+            **{rank: rows[rank] for rank in TREE_RANKS},
+            "epithet": rows["epithet"],
+            "scientific_name": rows["species"],
+            "common_name": rows["common_name_en"],
+            "common_name_source": rows["common_name_source"],
+            "width": rows["width"].astype(np.int32),
+            "height": rows["height"].astype(np.int32),
+            "leaf_node": leaf_nodes[image_index],
+            "option_species": option_species_column,
+        }
+    )
+    return items
+
+
+def _attach_tiers(items: pd.DataFrame, tree: BenchmarkTree, image_leaves: np.ndarray,
+                  vernacular: Any, prevalence_method: str) -> pd.DataFrame:
+    """Resolve each item's target node (Table 29: exact → vernacular → lineage) and attach the
+    13 difficulty columns of components.md §1.5 (metrics.md §2.12)."""
+    from . import c1_tiers
+
+    tasks = items["task"].to_numpy(dtype=object)
+    leaf = items["leaf_node"].to_numpy(dtype=np.int64)
+    target = leaf.copy()
+    method = np.full(len(items), "exact", dtype=object)
+    for rank in ("phylum", "class", "order", "family", "genus"):
+        rows = tasks == rank
+        target[rows] = tree.node_at_depth(leaf[rows], RANK_DEPTH[rank])
+    method[tasks == "species"] = "lineage"  # the epithet is read off the image's lineage
+    named = np.isin(tasks, ["common_name", "common_name_mcq"])
+    common = normalize_c1_array(pa.array(items.loc[named, "common_name"].tolist(), pa.string()))
+    found = vernacular.lookup(common)
+    named_rows = np.flatnonzero(named)
+    target[named_rows] = np.where(found >= 0, found, leaf[named_rows])
+    method[named_rows] = np.where(found >= 0, "vernacular", "lineage")
+    anchor = target < 0  # a rank the lineage lacks: fall back to the lowest lineage node
+    target[anchor] = leaf[anchor]
+    method[anchor] = "anchor"
+
+    exposure = c1_tiers.exposure_counts(tree, image_leaves)
+    item_exposure = exposure[target]
+    prevalence = c1_tiers.prevalence_tiers(
+        items["group"].to_numpy(dtype=object), tasks, target, item_exposure,
+        tree.names[target], method=prevalence_method)
+
+    is_mcq = tasks == "common_name_mcq"
+    species_node = dict(zip(items["scientific_name"], leaf))
+    ndd = np.full(len(items), None, dtype=object)
+    meet = np.full(len(items), None, dtype=object)
+    confusability = np.full(len(items), np.nan)
+    mcq_tier = np.full(len(items), None, dtype=object)
+    option_nodes: list[list[int] | None] = [None] * len(items)
+    if is_mcq.any():
+        mcq_rows = np.flatnonzero(is_mcq)
+        option_species = items["option_species"].to_numpy(dtype=object)[mcq_rows]
+        nodes = np.array([[species_node[s] for s in opts] for opts in option_species], dtype=np.int64)
+        gold_species = items["scientific_name"].to_numpy(dtype=object)[mcq_rows]
+        gold_position = np.array([list(opts).index(g) for opts, g in zip(option_species, gold_species)])
+        tiers = c1_tiers.confusability_tiers(
+            tree, leaf[mcq_rows], c1_tiers.distractor_nodes(nodes, gold_position))
+        ndd[mcq_rows] = tiers.ndd.astype(int)
+        meet[mcq_rows] = tiers.meet_rank
+        confusability[mcq_rows] = tiers.confusability
+        mcq_tier[mcq_rows] = tiers.tier
+        for row, node_row in zip(mcq_rows, nodes):
+            option_nodes[row] = [int(n) for n in node_row]
+    unified = c1_tiers.unified_tier(tasks, prevalence.tier, mcq_tier)
+    return items.assign(
+        target_node=target.astype(np.int32),
+        target_rank=np.asarray(c1_tiers.DEPTH_RANK, dtype=object)[tree.depth[target]],
+        reference_cell=np.where(is_mcq, None, prevalence.reference_cell),
+        resolution_method=method,
+        exposure=item_exposure.astype(np.int64),
+        log10_exposure=c1_tiers.log10_exposure(item_exposure),
+        prevalence_percentile=prevalence.percentile,
+        prevalence_tier=prevalence.tier,
+        ndd=pd.array(ndd, dtype="Int8"),
+        ndd_rank=meet,
+        confusability=confusability,
+        mcq_tier=mcq_tier,
+        tier=unified,
+        tier_method=np.where(is_mcq, "confusability", "prevalence"),
+        option_nodes=option_nodes,
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# entry points
+
+
+def build_c1(
+    catalog: str | Path,
+    backbone: str | Path,
+    images: str | Path,
+    out: str | Path,
+    *,
+    options: C1BuildOptions = C1BuildOptions(),
+    common_name_overrides: str | Path | None = None,
+    prevalence_method: str = "item_weighted",
+    console: Any | None = None,
+) -> Bench:
+    """Build a C1 benchmark folder; see the module docstring."""
+    from ..taxonomy.index import TaxonomyIndex
+    from ..taxonomy.vernacular import build_vernacular_index
+
+    catalog, backbone, images, out = Path(catalog), Path(backbone), Path(images), Path(out)
+    unknown_groups = [g for g in options.groups if g not in GROUPS]
+    if unknown_groups:
+        raise BiovqaError(f"unknown organismal group(s) {unknown_groups}", field="groups",
+                          hint=f"choose from {', '.join(GROUPS)}")
+    overrides = Path(common_name_overrides) if common_name_overrides else None
+    index = TaxonomyIndex.open(backbone)
+    say = console.print if console is not None else (lambda *a, **k: None)
+
+    say(f"reading catalog {catalog}")
+    table = read_catalog(catalog)
+    frame, exclusions = _candidates(table, options)
+    frame = resolve_common_names(frame, index, overrides)
+    unresolved = frame["common_name_source"] == "unresolved"
+    if unresolved.any():
+        counts = frame.loc[unresolved, "group"].value_counts()
+        exclusions["no_english_common_name"] = {str(g): int(n) for g, n in counts.items()}
+        frame = frame[~unresolved]
+    say(f"{len(frame):,} candidate images; checking image files in {images}")
+    selected, relaxed = _select(frame, images, options, exclusions)
+    if selected.empty:
+        raise BiovqaError("no catalog row passed the filters", file=catalog,
+                          hint="check the image folder and the --per-group/--min-side options")
+    lineages = selected[list(TREE_RANKS)]
+    tree, leaf_nodes = build_tree(lineages)
+    vernacular = build_vernacular_index(selected["common_name_en"].tolist(), leaf_nodes, tree)
+    items = make_items(selected, tree, leaf_nodes, options.seed)
+    items = _attach_tiers(items, tree, leaf_nodes, vernacular, prevalence_method)
+    items = items.drop(columns=["leaf_node", "option_species"])
+
+    side = out / SIDE_FOLDER
+    side.mkdir(parents=True, exist_ok=True)
+    tree.save(side / TREE_FILE)
+    vernacular.save(side / VERNACULAR_FILE)
+    replaced = selected[selected["common_name_source"] != "catalog"][
+        ["uuid", "species", "common_name", "common_name_en", "common_name_source"]
+    ].rename(columns={"common_name": "catalog_common_name"})
+    write_parquet(pa.Table.from_pandas(replaced.reset_index(drop=True), preserve_index=False),
+                  side / COMMON_NAMES_FILE)
+
+    item_table = pa.Table.from_pandas(items, preserve_index=False)
+    parameters = options.as_manifest() | {"prevalence_method": prevalence_method}
+    bench = write_bench(
+        out,
+        item_table,
+        component="c1",
+        generator=GENERATOR,
+        seed=options.seed,
+        sources={"catalog": catalog, "common_name_overrides": overrides} if overrides else {"catalog": catalog},
+        parameters=parameters,
+        extra={
+            "images_root": str(images.resolve()),
+            "taxonomy_index": str(backbone.resolve()),
+            "taxonomy_index_card": _index_card(backbone),
+            "images": int(len(selected)),
+            "exclusions": exclusions,
+            "relaxations": relaxed,
+            "common_names": {
+                "replaced": int((selected["common_name_source"] != "catalog").sum()),
+                "by_source": {str(k): int(v) for k, v in selected["common_name_source"].value_counts().sort_index().items()},
+                "file": f"{SIDE_FOLDER}/{COMMON_NAMES_FILE}",
+            },
+            "tree": {"file": f"{SIDE_FOLDER}/{TREE_FILE}", "nodes": tree.n_nodes},
+        },
+    )
+    return bench
+
+
+def _index_card(index_dir: Path) -> dict[str, Any]:
+    import json
+
+    card = index_dir / "index.json"
+    if not card.exists():
+        return {}
+    data = json.loads(card.read_text(encoding="utf-8"))
+    return {k: v for k, v in data.items() if k in ("sources", "rows", "biovqa_version", "source_sha256", "counts")}
+
+
+def build_command(
+    catalog: Annotated[Path, typer.Option(help="TreeOfLife-200M catalog (.parquet or .csv)")],
+    backbone: Annotated[Path, typer.Option(help="taxonomy index from `biovqa taxonomy index`")],
+    images: Annotated[Path, typer.Option(help="folder of <uuid>.<ext> images")],
+    out: Annotated[Path, typer.Option(help="benchmark folder to write")],
+    per_group: Annotated[int, typer.Option(help="images per organismal group")] = 10_000,
+    seed: Annotated[int, typer.Option(help="sampling, template and distractor seed")] = 42,
+    min_side: Annotated[int, typer.Option(help="minimum shorter image side in pixels")] = 224,
+    species_cap: Annotated[int, typer.Option(help="images per species per group before relaxing")] = 50,
+    group: Annotated[Optional[list[str]], typer.Option(help="restrict to these groups (repeatable)")] = None,
+    common_names: Annotated[Optional[Path], typer.Option(help="CSV scientific_name,common_name of overrides")] = None,
+    prevalence_method: Annotated[str, typer.Option(help="item_weighted (E.3) or taxon_rank (D.9)")] = "item_weighted",
+) -> None:
+    """Build C1 (hierarchical taxonomic reasoning) from a TreeOfLife-200M catalog."""
+    from rich.console import Console
+
+    console = Console(stderr=True)
+    options = C1BuildOptions(per_group=per_group, seed=seed, min_side=min_side,
+                             species_cap=species_cap, groups=tuple(group) if group else tuple(GROUPS))
+    bench = build_c1(catalog, backbone, images, out, options=options,
+                     common_name_overrides=common_names, prevalence_method=prevalence_method,
+                     console=console)
+    counts = bench.manifest["counts"]
+    console.print(f"[green]built C1[/green]: {counts['total']:,} items over {bench.manifest['images']:,} images → {bench.root}")
+
+
+# --------------------------------------------------------------------------------------------
+# floor and audit hooks (registered in biovqa.components)
+
+
+def floor_responses(items: pa.Table) -> pa.Array:
+    """Image-blind floor (Table 3): the most frequent taxon at each rank for every item; for the
+    MCQ, the option naming the most frequent common name (ties: first option)."""
+    from ..score.c1 import floor_answers
+
+    answers = floor_answers(items)
+    tasks = items.column("task").to_pylist()
+    replies: list[str | None] = [answers.get(t) for t in tasks]
+    if "common_name_mcq" in answers or "common_name_mcq" in tasks:
+        frame = items.select(["task", "answer", "options"]).to_pandas()
+        mcq = frame[frame["task"] == "common_name_mcq"]
+        norm_answers = normalize_c1_array(pa.array(mcq["answer"].tolist(), pa.string())).to_pylist()
+        frequency = pd.Series(norm_answers).value_counts()
+        for position, opts in zip(mcq.index, mcq["options"]):
+            opts = list(opts)
+            keys = normalize_c1_array(pa.array(opts, pa.string())).to_pylist()
+            scores = [int(frequency.get(k, 0)) for k in keys]
+            replies[position] = opts[int(np.argmax(scores))]
+    return pa.array(replies, pa.string())
+
+
+def audit_items(bench: Bench) -> list[str]:
+    """C1 part of the verification contract: every rank an item's image needs is present."""
+    table = bench.items
+    frame = table.select(["item_id", "task", "group", "kingdom", *TREE_RANKS, "epithet",
+                          "scientific_name", "common_name"]).to_pandas()
+    violations: list[str] = []
+    required = ["kingdom", "phylum", "class", "order", "family", "genus", "species", "epithet",
+                "scientific_name", "common_name"]
+    for column in required:
+        values = frame[column]
+        bad = values.isna() | (values.astype(str).str.strip() == "")
+        if column == "order":
+            bad &= ~frame["group"].isin(GROUPS_WITHOUT_ORDER)
+        for item_id in frame.loc[bad, "item_id"].head(20):
+            violations.append(f"{item_id}: required rank '{column}' is null or empty")
+        if bad.sum() > 20:
+            violations.append(f"… {int(bad.sum()) - 20} more items with empty '{column}'")
+    reptile_order = frame["group"].isin(GROUPS_WITHOUT_ORDER) & (frame["task"] == "order")
+    for item_id in frame.loc[reptile_order, "item_id"].head(20):
+        violations.append(f"{item_id}: reptiles have no order, but an order question exists")
+    side = bench.root / SIDE_FOLDER
+    for name in (TREE_FILE, VERNACULAR_FILE):
+        if not (side / name).exists():
+            violations.append(f"{SIDE_FOLDER}/{name}: missing (scoring needs it)")
+    return violations
+
+
+def iter_tasks() -> Iterable[str]:
+    return iter(TASKS)

@@ -1,0 +1,175 @@
+"""The run card: ``RUN/run.json``, what made a predictions file and how fast.
+
+It records the model id and resolved revision, the backend and its version, the backend's own facts
+(processor pixel limits, dtype, device, library versions), torch/CUDA/GPU where torch is loaded,
+the decoding settings, the prompt-template hash, the benchmark manifest hash, the biovqa version,
+the selection, start/end times and throughput. The API key of the ``openai`` backend never reaches
+it: only its environment variable's *name* is kept, and any option whose name mentions a key,
+token, secret or password is dropped.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import platform
+import sys
+from importlib import metadata
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from .._version import __version__
+from ..manifests.bench import write_json
+from .store import PREDICTIONS_FILE, StoreHeader
+
+if TYPE_CHECKING:
+    from ..manifests import Bench
+    from .engine import RunOptions
+
+CARD_FILE = "run.json"
+_SECRET_WORDS = ("key", "token", "secret", "password", "authorization")
+
+
+def _iso(timestamp: float | None) -> str | None:
+    if timestamp is None:
+        return None
+    return _dt.datetime.fromtimestamp(timestamp, tz=_dt.timezone.utc).isoformat(timespec="seconds")
+
+
+def _version(package: str) -> str | None:
+    try:
+        return metadata.version(package)
+    except metadata.PackageNotFoundError:
+        return None
+
+
+def environment_facts() -> dict[str, Any]:
+    """Python, platform, library versions; torch/CUDA/GPU only when torch is already imported
+    (the card never loads torch itself)."""
+    facts: dict[str, Any] = {
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+        "biovqa": __version__,
+        "pyarrow": _version("pyarrow"),
+        "torch": _version("torch"),
+        "transformers": _version("transformers"),
+        "vllm": _version("vllm"),
+        "ray": _version("ray"),
+    }
+    torch = sys.modules.get("torch")
+    if torch is not None:
+        try:
+            facts["cuda"] = torch.version.cuda
+            if torch.cuda.is_available():
+                facts["gpus"] = [torch.cuda.get_device_name(i)
+                                 for i in range(torch.cuda.device_count())]
+        except Exception:  # torch half-initialised: the versions above still say enough
+            pass
+    return facts
+
+
+def redact(options: dict[str, Any]) -> dict[str, Any]:
+    """Backend options fit for the card: secrets dropped (the env-var *name* of a key is kept)."""
+    kept = {}
+    for name, value in options.items():
+        lowered = name.lower()
+        if lowered == "api_key_env" or not any(word in lowered for word in _SECRET_WORDS):
+            kept[name] = value if isinstance(value, (str, int, float, bool, type(None))) \
+                else str(value)
+    return kept
+
+
+def build_card(*, bench: "Bench", options: "RunOptions", facts: dict[str, Any],
+               header: StoreHeader, selected: int, resumed: int, started: float, executor: str,
+               status: str, ended: float | None = None, elapsed_s: float | None = None,
+               progress: dict[str, Any] | None = None,
+               predictions: pa.Table | None = None) -> dict[str, Any]:
+    """The run card as a JSON-able dict."""
+    selection = options.selection
+    card: dict[str, Any] = {
+        "status": status,
+        "model": header.model,
+        "model_argument": options.model,
+        "revision": header.revision,
+        "backend": options.backend,
+        "backend_version": facts.get("backend_version") or facts.get("version"),
+        "backend_facts": {k: v for k, v in redact(facts).items()},
+        "backend_options": redact(dict(options.backend_options)),
+        "min_pixels": facts.get("min_pixels"),
+        "max_pixels": facts.get("max_pixels"),
+        "dtype": facts.get("dtype"),
+        "executor": executor,
+        "decoding": header.decoding,
+        "prompt_template_hash": header.prompt_template_hash,
+        "benchmark": {
+            "path": str(bench.root),
+            "component": bench.component,
+            "manifest_sha256": header.manifest_sha256,
+            "items_sha256": bench.manifest.get("items_sha256"),
+        },
+        "selection": {
+            "components": list(selection.components or []) or None,
+            "tasks": list(selection.tasks or []) or None,
+            "limit_per_task": selection.limit,
+            "seed": selection.seed,
+            "shard": None if selection.shard is None else f"{selection.shard[0]}/{selection.shard[1]}",
+        },
+        "environment": environment_facts(),
+        "started": _iso(started),
+        "ended": _iso(ended),
+        "items": {"selected": selected, "resumed": resumed, "asked": selected - resumed},
+        "predictions": PREDICTIONS_FILE,
+    }
+    if progress is not None:
+        card["elapsed_s"] = round(elapsed_s or progress["elapsed_s"], 3)
+        card["items_per_s"] = round(progress["items_per_s"], 3)
+        card["tokens_per_s"] = round(progress["tokens_per_s"], 3)
+        card["items"]["failed_this_session"] = progress["failed"]
+    if predictions is not None:
+        status_col = predictions.column("status")
+        card["items"]["ok"] = int(pc.sum(pc.equal(status_col, "ok")).as_py() or 0)
+        card["items"]["failed"] = int(pc.sum(pc.equal(status_col, "failed")).as_py() or 0)
+        for column in ("prompt_tokens", "completion_tokens"):
+            total = pc.sum(predictions.column(column)).as_py()
+            card["items"][column] = None if total is None else int(total)
+    return card
+
+
+def write_card(run_dir: str | Path, card: dict[str, Any]) -> Path:
+    path = Path(run_dir) / CARD_FILE
+    write_json(path, card)
+    return path
+
+
+def build_merge_card(run_dirs: "list[Path] | tuple[Path, ...]", out: str | Path,
+                     predictions: pa.Table) -> dict[str, Any]:
+    """The card of a merged run: the inputs' cards (when present), the header, the counts."""
+    import json
+
+    from .store import read_header
+
+    header = read_header(out)
+    sources = []
+    for run_dir in run_dirs:
+        path = Path(run_dir) / CARD_FILE
+        card = json.loads(path.read_text(encoding="utf-8")) if path.exists() else None
+        sources.append({"run": str(run_dir), "card": card})
+    status_col = predictions.column("status")
+    return {
+        "status": "merged",
+        "model": header.model,
+        "revision": header.revision,
+        "decoding": header.decoding,
+        "prompt_template_hash": header.prompt_template_hash,
+        "benchmark": {"manifest_sha256": header.manifest_sha256},
+        "environment": environment_facts(),
+        "merged_from": sources,
+        "items": {
+            "total": predictions.num_rows,
+            "ok": int(pc.sum(pc.equal(status_col, "ok")).as_py() or 0),
+            "failed": int(pc.sum(pc.equal(status_col, "failed")).as_py() or 0),
+        },
+        "predictions": PREDICTIONS_FILE,
+    }

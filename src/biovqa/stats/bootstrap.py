@@ -1,0 +1,164 @@
+"""Seeded percentile bootstrap with cluster resampling (metrics.md §6.1, paper L.3).
+
+Every statistic the leaderboards bootstrap is a *ratio of sums* over items: a mean of a per-item
+quantity over the items of a cell (a task, a group, a tier, …), where an item may be left out of a
+cell's denominator (severity only averages wrong and resolved items). Resampling clusters (images,
+plates, or the items themselves) with replacement multiplies each cluster's sums by how often it was
+drawn, so with per-cluster sums ``S`` (clusters × statistics) and per-cluster counts ``N`` one
+replicate of every statistic is ``(w @ S) / (w @ N)`` for a vector ``w`` of draw counts. Drawing
+the ``B × clusters`` count matrix ``W`` once and applying it to all statistics as matrix products
+gives every cell's interval from the *same* resamples, in a few BLAS calls.
+
+The percentile interval is the ``(1 − level)/2`` and ``(1 + level)/2`` quantiles of the ``B``
+replicates (linear interpolation, NumPy's default). Draws come from
+``numpy.random.default_rng(seed)``: replicate ``b`` draws ``n_clusters`` cluster indices with
+replacement, so results depend on the seed and the sorted cluster labels only, never on the row
+order or on how the work is chunked.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Iterator
+
+import numpy as np
+import pandas as pd
+
+#: Replicates materialised per matrix product (bounds memory at chunk × clusters float32).
+REPLICATE_CHUNK = 64
+
+
+def cluster_codes(clusters: np.ndarray | list) -> tuple[np.ndarray, int]:
+    """Dense codes ``0 … n_clusters−1`` for cluster labels, numbered in sorted label order (so
+    the codes, and hence the resamples, do not depend on the order of the rows)."""
+    codes, uniques = pd.factorize(pd.Series(np.asarray(clusters)), sort=True)
+    if (codes < 0).any():
+        raise ValueError("cluster labels must not be missing")
+    return codes.astype(np.int64), len(uniques)
+
+
+def resampled_cluster_counts(n_clusters: int, *, B: int, seed: int,
+                             chunk: int = REPLICATE_CHUNK) -> Iterator[np.ndarray]:
+    """Yield ``(≤chunk, n_clusters)`` float32 blocks of draw counts, ``B`` rows in all: row ``b``
+    counts how often each cluster was drawn in replicate ``b`` (``n_clusters`` draws with
+    replacement, uniform)."""
+    if n_clusters < 1:
+        raise ValueError("the bootstrap needs at least one cluster")
+    if n_clusters >= 2**31:
+        raise ValueError("too many clusters for int32 draws")
+    rng = np.random.default_rng(seed)
+    done = 0
+    while done < B:
+        rows = min(chunk, B - done)
+        block = np.empty((rows, n_clusters), dtype=np.float32)
+        for r in range(rows):
+            draws = rng.integers(0, n_clusters, size=n_clusters, dtype=np.int32)
+            block[r] = np.bincount(draws, minlength=n_clusters)
+        done += rows
+        yield block
+
+
+def cluster_sums(values: np.ndarray, codes: np.ndarray, n_clusters: int) -> tuple[np.ndarray, np.ndarray]:
+    """Per-cluster sums and counts of the non-NaN entries of ``values`` (n × k) → two
+    ``(n_clusters, k)`` float64 arrays. NaN marks an item that is not part of a statistic."""
+    values = np.asarray(values, dtype=np.float64)
+    if values.ndim == 1:
+        values = values[:, None]
+    present = ~np.isnan(values)
+    sums = np.zeros((n_clusters, values.shape[1]))
+    counts = np.zeros((n_clusters, values.shape[1]))
+    for column in range(values.shape[1]):
+        keep = present[:, column]
+        sums[:, column] = np.bincount(codes[keep], weights=values[keep, column], minlength=n_clusters)
+        counts[:, column] = np.bincount(codes[keep], minlength=n_clusters)
+    return sums, counts
+
+
+def ratio_of_sums_replicates(numerators: np.ndarray, denominators: np.ndarray, *, B: int, seed: int,
+                             denominator_of: np.ndarray | None = None) -> np.ndarray:
+    """Bootstrap replicates (``B × K``) of ``Σ numerator / Σ denominator`` per statistic.
+
+    ``numerators`` is ``(n_clusters, K)`` and ``denominators`` ``(n_clusters, D)``; statistic ``k``
+    divides by denominator column ``denominator_of[k]`` (default: the same column, ``D = K``), so
+    statistics sharing a denominator share its matrix product. A replicate with a zero
+    denominator gives NaN for that statistic."""
+    numerators = np.asarray(numerators, dtype=np.float32)
+    denominators = np.asarray(denominators, dtype=np.float32)
+    if denominator_of is None:
+        denominator_of = np.arange(numerators.shape[1])
+    n_clusters = numerators.shape[0]
+    out = np.empty((B, numerators.shape[1]), dtype=np.float64)
+    start = 0
+    for weights in resampled_cluster_counts(n_clusters, B=B, seed=seed):
+        top = (weights @ numerators).astype(np.float64)
+        bottom = (weights @ denominators).astype(np.float64)[:, denominator_of]
+        with np.errstate(invalid="ignore", divide="ignore"):
+            out[start:start + len(weights)] = np.where(bottom > 0, top / np.where(bottom > 0, bottom, 1), np.nan)
+        start += len(weights)
+    return out
+
+
+def percentile_interval(replicates: np.ndarray, level: float = 0.95) -> tuple[np.ndarray, np.ndarray]:
+    """Percentile interval per column of ``replicates`` (``B × K``), ignoring NaN replicates;
+    all-NaN columns give NaN bounds."""
+    if not 0 < level < 1:
+        raise ValueError(f"level must lie in (0, 1), got {level}")
+    replicates = np.asarray(replicates, dtype=np.float64)
+    if replicates.ndim == 1:
+        replicates = replicates[:, None]
+    lo = np.full(replicates.shape[1], np.nan)
+    hi = np.full(replicates.shape[1], np.nan)
+    finite = ~np.isnan(replicates)
+    complete = finite.all(axis=0)
+    quantiles = [100 * (1 - level) / 2, 100 * (1 + level) / 2]
+    if complete.any():
+        lo[complete], hi[complete] = np.percentile(replicates[:, complete], quantiles, axis=0)
+    partial = ~complete & finite.any(axis=0)
+    if partial.any():
+        lo[partial], hi[partial] = np.nanpercentile(replicates[:, partial], quantiles, axis=0)
+    return lo, hi
+
+
+@dataclass(frozen=True, slots=True)
+class BootstrapMeans:
+    """Point estimates, replicates and percentile bounds of ``K`` means."""
+
+    estimate: np.ndarray  # (K,)
+    replicates: np.ndarray  # (B, K)
+    lo: np.ndarray  # (K,)
+    hi: np.ndarray  # (K,)
+
+
+def bootstrap_means(values: np.ndarray, clusters: np.ndarray | list, *, B: int = 1000, seed: int = 42,
+                    level: float = 0.95) -> BootstrapMeans:
+    """Means of the columns of ``values`` (n × k; NaN = item not in that statistic) with cluster
+    bootstrap replicates and percentile bounds."""
+    codes, n_clusters = cluster_codes(clusters)
+    values = np.asarray(values, dtype=np.float64)
+    if values.ndim == 1:
+        values = values[:, None]
+    if len(codes) != len(values):
+        raise ValueError(f"values has {len(values)} rows but clusters has {len(codes)}")
+    sums, counts = cluster_sums(values, codes, n_clusters)
+    total = counts.sum(axis=0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        estimate = np.where(total > 0, sums.sum(axis=0) / np.where(total > 0, total, 1), np.nan)
+    replicates = ratio_of_sums_replicates(sums, counts, B=B, seed=seed)
+    lo, hi = percentile_interval(replicates, level)
+    return BootstrapMeans(estimate=estimate, replicates=replicates, lo=lo, hi=hi)
+
+
+def cluster_bootstrap_means(values: np.ndarray, clusters: np.ndarray | list, *, B: int = 1000,
+                            seed: int = 42, level: float = 0.95) -> tuple[np.ndarray, np.ndarray]:
+    """95% (``level``) percentile interval ``(lo, hi)`` of the mean of each column of ``values``
+    (n × k, NaN = excluded) resampling ``clusters`` with replacement; pass
+    ``clusters = np.arange(n)`` for the item bootstrap."""
+    result = bootstrap_means(values, clusters, B=B, seed=seed, level=level)
+    return result.lo, result.hi
+
+
+def item_bootstrap_means(values: np.ndarray, *, B: int = 1000, seed: int = 42,
+                         level: float = 0.95) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`cluster_bootstrap_means` with every item its own cluster."""
+    n = len(np.asarray(values))
+    return cluster_bootstrap_means(values, np.arange(n), B=B, seed=seed, level=level)

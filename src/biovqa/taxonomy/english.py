@@ -1,0 +1,247 @@
+"""English common names for C1 (components.md §1.5: stage 1 and the GBIF stage of stage 2).
+
+The catalog's common names come from GBIF vernaculars in any language ("gran" for *Picea abies*,
+"åkergroda" for *Rana arvalis*). Each (catalog name, species) pair leaves at the first step that
+settles it:
+
+0. **override** — a user CSV (``scientific_name,common_name``) of curated names wins over all
+   (stage 3, manual curation);
+1. **catalog** — offline triage of the catalog name: if the Backbone lists that vernacular for the
+   species with language ``en`` → accept; tagged only with other languages → reject; otherwise any
+   non-ASCII letter → reject, else accept when at least half of its tokens are English words
+   (:data:`ENGLISH_WORD_SHARE`, [DEFAULT] 0.5). Reject before accept;
+2. **gbif_en** — the Backbone's English vernacular of the accepted species (synonyms followed to
+   the accepted name), best first by :meth:`TaxonomyIndex.english_vernacular_candidates`, the
+   first candidate that passes the gate (no rank words or taxonomic qualifiers, not an echo of the
+   scientific name);
+3. **unresolved** — nothing settled it (the caller decides; C1 drops such images).
+
+The iNaturalist and Wikipedia authorities of stage 2 need the network and are not consulted.
+"""
+
+from __future__ import annotations
+
+import csv
+import gzip
+import re
+from collections.abc import Sequence
+from functools import lru_cache
+from importlib import resources
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pyarrow as pa
+
+from ..errors import InputFormatError, MissingResourceError
+from ..text import normalize_c1, normalize_c1_array
+
+if TYPE_CHECKING:
+    from .index import TaxonomyIndex
+
+#: Accept a catalog name when at least this share of its tokens are English words [DEFAULT].
+ENGLISH_WORD_SHARE = 0.5
+SOURCES: tuple[str, ...] = ("catalog", "gbif_en", "override", "unresolved")
+OVERRIDE_COLUMNS: tuple[str, ...] = ("scientific_name", "common_name")
+WORD_LIST_RESOURCE = "english_words.txt.gz"
+
+#: Candidate gate: tokens that mark a rank or a taxonomic qualifier, not a common name.
+_GATE_TOKENS = frozenset({
+    "kingdom", "phylum", "class", "order", "family", "subfamily", "tribe", "genus", "subgenus",
+    "species", "subspecies", "variety", "form", "sp", "spp", "ssp", "subsp", "var", "cf", "aff",
+    "nr", "indet", "sensu", "lato", "stricto", "incertae", "sedis",
+})
+_TOKEN_RE = re.compile(r"[a-z]+")
+_POSSESSIVE_RE = re.compile(r"['\u2019]s\b")
+
+
+@lru_cache(maxsize=1)
+def english_words() -> frozenset[str]:
+    """The bundled English word list (SCOWL size 50, American + British; see
+    ``biovqa/data/taxonomy/README.md``)."""
+    resource = resources.files("biovqa").joinpath("data", "taxonomy", WORD_LIST_RESOURCE)
+    try:
+        with resource.open("rb") as raw, gzip.open(raw, "rt", encoding="ascii") as handle:
+            return frozenset(line.strip() for line in handle if line.strip())
+    except FileNotFoundError:
+        raise MissingResourceError("bundled English word list is missing", file=str(resource),
+                                   hint="reinstall biovqa (package data biovqa/data/taxonomy)") from None
+
+
+def _tokens(name: str) -> list[str]:
+    return _TOKEN_RE.findall(_POSSESSIVE_RE.sub("", name.lower()))
+
+
+def _is_word(token: str, words: frozenset[str]) -> bool:
+    """A listed word, or a plural of one (the list lacks some plurals of rarer nouns)."""
+    if token in words:
+        return True
+    return (token.endswith("s") and token[:-1] in words) or (token.endswith("es") and token[:-2] in words)
+
+
+def english_word_share(name: str) -> float:
+    """Share of the name's ASCII-letter tokens that are English words (0.0 for no tokens)."""
+    tokens = _tokens(name)
+    if not tokens:
+        return 0.0
+    words = english_words()
+    return sum(_is_word(t, words) for t in tokens) / len(tokens)
+
+
+def has_non_ascii_letter(name: str) -> bool:
+    return any(ord(ch) > 127 and ch.isalpha() for ch in name)
+
+
+def triage_common_name(name: str | None) -> str:
+    """Offline triage of one common name (stage 1, without the language tag): ``"accept"``,
+    or the reason for rejecting it: ``"empty"``, ``"non_ascii"``, ``"not_english"``."""
+    if name is None or not name.strip():
+        return "empty"
+    if has_non_ascii_letter(name):
+        return "non_ascii"
+    return "accept" if english_word_share(name) >= ENGLISH_WORD_SHARE else "not_english"
+
+
+def passes_gate(candidate: str, scientific_names: Sequence[str]) -> bool:
+    """The candidate gate of stage 2: not empty, no rank word or taxonomic qualifier, not an
+    echo of the scientific name (the binomial or its epithet)."""
+    normalized = normalize_c1(candidate)
+    if not normalized:
+        return False
+    if any(token in _GATE_TOKENS for token in normalized.split()):
+        return False
+    for scientific in scientific_names:
+        echo = normalize_c1(scientific)
+        if echo and (normalized == echo or normalized == echo.split()[-1]):
+            return False
+    return True
+
+
+def read_overrides(path: str | Path) -> dict[str, str]:
+    """Read a curated-names CSV (columns ``scientific_name,common_name``; others are allowed,
+    e.g. a cited ``source``) into normalized scientific name → common name."""
+    path = Path(path)
+    if not path.is_file():
+        raise MissingResourceError("common-name overrides file not found", file=path,
+                                   hint="pass a CSV with columns scientific_name,common_name")
+    overrides: dict[str, str] = {}
+    first_row: dict[str, int] = {}
+    with open(path, newline="", encoding="utf-8-sig") as handle:
+        reader = csv.reader(handle)
+        header = next(reader, None)
+        if header is None:
+            raise InputFormatError("empty file; expected a header scientific_name,common_name",
+                                   file=path, row=1)
+        header = [h.strip() for h in header]
+        for column in OVERRIDE_COLUMNS:
+            if column not in header:
+                raise InputFormatError(f"missing column {column!r} (header: {header})", file=path,
+                                       row=1, field=column,
+                                       hint="the header must name scientific_name and common_name")
+        science_at, common_at = header.index("scientific_name"), header.index("common_name")
+        for record in reader:
+            row = reader.line_num
+            if not any(cell.strip() for cell in record):
+                continue  # blank line
+            if len(record) != len(header):
+                raise InputFormatError(f"expected {len(header)} fields, found {len(record)}",
+                                       file=path, row=row,
+                                       hint="quote values that contain commas")
+            scientific, common = record[science_at].strip(), record[common_at].strip()
+            for field, value in (("scientific_name", scientific), ("common_name", common)):
+                if not value:
+                    raise InputFormatError("empty value", file=path, row=row, field=field)
+            key = normalize_c1(scientific)
+            if key in overrides and overrides[key] != common:
+                raise InputFormatError(
+                    f"{scientific!r} has a second, different common name {common!r} "
+                    f"(row {first_row[key]} gives {overrides[key]!r})",
+                    file=path, row=row, field="common_name", hint="keep one name per species")
+            overrides[key] = common
+            first_row.setdefault(key, row)
+    return overrides
+
+
+def _clean(value: Any) -> str | None:
+    """None for missing values (None, NaN, empty); otherwise the stripped string."""
+    if value is None or (isinstance(value, float) and value != value):
+        return None
+    text = str(value).strip()
+    return text or None
+
+
+def _accepted_species(index: "TaxonomyIndex", names: list[str]) -> dict[str, list[str]]:
+    """Normalized scientific name → accepted canonical names (as written) it resolves to,
+    species-rank targets first, sorted."""
+    normalized = sorted({n for n in names if n})
+    if not normalized:
+        return {}
+    targets = index.accepted_targets(pa.array(normalized, pa.string()))
+    resolved: dict[str, list[tuple[int, str]]] = {}
+    for name, accepted_name, rank in zip(*(targets.column(c).to_pylist()
+                                           for c in ("name", "accepted_name", "rank"))):
+        resolved.setdefault(name, []).append((0 if rank == "species" else 1, accepted_name))
+    return {name: [n for _, n in sorted(set(pairs))] for name, pairs in resolved.items()}
+
+
+def english_common_names(
+    catalog_names: Sequence[str | None],
+    accepted_species_names: Sequence[str | None],
+    index: "TaxonomyIndex | None",
+    overrides: Path | None,
+) -> tuple[list[str | None], list[str]]:
+    """English common name and its source ("catalog", "gbif_en", "override", "unresolved") for
+    each (catalog common name, species scientific name) pair; see the module docstring."""
+    if len(catalog_names) != len(accepted_species_names):
+        raise ValueError(f"{len(catalog_names)} catalog names but {len(accepted_species_names)} "
+                         "species names")
+    catalog = [_clean(v) for v in catalog_names]
+    species = [_clean(v) for v in accepted_species_names]
+    curated = read_overrides(overrides) if overrides is not None else {}
+    species_key = normalize_c1_array(pa.array(species, pa.string())).to_pylist()
+
+    accepted: dict[str, list[str]] = _accepted_species(index, species_key) if index is not None else {}
+    languages: list[frozenset[str]] = [frozenset()] * len(catalog)
+    candidates: dict[str, list[str]] = {}
+    if index is not None:
+        first_accepted = [(accepted.get(k) or [s or ""])[0] for k, s in zip(species_key, species)]
+        languages = index.vernacular_languages(first_accepted, [normalize_c1(c) for c in catalog])
+        wanted = sorted({n for names in accepted.values() for n in names})
+        candidates = index.english_vernacular_candidates(wanted)
+
+    names: list[str | None] = []
+    sources: list[str] = []
+    for i, (common, scientific, key) in enumerate(zip(catalog, species, species_key)):
+        curated_key = next((k for k in (key, *map(normalize_c1, accepted.get(key, [])))
+                            if k and k in curated), None)
+        if curated_key is not None:
+            names.append(curated[curated_key])
+            sources.append("override")
+            continue
+        if common is not None:
+            tags = languages[i]
+            if "en" in tags:
+                verdict = "accept"
+            elif tags:
+                verdict = "tagged_" + "_".join(sorted(tags))
+            else:
+                verdict = triage_common_name(common)
+            if verdict == "accept":
+                names.append(common)
+                sources.append("catalog")
+                continue
+        chosen: str | None = None
+        accepted_names = accepted.get(key, [])
+        for accepted_name in accepted_names:
+            for candidate in candidates.get(accepted_name, []):
+                if passes_gate(candidate, [scientific or "", *accepted_names]):
+                    chosen = candidate
+                    break
+            if chosen is not None:
+                break
+        if chosen is not None:
+            names.append(chosen)
+            sources.append("gbif_en")
+        else:
+            names.append(None)
+            sources.append("unresolved")
+    return names, sources

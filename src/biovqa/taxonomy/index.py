@@ -1,0 +1,477 @@
+"""The cached GBIF Backbone index: accepted taxa, the synonym relation and vernacular names.
+
+``build_index`` reads the Backbone DwC-A once (streamed, see :mod:`biovqa.sources.gbif`) and
+writes a folder::
+
+    INDEX/
+      taxa.parquet        accepted/doubtful taxa of rank kingdom … species: taxon_id, name
+                          (canonicalName), normalized, rank, status, parent_id, kingdom … genus
+      names.parquet       the synonym relation S of metrics.md §2.2 (Eqs. 6–7): one row per
+                          (normalized name, accepted taxon) pair
+      vernaculars.parquet vernacular names (all languages) keyed by accepted taxon
+      index.json          card: source files and sha256, row counts, rows/s, biovqa version
+
+The synonym relation ``S(ŷ)`` maps a normalized name (:func:`biovqa.text.normalize_c1`) to the
+**set** of accepted taxa it resolves to:
+
+* a name borne by an accepted or doubtful taxon resolves to that taxon only (itself; several
+  taxa when the name is a homonym across kingdoms) — synonym usages of the same name are ignored;
+* otherwise a synonym name (any ``taxonomicStatus`` other than accepted/doubtful, with an
+  ``acceptedNameUsageID``) resolves to its accepted taxon; a pro-parte synonym occurs as several
+  rows with the same canonicalName and different ``acceptedNameUsageID`` and so resolves to all
+  of them (``reptilia`` → {squamata, testudines, crocodylia, sphenodontia});
+* the relation is one-way: nothing maps an accepted name to its synonyms.
+
+Only accepted/doubtful taxa of rank kingdom … species are targets; a synonym whose accepted
+taxon is of another rank (subspecies, unranked …) is left out of the relation and counted in the
+card. Chains (a synonym pointing at a synonym) are followed up to :data:`MAX_SYNONYM_HOPS` hops.
+
+All Parquet files are written sorted with fixed settings, so the same Backbone gives
+byte-identical files (the card's timing fields are the only thing that changes between builds).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+from collections.abc import Sequence
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from .._version import __version__
+from ..errors import InputFormatError, MissingResourceError
+from ..manifests.bench import read_parquet, sha256_file, write_json, write_parquet
+from ..sources import gbif
+from ..text import normalize_c1_array
+
+INDEX_CARD = "index.json"
+TAXA_FILE = "taxa.parquet"
+NAMES_FILE = "names.parquet"
+VERNACULARS_FILE = "vernaculars.parquet"
+INDEX_FORMAT = 1
+
+#: Ranks kept as accepted targets, top to bottom.
+INDEX_RANKS: tuple[str, ...] = ("kingdom", "phylum", "class", "order", "family", "genus", "species")
+#: Lineage columns carried per taxon (the Backbone's classification columns).
+LINEAGE_RANKS: tuple[str, ...] = INDEX_RANKS[:-1]
+#: taxonomicStatus values of taxa that resolve to themselves.
+ACCEPTED_STATUSES: tuple[str, ...] = ("accepted", "doubtful")
+MAX_SYNONYM_HOPS = 4
+ENGLISH = "en"
+
+BUILD_HINT = "build it with `biovqa taxonomy index BACKBONE --out INDEX`"
+
+#: Columns of :meth:`TaxonomyIndex.accepted_targets`.
+TARGET_COLUMNS: tuple[str, ...] = ("name", "accepted", "accepted_name", "rank", "status")
+
+
+# --------------------------------------------------------------------------------------------
+# building
+
+
+def _progress_console(console: Any) -> Any:
+    from rich.progress import (BarColumn, DownloadColumn, Progress, TextColumn,
+                               TimeRemainingColumn, TransferSpeedColumn)
+
+    return Progress(TextColumn("{task.description}"), BarColumn(), DownloadColumn(),
+                    TransferSpeedColumn(), TimeRemainingColumn(), console=console,
+                    transient=False, disable=console is None)
+
+
+def _parse_ids(column: pa.Array, *, file: str, field: str, first_line: int,
+               required: bool) -> pa.Array:
+    """Cast an id column (strings) to int64; a non-integer (or a missing required id) raises
+    naming its line."""
+    if required and column.null_count:
+        position = pc.index(pc.is_null(column), True).as_py()
+        raise InputFormatError("empty id (an empty line or a row without an id?)", file=file,
+                               row=first_line + position, field=field,
+                               hint="every Taxon.tsv row needs an integer taxonID")
+    valid = pc.match_substring_regex(column, r"^\s*[+-]?\d{1,18}\s*$")
+    bad = pc.and_(pc.invert(pc.fill_null(valid, True)), pc.is_valid(column))
+    if pc.any(bad).as_py():
+        position = pc.index(bad, True).as_py()
+        raise InputFormatError(f"expected an integer id, found {column[position].as_py()!r}",
+                               file=file, row=first_line + position, field=field,
+                               hint="GBIF Backbone ids are integers")
+    return pc.cast(pc.utf8_trim_whitespace(column), pa.int64())
+
+
+def _read_taxon_rows(archive: gbif.BackboneArchive, progress: Any) -> pa.Table:
+    """Stream Taxon.tsv into one table of the index columns (ids as int64, text dictionary
+    encoded to bound memory)."""
+    shown = archive.describe(archive.taxon.location)
+    task = progress.add_task("Taxon.tsv", total=archive.member_size(archive.taxon.location) or None)
+    batches: list[pa.RecordBatch] = []
+    rows_seen = 0
+    for batch in gbif.iter_taxon_batches(archive, progress=lambda n: progress.advance(task, n)):
+        first_line = gbif.data_line(rows_seen, archive.taxon)
+        columns: dict[str, pa.Array] = {
+            "taxon_id": _parse_ids(batch.column("taxonID"), file=shown, field="taxonID",
+                                   first_line=first_line, required=True),
+            "parent_id": _parse_ids(batch.column("parentNameUsageID"), file=shown,
+                                    field="parentNameUsageID", first_line=first_line, required=False),
+            "accepted_id": _parse_ids(batch.column("acceptedNameUsageID"), file=shown,
+                                      field="acceptedNameUsageID", first_line=first_line,
+                                      required=False),
+            "name": batch.column("canonicalName"),
+            "rank": pc.utf8_lower(batch.column("taxonRank")).dictionary_encode(),
+            "status": pc.utf8_lower(batch.column("taxonomicStatus")).dictionary_encode(),
+        }
+        for rank in LINEAGE_RANKS:
+            columns[rank] = batch.column(rank).dictionary_encode()
+        rows_seen += batch.num_rows
+        batches.append(pa.RecordBatch.from_pydict(columns))
+    if not batches:
+        raise InputFormatError("Taxon.tsv has no data rows", file=shown, row=2,
+                               hint="the archive is truncated; re-download the Backbone")
+    table = pa.Table.from_batches(batches)
+    return table.unify_dictionaries().combine_chunks()
+
+
+def _decode(table: pa.Table) -> pa.Table:
+    """Dictionary columns back to plain strings (for stable Parquet bytes and simple joins)."""
+    columns = []
+    for column in table.columns:
+        if pa.types.is_dictionary(column.type):
+            column = column.cast(column.type.value_type)
+        columns.append(column)
+    return pa.table(columns, names=table.column_names)
+
+
+def _normalize(values: pa.Array | pa.ChunkedArray) -> pa.Array:
+    """normalize_c1 over a large column, computed once per distinct value."""
+    encoded = pc.dictionary_encode(values)
+    if isinstance(encoded, pa.ChunkedArray):
+        encoded = encoded.combine_chunks()
+    normalized_dictionary = normalize_c1_array(encoded.dictionary)
+    return pc.take(normalized_dictionary, encoded.indices)
+
+
+def _resolve_targets(rows: pa.Table, target_ids: pa.Array) -> tuple[pa.Array, int]:
+    """For each synonym row, the id of the accepted target taxon it points to, following
+    synonym chains; null where it reaches no target. Returns (ids, rows left unresolved)."""
+    pointer = rows.column("accepted_id").combine_chunks()
+    all_ids = rows.column("taxon_id").combine_chunks()
+    all_accepted = rows.column("accepted_id").combine_chunks()
+    for _ in range(MAX_SYNONYM_HOPS):
+        is_target = pc.fill_null(pc.is_in(pointer, value_set=target_ids), False)
+        if pc.all(pc.or_(is_target, pc.is_null(pointer))).as_py():
+            break
+        position = pc.index_in(pointer, value_set=all_ids)
+        next_pointer = pc.take(all_accepted, position)
+        pointer = pc.if_else(is_target, pointer, next_pointer)
+    is_target = pc.fill_null(pc.is_in(pointer, value_set=target_ids), False)
+    unresolved = int(len(pointer) - pc.sum(is_target).as_py()) if len(pointer) else 0
+    return pc.if_else(is_target, pointer, pa.scalar(None, pa.int64())), unresolved
+
+
+def _sort(table: pa.Table, keys: Sequence[str]) -> pa.Table:
+    return table.take(pc.sort_indices(table, sort_keys=[(k, "ascending") for k in keys]))
+
+
+def _build_tables(rows: pa.Table) -> tuple[pa.Table, pa.Table, pa.Table, dict[str, int]]:
+    """From Taxon rows: the taxa table, the synonym relation and the id→accepted map used to key
+    vernacular names."""
+    status = rows.column("status").cast(pa.string())
+    rank = rows.column("rank").cast(pa.string())
+    named = pc.is_valid(rows.column("name"))
+    is_accepted = pc.fill_null(pc.is_in(status, value_set=pa.array(ACCEPTED_STATUSES)), False)
+    in_ranks = pc.fill_null(pc.is_in(rank, value_set=pa.array(INDEX_RANKS)), False)
+    target_mask = pc.and_(pc.and_(is_accepted, in_ranks), named)
+    synonym_mask = pc.and_(pc.invert(is_accepted), pc.is_valid(rows.column("accepted_id")))
+
+    taxa = _decode(rows.filter(target_mask))
+    taxa = taxa.append_column("normalized", _normalize(taxa.column("name")))
+    taxa = taxa.filter(pc.not_equal(taxa.column("normalized"), ""))
+    taxa = taxa.select(["taxon_id", "name", "normalized", "rank", "status", "parent_id",
+                        *LINEAGE_RANKS])
+    taxa = _sort(taxa, ["normalized", "taxon_id"])
+    target_ids = taxa.column("taxon_id").combine_chunks()
+
+    synonyms = _decode(rows.filter(pc.and_(synonym_mask, named)).select(
+        ["taxon_id", "accepted_id", "name", "status"]))
+    resolved, unresolved = _resolve_targets(synonyms, target_ids)
+    synonyms = synonyms.set_column(1, "accepted_id", resolved).filter(pc.is_valid(resolved))
+    synonyms = synonyms.append_column("normalized", _normalize(synonyms.column("name")))
+
+    accepted_names = pc.unique(taxa.column("normalized"))
+    synonym_only = pc.invert(pc.is_in(synonyms.column("normalized"), value_set=accepted_names))
+    shadowed = int(len(synonyms) - pc.sum(synonym_only).as_py()) if len(synonyms) else 0
+    synonyms = synonyms.filter(pc.and_(synonym_only, pc.not_equal(synonyms.column("normalized"), "")))
+
+    # one row per (name, accepted taxon); the linking status is the smallest one (deterministic)
+    target_lookup = taxa.select(["taxon_id", "normalized", "name", "rank"]).rename_columns(
+        ["accepted_id", "accepted", "accepted_name", "rank"])
+    synonym_pairs = (
+        synonyms.select(["normalized", "accepted_id", "status"])
+        .group_by(["normalized", "accepted_id"]).aggregate([("status", "min")])
+        .rename_columns(["name", "accepted_id", "status"])
+        .join(target_lookup, keys="accepted_id", join_type="inner")
+    )
+    self_pairs = pa.table({
+        "name": taxa.column("normalized"),
+        "accepted_id": taxa.column("taxon_id"),
+        "status": taxa.column("status"),
+        "accepted": taxa.column("normalized"),
+        "accepted_name": taxa.column("name"),
+        "rank": taxa.column("rank"),
+    })
+    order = ["name", "accepted", "accepted_name", "rank", "status", "accepted_id"]
+    names = pa.concat_tables([self_pairs.select(order), synonym_pairs.select(order)])
+    names = _sort(names, ["name", "accepted", "accepted_id"])
+
+    # vernacular names are keyed by any taxonID; map each to its accepted target taxon
+    id_to_accepted = pa.concat_tables([
+        pa.table({"taxon_id": target_ids, "accepted_id": target_ids}),
+        synonyms.select(["taxon_id", "accepted_id"]),
+    ])
+    counts = {
+        "taxon_rows": rows.num_rows,
+        "accepted_taxa": taxa.num_rows,
+        "synonym_rows_used": synonyms.num_rows,
+        "synonym_rows_unresolved": unresolved,
+        "synonym_rows_shadowed_by_accepted_name": shadowed,
+        "names": int(len(pc.unique(names.column("name")))),
+        "name_target_pairs": names.num_rows,
+    }
+    return taxa, names, id_to_accepted, counts
+
+
+def _read_vernaculars(archive: gbif.BackboneArchive, id_to_accepted: pa.Table, taxa: pa.Table,
+                      progress: Any) -> tuple[pa.Table, dict[str, int]]:
+    schema = pa.schema([("accepted_id", pa.int64()), ("accepted_name", pa.string()),
+                        ("vernacular", pa.string()), ("normalized", pa.string()),
+                        ("language", pa.string())])
+    if archive.vernacular is None:
+        return schema.empty_table(), {"vernacular_rows": 0, "vernacular_rows_unmatched": 0}
+    shown = archive.describe(archive.vernacular.location)
+    task = progress.add_task("VernacularName.tsv",
+                             total=archive.member_size(archive.vernacular.location) or None)
+    parts: list[pa.Table] = []
+    rows_seen = 0
+    for batch in gbif.iter_vernacular_batches(archive, progress=lambda n: progress.advance(task, n)):
+        first_line = gbif.data_line(rows_seen, archive.vernacular)
+        rows_seen += batch.num_rows
+        parts.append(pa.table({
+            "taxon_id": _parse_ids(batch.column("taxonID"), file=shown, field="taxonID",
+                                   first_line=first_line, required=True),
+            "vernacular": pc.utf8_trim_whitespace(batch.column("vernacularName")),
+            "language": pc.utf8_lower(pc.utf8_trim_whitespace(batch.column("language"))),
+        }))
+    if not parts:
+        return schema.empty_table(), {"vernacular_rows": 0, "vernacular_rows_unmatched": 0}
+    table = pa.concat_tables(parts).filter(pc.is_valid(pc.field("vernacular")))
+    total = rows_seen
+    joined = table.join(id_to_accepted, keys="taxon_id", join_type="inner")
+    joined = joined.join(taxa.select(["taxon_id", "name"]).rename_columns(["accepted_id", "accepted_name"]),
+                         keys="accepted_id", join_type="inner")
+    joined = joined.append_column("normalized", _normalize(joined.column("vernacular")))
+    joined = joined.filter(pc.not_equal(joined.column("normalized"), ""))
+    joined = joined.select(schema.names).cast(schema)
+    joined = _sort(joined, ["accepted_id", "language", "normalized", "vernacular"])
+    return joined, {"vernacular_rows": total, "vernacular_rows_kept": joined.num_rows,
+                    "vernacular_rows_unmatched": total - joined.num_rows,
+                    "english_vernacular_rows": int(pc.sum(pc.equal(joined.column("language"), ENGLISH)).as_py() or 0)}
+
+
+def _source_files(archive: gbif.BackboneArchive) -> dict[str, dict[str, Any]]:
+    """Name, size and sha256 of what the index was built from (the zip, or each used member)."""
+    if archive.is_zip:
+        return {archive.path.name: {"bytes": archive.path.stat().st_size,
+                                    "sha256": sha256_file(archive.path)}}
+    members = [gbif.META_FILE, archive.taxon.location]
+    if archive.vernacular is not None and (archive.path / archive.vernacular.location).is_file():
+        members.append(archive.vernacular.location)
+    return {m: {"bytes": (archive.path / m).stat().st_size, "sha256": sha256_file(archive.path / m)}
+            for m in members}
+
+
+def _combined_sha256(files: dict[str, dict[str, Any]]) -> str:
+    if len(files) == 1:
+        return next(iter(files.values()))["sha256"]
+    digest = hashlib.sha256()
+    for name in sorted(files):
+        digest.update(f"{name}\0{files[name]['sha256']}\n".encode())
+    return digest.hexdigest()
+
+
+def build_index(backbone: str | Path, out: str | Path, *, console: Any = None) -> dict[str, Any]:
+    """Build the taxonomy index folder ``out`` from a Backbone DwC-A (zip or folder) and return
+    its card (also written to ``out/index.json``)."""
+    archive = gbif.open_backbone(backbone)
+    out = Path(out)
+    started = time.perf_counter()
+    with _progress_console(console) as progress:
+        rows = _read_taxon_rows(archive, progress)
+        read_seconds = time.perf_counter() - started
+        taxa, names, id_to_accepted, counts = _build_tables(rows)
+        del rows
+        vernaculars, vernacular_counts = _read_vernaculars(archive, id_to_accepted, taxa, progress)
+    out.mkdir(parents=True, exist_ok=True)
+    write_parquet(taxa, out / TAXA_FILE)
+    write_parquet(names, out / NAMES_FILE)
+    write_parquet(vernaculars, out / VERNACULARS_FILE)
+    seconds = time.perf_counter() - started
+    files = _source_files(archive)
+    card: dict[str, Any] = {
+        "format": INDEX_FORMAT,
+        "biovqa_version": __version__,
+        "source": str(archive.path.resolve()),
+        "sources": files,
+        "source_sha256": _combined_sha256(files),
+        "rows": counts["taxon_rows"],
+        "counts": counts | vernacular_counts,
+        "files": {f: sha256_file(out / f) for f in (TAXA_FILE, NAMES_FILE, VERNACULARS_FILE)},
+        "timing": {
+            "seconds": round(seconds, 3),
+            "taxon_read_seconds": round(read_seconds, 3),
+            "rows_per_second": round(counts["taxon_rows"] / seconds, 1) if seconds > 0 else None,
+        },
+    }
+    write_json(out / INDEX_CARD, card)
+    return card
+
+
+# --------------------------------------------------------------------------------------------
+# reading
+
+
+class TaxonomyIndex:
+    """A built taxonomy index folder. ``open`` reads only the card; the Parquet parts are loaded
+    on first use."""
+
+    def __init__(self, root: Path, card: dict[str, Any]) -> None:
+        self.root = root
+        self.card = card
+
+    @classmethod
+    def open(cls, path: str | Path) -> "TaxonomyIndex":
+        root = Path(path)
+        card_path = root / INDEX_CARD
+        if not card_path.is_file():
+            raise MissingResourceError("taxonomy index not found", file=card_path, hint=BUILD_HINT)
+        try:
+            card = json.loads(card_path.read_text(encoding="utf-8"))
+        except json.JSONDecodeError as exc:
+            raise InputFormatError(f"index card is not valid JSON: {exc.msg}", file=card_path,
+                                   row=exc.lineno, hint=BUILD_HINT) from None
+        if card.get("format") != INDEX_FORMAT:
+            raise InputFormatError(f"index format {card.get('format')!r}, expected {INDEX_FORMAT}",
+                                   file=card_path, field="format",
+                                   hint="the index was built by another biovqa version; " + BUILD_HINT)
+        return cls(root, card)
+
+    def __repr__(self) -> str:
+        return f"TaxonomyIndex({str(self.root)!r})"
+
+    def _read(self, name: str) -> pa.Table:
+        return read_parquet(self.root / name, what=f"taxonomy index part {name}")
+
+    @cached_property
+    def taxa(self) -> pa.Table:
+        """Accepted/doubtful taxa of rank kingdom … species (see the module docstring)."""
+        return self._read(TAXA_FILE)
+
+    @cached_property
+    def names(self) -> pa.Table:
+        """The synonym relation: name, accepted, accepted_name, rank, status, accepted_id."""
+        return self._read(NAMES_FILE)
+
+    @cached_property
+    def vernaculars(self) -> pa.Table:
+        """accepted_id, accepted_name, vernacular, normalized, language (all languages)."""
+        return self._read(VERNACULARS_FILE)
+
+    def accepted_targets(self, names: Sequence[str] | pa.Array | pa.ChunkedArray) -> pa.Table:
+        """S(name) for each query name (metrics.md §2.2, Eqs. 6–7): one row per (name, accepted
+        taxon) pair, columns name, accepted, accepted_name, rank, status; sorted by
+        (name, accepted). ``names`` must already be :func:`~biovqa.text.normalize_c1`-normalized;
+        names unknown to the Backbone give no rows."""
+        query = names if isinstance(names, (pa.Array, pa.ChunkedArray)) else pa.array(list(names), pa.string())
+        query = pc.unique(query.cast(pa.string()))
+        query = query.filter(pc.is_valid(query))
+        relation = self.names
+        hits = relation.filter(pc.is_in(relation.column("name"), value_set=query))
+        hits = hits.select(list(TARGET_COLUMNS))
+        hits = _distinct(hits)
+        return _sort(hits, list(TARGET_COLUMNS))
+
+    def english_vernacular(self, accepted_names: Sequence[str]) -> dict[str, str]:
+        """One English vernacular per accepted canonical name (as written): the first of
+        :meth:`english_vernacular_candidates`. Names without an English vernacular are absent."""
+        return {name: ranked[0] for name, ranked in self.english_vernacular_candidates(accepted_names).items()}
+
+    def english_vernacular_candidates(self, accepted_names: Sequence[str]) -> dict[str, list[str]]:
+        """All English vernaculars of each accepted canonical name, best first.
+
+        [DEFAULT] rule: among the taxon's ``language == "en"`` rows, names (compared normalized)
+        given by more rows (sources) come first; ties go to the shorter normalized form, then the
+        smaller in Unicode order (so "green treefrog" beats "American green treefrog"). Each name
+        is spelled as its most frequent written form, ties broken by the smaller string.
+        Homonymous accepted names pool their rows."""
+        wanted = pa.array(sorted({n for n in accepted_names if n}), pa.string())
+        table = self.vernaculars
+        english = table.filter(pc.and_(pc.equal(table.column("language"), ENGLISH),
+                                       pc.is_in(table.column("accepted_name"), value_set=wanted)))
+        if english.num_rows == 0:
+            return {}
+        keys = ["accepted_name", "normalized"]
+        by_name = english.group_by(keys).aggregate([("vernacular", "count")])
+        by_name = by_name.rename_columns([*keys, "sources"])
+        by_name = by_name.append_column("length", pc.utf8_length(by_name.column("normalized")))
+        spellings = english.group_by([*keys, "vernacular"]).aggregate([("language", "count")])
+        spellings = spellings.rename_columns([*keys, "vernacular", "n"])
+        spellings = spellings.take(pc.sort_indices(spellings, sort_keys=[
+            ("accepted_name", "ascending"), ("normalized", "ascending"), ("n", "descending"),
+            ("vernacular", "ascending")]))
+        spelling: dict[tuple[str, str], str] = {}
+        for name, normalized, vernacular in zip(*(spellings.column(c).to_pylist()
+                                                  for c in (*keys, "vernacular"))):
+            spelling.setdefault((name, normalized), vernacular)
+        by_name = by_name.take(pc.sort_indices(by_name, sort_keys=[
+            ("accepted_name", "ascending"), ("sources", "descending"), ("length", "ascending"),
+            ("normalized", "ascending")]))
+        ranked: dict[str, list[str]] = {}
+        for name, normalized in zip(*(by_name.column(c).to_pylist() for c in keys)):
+            ranked.setdefault(name, []).append(spelling[(name, normalized)])
+        return ranked
+
+    def vernacular_languages(self, accepted_names: Sequence[str],
+                             normalized_vernaculars: Sequence[str]) -> list[frozenset[str]]:
+        """For each (accepted name, normalized vernacular) pair, the languages the Backbone tags
+        that vernacular with for that taxon (empty when the Backbone does not list it)."""
+        query = pa.table({"accepted_name": pa.array(list(accepted_names), pa.string()),
+                          "normalized": pa.array(list(normalized_vernaculars), pa.string())})
+        table = self.vernaculars
+        candidates = table.filter(pc.is_in(table.column("accepted_name"),
+                                           value_set=pc.unique(query.column("accepted_name"))))
+        joined = candidates.select(["accepted_name", "normalized", "language"]).join(
+            query.group_by(["accepted_name", "normalized"]).aggregate([]),
+            keys=["accepted_name", "normalized"], join_type="inner")
+        found: dict[tuple[str, str], set[str]] = {}
+        for name, normalized, language in zip(joined.column("accepted_name").to_pylist(),
+                                              joined.column("normalized").to_pylist(),
+                                              joined.column("language").to_pylist()):
+            found.setdefault((name, normalized), set()).add(language or "")
+        return [frozenset(found.get((a, v), ())) for a, v in zip(accepted_names, normalized_vernaculars)]
+
+
+def _distinct(table: pa.Table) -> pa.Table:
+    """Distinct rows (all columns are keys)."""
+    if table.num_rows == 0:
+        return table
+    return table.group_by(table.column_names).aggregate([]).select(table.column_names)
+
+
+def read_card(path: str | Path) -> dict[str, Any]:
+    """The ``index.json`` card of an index folder."""
+    return TaxonomyIndex.open(path).card
+
+
+__all__ = ["build_index", "TaxonomyIndex", "read_card", "TARGET_COLUMNS", "INDEX_RANKS"]

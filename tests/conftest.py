@@ -1,0 +1,52 @@
+"""Shared fixtures: the bundled demo data built into a C1 benchmark once per session."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+
+@pytest.fixture(scope="session")
+def demo_data() -> Path:
+    from biovqa.demo import demo_data_dir
+
+    return demo_data_dir()
+
+
+@pytest.fixture(scope="session")
+def demo_index(tmp_path_factory: pytest.TempPathFactory, demo_data: Path) -> Path:
+    from biovqa.taxonomy.index import build_index
+
+    out = tmp_path_factory.mktemp("index") / "index"
+    build_index(demo_data / "backbone", out)
+    return out
+
+
+@pytest.fixture(scope="session")
+def demo_images(tmp_path_factory: pytest.TempPathFactory, demo_data: Path) -> Path:
+    from biovqa.demo import draw_placeholder_images
+
+    images = tmp_path_factory.mktemp("images") / "images"
+    draw_placeholder_images(demo_data / "catalog.csv", images)
+    return images
+
+
+@pytest.fixture(scope="session")
+def demo_bench(tmp_path_factory: pytest.TempPathFactory, demo_data: Path, demo_index: Path,
+               demo_images: Path) -> Path:
+    from biovqa.build.c1 import C1BuildOptions, build_c1
+
+    out = tmp_path_factory.mktemp("bench") / "bench-c1"
+    build_c1(demo_data / "catalog.csv", demo_index, demo_images, out,
+             options=C1BuildOptions(per_group=8, species_cap=2))
+    return out
+
+
+@pytest.fixture()
+def bench_copy(tmp_path: Path, demo_bench: Path) -> Path:
+    """A private copy of the demo benchmark a test may damage."""
+    target = tmp_path / "bench"
+    shutil.copytree(demo_bench, target)
+    return target
