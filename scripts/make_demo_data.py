@@ -72,6 +72,8 @@ VERNACULAR = [
     ("Rana arvalis", "Moor Frog", "en"),
     ("Puma concolor", "Cougar", "en"),
     ("Dryophytes cinereus", "Green Treefrog", "en"),
+    ("Lepomis macrochirus", "Bluegill", "en"),
+    ("Bryum argenteum", "Silver Moss", "en"),
 ]
 SYNONYMS = [  # (name, rank, status, accepted name)
     ("Hyla cinerea", "species", "synonym", "Dryophytes cinereus"),

@@ -89,7 +89,7 @@ def test_non_english_common_names_replaced_and_recorded(demo_bench: Path, items:
     assert spruce <= {"Norway Spruce"} and frog <= {"Moor Frog"}
     assert spruce or frog
     replaced = pq.read_table(demo_bench / "c1" / "common_names.parquet").to_pylist()
-    assert {r["catalog_common_name"] for r in replaced} <= {"gran", "åkergroda"}
+    assert {r["catalog_common_name"] for r in replaced} <= {"gran", "åkergroda", "Silvergreen Bryum Moss", "Bluegill"}
     assert all(r["common_name_source"] == "gbif_en" for r in replaced)
 
 
@@ -123,3 +123,18 @@ def test_other_seed_gives_other_sample(tmp_path: Path, demo_data: Path, demo_ind
     b = build_c1(demo_data / "catalog.csv", demo_index, demo_images, tmp_path / "b",
                  options=C1BuildOptions(per_group=4, species_cap=1, seed=2))
     assert set(a.items.column("source_id").to_pylist()) != set(b.items.column("source_id").to_pylist())
+
+
+@pytest.mark.parametrize(("fmt", "options"), [("PNG", {}), ("JPEG", {}), ("JPEG", {"progressive": True}),
+                                              ("GIF", {}), ("WEBP", {}), ("WEBP", {"lossless": True})])
+def test_image_size_from_header_matches_pil(fmt: str, options: dict) -> None:
+    import io
+
+    from PIL import Image
+
+    from biovqa.build.c1 import image_size
+
+    buffer = io.BytesIO()
+    Image.new("RGB", (321, 123), (10, 20, 30)).save(buffer, format=fmt, **options)
+    assert image_size(buffer.getvalue()) == (321, 123)
+    assert image_size(b"not an image at all") is None

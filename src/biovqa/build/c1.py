@@ -30,7 +30,7 @@ import pyarrow as pa
 import typer
 
 from ..errors import BiovqaError, InputFormatError, MissingResourceError
-from ..manifests.bench import Bench, sha256_file, write_bench, write_parquet
+from ..manifests.bench import Bench, write_bench, write_parquet
 from ..records import TREE_RANKS
 from ..sources.treeoflife import read_catalog
 from ..taxonomy.tree import RANK_DEPTH, BenchmarkTree, build_tree
@@ -204,14 +204,73 @@ def index_images(images: Path) -> dict[str, str]:
     return found
 
 
-def _probe_image(path: Path) -> tuple[int, int] | None:
+_PROBE_CHUNK = 256
+
+
+def image_size(data: bytes) -> tuple[int, int] | None:
+    """(width, height) read from the header of a PNG, JPEG, GIF or WebP file; None for other
+    formats (the caller then asks PIL). Reading a few header bytes is ~20× faster than opening
+    the file with PIL, which matters when 100K images are checked (benchmarks/build_c1.py)."""
+    import struct
+
+    if data[:8] == b"\x89PNG\r\n\x1a\n" and data[12:16] == b"IHDR":
+        return struct.unpack(">II", data[16:24])
+    if data[:6] in (b"GIF87a", b"GIF89a"):
+        return struct.unpack("<HH", data[6:10])
+    if data[:4] == b"RIFF" and data[8:12] == b"WEBP":
+        chunk = data[12:16]
+        if chunk == b"VP8 " and len(data) >= 30:
+            w, h = struct.unpack("<HH", data[26:30])
+            return w & 0x3FFF, h & 0x3FFF
+        if chunk == b"VP8L" and len(data) >= 25:
+            bits = int.from_bytes(data[21:25], "little")
+            return (bits & 0x3FFF) + 1, ((bits >> 14) & 0x3FFF) + 1
+        if chunk == b"VP8X" and len(data) >= 30:
+            return int.from_bytes(data[24:27], "little") + 1, int.from_bytes(data[27:30], "little") + 1
+        return None
+    if data[:2] == b"\xff\xd8":
+        position = 2
+        while position + 9 < len(data):
+            if data[position] != 0xFF:
+                return None
+            marker = data[position + 1]
+            if marker in (0xD8, 0x01) or 0xD0 <= marker <= 0xD7 or marker == 0xFF:
+                position += 1 if marker == 0xFF else 2
+                continue
+            length = struct.unpack(">H", data[position + 2:position + 4])[0]
+            if 0xC0 <= marker <= 0xCF and marker not in (0xC4, 0xC8, 0xCC):
+                height, width = struct.unpack(">HH", data[position + 5:position + 9])
+                return width, height
+            position += 2 + length
+    return None
+
+
+def _inspect_images(paths: list[str]) -> list[tuple[int, int, str] | None]:
+    """(width, height, sha256) of each file, None where it is not a readable image. One read per
+    file serves both; whole chunks go to a worker so thread hand-off costs little."""
+    import hashlib
+    import io
+
     from PIL import Image, UnidentifiedImageError
 
-    try:
-        with Image.open(path) as image:
-            return image.size
-    except (UnidentifiedImageError, OSError):
-        return None
+    out: list[tuple[int, int, str] | None] = []
+    for path in paths:
+        try:
+            with open(path, "rb") as handle:
+                data = handle.read()
+        except OSError:
+            out.append(None)
+            continue
+        size = image_size(data)
+        if size is None:
+            try:
+                with Image.open(io.BytesIO(data)) as image:
+                    size = image.size
+            except (UnidentifiedImageError, OSError):
+                out.append(None)
+                continue
+        out.append((size[0], size[1], hashlib.sha256(data).hexdigest()))
+    return out
 
 
 def _select(
@@ -225,17 +284,17 @@ def _select(
     frame["file"] = frame["uuid"].map(files)
     chosen: list[pd.DataFrame] = []
     relaxed: dict[str, Any] = {}
-    pool = ThreadPoolExecutor(max_workers=options.workers)
-    try:
+    with ThreadPoolExecutor(max_workers=options.workers) as pool:
         for group in sorted(frame["group"].unique()):
             rows = frame[frame["group"] == group]
             missing = rows["file"].isna()
             if missing.any():
                 exclusions.setdefault("missing_image", {})[group] = int(missing.sum())
             rows = rows[~missing]
-            within_cap = rows["species_rank"] < options.species_cap
-            ordered = pd.concat([rows[within_cap], rows[~within_cap]])
-            taken, low_res, broken, over_cap = _take(ordered, images, options, pool, within_cap)
+            within_cap = (rows["species_rank"] < options.species_cap).to_numpy()
+            ordered = pd.concat([rows[within_cap], rows[~within_cap]]).reset_index(drop=True)
+            over_cap_flags = np.concatenate([np.zeros(within_cap.sum(), bool), np.ones((~within_cap).sum(), bool)])
+            taken, low_res, broken = _take(ordered["file"].to_numpy(dtype=object), images, options, pool)
             if broken:
                 exclusions.setdefault("unreadable_image", {})[group] = broken
             if len(taken) < options.per_group and low_res:
@@ -246,48 +305,45 @@ def _select(
                 low_res = low_res[len(extra):]
             if low_res:
                 exclusions.setdefault("low_resolution", {})[group] = len(low_res)
+            positions = np.array([p for p, _ in taken], dtype=np.int64)
+            over_cap = int(over_cap_flags[positions].sum()) if len(positions) else 0
             if over_cap:
                 relaxed.setdefault("species_cap_relaxed", {})[group] = over_cap
-            chosen.append(ordered.loc[[i for i, _ in taken]].assign(
-                width=[s[0] for _, s in taken], height=[s[1] for _, s in taken]))
+            chosen.append(ordered.iloc[positions].assign(
+                width=[info[0] for _, info in taken], height=[info[1] for _, info in taken],
+                image_sha256=[info[2] for _, info in taken]))
             if len(taken) < options.per_group:
                 relaxed.setdefault("short_groups", {})[group] = len(taken)
-    finally:
-        pool.shutdown()
-    selected = pd.concat(chosen) if chosen else frame.iloc[:0].assign(width=[], height=[])
-    selected = selected.sort_values(["group", "uuid"], kind="stable").reset_index(drop=True)
-    paths = [images / f for f in selected["file"]]
-    with ThreadPoolExecutor(max_workers=options.workers) as hasher:
-        selected["image_sha256"] = list(hasher.map(sha256_file, paths))
-    return selected, relaxed
+    selected = pd.concat(chosen) if chosen else frame.iloc[:0].assign(width=[], height=[], image_sha256=[])
+    return selected.sort_values(["group", "uuid"], kind="stable").reset_index(drop=True), relaxed
 
 
 def _take(
-    ordered: pd.DataFrame, images: Path, options: C1BuildOptions, pool: ThreadPoolExecutor,
-    within_cap: pd.Series,
-) -> tuple[list[tuple[int, tuple[int, int]]], list[tuple[int, tuple[int, int]]], int, int]:
-    taken: list[tuple[int, tuple[int, int]]] = []
-    low_res: list[tuple[int, tuple[int, int]]] = []
-    broken = over_cap = 0
+    files: np.ndarray, images: Path, options: C1BuildOptions, pool: ThreadPoolExecutor,
+) -> tuple[list[tuple[int, tuple[int, int, str]]], list[tuple[int, tuple[int, int, str]]], int]:
+    """Walk ``files`` in order, inspecting images in parallel chunks, until ``per_group`` pass."""
+    taken: list[tuple[int, tuple[int, int, str]]] = []
+    low_res: list[tuple[int, tuple[int, int, str]]] = []
+    broken = 0
     position = 0
-    labels = ordered.index.to_numpy()
-    files = ordered["file"].to_numpy()
-    while len(taken) < options.per_group and position < len(ordered):
+    root = str(images)
+    while len(taken) < options.per_group and position < len(files):
         need = options.per_group - len(taken)
-        chunk = slice(position, position + max(64, int(need * 1.25)))
-        sizes = list(pool.map(_probe_image, (images / f for f in files[chunk])))
-        for label, size in zip(labels[chunk], sizes):
+        stop = min(len(files), position + max(_PROBE_CHUNK, int(need * 1.1)))
+        paths = [os.path.join(root, f) for f in files[position:stop]]
+        chunks = [paths[i:i + _PROBE_CHUNK] for i in range(0, len(paths), _PROBE_CHUNK)]
+        infos = [info for part in pool.map(_inspect_images, chunks) for info in part]
+        for offset, info in enumerate(infos):
             if len(taken) >= options.per_group:
                 break
-            if size is None:
+            if info is None:
                 broken += 1
-            elif min(size) < options.min_side:
-                low_res.append((label, size))
+            elif min(info[0], info[1]) < options.min_side:
+                low_res.append((position + offset, info))
             else:
-                taken.append((label, size))
-                over_cap += int(not within_cap.loc[label])
-        position = chunk.stop
-    return taken, low_res, broken, over_cap
+                taken.append((position + offset, info))
+        position = stop
+    return taken, low_res, broken
 
 
 # --------------------------------------------------------------------------------------------
@@ -299,55 +355,67 @@ def _label(kingdoms: np.ndarray) -> np.ndarray:
 
 
 def _mcq_options(
-    selected: pd.DataFrame, rng: np.random.Generator
-) -> tuple[list[list[str]], list[list[str]]]:
+    selected: pd.DataFrame, rng: np.random.Generator, draws: int = 10
+) -> tuple[np.ndarray, np.ndarray]:
     """Gold + three distractor common names per image, drawn uniformly from the species of the
-    target's class (components.md §1.5; falling back to all species where the class has too few
-    distinct names), no two options equal after normalization; options shuffled. Returns the
-    option names and the species each names."""
+    target's class (components.md §1.5), no two options equal after normalization, shuffled.
+
+    Vectorised: ``draws`` uniform candidates per image, the first three acceptable kept; the few
+    images left short (tiny classes, name collisions) fall back to a full permutation of the
+    class, then of all species. Returns (n, 4) arrays of option names and option species."""
     species_table = (
         selected[["class", "species", "common_name_en"]]
         .drop_duplicates("species").sort_values("species").reset_index(drop=True)
     )
     pool_species = species_table["species"].to_numpy(dtype=object)
     pool_names = species_table["common_name_en"].to_numpy(dtype=object)
-    pool_norm = np.asarray(normalize_c1_array(pa.array(pool_names.tolist(), pa.string())).to_pylist(), dtype=object)
-    by_class = {c: g.index.to_numpy() for c, g in species_table.groupby("class", sort=True)}
-    everything = species_table.index.to_numpy()
-    gold_norm = normalize_c1_array(pa.array(selected["common_name_en"].tolist(), pa.string())).to_pylist()
-    options: list[list[str]] = []
-    option_species: list[list[str]] = []
-    for gold_name, gold_key, gold_species, klass in zip(
-        selected["common_name_en"], gold_norm, selected["species"], selected["class"]
-    ):
-        picks: list[int] = []
-        used = {gold_key}
-        for pool in (by_class.get(klass, everything), everything):
-            # a few uniform draws settle almost every item; a full permutation covers the rest
-            draws = pool[rng.integers(0, len(pool), size=12)]
-            for candidates in (draws, rng.permutation(pool)):
-                for idx in candidates:
-                    if pool_species[idx] == gold_species or pool_norm[idx] in used:
-                        continue
-                    picks.append(int(idx))
-                    used.add(pool_norm[idx])
-                    if len(picks) == 3:
-                        break
-                if len(picks) == 3:
+    norm = normalize_c1_array(pa.array(pool_names.tolist(), pa.string())).to_pylist()
+    name_id = pd.factorize(pd.Series(norm, dtype=object))[0].astype(np.int64)
+    species_id = {s: i for i, s in enumerate(pool_species)}
+    class_codes, class_names = pd.factorize(species_table["class"], sort=True)
+    order = np.argsort(class_codes, kind="stable")
+    class_start = np.searchsorted(class_codes[order], np.arange(len(class_names)))
+    class_size = np.bincount(class_codes, minlength=len(class_names))
+
+    gold = np.array([species_id[s] for s in selected["species"]], dtype=np.int64)
+    gold_name = name_id[gold]
+    klass = class_codes[gold]
+    n = len(gold)
+    candidates = order[class_start[klass][:, None] + (rng.random((n, draws)) * class_size[klass][:, None]).astype(np.int64)]
+    picks = np.full((n, 3), -1, dtype=np.int64)
+    count = np.zeros(n, dtype=np.int64)
+    for k in range(draws):
+        candidate = candidates[:, k]
+        name = name_id[candidate]
+        fresh = (name != gold_name) & (count < 3)
+        for j in range(3):
+            fresh &= ~((picks[:, j] >= 0) & (name_id[np.maximum(picks[:, j], 0)] == name))
+        rows = np.flatnonzero(fresh)
+        picks[rows, count[rows]] = candidate[rows]
+        count[rows] += 1
+    for row in np.flatnonzero(count < 3):
+        members = order[class_start[klass[row]]:class_start[klass[row]] + class_size[klass[row]]]
+        used = {gold_name[row], *(name_id[p] for p in picks[row] if p >= 0)}
+        for pool in (members, np.arange(len(pool_species))):
+            for candidate in rng.permutation(pool):
+                if count[row] == 3:
                     break
-            if len(picks) == 3:
-                break
-        if len(picks) < 3:
+                if name_id[candidate] not in used:
+                    picks[row, count[row]] = candidate
+                    count[row] += 1
+                    used.add(name_id[candidate])
+        if count[row] < 3:
             raise BiovqaError(
-                f"cannot draw three distinct distractor common names for {gold_species!r}",
+                f"cannot draw three distinct distractor common names for {pool_species[gold[row]]!r}",
                 hint="the selection holds fewer than four species with distinct English common names",
             )
-        names = [gold_name, *pool_names[picks]]
-        species = [gold_species, *pool_species[picks]]
-        order = rng.permutation(4)
-        options.append([names[i] for i in order])
-        option_species.append([species[i] for i in order])
-    return options, option_species
+    option_ids = np.concatenate([gold[:, None], picks], axis=1)
+    option_ids = np.take_along_axis(option_ids, rng.permuted(np.tile(np.arange(4), (n, 1)), axis=1), axis=1)
+    gold_names = selected["common_name_en"].to_numpy(dtype=object)
+    names = pool_names[option_ids]
+    # the gold option carries this image's own common-name spelling
+    names[option_ids == gold[:, None]] = gold_names
+    return names, pool_species[option_ids]
 
 
 def make_items(selected: pd.DataFrame, tree: BenchmarkTree, leaf_nodes: np.ndarray, seed: int) -> pd.DataFrame:
@@ -384,12 +452,14 @@ def make_items(selected: pd.DataFrame, tree: BenchmarkTree, leaf_nodes: np.ndarr
             continue
         answers[where] = gold_columns[task].to_numpy()[where]
         if task == "common_name_mcq":
-            for position in where:
-                opts = options[image_index[position]]
+            images_of = image_index[where]
+            for position, opts, species in zip(where, options[images_of].tolist(), option_species[images_of].tolist()):
                 option_column[position] = opts
-                option_species_column[position] = option_species[image_index[position]]
-                questions[position] = MCQ_TEMPLATE.format(
-                    label=labels[position], o1=opts[0], o2=opts[1], o3=opts[2], o4=opts[3])
+                option_species_column[position] = species
+            questions[where] = [
+                MCQ_TEMPLATE.format(label=lab, o1=o[0], o2=o[1], o3=o[2], o4=o[3])
+                for lab, o in zip(labels[where], options[images_of].tolist())
+            ]
             continue
         templates = NAME_TEMPLATES if task in ("scientific_name", "common_name") else RANK_TEMPLATES
         picks = name_pick[where] if templates is NAME_TEMPLATES else rank_pick[where]

@@ -115,7 +115,7 @@ def read_name_map(path: str | Path, cub: CubDataset) -> dict[int, fam.ClassNamin
         raise InputFormatError(f"no row for CUB class id(s) {missing[:10]}", file=path,
                                field="class_id", hint="add one row per class of classes.txt")
     class_names = [cub.class_name(c) for c in sorted(cub.class_folders)]
-    categories = set(fam.multi_species_categories(class_names))
+    categories = set(fam.name_categories(class_names))
     naming = {}
     for class_id in sorted(cub.class_folders):
         name = cub.class_name(class_id)
@@ -181,7 +181,7 @@ def build_c2(
     names_path = Path(names) if names is not None else default_names_path()
     naming = read_name_map(names_path, cub)
     truth = fam.AttributeTruth.from_cub(cub)
-    categories = fam.multi_species_categories([naming[c].class_name for c in sorted(naming)])
+    categories = fam.name_categories([naming[c].class_name for c in sorted(naming)])
     skipped: dict[str, int] = {}
 
     bare = fam.attr_bare_value(cub, truth, _family_rng(seed, "attr_bare_value"), skipped)
@@ -228,13 +228,14 @@ def build_c2(
         else:
             item = fam.marker_item(plan, cub.part_visible[r], cub.part_names, marker_rng)
             rendered = f"{MARKER_FOLDER}/{image_id:05d}.png"
-            markers = [Marker(*cub.part_xy[r, plan.target], plan.color, plan.shape)]
+            markers = []  # controls first, the target last (on top where markers touch)
             if plan.color_control is not None:
-                markers.append(Marker(*cub.part_xy[r, plan.color_control], plan.color,
-                                      str(plan.color_control_shape)))
+                markers.append(_marker(cub, r, plan.color_control, plan.color,
+                                       str(plan.color_control_shape)))
             if plan.shape_control is not None:
-                markers.append(Marker(*cub.part_xy[r, plan.shape_control],
-                                      str(plan.shape_control_color), plan.shape))
+                markers.append(_marker(cub, r, plan.shape_control, str(plan.shape_control_color),
+                                       plan.shape))
+            markers.append(_marker(cub, r, plan.target, plan.color, plan.shape))
             if len(markers) < 3:
                 skipped["marker_localization: fewer than 2 control markers"] = skipped.get(
                     "marker_localization: fewer than 2 control markers", 0) + 1
@@ -274,7 +275,7 @@ def build_c2(
         "certainty_rule": fam.CERTAINTY_RULE,
         "max_options": fam.MAX_OPTIONS,
         "partset_triples_per_image": fam.PARTSET_TRIPLES_PER_IMAGE,
-        "category_rule": "head noun (last word) of the CUB common name, shared by >= 2 CUB classes",
+        "category_rule": "head noun (last word) of a multi-word CUB common name; one-word names have no category",
         "markers": {"colors": list(MARKER_COLORS), "shapes": list(MARKER_SHAPES),
                     "radius_fraction_of_diagonal": RADIUS_FRACTION, "outline_px": 1,
                     "png": {k: v for k, v in PNG_SAVE_OPTIONS.items()}},
@@ -293,6 +294,11 @@ def build_c2(
                            "vocabulary": f"{SIDE_FOLDER}/{VOCABULARY_FILE}"},
         },
     )
+
+
+def _marker(cub: CubDataset, row: int, part: int, color: str, shape: str) -> Marker:
+    x, y = cub.part_xy[row, part]
+    return Marker(float(x), float(y), color, shape)
 
 
 def _items_table(rows: list[dict[str, Any]]) -> pa.Table:

@@ -16,13 +16,13 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections import Counter
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 from typing import Any, Iterable
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from .._version import __version__
@@ -70,8 +70,8 @@ def read_parquet(path: str | Path, *, what: str = "Parquet file") -> pa.Table:
 def _counts(table: pa.Table, column: str) -> dict[str, int]:
     if column not in table.column_names:
         return {}
-    counter = Counter(str(v) for v in table.column(column).to_pylist())
-    return dict(sorted(counter.items()))
+    values = pc.value_counts(table.column(column).cast(pa.string()).fill_null("None"))
+    return dict(sorted((str(v["values"]), int(v["counts"])) for v in values.to_pylist()))
 
 
 def count_items(table: pa.Table, by: Iterable[str] = ("task", "group", "tier")) -> dict[str, Any]:

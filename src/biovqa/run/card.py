@@ -85,8 +85,10 @@ def build_card(*, bench: "Bench", options: "RunOptions", facts: dict[str, Any],
                header: StoreHeader, selected: int, resumed: int, started: float, executor: str,
                status: str, ended: float | None = None, elapsed_s: float | None = None,
                progress: dict[str, Any] | None = None,
-               predictions: pa.Table | None = None) -> dict[str, Any]:
-    """The run card as a JSON-able dict."""
+               predictions: pa.Table | None = None,
+               earlier_sessions: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    """The run card as a JSON-able dict; ``sessions`` lists every invocation that wrote into the
+    run folder (a killed and resumed run shows each attempt)."""
     selection = options.selection
     card: dict[str, Any] = {
         "status": status,
@@ -127,6 +129,16 @@ def build_card(*, bench: "Bench", options: "RunOptions", facts: dict[str, Any],
         card["items_per_s"] = round(progress["items_per_s"], 3)
         card["tokens_per_s"] = round(progress["tokens_per_s"], 3)
         card["items"]["failed_this_session"] = progress["failed"]
+    session = {
+        "status": status,
+        "started": card["started"],
+        "ended": card["ended"],
+        "executor": executor,
+        "shard": card["selection"]["shard"],
+        "asked": selected - resumed,
+        "items_per_s": card.get("items_per_s"),
+    }
+    card["sessions"] = [*(earlier_sessions or []), session]
     if predictions is not None:
         status_col = predictions.column("status")
         card["items"]["ok"] = int(pc.sum(pc.equal(status_col, "ok")).as_py() or 0)
@@ -137,9 +149,25 @@ def build_card(*, bench: "Bench", options: "RunOptions", facts: dict[str, Any],
     return card
 
 
-def write_card(run_dir: str | Path, card: dict[str, Any]) -> Path:
+def earlier_sessions(run_dir: str | Path) -> list[dict[str, Any]]:
+    """Sessions recorded by the card already in ``run_dir`` (none if absent or unreadable)."""
+    import json
+
     path = Path(run_dir) / CARD_FILE
-    write_json(path, card)
+    try:
+        sessions = json.loads(path.read_text(encoding="utf-8")).get("sessions", [])
+    except (OSError, ValueError, AttributeError):
+        return []
+    return [s for s in sessions if isinstance(s, dict)]
+
+
+def write_card(run_dir: str | Path, card: dict[str, Any]) -> Path:
+    import os
+
+    path = Path(run_dir) / CARD_FILE
+    tmp = path.with_name(f".{CARD_FILE}.tmp-{os.getpid()}")
+    write_json(tmp, card)
+    os.replace(tmp, path)
     return path
 
 

@@ -516,7 +516,7 @@ def _check_replies(batch: Sequence[Request], replies: Sequence[Reply], backend: 
 def run_benchmark(bench_path: str | Path, out: str | Path, options: RunOptions, *,
                   progress_stream: Any = None) -> RunResult:
     """Run ``options.model`` on a benchmark folder into ``out`` (resuming what ``out`` holds)."""
-    from .card import build_card, write_card
+    from .card import build_card, earlier_sessions, write_card
     from .executors import make_executor
 
     started_wall = time.time()
@@ -564,7 +564,8 @@ def run_benchmark(bench_path: str | Path, out: str | Path, options: RunOptions, 
                                 skipped=len(plan) - len(todo))
         card_args = dict(bench=bench, options=options, facts=facts, header=header,
                          selected=len(plan), resumed=len(plan) - len(todo),
-                         started=started_wall, executor=executor.name)
+                         started=started_wall, executor=executor.name,
+                         earlier_sessions=earlier_sessions(out))
         write_card(out, build_card(**card_args, status="running"))
 
         def on_batch(index: int, replies: list[Reply]) -> None:

@@ -287,7 +287,11 @@ class PredictionStore:
         ``RUN/predictions.parquet`` (or ``out``). ``keys`` limits it to one selection of items."""
         self.flush()
         table = predictions_from_rows(self.best_rows(), keys, file=self.root)
-        write_parquet(table, Path(out) if out is not None else self.run_dir / PREDICTIONS_FILE)
+        target = Path(out) if out is not None else self.run_dir / PREDICTIONS_FILE
+        tmp = target.with_name(f".{target.name}.tmp-{self._token}")
+        write_parquet(table, tmp)
+        _fsync_path(tmp)
+        os.replace(tmp, target)  # readers see the old file or the new one, never half of one
         return table
 
 

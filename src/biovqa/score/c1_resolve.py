@@ -133,12 +133,15 @@ class _NameTable:
 
 def _choose(tree: BenchmarkTree, rows: np.ndarray, nodes: np.ndarray, gold: np.ndarray,
             asked_depth: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """One node per row among its candidates: on the gold's lineage first, then at the asked rank,
-    then the smallest id."""
+    """One node per row among its candidates: on the gold's lineage (an ancestor or a descendant of
+    the gold) first, then at the asked rank, then the smallest id."""
     if len(rows) == 0:
         return rows, nodes
     node_depth = tree.depth[nodes].astype(np.int64)
-    on_lineage = tree.ancestors[gold[rows], node_depth] == nodes
+    gold_rows = gold[rows]
+    # on the gold's lineage: an ancestor of the gold, or a node below it
+    on_lineage = ((tree.ancestors[gold_rows, node_depth] == nodes)
+                  | (tree.ancestors[nodes, tree.depth[gold_rows].astype(np.int64)] == gold_rows))
     at_rank = node_depth == asked_depth[rows]
     order = np.lexsort((nodes, ~at_rank, ~on_lineage, rows))
     rows, nodes = rows[order], nodes[order]

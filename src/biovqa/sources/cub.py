@@ -184,10 +184,10 @@ def read_numeric_table(
     out = pd.DataFrame({"line": np.arange(1, len(frame) + 1, dtype=np.int64)})
     for name in fields:
         column = frame[name]
-        if column.dtype == object:
-            numeric = pd.to_numeric(column, errors="coerce")
-        else:
+        if pd.api.types.is_numeric_dtype(column.dtype):
             numeric = column.astype(np.float64)
+        else:
+            numeric = pd.to_numeric(column.astype(object), errors="coerce")
         bad = numeric.isna().to_numpy()
         if bad.any():
             row = int(np.flatnonzero(bad)[0])

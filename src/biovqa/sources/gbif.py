@@ -349,10 +349,11 @@ def iter_batches(
         null_values=[""], strings_can_be_null=True, quoted_strings_can_be_null=True,
     )
     with archive.open_member(described.location) as raw:
-        stream: IO[bytes] = raw
-        if progress is not None:
-            stream = io.BufferedReader(_CountingReader(raw, progress), buffer_size=1 << 20)
+        source: Any = raw if progress is None else _CountingReader(raw, progress)
+        stream = io.BufferedReader(source, buffer_size=1 << 20)
         _check_header(archive, described, stream)
+        if not stream.peek(1):  # type: ignore[attr-defined]
+            return  # a header and no data rows
         try:
             reader = pa_csv.open_csv(stream, read_options=read_options,
                                      parse_options=parse_options, convert_options=convert_options)
@@ -362,10 +363,11 @@ def iter_batches(
             if bad_rows:
                 line, found = _find_bad_line(archive, described)
                 expected = len(described.columns)
-                field = described.columns[min(found, expected) - 1] if found < expected else None
+                # the first missing field, or the first field beyond the described ones
+                field = described.columns[found] if found < expected else f"column {expected + 1}"
                 raise InputFormatError(
                     f"expected {expected} tab-separated fields, found {found}",
-                    file=shown, row=line or None, field=field or f"column {found}",
+                    file=shown, row=line or None, field=field or f"column {found + 1}",
                     hint="a field contains a tab or the line is truncated; the Backbone has no "
                     "quoting, so every line must have exactly one field per meta.xml column",
                 ) from None

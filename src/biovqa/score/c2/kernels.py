@@ -29,7 +29,10 @@ from typing import Callable, Iterable, Mapping
 import numpy as np
 
 from ...errors import InputFormatError, MissingResourceError
-from ...text import normalize_c2
+from ...text import normalize_c2 as _normalize_c2
+
+#: Kernels are called once per distinct value pair; their inputs repeat, so normalization is memoized.
+normalize_c2 = lru_cache(maxsize=1 << 16)(_normalize_c2)
 
 #: The 15 CUB colour words (normalized spelling: "grey").
 COLOUR_WORDS: tuple[str, ...] = (
@@ -270,7 +273,8 @@ class PartLayout:
 
     @classmethod
     def from_file(cls, path: str | Path) -> "PartLayout":
-        """Read ``c2/part_layout.json`` written by the C2 builder."""
+        """Read ``c2/part_layout.json`` written by the C2 builder (parts never visible are null
+        there and left out)."""
         path = Path(path)
         if not path.exists():
             raise MissingResourceError(
@@ -283,28 +287,27 @@ class PartLayout:
                                    row=exc.lineno) from None
         if not isinstance(payload, dict):
             raise InputFormatError("part layout must be a JSON object {part: [x, y]}", file=path)
+        payload = {name: value for name, value in payload.items() if value is not None}
         for name, value in payload.items():
             if not (isinstance(value, list) and len(value) >= 2
                     and all(isinstance(v, (int, float)) for v in value[:2])):
                 raise InputFormatError("expected [x, y] numbers", file=path, field=name)
         return cls.from_xy(payload)
 
-    def point(self, part: str) -> np.ndarray:
+    def point(self, part: str) -> tuple[float, float, float]:
         key = normalize_c2(part)
         if key not in self.points:
             raise InputFormatError(f"part {part!r} is not in the part layout",
                                    hint=f"known parts: {', '.join(sorted(self.points))}")
-        return np.asarray(self.points[key], dtype=float)
+        return self.points[key]
 
-    def region_point(self, region: str) -> np.ndarray:
+    def region_point(self, region: str) -> tuple[float, float, float]:
         """Location of a paired-attribute region: the mean of its parts (REGION_PARTS), or the
         same-named part."""
-        key = normalize_c2(region)
-        parts = REGION_PARTS.get(key, (key,))
-        return np.mean([self.point(p) for p in parts], axis=0)
+        return _region_point(self, normalize_c2(region))
 
-    def distance_similarity(self, p1: np.ndarray, p2: np.ndarray) -> float:
-        return max(0.0, 1.0 - float(np.linalg.norm(p1 - p2)) / self.d_max)
+    def distance_similarity(self, p1: Iterable[float], p2: Iterable[float]) -> float:
+        return max(0.0, 1.0 - math.dist(tuple(p1), tuple(p2)) / self.d_max)
 
     def part_similarity(self, part1: str, part2: str) -> float:
         """Anatomy kernel, Eq. 16: ``max(0, 1 − ‖p1 − p2‖₂ / d_max)``."""
@@ -316,6 +319,16 @@ class PartLayout:
         if normalize_c2(region1) == normalize_c2(region2):
             return 1.0
         return self.distance_similarity(self.region_point(region1), self.region_point(region2))
+
+    def __hash__(self) -> int:
+        return hash(tuple(sorted(self.points.items())))
+
+
+@lru_cache(maxsize=4096)
+def _region_point(layout: PartLayout, region: str) -> tuple[float, float, float]:
+    parts = REGION_PARTS.get(region, (region,))
+    coords = [layout.point(p) for p in parts]
+    return tuple(float(sum(c[i] for c in coords) / len(coords)) for i in range(3))  # type: ignore[return-value]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -336,6 +349,7 @@ class Trait:
         return "has_" + name
 
 
+@lru_cache(maxsize=1 << 14)
 def parse_trait(option: str) -> Trait:
     """Split ``"wing color: blue"`` → Trait("wing", "color", "blue"); ``"size: small"`` has the
     whole bird as its region (""). Text without a colon is a value of unknown region/property."""

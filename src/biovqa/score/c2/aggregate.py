@@ -1,0 +1,239 @@
+"""Aggregation of per-item C2 scores (metrics.md §3.2, §3.11, §3.12, §6.1).
+
+* family score = mean over its items; category score = item-weighted mean over its families
+  (= mean over all items of the category); pooled = mean over every item, marker_localization
+  included [DERIVED, CONFLICT resolved as "included"];
+* GS_raw = mean s; EM = mean em; severity (Eq. 22) = mean (1 − cags) over items with EM = 0;
+* 95 % percentile bootstrap CIs over items (B = 1000, seeded) for cags, EM and GS_raw;
+* format diagnostics per family: parse rate, letter–text mismatch rate, choose-A rate;
+* laterality / mirror confusion on EM (marker_localization items with a left/right gold part).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Sequence
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from . import parser
+from .cags import CATEGORIES, CATEGORY_OF, FAMILIES, MCQ_FAMILIES, OPEN_FAMILIES
+
+CI_LEVEL = 0.95
+METRICS = ("cags", "em", "gs_raw")
+
+
+def bootstrap_ci(values: np.ndarray, *, resamples: int, seed: int, level: float = CI_LEVEL
+                 ) -> tuple[np.ndarray, np.ndarray]:
+    """Percentile bootstrap CIs of the column means of ``values`` (n × k; NaN = the item is not
+    in that statistic), resampling items with replacement, B = ``resamples``, seeded
+    (metrics.md §6.1) — one set of resamples serves every column."""
+    from ...stats.bootstrap import cluster_bootstrap_means
+
+    values = np.asarray(values, dtype=float)
+    if values.ndim == 1:
+        values = values[:, None]
+    n = len(values)
+    if n == 0 or resamples <= 0:
+        nan = np.full(values.shape[1], np.nan)
+        return nan, nan.copy()
+    lo, hi = cluster_bootstrap_means(values, np.arange(n), B=resamples, seed=seed, level=level)
+    return np.atleast_1d(np.asarray(lo, dtype=float)), np.atleast_1d(np.asarray(hi, dtype=float))
+
+
+def _number(value: float) -> float | None:
+    """A JSON-safe float (None for NaN)."""
+    value = float(value)
+    return None if math.isnan(value) else value
+
+
+def group_summary(cags: np.ndarray, em: np.ndarray, s: np.ndarray,
+                  ci: tuple[np.ndarray, np.ndarray] | None = None) -> dict[str, Any]:
+    """n, means of cags/EM/GS_raw (with their CIs ``ci`` = (lo[3], hi[3]) when given),
+    severity (Eq. 22: mean 1 − cags over EM = 0 items) and the number of wrong items."""
+    n = len(cags)
+    out: dict[str, Any] = {"n": int(n)}
+    values = np.column_stack([cags, em, s]).astype(float) if n else np.zeros((0, 3))
+    for index, name in enumerate(METRICS):
+        out[name] = _number(values[:, index].mean()) if n else None
+        if ci is None:
+            out[f"{name}_ci"] = [None, None]
+        else:
+            out[f"{name}_ci"] = [_number(ci[0][index]), _number(ci[1][index])]
+    wrong = em == 0
+    out["n_wrong"] = int(wrong.sum())
+    out["severity"] = _number((1.0 - cags[wrong]).mean()) if wrong.any() else None
+    return out
+
+
+def grouped_intervals(cags: np.ndarray, em: np.ndarray, s: np.ndarray,
+                      groups: Sequence[np.ndarray], *, resamples: int, seed: int,
+                      level: float = CI_LEVEL) -> list[tuple[np.ndarray, np.ndarray] | None]:
+    """Bootstrap CIs of (cags, EM, GS_raw) for every group mask, from one set of item resamples
+    (each group's mean is a ratio of resampled sums, so nested groups stay consistent)."""
+    if resamples <= 0 or len(cags) == 0:
+        return [None] * len(groups)
+    columns = []
+    for mask in groups:
+        for metric in (cags, em, s):
+            columns.append(np.where(mask, metric, np.nan))
+    lo, hi = bootstrap_ci(np.column_stack(columns), resamples=resamples, seed=seed, level=level)
+    return [(lo[3 * g:3 * g + 3], hi[3 * g:3 * g + 3]) for g in range(len(groups))]
+
+
+def _rate(numerator: int, denominator: int) -> float | None:
+    return numerator / denominator if denominator else None
+
+
+def format_diagnostics(parse_status: np.ndarray, response_status: np.ndarray,
+                       pred_letter: np.ndarray, mcq: bool) -> dict[str, Any]:
+    """Parse rate over replies, letter–text mismatch rate over replies, choose-A rate over
+    recovered MCQ answers, and the counts of missing replies and failed requests (§3.11)."""
+    replies = parse_status != parser.MISSING
+    n_replies = int(replies.sum())
+    recovered = np.isin(parse_status, list(parser.RECOVERED))
+    out: dict[str, Any] = {
+        "n_replies": n_replies,
+        "n_missing": int((parse_status == parser.MISSING).sum()),
+        "n_failed_requests": int((response_status == "failed").sum()),
+        "n_parse_failed": int((parse_status == parser.FAILED).sum()),
+        "n_fuzzy": int((parse_status == parser.FUZZY).sum()),
+        "n_mismatch": int((parse_status == parser.MISMATCH).sum()),
+        "parse_rate": _rate(int(recovered.sum()), n_replies),
+    }
+    if mcq:
+        out["mismatch_rate"] = _rate(out["n_mismatch"], n_replies)
+        answered = recovered & (pred_letter != None)  # noqa: E711 - object array
+        out["choose_a_rate"] = _rate(int((pred_letter[answered] == "A").sum()), int(answered.sum()))
+    else:
+        out["mismatch_rate"] = None
+        out["choose_a_rate"] = None
+    return out
+
+
+def _side_and_part(text: Any) -> tuple[str, str] | None:
+    words = str(text or "").strip().lower().split()
+    if len(words) >= 2 and words[0] in ("left", "right"):
+        return words[0], " ".join(words[1:])
+    return None
+
+
+def laterality(gold: Sequence[Any], pred: Sequence[Any], options: Sequence[Sequence[str] | None],
+               em: np.ndarray) -> dict[str, Any]:
+    """Laterality on EM (metrics.md §3.12 [DEFAULT details]) over marker_localization items
+    whose gold is a left/right part:
+
+    * ``mirror_confusion_rate`` = share answered with the mirror part (e.g. right wing for left
+      wing), over the items that offer the mirror part; uniform baseline = mean 1/|options|;
+    * ``laterality_given_part`` = EM among items where the model named the right part type
+      (either side); one-sided exact binomial test against chance 0.5 ("significantly below").
+    """
+    from scipy.stats import binomtest
+
+    lateral = mirror_offered = mirror_hits = part_named = side_right = 0
+    baseline: list[float] = []
+    for g, p, opts, correct in zip(gold, pred, options, em):
+        gold_side = _side_and_part(g)
+        if gold_side is None:
+            continue
+        lateral += 1
+        mirror = ("right" if gold_side[0] == "left" else "left") + " " + gold_side[1]
+        offered = [str(o).strip().lower() for o in (opts or ())]
+        pred_side = _side_and_part(p)
+        if mirror in offered:
+            mirror_offered += 1
+            baseline.append(1.0 / len(offered))
+            if pred_side is not None and f"{pred_side[0]} {pred_side[1]}" == mirror:
+                mirror_hits += 1
+        if pred_side is not None and pred_side[1] == gold_side[1]:
+            part_named += 1
+            side_right += int(correct)
+    out: dict[str, Any] = {
+        "n_lateral": lateral,
+        "n_mirror_offered": mirror_offered,
+        "mirror_confusion_rate": _rate(mirror_hits, mirror_offered),
+        "mirror_baseline": float(np.mean(baseline)) if baseline else None,
+        "n_part_named": part_named,
+        "laterality_given_part": _rate(side_right, part_named),
+        "laterality_chance": 0.5,
+    }
+    if part_named:
+        test = binomtest(side_right, part_named, 0.5, alternative="less")
+        out["laterality_p_below_chance"] = float(test.pvalue)
+        out["laterality_below_chance"] = bool(test.pvalue < 0.05)
+    else:
+        out["laterality_p_below_chance"] = None
+        out["laterality_below_chance"] = None
+    return out
+
+
+def summarize(scores: pa.Table, *, options: Sequence[Sequence[str] | None] | None = None,
+              resamples: int = 1000, seed: int = 42, level: float = CI_LEVEL) -> dict[str, Any]:
+    """The C2 summary dict from per-item scores (see :mod:`biovqa.score.c2` for its shape).
+    ``options`` (per item, aligned) feeds the laterality analysis."""
+    family = np.asarray(scores.column("family").to_numpy(zero_copy_only=False), dtype=object)
+    cags = scores.column("cags").to_numpy()
+    em = scores.column("em").to_numpy().astype(float)
+    s = scores.column("s").to_numpy()
+    parse_status = np.asarray(scores.column("parse_status").to_numpy(zero_copy_only=False), dtype=object)
+    response_status = np.asarray(scores.column("response_status").to_numpy(zero_copy_only=False), dtype=object)
+    pred_letter = np.asarray(scores.column("pred_letter").to_numpy(zero_copy_only=False), dtype=object)
+
+    masks = {name: family == name for name in FAMILIES}
+    category_masks = {
+        category: np.isin(family, [f for f in FAMILIES if CATEGORY_OF[f] == category])
+        for category in CATEGORIES
+    }
+    present_families = [f for f in FAMILIES if masks[f].any()]
+    present_categories = [c for c in CATEGORIES if category_masks[c].any()]
+    group_masks = ([np.ones(len(family), dtype=bool)] + [category_masks[c] for c in present_categories]
+                   + [masks[f] for f in present_families])
+    intervals = grouped_intervals(cags, em, s, group_masks, resamples=resamples, seed=seed,
+                                  level=level)
+    pooled = group_summary(cags, em, s, intervals[0])
+    categories: dict[str, Any] = {}
+    for offset, category in enumerate(present_categories, start=1):
+        mask = category_masks[category]
+        categories[category] = group_summary(cags[mask], em[mask], s[mask], intervals[offset])
+    families: dict[str, Any] = {}
+    for offset, name in enumerate(present_families, start=1 + len(present_categories)):
+        mask = masks[name]
+        entry = group_summary(cags[mask], em[mask], s[mask], intervals[offset])
+        entry["category"] = CATEGORY_OF[name]
+        entry.update(format_diagnostics(parse_status[mask], response_status[mask],
+                                        pred_letter[mask], name in MCQ_FAMILIES))
+        families[name] = entry
+    mcq_mask = np.isin(family, list(MCQ_FAMILIES))
+    open_mask = np.isin(family, list(OPEN_FAMILIES))
+    fmt = format_diagnostics(parse_status, response_status, pred_letter, True)
+    mcq_fmt = format_diagnostics(parse_status[mcq_mask], response_status[mcq_mask],
+                                 pred_letter[mcq_mask], True)
+    fmt["mismatch_rate"] = mcq_fmt["mismatch_rate"]
+    fmt["choose_a_rate"] = mcq_fmt["choose_a_rate"]
+    fmt["em_mcq"] = _number(em[mcq_mask].mean()) if mcq_mask.any() else None
+    fmt["em_open"] = _number(em[open_mask].mean()) if open_mask.any() else None
+    fmt["n_mcq"] = int(mcq_mask.sum())
+    fmt["n_open"] = int(open_mask.sum())
+
+    marker = masks["marker_localization"]
+    if marker.any():
+        rows = np.flatnonzero(marker)
+        gold = scores.column("gold").take(pa.array(rows)).to_pylist()
+        pred = scores.column("pred").take(pa.array(rows)).to_pylist()
+        offered = [options[r] for r in rows] if options is not None else [None] * len(rows)
+        lat = laterality(gold, pred, offered, em[rows])
+    else:
+        lat = laterality([], [], [], np.zeros(0))
+    return {
+        "component": "c2",
+        "n_items": int(len(family)),
+        "pooled": pooled,
+        "categories": categories,
+        "families": families,
+        "format": fmt,
+        "laterality": lat,
+        "bootstrap": {"resamples": int(resamples), "seed": int(seed), "level": float(level),
+                      "unit": "items"},
+    }

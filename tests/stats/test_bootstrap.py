@@ -1,0 +1,104 @@
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from biovqa.stats.bootstrap import (
+    bootstrap_means,
+    cluster_bootstrap_means,
+    cluster_codes,
+    item_bootstrap_means,
+    percentile_interval,
+    ratio_of_sums_replicates,
+    resampled_cluster_counts,
+)
+
+
+def _reference_replicates(values: np.ndarray, clusters: np.ndarray, B: int, seed: int) -> np.ndarray:
+    """Plain loop: draw clusters with replacement, gather their items, take column means."""
+    labels = np.unique(clusters)
+    rng = np.random.default_rng(seed)
+    members = {label: np.flatnonzero(clusters == label) for label in labels}
+    out = np.empty((B, values.shape[1]))
+    for b in range(B):
+        drawn = labels[rng.integers(0, len(labels), size=len(labels), dtype=np.int32)]
+        rows = np.concatenate([members[label] for label in drawn])
+        out[b] = np.nanmean(values[rows], axis=0)
+    return out
+
+
+def test_vectorised_replicates_equal_the_plain_loop() -> None:
+    rng = np.random.default_rng(0)
+    clusters = rng.integers(0, 40, size=300)
+    values = np.column_stack([rng.random(300), (rng.random(300) < 0.3).astype(float)])
+    values[rng.random(300) < 0.2, 1] = np.nan  # a statistic over a subset of items
+    result = bootstrap_means(values, clusters, B=60, seed=7)
+    np.testing.assert_allclose(result.replicates, _reference_replicates(values, clusters, 60, 7), rtol=1e-5)
+    np.testing.assert_allclose(result.estimate, np.nanmean(values, axis=0))
+
+
+def test_deterministic_for_a_seed_and_independent_of_chunking_and_row_order() -> None:
+    counts_a = np.concatenate(list(resampled_cluster_counts(50, B=20, seed=3, chunk=7)))
+    counts_b = np.concatenate(list(resampled_cluster_counts(50, B=20, seed=3, chunk=64)))
+    np.testing.assert_array_equal(counts_a, counts_b)
+    assert counts_a.sum(axis=1).tolist() == [50] * 20
+    rng = np.random.default_rng(1)
+    clusters = rng.integers(0, 30, size=200).astype(str)
+    values = rng.random(200)
+    lo1, hi1 = cluster_bootstrap_means(values, clusters, B=100, seed=42)
+    order = rng.permutation(200)
+    lo2, hi2 = cluster_bootstrap_means(values[order], clusters[order], B=100, seed=42)
+    np.testing.assert_allclose([lo1, hi1], [lo2, hi2], rtol=1e-6)
+    lo3, _ = cluster_bootstrap_means(values, clusters, B=100, seed=43)
+    assert lo3[0] != lo1[0]
+
+
+def test_item_interval_matches_normal_theory() -> None:
+    values = (np.random.default_rng(5).random(4000) < 0.5).astype(float)
+    lo, hi = item_bootstrap_means(values, B=1000, seed=42)
+    expected = 2 * 1.96 * np.sqrt(values.mean() * (1 - values.mean()) / len(values))
+    assert hi[0] - lo[0] == pytest.approx(expected, rel=0.12)
+
+
+def test_cluster_resampling_widens_the_interval_for_correlated_items() -> None:
+    rng = np.random.default_rng(9)
+    per_cluster = (rng.random(400) < 0.5).astype(float)
+    values = np.repeat(per_cluster, 10)  # ten identical items per cluster
+    clusters = np.repeat(np.arange(400), 10)
+    lo_item, hi_item = item_bootstrap_means(values, B=500, seed=1)
+    lo_cluster, hi_cluster = cluster_bootstrap_means(values, clusters, B=500, seed=1)
+    ratio = (hi_cluster - lo_cluster)[0] / (hi_item - lo_item)[0]
+    assert ratio == pytest.approx(np.sqrt(10), rel=0.15)
+
+
+def test_shared_denominators_and_empty_replicates() -> None:
+    numerators = np.array([[1.0, 2.0], [0.0, 1.0]])
+    denominators = np.array([[1.0], [0.0]])  # the second cluster has no item in the cell
+    reps = ratio_of_sums_replicates(numerators, denominators, B=200, seed=0, denominator_of=np.array([0, 0]))
+    drawn_only_second = np.isnan(reps[:, 0])
+    assert drawn_only_second.any() and not drawn_only_second.all()
+    assert np.allclose(reps[~drawn_only_second, 0], 1.0)
+
+
+def test_percentile_interval_edges() -> None:
+    reps = np.column_stack([np.arange(101, dtype=float), np.full(101, np.nan)])
+    lo, hi = percentile_interval(reps, 0.95)
+    assert lo[0] == pytest.approx(2.5) and hi[0] == pytest.approx(97.5)
+    assert np.isnan(lo[1]) and np.isnan(hi[1])
+    with pytest.raises(ValueError):
+        percentile_interval(reps, 1.5)
+
+
+def test_cluster_codes_follow_sorted_labels() -> None:
+    codes, n = cluster_codes(np.array(["b", "a", "b", "c"], dtype=object))
+    assert n == 3 and codes.tolist() == [1, 0, 1, 2]
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.floats(min_value=0, max_value=1), min_size=2, max_size=60), st.integers(0, 2**31 - 1))
+def test_bounds_are_ordered_and_within_the_data(values: list[float], seed: int) -> None:
+    data = np.asarray(values)
+    lo, hi = item_bootstrap_means(data, B=50, seed=seed)
+    assert data.min() - 1e-6 <= lo[0] <= hi[0] <= data.max() + 1e-6
