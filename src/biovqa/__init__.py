@@ -49,8 +49,7 @@ def run(bench: str | Path, out: str | Path, **options: Any) -> Path:
     """Run a model (``backend=…, model=…``) on a benchmark; returns the predictions file."""
     from .run.engine import RunOptions, run_benchmark
 
-    result = run_benchmark(bench, out, RunOptions(**options))
-    return Path(out) / "predictions.parquet" if result is None else Path(str(result))
+    return run_benchmark(bench, out, RunOptions(**options)).predictions_path
 
 
 def score(bench: str | Path, predictions: str | Path, out: str | Path, **options: Any) -> Path:

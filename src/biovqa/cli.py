@@ -6,6 +6,7 @@ message naming file, row and field, with a non-zero exit and no traceback.
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 from typing import Annotated, Optional
@@ -57,25 +58,34 @@ def audit(
 @app.command()
 def score(
     bench: Annotated[Path, typer.Argument(help="benchmark folder")],
-    predictions: Annotated[Path, typer.Option("--predictions", "-p", help="predictions .parquet or .jsonl (item_id, response)")],
+    predictions: Annotated[list[Path], typer.Option("--predictions", "-p", help="predictions .parquet or .jsonl (item_id, response); repeat with --sweep")],
     out: Annotated[Path, typer.Option("--out", "-o", help="output folder for items.parquet + summary.json")],
     backbone: Annotated[Optional[Path], typer.Option(help="taxonomy index (C1; default: the one recorded at build)")] = None,
     bootstrap: Annotated[int, typer.Option(help="bootstrap resamples for 95% CIs")] = 1000,
     seed: Annotated[int, typer.Option(help="bootstrap seed")] = 42,
     epithet_last_word: Annotated[bool, typer.Option(help="C1: keep only the last word of species-epithet replies (paper quirk)")] = True,
+    prefer_text: Annotated[bool, typer.Option(help="C2: when letter and option text disagree, take the text (default: the letter)")] = False,
+    sweep: Annotated[Optional[str], typer.Option(help="run a component's sensitivity sweep over several predictions files (c2)")] = None,
     label: Annotated[Optional[str], typer.Option(help="model label shown in reports (default: from predictions)")] = None,
 ) -> None:
     """Score a predictions file against a benchmark (a pure function of both)."""
-    from .scoring import score_predictions
+    from .scoring import score_predictions, sweep_predictions
 
     options = {
         "backbone": backbone,
         "bootstrap": bootstrap,
         "seed": seed,
         "epithet_last_word": epithet_last_word,
+        "prefer_text": prefer_text,
         "label": label,
     }
-    result_dir = score_predictions(bench, predictions, out, options=options, console=console)
+    if sweep:
+        path = sweep_predictions(bench, list(predictions), out, kind=sweep, options=options)
+        console.print(f"[green]sweep written[/green] to {path}")
+        return
+    if len(predictions) != 1:
+        raise BiovqaError("give one --predictions file (several only with --sweep)")
+    result_dir = score_predictions(bench, predictions[0], out, options=options, console=console)
     console.print(f"[green]scores written[/green] to {result_dir}")
 
 
@@ -130,7 +140,24 @@ def main(argv: list[str] | None = None) -> None:
             sys.exit(exc.exit_code)
         if isinstance(exc, click.exceptions.Abort):
             sys.exit(1)
-        raise
+        if os.environ.get("BIOVQA_DEBUG"):
+            raise
+        log = _save_traceback()
+        console.print(
+            f"[bold red]internal error[/bold red] ({type(exc).__name__}: {exc}). This is a bug in "
+            f"biovqa, not in your input; the traceback is in {log}. Set BIOVQA_DEBUG=1 to see it here.",
+            highlight=False,
+        )
+        sys.exit(3)
+
+
+def _save_traceback() -> str:
+    import tempfile
+    import traceback
+
+    with tempfile.NamedTemporaryFile("w", prefix="biovqa-error-", suffix=".log", delete=False) as handle:
+        traceback.print_exc(file=handle)
+        return handle.name
 
 
 if __name__ == "__main__":

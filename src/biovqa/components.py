@@ -20,7 +20,7 @@ contract:
 from __future__ import annotations
 
 import importlib
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Callable
 
 import pyarrow as pa
@@ -46,7 +46,8 @@ class Component:
     scorer: str
     reporter: str
     auditor: str | None = None
-    score_options: dict[str, Any] = field(default_factory=dict)
+    #: option names the scorer accepts (besides the common bootstrap/seed/level)
+    score_options: frozenset[str] = frozenset()
 
     def load(self, role: str) -> Callable[..., Any]:
         """Import and return the callable registered for ``role`` (builder/floor/scorer/reporter)."""
@@ -100,6 +101,7 @@ register(
         scorer="biovqa.score.c1:score",
         reporter="biovqa.report.c1:tables",
         auditor="biovqa.build.c1:audit_items",
+        score_options=frozenset({"backbone", "epithet_last_word"}),
     )
 )
 
@@ -123,5 +125,6 @@ register(
         floor="biovqa.build.c2:floor_responses",
         scorer="biovqa.score.c2:score",
         reporter="biovqa.report.c2:tables",
+        score_options=frozenset({"prefer_text"}),
     )
 )

@@ -54,7 +54,7 @@ def run_demo(out: str | Path, *, console: Any | None = None) -> Path:
     from .build.c1 import C1BuildOptions, build_c1
     from .manifests.audit import audit_bench
     from .report import write_report
-    from .run.engine import run_baseline
+    from .run.engine import RunOptions, run_benchmark
     from .scoring import score_predictions
     from .taxonomy.index import build_index
 
@@ -84,7 +84,7 @@ def run_demo(out: str | Path, *, console: Any | None = None) -> Path:
     say(f"4/6 audit passed: {audit_bench(bench_dir)}")
 
     run_dir = out / "run-baseline"
-    predictions = run_baseline(bench_dir, run_dir)
+    predictions = run_benchmark(bench_dir, run_dir, RunOptions(backend="baseline", progress=False)).predictions_path
     say(f"5/6 ran the image-blind baseline → {predictions}")
 
     score_dir = out / "scores-baseline"

@@ -24,6 +24,26 @@ from .records import PREDICTION_STATUSES
 
 SCORE_ITEMS_FILE = "items.parquet"
 SUMMARY_FILE = "summary.json"
+#: Options every scorer takes; component-specific ones are declared on the component.
+COMMON_SCORE_OPTIONS = frozenset({"bootstrap", "seed", "level"})
+#: What a component-specific option means when the user did not set it.
+OPTION_DEFAULTS: dict[str, Any] = {"backbone": None, "epithet_last_word": True, "prefer_text": False}
+
+
+def scorer_options(component: Any, options: Mapping[str, Any]) -> dict[str, Any]:
+    """The options this component's scorer takes; an option set for another component is an
+    error rather than silently ignored."""
+    accepted = COMMON_SCORE_OPTIONS | component.score_options
+    kept = {}
+    for key, value in options.items():
+        if key == "label":
+            continue
+        if key in accepted:
+            kept[key] = value
+        elif key not in OPTION_DEFAULTS or value != OPTION_DEFAULTS[key]:
+            raise BiovqaError(f"option {key!r} does not apply to {component.name.upper()} scoring",
+                              field=key, hint=f"{component.name.upper()} takes: {', '.join(sorted(accepted))}")
+    return kept
 
 
 def read_predictions(path: str | Path) -> pa.Table:
@@ -145,7 +165,7 @@ def score_predictions(
     aligned = align_predictions(bench, predictions, source=predictions_path)
     component = get_component(bench.component)
     scorer = component.load("scorer")
-    result: ScoreResult = scorer(bench, aligned, options)
+    result: ScoreResult = scorer(bench, aligned, scorer_options(component, options))
     label = options.get("label") or _model_label(predictions) or Path(predictions_path).parent.name
     summary = dict(result.summary)
     statuses = pc.value_counts(aligned.column("status")).to_pylist()
@@ -169,6 +189,39 @@ def score_predictions(
         console.print(f"[yellow]warning[/yellow]: {summary['meta']['statuses']['missing']:,} "
                       "items have no prediction; they are scored as wrong (status 'missing')")
     return out
+
+
+def sweep_predictions(
+    bench_path: str | Path,
+    predictions_paths: list[str | Path],
+    out: str | Path,
+    *,
+    kind: str,
+    options: Mapping[str, Any] | None = None,
+) -> Path:
+    """Run a component's sensitivity sweep (C2: the eleven kernel configurations of
+    metrics.md §3.13) over several models' predictions; writes ``sweep.json``."""
+    options = dict(options or {})
+    bench = open_bench(bench_path)
+    if kind.lower() != bench.component or kind.lower() != "c2":
+        raise BiovqaError(f"no sweep {kind!r} for a {bench.component} benchmark",
+                          hint="the kernel sweep is defined for C2: --sweep c2 on a C2 benchmark")
+    if len(predictions_paths) < 2:
+        raise BiovqaError("a sweep compares models: give at least two --predictions files")
+    by_model: dict[str, pa.Table] = {}
+    for path in predictions_paths:
+        predictions = read_predictions(path)
+        label = _model_label(predictions) or Path(path).parent.name or Path(path).stem
+        if label in by_model:
+            label = f"{label} ({Path(path).stem})"
+        by_model[label] = align_predictions(bench, predictions, source=path)
+    from .score.c2.sweep import run_sweep
+
+    result = run_sweep(bench, by_model, scorer_options(get_component(bench.component), options))
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    write_json(out / "sweep.json", _jsonable(result))
+    return out / "sweep.json"
 
 
 def _model_label(predictions: pa.Table) -> str | None:
@@ -210,4 +263,4 @@ def load_summary(score_dir: str | Path) -> dict[str, Any]:
         raise InputFormatError(f"summary is not valid JSON: {exc.msg}", file=path, row=exc.lineno) from None
 
 
-__all__ = ["align_predictions", "load_summary", "read_predictions", "score_predictions", "BiovqaError"]
+__all__ = ["align_predictions", "load_summary", "read_predictions", "score_predictions", "sweep_predictions"]

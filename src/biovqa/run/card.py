@@ -29,7 +29,18 @@ if TYPE_CHECKING:
     from .engine import RunOptions
 
 CARD_FILE = "run.json"
-_SECRET_WORDS = ("key", "token", "secret", "password", "authorization")
+_SECRET_WORDS = ("secret", "password", "authorization", "bearer", "api_key", "apikey",
+                 "access_token", "auth_token")
+
+
+def is_secret_name(name: str) -> bool:
+    """Whether an option name looks like it holds a credential (``api_key_env``, the *name* of
+    the variable, does not)."""
+    lowered = name.lower()
+    if lowered == "api_key_env":
+        return False
+    return (lowered in ("key", "token") or lowered.endswith(("_key", "_token"))
+            or any(word in lowered for word in _SECRET_WORDS))
 
 
 def _iso(timestamp: float | None) -> str | None:
@@ -70,15 +81,30 @@ def environment_facts() -> dict[str, Any]:
     return facts
 
 
+def _json_safe(value: Any) -> Any:
+    if isinstance(value, (str, int, float, bool, type(None))):
+        return value
+    if isinstance(value, dict):
+        return redact(value)
+    if isinstance(value, (list, tuple)):
+        return [_json_safe(v) for v in value]
+    return str(value)
+
+
 def redact(options: dict[str, Any]) -> dict[str, Any]:
-    """Backend options fit for the card: secrets dropped (the env-var *name* of a key is kept)."""
+    """Backend options/facts fit for the card: JSON-safe, secrets dropped (the env-var *name* of a
+    key is kept)."""
     kept = {}
     for name, value in options.items():
-        lowered = name.lower()
-        if lowered == "api_key_env" or not any(word in lowered for word in _SECRET_WORDS):
-            kept[name] = value if isinstance(value, (str, int, float, bool, type(None))) \
-                else str(value)
+        if not is_secret_name(str(name)):
+            kept[str(name)] = _json_safe(value)
     return kept
+
+
+def _pixel_limit(facts: dict[str, Any], name: str) -> Any:
+    processor = facts.get("processor")
+    nested = processor.get(name) if isinstance(processor, dict) else None
+    return facts.get(name, nested)
 
 
 def build_card(*, bench: "Bench", options: "RunOptions", facts: dict[str, Any],
@@ -97,10 +123,10 @@ def build_card(*, bench: "Bench", options: "RunOptions", facts: dict[str, Any],
         "revision": header.revision,
         "backend": options.backend,
         "backend_version": facts.get("backend_version") or facts.get("version"),
-        "backend_facts": {k: v for k, v in redact(facts).items()},
+        "backend_facts": redact(facts),
         "backend_options": redact(dict(options.backend_options)),
-        "min_pixels": facts.get("min_pixels"),
-        "max_pixels": facts.get("max_pixels"),
+        "min_pixels": _pixel_limit(facts, "min_pixels"),
+        "max_pixels": _pixel_limit(facts, "max_pixels"),
         "dtype": facts.get("dtype"),
         "executor": executor,
         "decoding": header.decoding,

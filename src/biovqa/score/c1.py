@@ -53,6 +53,7 @@ from typing import Any, Mapping
 import numpy as np
 import pandas as pd
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from ..build.c1_tiers import MCQ_TASKS
 from ..components import ScoreResult
@@ -60,8 +61,8 @@ from ..errors import BiovqaError, InputFormatError, MissingResourceError
 from ..manifests.bench import Bench
 from ..records import TREE_RANKS
 from ..stats.bootstrap import cluster_codes, percentile_interval, ratio_of_sums_replicates
-from ..text import normalize_c1_array
-from .c1_resolve import ReplyScores, SynonymIndex, VernacularLookup, score_replies
+from ..text import normalize_c1
+from .c1_resolve import ReplyScores, SynonymIndex, VernacularLookup, normalize_unique, score_replies
 from .hierarchy import HIERARCHICAL_METRICS, hierarchical_per_image, per_level_accuracy
 
 #: C1 question types in Table 6 order.
@@ -121,15 +122,16 @@ class C1ScoreOptions:
 # floor
 
 
+def _answer_keys(items: pa.Table) -> pd.DataFrame:
+    answers = _strings(items, "answer")
+    return pd.DataFrame({"task": _strings(items, "task"), "answer": answers, "key": normalize_unique(answers)})
+
+
 def floor_answers(items: pa.Table) -> dict[str, str]:
     """The image-blind floor reply per question type (Table 3 floor row): the most frequent gold
     answer of that type after normalization (ties: the smallest normalized string), spelled as
-    its most frequent written form (ties: the smallest string)."""
-    frame = pd.DataFrame({
-        "task": items.column("task").to_pylist(),
-        "answer": items.column("answer").to_pylist(),
-        "key": normalize_c1_array(items.column("answer")).to_pylist(),
-    })
+    its most frequent written form (ties: the smallest string). The baseline backend answers it."""
+    frame = _answer_keys(items)
     frame = frame[frame["answer"].notna() & (frame["key"] != "")]
     keys = frame.groupby(["task", "key"]).size().rename("n").reset_index()
     keys = keys.sort_values(["task", "n", "key"], ascending=[True, False, True], kind="stable")
@@ -137,17 +139,16 @@ def floor_answers(items: pa.Table) -> dict[str, str]:
     chosen = frame[frame["key"].to_numpy() == frame["task"].map(best).to_numpy()]
     spellings = chosen.groupby(["task", "answer"]).size().rename("n").reset_index()
     spellings = spellings.sort_values(["task", "n", "answer"], ascending=[True, False, True], kind="stable")
-    return dict(spellings.drop_duplicates("task").set_index("task")["answer"].items())
+    return {str(k): str(v) for k, v in spellings.drop_duplicates("task").set_index("task")["answer"].items()}
 
 
-def floor_scores(items: pa.Table) -> dict[str, float]:
+def floor_scores(items: pa.Table, answers: Mapping[str, str] | None = None) -> dict[str, float]:
     """φ per question type: the share of its items whose gold equals the floor answer."""
-    answers = floor_answers(items)
-    frame = pd.DataFrame({"task": items.column("task").to_pylist(),
-                          "key": normalize_c1_array(items.column("answer")).to_pylist()})
-    floor_keys = {task: normalize_c1_array([answer]).to_pylist()[0] for task, answer in answers.items()}
+    answers = floor_answers(items) if answers is None else answers
+    frame = _answer_keys(items)
+    floor_keys = {task: normalize_c1(answer) for task, answer in answers.items()}
     hit = frame["key"].to_numpy() == frame["task"].map(floor_keys).to_numpy()
-    return {str(task): float(share) for task, share in pd.Series(hit).groupby(frame["task"]).mean().items()}
+    return {str(task): float(share) for task, share in pd.Series(hit).groupby(frame["task"].to_numpy()).mean().items()}
 
 
 def item_weighted_score(scores: Mapping[str, float], counts: Mapping[str, int]) -> float:
@@ -171,6 +172,11 @@ def recognition_recall_gap(mcq: float, open_recall: float) -> tuple[float, float
 # inputs
 
 
+def _strings(table: pa.Table, name: str) -> np.ndarray:
+    """A string column as an object array (None where null)."""
+    return table.column(name).to_numpy(zero_copy_only=False).astype(object)
+
+
 def _check_predictions(items: pa.Table, predictions: pa.Table) -> tuple[np.ndarray, np.ndarray]:
     for column in ("item_id", "response", "status"):
         if column not in predictions.column_names:
@@ -180,22 +186,22 @@ def _check_predictions(items: pa.Table, predictions: pa.Table) -> tuple[np.ndarr
         raise InputFormatError(
             f"predictions have {predictions.num_rows} rows, the benchmark has {items.num_rows} items",
             field="item_id", hint="align them with biovqa.scoring.align_predictions")
-    ids = np.asarray(predictions.column("item_id").to_pylist(), dtype=object)
-    expected = np.asarray(items.column("item_id").to_pylist(), dtype=object)
-    differ = np.flatnonzero(ids != expected)
-    if len(differ):
-        row = int(differ[0])
+    ids = predictions.column("item_id").cast(pa.string())
+    expected = items.column("item_id")
+    same = pc.fill_null(pc.equal(ids, expected), False)
+    if not pc.all(same).as_py():
+        row = int(pc.index(same, False).as_py())
         raise InputFormatError(
-            f"prediction item_id {ids[row]!r} does not match benchmark item {expected[row]!r}",
+            f"prediction item_id {ids[row].as_py()!r} does not match benchmark item {expected[row].as_py()!r}",
             row=row + 2, field="item_id", hint="predictions must be in benchmark item order")
-    statuses = np.asarray(predictions.column("status").to_pylist(), dtype=object)
-    bad = np.flatnonzero(~np.isin(statuses, PREDICTION_STATUSES))
-    if len(bad):
-        row = int(bad[0])
-        raise InputFormatError(f"unknown status {statuses[row]!r}", row=row + 2, field="status",
+    status = predictions.column("status").cast(pa.string())
+    known = pc.fill_null(pc.is_in(status, value_set=pa.array(PREDICTION_STATUSES)), False)
+    if not pc.all(known).as_py():
+        row = int(pc.index(known, False).as_py())
+        raise InputFormatError(f"unknown status {status[row].as_py()!r}", row=row + 2, field="status",
                                hint=f"use one of {', '.join(PREDICTION_STATUSES)}")
-    replies = np.asarray(predictions.column("response").to_pylist(), dtype=object)
-    return replies, statuses
+    replies = predictions.column("response").cast(pa.string()).to_numpy(zero_copy_only=False).astype(object)
+    return replies, status.to_numpy(zero_copy_only=False).astype(object)
 
 
 def _check_items(items: pa.Table, source: Path | None) -> None:
@@ -203,7 +209,7 @@ def _check_items(items: pa.Table, source: Path | None) -> None:
     if missing:
         raise InputFormatError("C1 items lack a required column", file=source, field=missing[0],
                                hint="rebuild the benchmark with `biovqa build c1`")
-    tasks = np.asarray(items.column("task").to_pylist(), dtype=object)
+    tasks = _strings(items, "task")
     bad = np.flatnonzero(~np.isin(tasks, TASKS))
     if len(bad):
         raise InputFormatError(f"unknown C1 task {tasks[bad[0]]!r}", file=source, row=int(bad[0]) + 2,
@@ -252,27 +258,52 @@ def score(bench: Bench, predictions: pa.Table, options: Mapping[str, Any] | None
         raise InputFormatError("target_node lies outside the benchmark tree", file=bench.items_path,
                                field="target_node", hint="the tree and the items come from different builds")
     return score_items(items, replies, statuses, tree=tree, synonyms=synonyms, vernacular=vernacular,
-                       settings=settings, backbone=index_path)
+                       settings=settings, backbone=index_path, source=bench.items_path)
+
+
+def _mcq_arrays(items: pa.Table, is_mcq: np.ndarray, source: Path | None) -> tuple[np.ndarray, np.ndarray]:
+    """(n_mcq × k) option strings and option nodes of the MCQ items, in row order."""
+    rows = np.flatnonzero(is_mcq)
+    if len(rows) == 0:
+        return np.empty((0, 0), dtype=object), np.empty((0, 0), dtype=np.int64)
+    if "options" not in items.column_names:
+        raise InputFormatError("MCQ items need an options column", file=source, field="options")
+    options = items.column("options").take(pa.array(rows)).combine_chunks()
+    lengths = pc.fill_null(pc.list_value_length(options), 0).to_numpy()
+    if len(set(lengths.tolist())) != 1 or lengths[0] < 2:
+        row = int(rows[np.argmin(lengths == np.median(lengths))])
+        raise InputFormatError("every MCQ item needs the same number (≥ 2) of options", file=source,
+                               row=row + 2, field="options")
+    width = int(lengths[0])
+    strings = options.flatten().to_numpy(zero_copy_only=False).astype(object).reshape(len(rows), width)
+    nodes = np.full((len(rows), width), -1, dtype=np.int64)
+    if "option_nodes" in items.column_names:
+        column = items.column("option_nodes").take(pa.array(rows)).combine_chunks()
+        node_lengths = pc.fill_null(pc.list_value_length(column), 0).to_numpy()
+        present = node_lengths == width
+        if present.any():
+            flat = pc.fill_null(column.filter(pa.array(present)).flatten(), -1).to_numpy(zero_copy_only=False)
+            nodes[present] = np.asarray(flat, dtype=np.int64).reshape(int(present.sum()), width)
+    return strings, nodes
 
 
 def score_items(items: pa.Table, replies: np.ndarray, statuses: np.ndarray, *, tree: Any,
                 synonyms: SynonymIndex, vernacular: VernacularLookup, settings: C1ScoreOptions,
-                backbone: Path | None = None) -> ScoreResult:
+                backbone: Path | None = None, source: Path | None = None) -> ScoreResult:
     """Per-item scores and the summary from already-loaded resources (pure)."""
-    columns = {name: np.asarray(items.column(name).to_pylist(), dtype=object)
-               for name in ("task", "answer", "genus", "species", "group", "source_id")}
-    options = items.column("options").to_pylist() if "options" in items.column_names else [None] * items.num_rows
-    option_nodes = (items.column("option_nodes").to_pylist() if "option_nodes" in items.column_names
-                    else [None] * items.num_rows)
+    columns = {name: _strings(items, name) for name in ("task", "answer", "genus", "species", "group", "source_id")}
+    is_mcq = np.isin(columns["task"], list(MCQ_TASKS))
+    mcq_options, mcq_option_nodes = _mcq_arrays(items, is_mcq, source)
     target = items.column("target_node").to_numpy(zero_copy_only=False).astype(np.int64)
     result = score_replies(tasks=columns["task"], answers=columns["answer"], target_nodes=target,
-                           genera=columns["genus"], binomials=columns["species"], options=options,
-                           option_nodes=option_nodes, replies=replies, statuses=statuses, tree=tree,
+                           genera=columns["genus"], binomials=columns["species"], mcq_options=mcq_options,
+                           mcq_option_nodes=mcq_option_nodes, replies=replies, statuses=statuses, tree=tree,
                            synonyms=synonyms, vernacular=vernacular,
                            epithet_last_word=settings.epithet_last_word)
-    effective_status = np.where((statuses == "ok") & np.asarray([r is None for r in replies]), "missing", statuses)
+    effective_status = np.where((statuses == "ok") & pd.isna(replies), "missing", statuses).astype(object)
     table = _item_table(items, columns, effective_status, result)
-    summary = summarize(table, floor_scores(items), floor_answers(items), B=settings.bootstrap,
+    answers = floor_answers(items)
+    summary = summarize(table, floor_scores(items, answers), answers, B=settings.bootstrap,
                         seed=settings.seed, level=settings.level)
     summary["options"] = {"epithet_last_word": settings.epithet_last_word,
                           "backbone": None if backbone is None else str(backbone)}
@@ -288,18 +319,18 @@ def _item_table(items: pa.Table, columns: dict[str, np.ndarray], statuses: np.nd
 
     out: dict[str, pa.Array | pa.ChunkedArray] = {
         "item_id": items.column("item_id"),
-        "task": pa.array(columns["task"].tolist(), pa.string()),
-        "group": pa.array(columns["group"].tolist(), pa.string()),
-        "source_id": pa.array(columns["source_id"].tolist(), pa.string()),
-        "status": pa.array(statuses.tolist(), pa.string()),
-        "parsed_response": pa.array(result.parsed.tolist(), pa.string()),
+        "task": items.column("task"),
+        "group": items.column("group"),
+        "source_id": items.column("source_id"),
+        "status": pa.array(statuses, pa.string()),
+        "parsed_response": pa.array(result.parsed, pa.string()),
         "em": pa.array(result.em, pa.int8()),
         "em_soft": pa.array(result.em_soft, pa.int8()),
         "resolved": pa.array(resolved, pa.bool_()),
-        "resolution": pa.array(result.resolution.tolist(), pa.string()),
+        "resolution": pa.array(result.resolution, pa.string()),
         "resolved_node": nullable_int(result.resolved_node, resolved, pa.int32()),
         "lca_node": nullable_int(result.lca_node, resolved, pa.int32()),
-        "lca_rank": pa.array(result.lca_rank.tolist(), pa.string()),
+        "lca_rank": pa.array(result.lca_rank, pa.string()),
         "severity": pa.array(result.severity, pa.float64(), from_pandas=True),
         "wup": pa.array(result.wup, pa.float64()),
         "lin": pa.array(result.lin, pa.float64()),
@@ -379,11 +410,10 @@ def _labels(values: np.ndarray) -> tuple[np.ndarray, list[str]]:
 def summarize(table: pa.Table, floors: Mapping[str, float], floor_replies: Mapping[str, str], *,
               B: int = 1000, seed: int = 42, level: float = 0.95) -> dict[str, Any]:
     """The C1 summary (module docstring) from the per-item table."""
-    task = np.asarray(table.column("task").to_pylist(), dtype=object)
-    group = np.asarray(table.column("group").to_pylist(), dtype=object)
-    tier = (np.asarray(table.column("tier").to_pylist(), dtype=object) if "tier" in table.column_names
-            else np.full(len(task), None, dtype=object))
-    status = np.asarray(table.column("status").to_pylist(), dtype=object)
+    task = _strings(table, "task")
+    group = _strings(table, "group")
+    tier = _strings(table, "tier") if "tier" in table.column_names else np.full(len(task), None, dtype=object)
+    status = _strings(table, "status")
     em = table.column("em").to_numpy().astype(np.float64)
     em_soft = table.column("em_soft").to_numpy().astype(np.float64)
     resolved = table.column("resolved").to_numpy(zero_copy_only=False).astype(bool)
@@ -392,7 +422,7 @@ def summarize(table: pa.Table, floors: Mapping[str, float], floor_replies: Mappi
         "em": em, "em_soft": em_soft, "revision_lag": em_soft - em, "unresolved": (~resolved).astype(np.float64),
         "wup": table.column("wup").to_numpy(), "lin": table.column("lin").to_numpy(),
     }
-    codes, n_clusters = cluster_codes(np.asarray(table.column("source_id").to_pylist(), dtype=object))
+    codes, n_clusters = cluster_codes(_strings(table, "source_id"))
     plan = _Plan(codes, n_clusters, [], [], [], [])
     everything = np.ones(len(task), dtype=bool)
     with_severity = ~np.isnan(severity)
@@ -405,7 +435,7 @@ def summarize(table: pa.Table, floors: Mapping[str, float], floor_replies: Mappi
         columns["severity"] = plan.add_mean(severity_values, with_severity, cells, n_cells, count_severity)
         return columns
 
-    task_codes = np.asarray([TASKS.index(t) for t in task], dtype=np.int64)
+    task_codes = pd.Series(task, dtype=object).map({t: i for i, t in enumerate(TASKS)}).to_numpy(np.int64)
     pooled_codes = np.zeros(len(task), dtype=np.int64)
     open_codes = np.where(np.isin(task, OPEN_TASKS), 0, -1)
     group_codes, group_labels = _labels(group)
@@ -509,7 +539,7 @@ def summarize(table: pa.Table, floors: Mapping[str, float], floor_replies: Mappi
     summary["task_group"] = em_cells(tg_em, task_group_codes, group_labels)
     summary["task_tier"] = em_cells(tt_em, task_tier_codes, tier_labels)
     summary["breakdown"] = _breakdown(task, group, tier, values, severity)
-    resolution = pd.Series(table.column("resolution").to_pylist())
+    resolution = pd.Series(_strings(table, "resolution"))
     summary["resolution"] = {
         str(t): {str(k): int(v) for k, v in sorted(part.value_counts().items())}
         for t, part in resolution.groupby(pd.Series(task), sort=True)
@@ -568,7 +598,8 @@ def _breakdown(task: np.ndarray, group: np.ndarray, tier: np.ndarray, values: di
 def _hierarchy_matrix(task: np.ndarray, em: np.ndarray, codes: np.ndarray, n_clusters: int,
                       group: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None:
     """Per image (cluster): EM at phylum … species and which levels it was asked."""
-    level = np.asarray([HIERARCHY_TASKS.index(t) if t in HIERARCHY_TASKS else -1 for t in task], dtype=np.int64)
+    level = (pd.Series(task, dtype=object).map({t: i for i, t in enumerate(HIERARCHY_TASKS)})
+             .fillna(-1).to_numpy(np.int64))
     rows = np.flatnonzero(level >= 0)
     if len(rows) == 0:
         return None

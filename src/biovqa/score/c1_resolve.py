@@ -93,7 +93,7 @@ def last_word(replies: Sequence[str]) -> list[str]:
     return out
 
 
-def _normalize_unique(values: np.ndarray) -> np.ndarray:
+def normalize_unique(values: np.ndarray) -> np.ndarray:
     """normalize_c1 of an object array, computed once per distinct value."""
     codes, uniques = pd.factorize(pd.Series(values, dtype=object), use_na_sentinel=False)
     if len(uniques) == 0:
@@ -149,26 +149,20 @@ def _choose(tree: BenchmarkTree, rows: np.ndarray, nodes: np.ndarray, gold: np.n
     return rows[first], nodes[first]
 
 
-def _mcq_choice(replies: np.ndarray, options: list[list[str]]) -> np.ndarray:
-    """Index of the option chosen by each normalized reply (−1: none): normalized equality, else
-    the unique option contained in the reply."""
-    flat = np.asarray([o for opts in options for o in opts], dtype=object)
-    normalized = _normalize_unique(flat) if len(flat) else flat
-    choice = np.full(len(options), -1, dtype=np.int64)
-    start = 0
-    for i, opts in enumerate(options):
-        keys = normalized[start:start + len(opts)]
-        start += len(opts)
-        reply = replies[i]
-        if not reply:
-            continue
-        equal = np.flatnonzero(keys == reply)
-        if len(equal):
-            choice[i] = equal[0]
-            continue
-        contained = [j for j, key in enumerate(keys) if key and key in reply]
+def mcq_choice(replies: np.ndarray, option_keys: np.ndarray) -> np.ndarray:
+    """Index of the option each normalized reply chooses (−1: none): normalized equality with an
+    option, else the unique option contained in the reply ([DEFAULT], metrics.md §2.1).
+    ``option_keys`` is the (n, k) object array of normalized options."""
+    replies = np.asarray(replies, dtype=object)
+    if len(replies) == 0:
+        return np.empty(0, dtype=np.int64)
+    equal = option_keys == replies[:, None]
+    choice = np.where(equal.any(axis=1), equal.argmax(axis=1), -1).astype(np.int64)
+    for row in np.flatnonzero((choice < 0) & (replies != "")):
+        reply = replies[row]
+        contained = [j for j, key in enumerate(option_keys[row]) if key and key in reply]
         if len(contained) == 1:
-            choice[i] = contained[0]
+            choice[row] = contained[0]
     return choice
 
 
@@ -189,18 +183,28 @@ class ReplyScores:
     lin: np.ndarray  # float64
 
 
+def _depths_of(tasks: np.ndarray) -> np.ndarray:
+    return pd.Series(tasks, dtype=object).map(ASKED_DEPTH).fillna(-1).to_numpy(np.int64)
+
+
 def score_replies(*, tasks: np.ndarray, answers: np.ndarray, target_nodes: np.ndarray,
-                  genera: np.ndarray, binomials: np.ndarray, options: list[list[str] | None],
-                  option_nodes: list[list[int] | None], replies: np.ndarray, statuses: np.ndarray,
+                  genera: np.ndarray, binomials: np.ndarray, mcq_options: np.ndarray,
+                  mcq_option_nodes: np.ndarray, replies: np.ndarray, statuses: np.ndarray,
                   tree: BenchmarkTree, synonyms: SynonymIndex, vernacular: VernacularLookup,
                   epithet_last_word: bool = True) -> ReplyScores:
-    """Score every reply against its item (see the module docstring). ``replies`` is an object
-    array (None where missing); ``statuses`` holds ``ok`` / ``failed`` / ``missing``."""
+    """Score every reply against its item (see the module docstring).
+
+    Per item (object arrays, None where null): ``tasks``, ``answers`` (gold strings), ``genera``
+    and ``binomials`` (gold genus and species, used by the species question), ``replies`` and
+    ``statuses`` (ok / failed / missing); ``target_nodes`` the gold nodes. For the MCQ items, in
+    row order: ``mcq_options`` (n_mcq × k option strings) and ``mcq_option_nodes`` (their tree
+    nodes, −1 where unknown)."""
     n = len(tasks)
     tasks = np.asarray(tasks, dtype=object)
     statuses = np.asarray(statuses, dtype=object)
+    replies = np.asarray(replies, dtype=object)
     gold = np.asarray(target_nodes, dtype=np.int64)
-    answered = (statuses == "ok") & np.asarray([r is not None for r in replies], dtype=bool)
+    answered = (statuses == "ok") & pd.notna(replies)
     text = np.where(answered, replies, "").astype(object)
     is_species = tasks == SPECIES_TASK
     is_mcq = np.isin(tasks, list(MCQ_TASKS))
@@ -208,53 +212,64 @@ def score_replies(*, tasks: np.ndarray, answers: np.ndarray, target_nodes: np.nd
     if epithet_last_word and is_species.any():
         codes, uniques = pd.factorize(pd.Series(text[is_species], dtype=object))
         text[is_species] = np.asarray(last_word(list(uniques)), dtype=object)[codes]
-    parsed = _normalize_unique(text)
-    norm_gold = _normalize_unique(np.asarray(answers, dtype=object))
-    asked_depth = np.asarray([ASKED_DEPTH.get(t, -1) for t in tasks.tolist()], dtype=np.int64)
+    parsed = normalize_unique(text)
+    norm_gold = normalize_unique(np.asarray(answers, dtype=object))
+    asked_depth = _depths_of(tasks)
 
     em = (parsed == norm_gold) & answered & is_open
-    mcq_choice = np.full(n, -1, dtype=np.int64)
+    choice = np.full(n, -1, dtype=np.int64)
     mcq_rows = np.flatnonzero(is_mcq)
+    option_keys = np.empty((0, 0), dtype=object)
     if len(mcq_rows):
-        opts = [list(options[r] or []) for r in mcq_rows]
-        mcq_choice[mcq_rows] = _mcq_choice(parsed[mcq_rows], opts)
-        gold_choice = _mcq_choice(norm_gold[mcq_rows], opts)
-        em[mcq_rows] = (mcq_choice[mcq_rows] >= 0) & (mcq_choice[mcq_rows] == gold_choice) & answered[mcq_rows]
+        if mcq_options.shape[0] != len(mcq_rows) or mcq_option_nodes.shape != mcq_options.shape:
+            raise ValueError("mcq_options and mcq_option_nodes need one row per MCQ item")
+        option_keys = normalize_unique(mcq_options.ravel()).reshape(mcq_options.shape)
+        choice[mcq_rows] = mcq_choice(np.where(answered[mcq_rows], parsed[mcq_rows], ""), option_keys)
+        gold_choice = mcq_choice(norm_gold[mcq_rows], option_keys)
+        em[mcq_rows] = (choice[mcq_rows] >= 0) & (choice[mcq_rows] == gold_choice)
 
     # names to look up: species items with a one-word reply are read as "<gold genus> <reply>"
-    one_word = is_species & answered & (parsed != "") & np.asarray([" " not in p for p in parsed], dtype=bool)
     candidate = parsed.copy()
-    if one_word.any():
-        genus_norm = _normalize_unique(np.asarray(genera, dtype=object)[one_word])
-        candidate[one_word] = genus_norm + " " + parsed[one_word]
+    one_word = np.zeros(n, dtype=bool)
+    species_rows = np.flatnonzero(is_species & answered)
+    if len(species_rows):
+        words = parsed[species_rows]
+        single = np.asarray([bool(w) and " " not in w for w in words], dtype=bool)
+        rows = species_rows[single]
+        one_word[rows] = True
+        candidate[rows] = normalize_unique(np.asarray(genera, dtype=object)[rows]) + " " + parsed[rows]
     gold_key = norm_gold.copy()
     if is_species.any():
-        gold_key[is_species] = _normalize_unique(np.asarray(binomials, dtype=object)[is_species])
+        gold_key[is_species] = normalize_unique(np.asarray(binomials, dtype=object)[is_species])
 
-    lookup_rows = np.flatnonzero(answered & is_open & (parsed != ""))
+    lookup_rows = np.flatnonzero(answered & (parsed != ""))
     query = pd.unique(np.concatenate([candidate[lookup_rows], parsed[lookup_rows]]))
-    relation = synonyms.accepted_targets(pa.array(list(query), pa.string()))
-    syn_names = np.asarray(relation.column("name").to_pylist(), dtype=object)
-    syn_accepted = _normalize_unique(np.asarray(relation.column("accepted_name").to_pylist(), dtype=object))
+    relation = synonyms.accepted_targets(pa.array(query, pa.string()))
+    syn_names = relation.column("name").to_numpy(zero_copy_only=False).astype(object)
+    syn_accepted = normalize_unique(relation.column("accepted_name").to_numpy(zero_copy_only=False))
 
     em_soft = em.copy()
-    if len(syn_names):
-        pairs = pd.Index(pd.Series(syn_names, dtype=object) + "\x1f" + pd.Series(syn_accepted, dtype=object))
-        known = pd.Index(syn_names).unique()
-        maybe = lookup_rows[known.get_indexer(pd.Index(candidate[lookup_rows], dtype=object)) >= 0]
-        if len(maybe):
-            keys = pd.Series(candidate[maybe], dtype=object) + "\x1f" + pd.Series(gold_key[maybe], dtype=object)
-            em_soft[maybe] |= pairs.get_indexer(pd.Index(keys)) >= 0
-    em_soft &= is_open
+    open_rows = lookup_rows[is_open[lookup_rows]]
+    if len(syn_names) and len(open_rows):
+        vocabulary = pd.Index(pd.unique(np.concatenate([syn_names, syn_accepted])))
+        size = np.int64(len(vocabulary))
+        pair_keys = np.unique(vocabulary.get_indexer(syn_names).astype(np.int64) * size
+                              + vocabulary.get_indexer(syn_accepted))
+        cand_code = vocabulary.get_indexer(candidate[open_rows]).astype(np.int64)
+        gold_code = vocabulary.get_indexer(gold_key[open_rows]).astype(np.int64)
+        item_keys = cand_code * size + gold_code
+        position = np.minimum(np.searchsorted(pair_keys, item_keys), len(pair_keys) - 1)
+        soft = (cand_code >= 0) & (gold_code >= 0) & (pair_keys[position] == item_keys)
+        em_soft[open_rows] |= soft
     em_soft[mcq_rows] = em[mcq_rows]
 
     resolution = np.full(n, "unresolved", dtype=object)
     resolution[~answered] = np.where(statuses[~answered] == "failed", "failed", "missing")
     resolved = np.full(n, -1, dtype=np.int64)
-    resolved[em_soft.astype(bool)] = gold[em_soft.astype(bool)]
+    resolved[em_soft] = gold[em_soft]
     resolution[em_soft & em] = "exact"
     resolution[em_soft & ~em] = "synonym"
-    pending = answered & (resolved < 0) & (parsed != "")
+    pending = answered & ~em_soft & (parsed != "")
 
     tree_names = _NameTable.from_pairs(tree.normalized_names[1:], np.arange(1, len(tree.names)))
 
@@ -265,24 +280,21 @@ def score_replies(*, tasks: np.ndarray, answers: np.ndarray, target_nodes: np.nd
         resolution[chosen_rows] = label
         pending[chosen_rows] = False
 
-    # MCQ: the chosen option's node
-    if len(mcq_rows):
-        chose = mcq_rows[(mcq_choice[mcq_rows] >= 0) & pending[mcq_rows]]
-        for row in chose:
-            nodes = option_nodes[row]
-            node = int(nodes[mcq_choice[row]]) if nodes is not None and len(nodes) > mcq_choice[row] else -1
-            if node >= 0:
-                resolved[row] = node
-                resolution[row] = "option"
-                pending[row] = False
+    if len(mcq_rows):  # the chosen option's node
+        chose = choice[mcq_rows]
+        option_node = np.where(chose >= 0, mcq_option_nodes[np.arange(len(mcq_rows)), np.maximum(chose, 0)], -1)
+        take = pending[mcq_rows] & (option_node >= 0)
+        resolved[mcq_rows[take]] = option_node[take]
+        resolution[mcq_rows[take]] = "option"
+        pending[mcq_rows[take]] = False
     rows = np.flatnonzero(pending & one_word)
     settle(rows, candidate[rows], tree_names, "epithet")
     rows = np.flatnonzero(pending)
     settle(rows, parsed[rows], tree_names, "exact")
     if len(syn_names):
         keep = tree_names.keys.get_indexer(pd.Index(syn_accepted, dtype=object)) >= 0
-        syn_nodes_name, syn_nodes_node = tree_names.expand(np.flatnonzero(keep), syn_accepted[keep])
-        synonym_table = _NameTable.from_pairs(syn_names[syn_nodes_name], syn_nodes_node)
+        pair_rows, pair_nodes = tree_names.expand(np.flatnonzero(keep), syn_accepted[keep])
+        synonym_table = _NameTable.from_pairs(syn_names[pair_rows], pair_nodes)
         rows = np.flatnonzero(pending & one_word)
         settle(rows, candidate[rows], synonym_table, "epithet")
         rows = np.flatnonzero(pending)
@@ -312,5 +324,5 @@ def score_replies(*, tasks: np.ndarray, answers: np.ndarray, target_nodes: np.nd
     severity = np.where(wrong_resolved, severity_of(gold_depth, lca_depth), np.nan)
     lca_rank = np.where(is_resolved, np.asarray(DEPTH_RANK, dtype=object)[lca_depth], None)
     return ReplyScores(parsed=parsed, em=em.astype(np.int8), em_soft=em_soft.astype(np.int8),
-                       mcq_choice=mcq_choice, resolution=resolution, resolved_node=resolved, lca_node=lca,
+                       mcq_choice=choice, resolution=resolution, resolved_node=resolved, lca_node=lca,
                        lca_rank=lca_rank, severity=severity, wup=wup, lin=lin)
