@@ -24,7 +24,7 @@ from pathlib import Path
 import numpy as np
 from PIL import Image
 
-from biovqa.build.render import Marker, RenderJob, encode_png, render_all
+from biovqa.build.render import PNG_SAVE_OPTIONS, Marker, RenderJob, encode_png, render_all
 
 CUB_IMAGES = 11_788
 
@@ -87,7 +87,7 @@ def main(argv: list[str] | None = None) -> int:
         t_two = time_it(lambda js: render_all(js, workers=2), two)
         identical = all(a.destination.read_bytes() == b.destination.read_bytes() for a, b in zip(one, two))
         n = len(paths)
-        print(f"images: {n} × {width}x{height} JPEG → PNG (compress_level 6)")
+        print(f"images: {n} × {width}x{height} JPEG → PNG (compress_level {PNG_SAVE_OPTIONS['compress_level']})")
         print(f"reference PIL decode+encode : {n / t_ref:8.1f} images/s")
         print(f"render, 1 worker            : {n / t_one:8.1f} images/s   ratio {t_ref / t_one:.3f}")
         print(f"render, 2 workers           : {n / t_two:8.1f} images/s   ratio {t_ref / t_two:.3f}")
@@ -95,10 +95,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"full CUB ({CUB_IMAGES} images), 1 worker ≈ {CUB_IMAGES * t_one / n:.0f} s")
 
         if args.build:
-            sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-            from tests.fixtures.cub import write_cub
-
+            sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
             from biovqa.build.c2 import build_c2
+            from fixtures.cub import write_cub
 
             per_class = 20
             cub = write_cub(root / "cub", n_classes=max(1, args.build // per_class),

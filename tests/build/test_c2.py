@@ -25,7 +25,7 @@ from biovqa.build.render import MARKER_COLORS
 from biovqa.errors import InputFormatError, MissingResourceError
 from biovqa.manifests.bench import open_bench, sha256_file
 from biovqa.sources.cub import read_cub
-from tests.fixtures.cub import write_cub
+from fixtures.cub import write_cub
 
 CLASS_IDS = (59, 60, 1, 17, 103, 110)  # two gulls, an albatross, Cardinal, Sayornis, Geococcyx
 
@@ -169,7 +169,7 @@ def test_marker_localization_rules(built) -> None:
         x, y = cub.part_xy[row, target]
         with Image.open(bench.resolve_image(r["image"])) as picture:
             assert picture.format == "PNG" and picture.mode == "RGB"
-            assert picture.getpixel((int(round(x)), int(round(y)))) == MARKER_COLORS[r["marker_color"]]
+            assert picture.getpixel((round(x), round(y))) == MARKER_COLORS[r["marker_color"]]
 
 
 def test_visibility_partset_rules(built) -> None:

@@ -148,7 +148,8 @@ class FaultProxy(ThreadingHTTPServer):
 
     ``script[prompt_tag]`` is a list of faults for successive attempts of the request whose user
     text contains the tag; an attempt past the end of the list is forwarded. Faults: ``"429"``
-    (Retry-After: 1), ``"429-date"`` (Retry-After as an HTTP date 1 s ahead), ``"500"``, ``"503"``,
+    (Retry-After: 1), ``"429-date"`` (Retry-After as an HTTP date 2 s ahead;
+    whole seconds, so 1–2 s), ``"500"``, ``"503"``,
     ``"400"``, ``"reset"`` (TCP reset, no response), ``"timeout"`` (hold the connection past the
     client's timeout), ``"always-503"`` / ``"always-reset"`` (every attempt).
     """
@@ -209,7 +210,7 @@ class FaultHandler(BaseHTTPRequestHandler):
             if fault == "429":
                 headers["Retry-After"] = "1"
             elif fault == "429-date":
-                headers["Retry-After"] = email.utils.formatdate(time.time() + 1.0, usegmt=True)
+                headers["Retry-After"] = email.utils.formatdate(time.time() + 2.0, usegmt=True)
             self.reply(status, json.dumps({"error": {"message": f"injected {fault}"}}).encode(), headers)
             return
         upstream = http.client.HTTPConnection("127.0.0.1", self.server.upstream_port, timeout=60)

@@ -74,11 +74,3 @@ def test_plan_rejects_bad_numbers(tmp_path: Path, kwargs: dict) -> None:
     bench = make_bench(tmp_path / "b", n_images=1)
     with pytest.raises(BiovqaError):
         plan_run(bench.root, "some/model", **kwargs)
-
-
-@pytest.mark.parametrize("items, throughput, hours", [
-    (1_860_000, 10.0, 51.6667),   # the full benchmark at the default rate
-    (12_000, 5.0, 0.6667),        # Bio-VQA-Lite at 5 items/s
-])
-def test_gpu_hours_formula(tmp_path: Path, items: int, throughput: float, hours: float) -> None:
-    assert round(items / throughput / 3600, 4) == hours

@@ -10,7 +10,7 @@ import pytest
 
 from biovqa.errors import InputFormatError, MissingResourceError
 from biovqa.sources.cub import EXCLUSION_MISSING_ON_DISK, class_display_name, read_cub
-from tests.fixtures.cub import write_cub
+from fixtures.cub import write_cub
 
 
 @pytest.fixture

@@ -20,7 +20,7 @@ import csv
 import zlib
 from importlib import resources
 from pathlib import Path
-from typing import Annotated, Any, Optional
+from typing import Annotated, Any
 
 import numpy as np
 import pyarrow as pa
@@ -32,7 +32,16 @@ from ..records import ITEM_COLUMNS
 from ..sources.cub import CubDataset, read_cub
 from ..text import normalize_c2
 from . import c2_families as fam
-from .render import MARKER_COLORS, MARKER_SHAPES, PNG_SAVE_OPTIONS, RADIUS_FRACTION, Marker, RenderJob, marker_radius, render_all
+from .render import (
+    MARKER_COLORS,
+    MARKER_SHAPES,
+    PNG_SAVE_OPTIONS,
+    RADIUS_FRACTION,
+    Marker,
+    RenderJob,
+    marker_radius,
+    render_all,
+)
 
 GENERATOR = "biovqa.build.c2"
 SIDE_FOLDER = "c2"
@@ -212,7 +221,8 @@ def build_c2(
             "kind_modifier": info.kind_modifier,
         }
 
-        def add(family_rows: list[dict[str, Any]], family: str) -> None:
+        def add(family_rows: list[dict[str, Any]], family: str, image_id: int = image_id,
+                common: dict[str, Any] = common) -> None:
             for k, item in enumerate(family_rows):
                 rows[family].append({"item_id": f"c2-{family}-{image_id:05d}-{k:02d}", **common, **item})
 
@@ -306,15 +316,15 @@ def _items_table(rows: list[dict[str, Any]]) -> pa.Table:
     for row in rows:
         family = row["task"]
         row = {**row, "component": "c2", "family": family, "category": fam.FAMILY_CATEGORY[family]}
-        for name in columns:
-            columns[name].append(row.get(name))
+        for name, values in columns.items():
+            values.append(row.get(name))
     return pa.Table.from_pydict(columns, schema=ITEM_SCHEMA)
 
 
 def build_command(
     cub: Annotated[Path, typer.Option("--cub", help="extracted CUB_200_2011 folder")],
     out: Annotated[Path, typer.Option(help="benchmark folder to write")],
-    names: Annotated[Optional[Path], typer.Option(help="CSV class_id,common_name,scientific_name (default: the map shipped with biovqa)")] = None,
+    names: Annotated[Path | None, typer.Option(help="CSV class_id,common_name,scientific_name (default: the map shipped with biovqa)")] = None,
     seed: Annotated[int, typer.Option(help="distractor, option-order and marker seed")] = 42,
     workers: Annotated[int, typer.Option(help="processes for marker rendering (output is identical for any number)")] = 1,
 ) -> None:

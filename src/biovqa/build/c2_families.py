@@ -173,7 +173,7 @@ class AttributeTruth:
     values: tuple[str, ...]  # natural-language value text per attribute
 
     @classmethod
-    def from_cub(cls, cub: CubDataset, *, true_min_certainty: int = TRUE_MIN_CERTAINTY) -> "AttributeTruth":
+    def from_cub(cls, cub: CubDataset, *, true_min_certainty: int = TRUE_MIN_CERTAINTY) -> AttributeTruth:
         true = cub.is_present & (cub.certainty >= true_min_certainty)
         false = ~cub.is_present
         groups: list[str] = []
@@ -185,7 +185,7 @@ class AttributeTruth:
         return cls(
             true=true,
             false=false,
-            attested=true.any(axis=0),
+            attested=np.asarray(true.any(axis=0), dtype=bool),
             group_index=np.asarray(index, dtype=np.int64),
             groups=tuple(groups),
             values=tuple(value_text(v) for v in cub.attribute_values),
@@ -459,7 +459,7 @@ def visibility_side(cub: CubDataset) -> list[list[dict[str, Any]]]:
 def naming_items(naming: ClassNaming, categories: list[str], rng: np.random.Generator) -> list[dict[str, Any]]:
     """category_mcq, open_common_name, open_scientific_name, open_genus, open_kind_of for one
     image (families whose gold the class lacks are not asked)."""
-    items = []
+    items: list[dict[str, Any]] = []
     if naming.kind_category is not None:
         others = [c for c in categories if c != naming.kind_category]
         distractors = [others[i] for i in rng.choice(len(others), size=min(4, len(others)), replace=False)]

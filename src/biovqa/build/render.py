@@ -15,10 +15,10 @@ from __future__ import annotations
 import hashlib
 import io
 import math
+from collections.abc import Iterable, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable, Sequence
 
 from PIL import Image, ImageDraw
 
@@ -36,8 +36,9 @@ OUTLINE_COLOR: tuple[int, int, int] = (20, 20, 20)
 OUTLINE_WIDTH = 1
 #: Marker radius as a fraction of the image diagonal [DEFAULT].
 RADIUS_FRACTION = 0.02
-#: Fixed PNG encoder settings: zlib level 6 without the optimizer, no metadata.
-PNG_SAVE_OPTIONS: dict[str, object] = {"format": "PNG", "compress_level": 6, "optimize": False}
+#: Fixed PNG encoder settings: zlib level 1 (fast; about 8% larger than level 6 on photos)
+#: without the optimizer, no metadata.
+PNG_SAVE_OPTIONS: dict[str, object] = {"format": "PNG", "compress_level": 1, "optimize": False}
 
 
 @dataclass(frozen=True, slots=True)

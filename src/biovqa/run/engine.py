@@ -249,18 +249,26 @@ class ModelFingerprint:
                            decoding=self.decoding)
 
 
+def _field(text: str | None) -> str:
+    """Length-prefixed, so that no two different field lists join to the same string."""
+    return "~" if text is None else f"{len(text)}:{text}"
+
+
 def request_key(item_id: str, question: str, instruction: str, options: Sequence[str] | None,
                 image_ref: str, system: str | None, user_text: str, max_new_tokens: int,
                 model: str, revision: str) -> str:
     """``sha256`` over the item's content, the exact prompt, the model and the decoding.
 
-    The item id is part of the content so two items with equal text on one image stay two rows.
+    Fields are length-prefixed and joined (an unambiguous encoding; faster than JSON). The item id
+    is part of the content so two items with equal text on one image stay two rows.
     """
-    payload = json.dumps(
-        [item_id, question, instruction, options, image_ref, system, user_text,
-         {"greedy": True, "max_new_tokens": max_new_tokens}, model, revision],
-        ensure_ascii=False, separators=(",", ":"),
-    )
+    encoded_options = "~" if options is None else f"L{len(options)}" + "".join(
+        _field(o) for o in options)
+    payload = "|".join((
+        "biovqa-key/1", _field(item_id), _field(question), _field(instruction), encoded_options,
+        _field(image_ref), _field(system), _field(user_text), f"greedy:{max_new_tokens}",
+        _field(model), _field(revision),
+    ))
     return hashlib.sha256(payload.encode()).hexdigest()
 
 
@@ -298,42 +306,44 @@ def build_requests(bench: Bench, items: pa.Table, preset: Any,
     """
     items = order_image_first(items)
     keys = image_keys(items).to_pylist()
-    cols = {c: items.column(c).to_pylist() for c in
-            ("item_id", "component", "task", "question", "instruction", "options", "image")}
+    cols = [items.column(c).to_pylist() for c in
+            ("item_id", "component", "task", "question", "instruction", "options", "image")]
     widths, heights = _image_sizes(items)
     resolved: dict[str, Path] = {}
     image_tokens: dict[str, int] = {}
-    caps: dict[str, int] = {}
+    per_component: dict[str, tuple[int, str]] = {}
     requests: list[Request] = []
+    append = requests.append
+    sha256 = hashlib.sha256
     estimates = np.empty(items.num_rows, dtype=np.int64)
-    for row in range(items.num_rows):
-        component = cols["component"][row]
-        question, instruction = cols["question"][row], cols["instruction"][row]
+    for row, (item_id, component, task, question, instruction, options, image, image_key, width,
+              height) in enumerate(zip(*cols, keys, widths, heights)):
         prompt = f"{question}\n{instruction}" if instruction else question
         system, user_text = wrap(preset, component, prompt)
-        cap = caps.get(component)
-        if cap is None:
-            cap = caps[component] = int(max_new_tokens or preset.max_new_tokens(component))
-        image = cols["image"][row]
+        cached = per_component.get(component)
+        if cached is None:
+            cap = int(max_new_tokens or preset.max_new_tokens(component))
+            cached = per_component[component] = (
+                cap, f"|greedy:{cap}|{_field(model)}|{_field(revision)}")
+        cap, key_tail = cached
         path = resolved.get(image)
         if path is None:
             path = resolved[image] = bench.resolve_image(image)
-        image_key = keys[row]
         tokens = image_tokens.get(image_key)
         if tokens is None:
-            width = widths[row] or DEFAULT_IMAGE_SIZE[0]
-            height = heights[row] or DEFAULT_IMAGE_SIZE[1]
-            tokens = image_tokens[image_key] = int(preset.image_tokens(int(width), int(height)))
-        options = cols["options"][row]
-        item_id = cols["item_id"][row]
-        key = request_key(item_id, question, instruction, options, image_key, system, user_text,
-                          cap, model, revision)
-        requests.append(Request(key=key, item_id=item_id, prompt=user_text, image_path=path,
-                                system=system, max_new_tokens=cap,
-                                options=None if options is None else tuple(options),
-                                task=cols["task"][row]))
+            tokens = image_tokens[image_key] = int(preset.image_tokens(
+                int(width or DEFAULT_IMAGE_SIZE[0]), int(height or DEFAULT_IMAGE_SIZE[1])))
+        # the same encoding as request_key(), inlined: this loop is the engine's hot path
+        encoded_options = "~" if options is None else f"L{len(options)}" + "".join(
+            [f"{len(o)}:{o}" for o in options])
+        payload = (f"biovqa-key/1|{len(item_id)}:{item_id}|{len(question)}:{question}|"
+                   f"{_field(instruction)}|{encoded_options}|{len(image_key)}:{image_key}|"
+                   f"{_field(system)}|{len(user_text)}:{user_text}{key_tail}")
+        append(Request(key=sha256(payload.encode()).hexdigest(), item_id=item_id,
+                       prompt=user_text, image_path=path, system=system, max_new_tokens=cap,
+                       options=None if options is None else tuple(options), task=task))
         estimates[row] = tokens + math.ceil(
-            (len(user_text) + len(system or "")) / CHARS_PER_TOKEN) + cap
+            (len(user_text) + (len(system) if system else 0)) / CHARS_PER_TOKEN) + cap
     return RequestPlan(requests, keys, estimates)
 
 

@@ -6,7 +6,7 @@ import numpy as np
 import pyarrow as pa
 import pytest
 from conftest import c2_item, predictions_for
-from hypothesis import given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from biovqa.errors import InputFormatError, MissingResourceError
@@ -175,7 +175,7 @@ def test_bad_inputs_are_named(make_bench):
         score(bench, predictions_for(bench, ["(A) purple"]))
 
 
-@settings(max_examples=15, deadline=None)
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(st.integers(min_value=0, max_value=2**31))
 def test_distractor_guesser_averages_zero(make_bench, seed):
     """Answering a uniformly random distractor has expected cags 0 on every item (the chance

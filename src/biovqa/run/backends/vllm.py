@@ -224,8 +224,10 @@ class VllmBackend:
         image_format: str = "data_url",
         seed: int = 0,
         revision: str | None = None,
+        sampling_overrides: dict[str, Any] | None = None,
     ) -> None:
         self.llm = llm
+        self.sampling_overrides = dict(sampling_overrides or {})
         self.model = model
         self.preset = preset
         self.engine_options = engine_options
@@ -251,7 +253,10 @@ class VllmBackend:
             if not call:
                 continue
             conversations = build_conversations(requests, call, parts)
-            params = [SamplingParams(**sampling_settings(requests[i], seed=self.seed)) for i in call]
+            params = [
+                SamplingParams(**sampling_settings(requests[i], seed=self.seed), **self.sampling_overrides)
+                for i in call
+            ]
             started = time.perf_counter()
             try:
                 outputs = self.llm.chat(
@@ -314,7 +319,7 @@ class VllmBackend:
             "dtype": self.engine_options.get("dtype"),
             "engine": {k: v for k, v in self.engine_options.items() if k != "model"},
             "processor": {"min_pixels": self.preset.min_pixels, "max_pixels": self.preset.max_pixels},
-            "decoding": {"temperature": 0.0, "top_p": 1.0, "seed": self.seed},
+            "decoding": {"temperature": 0.0, "top_p": 1.0, "seed": self.seed, **self.sampling_overrides},
             "prefix_warmup": self.prefix_warmup,
             "image_format": self.image_format,
             "chat_calls": self.chat_calls,
@@ -372,7 +377,14 @@ def engine_options_for(model: str, preset: ModelPreset, options: dict[str, Any])
             options.pop(key, None)
     if pixels:
         engine["mm_processor_kwargs"] = pixels
-    for key in ("max_model_len", "max_num_seqs", "max_num_batched_tokens", "enforce_eager", "quantization"):
+    for key in (
+        "max_model_len",
+        "max_num_seqs",
+        "max_num_batched_tokens",
+        "enforce_eager",
+        "quantization",
+        "load_format",
+    ):
         if key in options:
             engine[key] = options.pop(key)
     if options.pop("enable_prefix_caching", True) is False:
@@ -400,7 +412,10 @@ def create(model: str, **options: Any) -> VllmBackend:
     Options: ``dtype``, ``tensor_parallel_size`` (1), ``gpu_memory_utilization`` (0.9),
     ``max_model_len``, ``max_num_seqs``, ``max_num_batched_tokens``, ``enforce_eager``,
     ``quantization``, ``revision``, ``trust_remote_code``, ``min_pixels``/``max_pixels``,
-    ``seed`` (0), ``prefix_warmup`` (True), ``image_format`` (data_url|pil); ``preset``.
+    ``seed`` (0), ``prefix_warmup`` (True), ``image_format`` (data_url|pil), ``load_format``
+    (``"dummy"``: random weights, for benchmarks), ``sampling_overrides`` (extra
+    ``SamplingParams`` fields, e.g. ``{"ignore_eos": True}`` for fixed-length benchmarks);
+    ``preset``.
     """
     preset = options.pop("preset", None) or get_preset(model)
     checkpoint = (
@@ -408,6 +423,7 @@ def create(model: str, **options: Any) -> VllmBackend:
     )
     prefix_warmup = bool(options.pop("prefix_warmup", True))
     image_format = options.pop("image_format", "data_url")
+    sampling_overrides = options.pop("sampling_overrides", None)
     if image_format not in IMAGE_FORMATS:
         raise BiovqaError(
             f"unknown image format {image_format!r}",
@@ -436,5 +452,6 @@ def create(model: str, **options: Any) -> VllmBackend:
         prefix_warmup=prefix_warmup,
         image_format=image_format,
         seed=engine["seed"],
+        sampling_overrides=sampling_overrides,
         revision=_resolve_revision(checkpoint, engine.get("revision"), engine["trust_remote_code"]),
     )

@@ -13,9 +13,10 @@ from __future__ import annotations
 
 import difflib
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Iterable, Mapping
 
-from ...text import normalize_c2
+from .kernels import normalize_c2  # memoized biovqa.text.normalize_c2
 
 COMMON_F1_WEIGHT = 0.6
 COMMON_HEAD_WEIGHT = 0.4
@@ -23,8 +24,10 @@ GENUS_LIFT = 0.75
 NEAR_MISS_WEIGHT = 0.3
 
 
-def tokens(text: str) -> list[str]:
-    return normalize_c2(text).split()
+@lru_cache(maxsize=1 << 16)
+def tokens(text: str) -> tuple[str, ...]:
+    """T(·): the whitespace tokens of the normalized text."""
+    return tuple(normalize_c2(text).split())
 
 
 def token_f1(prediction: str, gold: str) -> float:
@@ -80,6 +83,7 @@ def common_name_similarity(prediction: str, gold: str,
     return score
 
 
+@lru_cache(maxsize=1 << 18)
 def name_part_agreement(predicted: str, gold: str) -> float:
     """a_x of Eq. 21: 1 if equal (lower-cased), else ``0.3·ratio`` (0 when either is empty)."""
     p, g = predicted.lower(), gold.lower()

@@ -1,0 +1,370 @@
+"""Benchmark: score 824 104 synthetic C2 items of one model; compare with a plain per-item Python
+reference implementation of the same scorer, item by item.
+
+    python benchmarks/score_c2.py [--items 824104] [--reference-fraction 1.0] [--bootstrap 1000]
+
+The synthetic benchmark has the real size and family mix (Table 7), option sets drawn from the real
+CUB vocabularies, and replies in the forms models produce (instructed "(X) text", bare letters,
+markdown, verbose sentences, letter–text mismatches, typos, empty and missing replies).
+Prints: build time, vectorised scoring time (per-item table), summary time (with the bootstrap),
+reference time, speed-up, and the largest per-item difference.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+import tempfile
+import time
+from importlib import resources
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+
+from biovqa.manifests.bench import open_bench, write_bench
+from biovqa.records import ITEM_COLUMNS
+from biovqa.score.c2 import kernel_config, load_context
+from biovqa.score.c2 import kernels, naming, parser
+from biovqa.score.c2.aggregate import summarize
+from biovqa.score.c2.cags import (
+    CATEGORY_OF, FAMILIES, OPEN_FAMILIES, C2Context, chance_adjusted, open_baseline_sample,
+    open_similarity, score_items, stable_item_hash,
+)
+from biovqa.text import normalize_c2
+
+PAPER_COUNTS = {
+    "attr_bare_value": 280_433, "attr_group_value": 321_073, "marker_localization": 11_788,
+    "visibility_partset": 117_880, "visibility_side": 35_364, "category_mcq": 11_191,
+    "open_common_name": 11_788, "open_scientific_name": 11_668, "open_genus": 11_728,
+    "open_kind_of": 11_191,
+}
+LETTERS = "ABCDE"
+STEMS = {
+    "attr_bare_value": "What is the {pp} of this bird?",
+    "attr_group_value": "Which of the following is the most prominently visible physical trait of the bird in this image?",
+    "marker_localization": "What is the body part of this bird marked with the {c} {s}?",
+    "visibility_partset": "Which of the following parts of the bird are visible in this image?",
+    "visibility_side": "Which of the {p}s of the bird are visible in this image?",
+    "category_mcq": "What type of bird is this in the image?",
+    "open_common_name": "What is the common name of the bird?",
+    "open_scientific_name": "What is the scientific name of the bird?",
+    "open_genus": "What is the genus of the bird?",
+    "open_kind_of": "What kind of {k} is the bird in this image?",
+}
+EXTRA = (("family", pa.string()), ("category", pa.string()), ("answer_letter", pa.string()),
+         ("part", pa.string()), ("property", pa.string()), ("attribute_group", pa.string()),
+         ("class_name", pa.string()), ("genus", pa.string()), ("kind_category", pa.string()))
+
+
+def _vocabulary(name: str) -> str:
+    return resources.files("biovqa").joinpath("data", "cub", "vocabulary", name).read_text("utf-8")
+
+
+def cub_groups() -> dict[str, list[str]]:
+    groups: dict[str, list[str]] = {}
+    for line in _vocabulary("attributes.txt").splitlines():
+        group, _, value = line.split(" ", 1)[1].partition("::")
+        groups.setdefault(group, []).append(value.replace("_", " ").strip())
+    return groups
+
+
+def group_label(group: str) -> tuple[str | None, str]:
+    tokens = group.removeprefix("has_").split("_")
+    return (" ".join(tokens[:-1]) or None), tokens[-1]
+
+
+def class_names() -> list[str]:
+    names = []
+    for line in _vocabulary("classes.txt").splitlines():
+        folder = line.split(" ", 1)[1].strip()
+        names.append(folder.split(".", 1)[1].replace("_", " "))
+    return names
+
+
+def reply_for(rng: np.random.Generator, options: list[str], chosen: int) -> tuple[str | None, str]:
+    """A reply naming option ``chosen`` in one of the forms models produce."""
+    u = rng.random()
+    text = options[chosen]
+    letter = LETTERS[chosen]
+    if u < 0.70:
+        return f"({letter}) {text}", "ok"
+    if u < 0.78:
+        return letter, "ok"
+    if u < 0.85:
+        return f"I think it is {text.lower()}.", "ok"
+    if u < 0.90:
+        return f"**({letter}) {text}**", "ok"
+    if u < 0.93:
+        other = options[(chosen + 1) % len(options)]
+        return f"({letter}) {other}", "ok"
+    if u < 0.96:
+        cut = int(rng.integers(len(text))) if len(text) > 3 else 0
+        return text[:cut] + text[cut + 1:], "ok"
+    if u < 0.98:
+        return ("" if u < 0.97 else "I cannot tell."), "ok"
+    return None, ("missing" if u < 0.99 else "failed")
+
+
+def make_items(total: int, seed: int = 7) -> tuple[pa.Table, list[str | None], list[str]]:
+    rng = np.random.default_rng(seed)
+    scale = total / sum(PAPER_COUNTS.values())
+    counts = {f: max(1, round(c * scale)) for f, c in PAPER_COUNTS.items()}
+    groups = cub_groups()
+    group_names = sorted(groups)
+    parts = list(kernels.CUB_PARTS)
+    names = class_names()
+    heads: dict[str, list[str]] = {}
+    for name in names:
+        heads.setdefault(name.split()[-1], []).append(name)
+    categories = sorted(h for h, members in heads.items() if len(members) >= 2)
+    multi = [n for n in names if n.split()[-1] in categories]
+    genus_of = {n: f"Genus{(i * 7) % 90:02d}" for i, n in enumerate(names)}
+    sci_of = {n: f"{genus_of[n]} epithet{i:03d}" for i, n in enumerate(names)}
+    rows: dict[str, list] = {name: [] for name, _ in ITEM_COLUMNS}
+    for name, _ in EXTRA:
+        rows[name] = []
+    replies: list[str | None] = []
+    statuses: list[str] = []
+
+    def add(family: str, k: int, question: str, options: list[str] | None, answer: str, **extra):
+        rows["item_id"].append(f"c2-{family}-{k:07d}")
+        rows["component"].append("c2")
+        rows["task"].append(family)
+        rows["family"].append(family)
+        rows["category"].append(CATEGORY_OF[family])
+        rows["question"].append(question if options is None else
+                                question + " Options: " + ", ".join(f"({LETTERS[i]}) {o}" for i, o in enumerate(options)))
+        rows["instruction"].append("…")
+        rows["options"].append(options)
+        rows["answer"].append(answer)
+        rows["answer_letter"].append(LETTERS[options.index(answer)] if options else None)
+        rows["image"].append(f"img/{k}.jpg")
+        rows["image_sha256"].append(None)
+        rows["source_id"].append(str(k % 11788 + 1))
+        for key in ("part", "property", "attribute_group", "class_name", "genus", "kind_category"):
+            rows[key].append(extra.get(key))
+
+    def mcq(family: str, k: int, question: str, options: list[str], gold: int, **extra):
+        add(family, k, question, options, options[gold], **extra)
+        chosen = gold if rng.random() < 0.55 else int(rng.integers(len(options)))
+        reply, status = reply_for(rng, options, chosen)
+        replies.append(reply)
+        statuses.append(status)
+
+    for k in range(counts["attr_bare_value"]):
+        group = group_names[int(rng.integers(len(group_names)))]
+        values = groups[group]
+        chosen = list(rng.choice(values, size=min(5, len(values)), replace=False))
+        part, prop = group_label(group)
+        mcq("attr_bare_value", k, STEMS["attr_bare_value"].format(pp=f"{part} {prop}" if part else prop),
+            chosen, int(rng.integers(len(chosen))), part=part, property=prop, attribute_group=group)
+    for k in range(counts["attr_group_value"]):
+        picked = rng.choice(len(group_names), size=5, replace=False)
+        options = []
+        for g in picked:
+            group = group_names[int(g)]
+            part, prop = group_label(group)
+            value = groups[group][int(rng.integers(len(groups[group])))]
+            options.append(f"{part + ' ' if part else ''}{prop}: {value}")
+        gold = int(rng.integers(5))
+        gpart, gprop = group_label(group_names[int(picked[gold])])
+        mcq("attr_group_value", k, STEMS["attr_group_value"], options, gold, part=gpart, property=gprop,
+            attribute_group=group_names[int(picked[gold])])
+    for k in range(counts["marker_localization"]):
+        options = [parts[int(i)] for i in rng.choice(15, size=5, replace=False)]
+        mcq("marker_localization", k, STEMS["marker_localization"].format(c="red", s="dot"), options,
+            int(rng.integers(5)))
+    for k in range(counts["visibility_partset"]):
+        triple = [parts[int(i)] for i in rng.choice(15, size=3, replace=False)]
+        options = [*triple, "None", "All three"]
+        mcq("visibility_partset", k, STEMS["visibility_partset"], options, int(rng.integers(5)))
+    for k in range(counts["visibility_side"]):
+        part = ("eye", "leg", "wing")[k % 3]
+        mcq("visibility_side", k, STEMS["visibility_side"].format(p=part), ["Left", "Right", "Both", "None"],
+            int(rng.integers(4)), part=part)
+    for k in range(counts["category_mcq"]):
+        options = [categories[int(i)] for i in rng.choice(len(categories), size=5, replace=False)]
+        mcq("category_mcq", k, STEMS["category_mcq"], options, int(rng.integers(5)))
+
+    def open_item(family: str, k: int, name: str, gold: str, pool: list[str], **extra):
+        question = STEMS[family].format(k=(extra.get("kind_category") or "").lower())
+        add(family, k, question, None, gold, class_name=name, genus=genus_of[name], **extra)
+        u = rng.random()
+        if u < 0.4:
+            reply = gold
+        elif u < 0.9:
+            reply = pool[int(rng.integers(len(pool)))]
+        elif u < 0.95:
+            reply = gold[:-1]
+        else:
+            reply = ""
+        if rng.random() < 0.1:
+            reply = f"The answer is {reply}."
+        replies.append(reply)
+        statuses.append("ok")
+
+    for family in OPEN_FAMILIES:
+        for k in range(counts[family]):
+            if family == "open_kind_of":
+                name = multi[int(rng.integers(len(multi)))]
+                head = name.split()[-1]
+                modifier = name[: -len(head)].strip()
+                open_item(family, k, name, modifier, [m.split()[0] for m in multi], kind_category=head)
+            else:
+                name = names[int(rng.integers(len(names)))]
+                gold = {"open_common_name": name, "open_scientific_name": sci_of[name],
+                        "open_genus": genus_of[name]}[family]
+                pool = {"open_common_name": names, "open_scientific_name": list(sci_of.values()),
+                        "open_genus": list(genus_of.values())}[family]
+                open_item(family, k, name, gold, pool)
+    schema = pa.schema([*ITEM_COLUMNS, *EXTRA])
+    return pa.table(rows, schema=schema), replies, statuses
+
+
+# ---------------------------------------------------------------------------------------------
+# the plain per-item reference
+
+
+def reference_item(row: dict, reply: str | None, status: str, context: C2Context,
+                   config: kernels.KernelConfig) -> tuple[float, float, float, int, str]:
+    """(s, b, cags, em, parse_status) of one item, straight from the scalar definitions."""
+    family = row["family"]
+    question = row["question"]
+    options = parser.parse_options(question)
+    routed = parser.route_family(question, options)
+    assert routed == family, (routed, family)
+    has_reply = status == "ok" and reply is not None
+    if options is not None:
+        gold = parser.parse_gold(row["answer"], options)
+        if has_reply:
+            index, parse_status = parser.resolve_reply(reply, options, prefer_text=config.prefer_text)
+        else:
+            index, parse_status = -1, parser.MISSING
+
+        def sim(a: int) -> float:
+            x, y = options[a], options[gold]
+            if family == "attr_bare_value":
+                return kernels.value_similarity(row["attribute_group"], x, y, config)
+            if family == "attr_group_value":
+                return kernels.paired_attribute_similarity(x, y, context.layout, config)
+            if family == "marker_localization":
+                return context.layout.part_similarity(x, y)
+            if family == "category_mcq":
+                return kernels.exact_similarity(x, y)
+            if family == "visibility_side":
+                kappa = kernels.visibility_element_similarity(context.layout, config, row["part"])
+                return kernels.soft_jaccard(kernels.side_option_set(x), kernels.side_option_set(y), kappa)
+            parts = [o for o in options if normalize_c2(o) not in ("none", "all three")]
+            kappa = kernels.visibility_element_similarity(context.layout, config)
+            return kernels.soft_jaccard(kernels.partset_option_set(x, parts),
+                                        kernels.partset_option_set(y, parts), kappa)
+
+        distractors = [sim(a) for a in range(len(options)) if a != gold]
+        b = sum(distractors) / len(distractors) if distractors else 0.0
+        s = sim(index) if index >= 0 else 0.0
+        em = int(index == gold and index >= 0)
+    else:
+        text = parser.clean_open_reply(reply) if has_reply else ""
+        parse_status = parser.MISSING if not has_reply else (parser.PARSED if text else parser.FAILED)
+        gold_text = normalize_c2(row["answer"])
+        pred = text
+        if family == "open_kind_of":
+            gold_text = normalize_c2(row["class_name"])
+            pred = naming.complete_kind_of(text, row["kind_category"]) if text else ""
+        s = open_similarity(family, pred, gold_text, context) if pred else 0.0
+        em = int(bool(pred) and pred == gold_text)
+        if family == "open_kind_of":
+            em = int(em or (bool(text) and text == normalize_c2(row["answer"])))
+        pool = list(context.open_gold_pool[family])
+        sample = open_baseline_sample(stable_item_hash(row["item_id"]), pool.index(gold_text), len(pool))
+        b = sum(open_similarity(family, pool[d], gold_text, context) for d in sample) / len(sample)
+    if parse_status not in parser.RECOVERED:
+        return 0.0, b, 0.0, 0, parse_status
+    if 1.0 - b < 1e-12:
+        cags = 1.0 if s == 1.0 else 0.0
+    else:
+        cags = (s - b) / (1.0 - b)
+    return s, b, cags, em, parse_status
+
+
+def main() -> int:
+    parser_ = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser_.add_argument("--items", type=int, default=sum(PAPER_COUNTS.values()))
+    parser_.add_argument("--reference-fraction", type=float, default=1.0,
+                         help="share of items (every k-th) the slow reference scores")
+    parser_.add_argument("--bootstrap", type=int, default=1000)
+    parser_.add_argument("--repeats", type=int, default=3)
+    args = parser_.parse_args()
+
+    t0 = time.perf_counter()
+    items, replies, statuses = make_items(args.items)
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp) / "bench"
+        write_bench(root, items, component="c2", generator="benchmarks/score_c2.py", seed=7,
+                    sources={}, parameters={})
+        layout = {p: [0.1 + 0.06 * i, 0.2 + 0.04 * ((i * 5) % 15)] for i, p in enumerate(kernels.CUB_PARTS)}
+        (root / "c2").mkdir()
+        (root / "c2" / "part_layout.json").write_text(json.dumps(layout))
+        bench = open_bench(root)
+        items = bench.items
+        predictions = pa.table({"item_id": items.column("item_id"), "response": pa.array(replies, pa.string()),
+                                "status": pa.array(statuses, pa.string())})
+        print(f"synthetic bench: {items.num_rows} items in {time.perf_counter() - t0:.1f} s")
+        config = kernel_config({})
+        kernels.colour_delta_e_table()  # warm-up: import colour-science, build the ΔE table
+        import scipy.stats  # noqa: F401  (imported lazily by the laterality test)
+
+        score_times, summary_times = [], []
+        for _ in range(args.repeats):
+            kernels.parse_trait.cache_clear()
+            kernels.normalize_c2.cache_clear()
+            start = time.perf_counter()
+            context = load_context(bench)
+            table = score_items(items, predictions, context, config)
+            score_times.append(time.perf_counter() - start)
+            start = time.perf_counter()
+            summary = summarize(table, resamples=0)
+            summary_times.append(time.perf_counter() - start)
+        fast = min(score_times)
+        start = time.perf_counter()
+        summarize(table, resamples=args.bootstrap)
+        boot = time.perf_counter() - start
+        print(f"vectorised per-item scoring: {fast:.2f} s (best of {args.repeats}; all {', '.join(f'{t:.2f}' for t in score_times)})")
+        print(f"summary without bootstrap:   {min(summary_times):.2f} s")
+        print(f"summary with B={args.bootstrap} bootstrap: {boot:.2f} s")
+        print(f"total (scoring + summary, no CIs): {fast + min(summary_times):.2f} s")
+
+        step = max(1, round(1 / args.reference_fraction))
+        rows = items.to_pylist()
+        start = time.perf_counter()
+        reference = [reference_item(rows[i], replies[i], statuses[i], context, config)
+                     for i in range(0, len(rows), step)]
+        ref_time = (time.perf_counter() - start) * step
+        print(f"plain per-item reference: {ref_time:.1f} s"
+              f"{'' if step == 1 else f' (extrapolated from every {step}th item)'}")
+        print(f"speed-up: {ref_time / fast:.1f}x (scoring), {ref_time / (fast + min(summary_times)):.1f}x (with summary)")
+
+        got = table.to_pydict()
+        worst = 0.0
+        mismatches = 0
+        for k, i in enumerate(range(0, len(rows), step)):
+            s, b, cags, em, status = reference[k]
+            diff = max(abs(s - got["s"][i]), abs(b - got["b"][i]), abs(cags - got["cags"][i]))
+            worst = max(worst, diff)
+            if em != got["em"][i] or status != got["parse_status"][i] or diff > 1e-9:
+                mismatches += 1
+                if mismatches <= 5:
+                    print("MISMATCH", rows[i]["item_id"], replies[i], reference[k],
+                          (got["s"][i], got["b"][i], got["cags"][i], got["em"][i], got["parse_status"][i]))
+        print(f"agreement: {len(reference) - mismatches}/{len(reference)} items identical; "
+              f"max |Δ| of s, b, cags = {worst:.2e}")
+        print("pooled:", json.dumps({k: summary["pooled"][k] for k in ("cags", "em", "gs_raw", "severity")}))
+        print("format:", json.dumps({k: summary["format"][k] for k in ("parse_rate", "mismatch_rate", "choose_a_rate")}))
+        return 1 if mismatches else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
