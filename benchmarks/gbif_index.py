@@ -263,7 +263,7 @@ def _write_tsv(path: Path, header: tuple[str, ...], data: dict[str, np.ndarray |
                                                 null_replacement="")
             lines = pc.binary_join_element_wise(lines, pa.scalar("", pa.string()), "\n")
             handle.write(pc.binary_join(pa.ListArray.from_arrays(pa.array([0, len(lines)], pa.int32()),
-                                                                 lines), "").as_py().encode())
+                                                                 lines), "")[0].as_py().encode())
 
 
 # --------------------------------------------------------------------------------------------
@@ -284,25 +284,32 @@ def _generate_child(folder: str, rows: int, queue: multiprocessing.Queue) -> Non
     queue.put({"counts": counts, "peak_rss_gib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20})
 
 
-def generate_in_child(folder: Path, rows: int) -> dict:
-    """Generate in a separate process so its memory is gone before the build is measured."""
+def _run_in_child(target, *args) -> dict:
+    """Run ``target(*args, queue)`` in a fresh process and return what it put on the queue."""
+    import queue as queue_module
+
     context = multiprocessing.get_context("spawn")
-    queue = context.Queue()
-    process = context.Process(target=_generate_child, args=(str(folder), rows, queue))
+    results = context.Queue()
+    process = context.Process(target=target, args=(*args, results))
     process.start()
-    result = queue.get()
+    while True:
+        try:
+            result = results.get(timeout=2)
+            break
+        except queue_module.Empty:
+            if not process.is_alive():
+                raise SystemExit(f"{target.__name__} failed (exit code {process.exitcode})") from None
     process.join()
     return result
+
+
+def generate_in_child(folder: Path, rows: int) -> dict:
+    """Generate in a separate process so its memory is gone before the build is measured."""
+    return _run_in_child(_generate_child, str(folder), rows)
 
 
 def build_in_child(backbone: Path, out: Path) -> dict:
-    context = multiprocessing.get_context("spawn")
-    queue = context.Queue()
-    process = context.Process(target=_build_child, args=(str(backbone), str(out), queue))
-    process.start()
-    result = queue.get()
-    process.join()
-    return result
+    return _run_in_child(_build_child, str(backbone), str(out))
 
 
 def reference_relation(folder: Path, limit: int) -> tuple[dict[str, set[str]], float, int]:

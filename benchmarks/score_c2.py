@@ -121,8 +121,13 @@ def make_items(total: int, seed: int = 7) -> tuple[pa.Table, list[str | None], l
         heads.setdefault(name.split()[-1], []).append(name)
     categories = sorted(h for h, members in heads.items() if len(members) >= 2)
     multi = [n for n in names if n.split()[-1] in categories]
-    genus_of = {n: f"Genus{(i * 7) % 90:02d}" for i, n in enumerate(names)}
-    sci_of = {n: f"{genus_of[n]} epithet{i:03d}" for i, n in enumerate(names)}
+    # Latin-looking genus and epithet strings (varied, like the real CUB binomials)
+    def latin(words: list[str], ending: str) -> str:
+        stem = "".join(w.lower() for w in words)[:9]
+        return stem.capitalize() + ending
+    genus_of = {n: latin(n.split()[-1:] + [str(i % 3)], "us").replace("0", "o").replace("1", "i").replace("2", "a")
+                for i, n in enumerate(names)}
+    sci_of = {n: f"{genus_of[n]} {latin(n.split()[:-1] or ['x'], 'ensis').lower()}" for n in names}
     rows: dict[str, list] = {name: [] for name, _ in ITEM_COLUMNS}
     for name, _ in EXTRA:
         rows[name] = []

@@ -32,14 +32,14 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import os
 import subprocess
 import sys
 import time
-from dataclasses import asdict, dataclass
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 REPOSITORY = Path(__file__).resolve().parents[2]
 if str(REPOSITORY / "src") not in sys.path:
@@ -194,8 +194,7 @@ def build_tokenizer_json(corpus: Sequence[str], vocab_size: int, *, merges_budge
     vocabulary padded with unreachable filler tokens up to Qwen's 151 643 entries, then Qwen's
     special tokens at their real ids, then reserved special tokens up to ``vocab_size`` — so
     every id a random model can emit decodes."""
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
-    from tokenizers import AddedToken
+    from tokenizers import AddedToken, Tokenizer, decoders, models, pre_tokenizers, trainers
 
     trainer_tokenizer = Tokenizer(models.BPE())
     trainer_tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
@@ -235,12 +234,13 @@ def write_model_folder(folder: Path, architecture: dict[str, Any], corpus: Seque
          "do_sample": False}, indent=2))
     tokenizer_json = build_tokenizer_json(corpus, config["vocab_size"])
     (folder / "tokenizer.json").write_text(tokenizer_json)
+    specials = json.loads(tokenizer_json)["added_tokens"]
     added = {
-        str(QWEN_FIRST_SPECIAL_ID + i): {
-            "content": token, "lstrip": False, "normalized": False, "rstrip": False,
+        str(token["id"]): {
+            "content": token["content"], "lstrip": False, "normalized": False, "rstrip": False,
             "single_word": False, "special": True,
         }
-        for i, token in enumerate(QWEN_SPECIAL_TOKENS)
+        for token in specials
     }
     (folder / "tokenizer_config.json").write_text(json.dumps({
         "tokenizer_class": "Qwen2Tokenizer",
@@ -299,20 +299,7 @@ C1_MCQ_INSTRUCTION = (
     "Answer with ONLY the exact correct option from the four choices provided in the question. "
     "Absolutely DO NOT write full sentences, and do not provide any extra context or scientific names."
 )
-C2_MCQ_INSTRUCTION = "\n".join((
-    "[CRITICAL INSTRUCTIONS - NO VIOLATIONS ALLOWED]:",
-    "1. Locate the 'Options:' section in the question above.",
-    "2. Identify the single correct choice from that list.",
-    "3. Output ONLY the matching option letter in parentheses and its exact trailing text string. "
-    "For example, if the correct option is '(X) alpha bravo charlie', your entire response must be "
-    "exactly: (X) alpha bravo charlie",
-    "4. DO NOT truncate the response to just the option letter (e.g., do not output just '(X)').",
-    "5. DO NOT invent, hallucinate, or insert any placeholder words from external examples. "
-    "Absolutely DO NOT output any word unless it is explicitly written inside the chosen option "
-    "string above.",
-    "6. Output exactly zero extra words, zero markdown formatting, and zero punctuation outside the "
-    "option string.",
-))
+C2_MCQ_INSTRUCTION = "[CRITICAL INSTRUCTIONS - NO VIOLATIONS ALLOWED]:\n1. Locate the 'Options:' section in the question above.\n2. Identify the single correct choice from that list.\n3. Output ONLY the matching option letter in parentheses and its exact trailing text string. For example, if the correct option is '(X) alpha bravo charlie', your entire response must be exactly: (X) alpha bravo charlie\n4. DO NOT truncate the response to just the option letter (e.g., do not output just '(X)').\n5. DO NOT invent, hallucinate, or insert any placeholder words from external examples. Absolutely DO NOT output any word unless it is explicitly written inside the chosen option string above.\n6. Output exactly zero extra words, zero markdown formatting, and zero punctuation outside the option string."
 C2_OPEN = (
     ("What is the common name of the bird?",
      "Answer with ONLY the everyday English common name of the bird. Do not write full sentences."),
@@ -346,8 +333,8 @@ def c1_questions(image_index: int) -> list[tuple[str, str]]:
                      "scientific name", "common name")
     ]
     options = ", ".join(f"option {image_index}-{k} warbler" for k in range(4))
-    pairs.append((f"Among the four options, what is the common name of the {label} shown in this "
-                  f"image? {options}", C1_MCQ_INSTRUCTION))
+    pairs.append(((f"Among the four options, what is the common name of the {label} shown in this "
+                  f"image? {options}"), C1_MCQ_INSTRUCTION))
     return pairs
 
 
@@ -380,7 +367,7 @@ def make_sample(image_folder: Path, *, c1_images: int, c2_images: int,
     plan = [("c1", i, c1_size, c1_questions(i), 15) for i in range(c1_images)]
     plan += [("c2", i, c2_size, c2_questions(i, c2_questions_per_image), 48) for i in range(c2_images)]
     for component, index, (width, height), pairs, cap in plan:
-        path = image_folder / f"{component}_{index:04d}.png"
+        path = image_folder / f"{component}_{width}x{height}_{index:04d}.png"
         if not path.exists():
             gradient = np.linspace(0, 255, width, dtype=np.float32)[None, :, None]
             noise = generator.integers(0, 64, size=(height, width, 3)).astype(np.float32)
@@ -425,6 +412,7 @@ class Measurement:
     prompt_tokens: int
     generated_tokens: int
     hit_rate: float | None = None
+    hit_rate_ceiling: float | None = None
 
     @property
     def items_per_s(self) -> float:
@@ -444,6 +432,26 @@ class Measurement:
                 "generated_tokens_per_s": self.generated_tokens_per_s}
 
 
+def prefix_cache_ceiling(prompt_tokens: Sequence[int], images: Sequence[str],
+                         shared_prefix_tokens: Sequence[int], *, block_size: int = 16) -> float:
+    """The best hit rate any cache can reach on an image-grouped run: every question after an
+    image's first reuses the shared prefix (chat header + image tokens), rounded down to whole
+    KV blocks; nothing else is shareable because each question's text follows the image.
+
+    ceiling = Σ_followers ⌊prefix / block⌋·block / Σ_all prompt tokens
+    """
+    total = sum(prompt_tokens)
+    if total == 0:
+        return float("nan")
+    reusable = 0
+    seen: set[str] = set()
+    for tokens, image, prefix in zip(prompt_tokens, images, shared_prefix_tokens):
+        if image in seen:
+            reusable += min(tokens, (prefix // block_size) * block_size)
+        seen.add(image)
+    return reusable / total
+
+
 def summarise(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
     """Ratios and target checks from measurement rows (keyed by ``mode``)."""
     by_mode = {row["mode"]: row for row in rows}
@@ -460,17 +468,21 @@ def summarise(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
     if c2 and c2.get("hit_rate") is not None:
         summary["c2_prefix_cache_hit_rate"] = c2["hit_rate"]
         summary["target_hit_rate_80_met"] = c2["hit_rate"] >= 0.8
+        if c2.get("hit_rate_ceiling") is not None:
+            summary["c2_hit_rate_ceiling_for_this_layout"] = c2["hit_rate_ceiling"]
     return summary
 
 
 def format_table(rows: Sequence[dict[str, Any]], summary: dict[str, Any]) -> str:
-    lines = ["| mode | items | s | items/s | prompt tok/s | generated tok/s | prefix-cache hit |",
-             "|---|---:|---:|---:|---:|---:|---:|"]
+    lines = [("| mode | items | s | items/s | prompt tok/s | generated tok/s | prefix-cache hit "
+             "| ceiling |"),
+             "|---|---:|---:|---:|---:|---:|---:|---:|"]
     for row in rows:
         hit = "" if row.get("hit_rate") is None else f"{row['hit_rate']:.1%}"
+        ceiling = "" if row.get("hit_rate_ceiling") is None else f"{row['hit_rate_ceiling']:.1%}"
         lines.append(f"| {row['mode']} | {row['items']} | {row['seconds']:.1f} | "
                      f"{row['items_per_s']:.2f} | {row['prompt_tokens_per_s']:.0f} | "
-                     f"{row['generated_tokens_per_s']:.0f} | {hit} |")
+                     f"{row['generated_tokens_per_s']:.0f} | {hit} | {ceiling} |")
     lines.append("")
     for key, value in summary.items():
         lines.append(f"- {key}: {value:.3f}" if isinstance(value, float) else f"- {key}: {value}")
@@ -484,10 +496,15 @@ def stage_vllm(args: argparse.Namespace, model_folder: Path, items: list[SampleI
     """(a) our backend, C1 and C2 separately then together; (b) one request per call."""
     from vllm import LLM, SamplingParams
 
-    from biovqa.run.backends.vllm import VllmBackend, build_conversation, engine_options_for, encode_images
+    from biovqa.run.backends.vllm import (
+        VllmBackend,
+        build_conversation,
+        encode_images,
+        engine_options_for,
+    )
     from biovqa.run.presets import get_preset
 
-    preset = get_preset("Qwen2.5-VL-7B")
+    preset = replace(get_preset("Qwen2.5-VL-7B"), min_pixels=args.min_pixels, max_pixels=args.max_pixels)
     engine = engine_options_for(str(model_folder), preset, {
         "load_format": "dummy", "max_model_len": args.max_model_len,
         "gpu_memory_utilization": args.gpu_memory_utilization,
@@ -504,6 +521,17 @@ def stage_vllm(args: argparse.Namespace, model_folder: Path, items: list[SampleI
     warmup = to_requests(make_sample(Path(args.workdir) / "warmup-images", c1_images=2, c2_images=1,
                                      c2_questions_per_image=4))
     backend.generate(warmup)
+
+    from PIL import Image
+    from transformers import AutoTokenizer
+
+    image_sizes = {}
+    for request in requests:
+        if str(request.image_path) not in image_sizes:
+            with Image.open(request.image_path) as image:
+                image_sizes[str(request.image_path)] = image.size
+    # Tokens before the image: "<|im_start|>user\n" (the image markers are in image_tokens).
+    header_tokens = len(AutoTokenizer.from_pretrained(model_folder)("<|im_start|>user\n")["input_ids"])
 
     def reset_cache() -> None:
         reset = getattr(llm, "reset_prefix_cache", None)
@@ -526,9 +554,12 @@ def stage_vllm(args: argparse.Namespace, model_folder: Path, items: list[SampleI
         if failed:
             print(f"[vllm] {mode}: {failed} failed replies, first: "
                   f"{next(r.error for r in replies if r.status != 'ok')}", flush=True)
+        prefixes = [header_tokens + preset.image_tokens(*image_sizes[str(r.image_path)]) for r in subset]
+        ceiling = prefix_cache_ceiling([r.prompt_tokens or 0 for r in replies],
+                                       [str(r.image_path) for r in subset], prefixes)
         return Measurement(mode, len(subset), seconds, sum(r.prompt_tokens or 0 for r in replies),
                            sum(r.completion_tokens or 0 for r in replies),
-                           hit_rate=(cached / prompt) if prompt else None)
+                           hit_rate=(cached / prompt) if prompt else None, hit_rate_ceiling=ceiling)
 
     c1 = [r for r in requests if r.task == "c1"]
     c2 = [r for r in requests if r.task == "c2"]
@@ -536,7 +567,7 @@ def stage_vllm(args: argparse.Namespace, model_folder: Path, items: list[SampleI
         measurement = run_ours(mode, subset)
         rows.append(measurement.row())
         print(f"[vllm] {mode}: {measurement.items_per_s:.2f} items/s, hit rate "
-              f"{measurement.hit_rate}", flush=True)
+              f"{measurement.hit_rate}, ceiling {measurement.hit_rate_ceiling}", flush=True)
 
     # (b) one request per llm.chat call, image-grouped order kept, on a prefix of the sample
     # spread over C1 and C2 in the sample's proportions.
@@ -627,6 +658,8 @@ def parse_arguments(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--stage", choices=("all", "vllm", "transformers"), default="all")
     parser.add_argument("--c1-images", type=int, default=96)
     parser.add_argument("--c2-images", type=int, default=24)
+    parser.add_argument("--c1-size", default="800x600", help="C1 image WIDTHxHEIGHT (GBIF-like)")
+    parser.add_argument("--c2-size", default="500x375", help="C2 image WIDTHxHEIGHT (CUB-like)")
     parser.add_argument("--batch-items", type=int, default=1024, help="requests per backend batch")
     parser.add_argument("--per-request-items", type=int, default=160, help="items timed in (b)")
     parser.add_argument("--hf-items", type=int, default=96, help="items timed in (c)")
@@ -638,6 +671,12 @@ def parse_arguments(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--enforce-eager", action="store_true", help="skip CUDA graphs/compile")
     parser.add_argument("--stage-timeout-s", type=float, default=330.0)
     return parser.parse_args(argv)
+
+
+def parse_size(text: str) -> tuple[int, int]:
+    """``"800x600"`` → (800, 600)."""
+    width, _, height = text.lower().partition("x")
+    return int(width), int(height)
 
 
 def stage_arguments(args: argparse.Namespace, stage: str) -> list[str]:
@@ -653,7 +692,8 @@ def stage_arguments(args: argparse.Namespace, stage: str) -> list[str]:
 
 def prepare(args: argparse.Namespace) -> tuple[Path, list[SampleItem]]:
     workdir = Path(args.workdir or Path(args.out) / "work")
-    items = make_sample(workdir / "images", c1_images=args.c1_images, c2_images=args.c2_images)
+    items = make_sample(workdir / "images", c1_images=args.c1_images, c2_images=args.c2_images,
+                        c1_size=parse_size(args.c1_size), c2_size=parse_size(args.c2_size))
     architecture = QWEN2_5_VL_SMOKE if args.smoke else QWEN2_5_VL_7B
     model_folder = workdir / ("qwen2_5_vl_smoke" if args.smoke else "qwen2_5_vl_7b_random")
     if not (model_folder / "tokenizer.json").exists():

@@ -30,7 +30,7 @@ taxonomy_app = typer.Typer(help="GBIF Backbone taxonomy: build and inspect the c
 app.add_typer(build_app, name="build")
 app.add_typer(taxonomy_app, name="taxonomy")
 
-console = Console(stderr=True)
+console = Console(stderr=True, soft_wrap=True)
 
 
 def _register_component_builders() -> None:

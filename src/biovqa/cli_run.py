@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Annotated, Any, Optional
+from typing import Annotated, Any
 
 import typer
 from rich.console import Console
@@ -62,30 +62,30 @@ def _selection(components: list[str] | None, tasks: list[str] | None, limit: int
 def run_command(
     bench: Annotated[Path, typer.Argument(help="benchmark folder (items.parquet + manifest.json)")],
     out: Annotated[Path, typer.Option("--out", "-o", help="run folder: predictions.parquet, run.json, store/ (re-run the same command to resume)")],
-    model: Annotated[Optional[str], typer.Option("--model", "-m", help="HF id, local checkpoint folder or served model name (preset names work too)")] = None,
+    model: Annotated[str | None, typer.Option("--model", "-m", help="HF id, local checkpoint folder or served model name (preset names work too)")] = None,
     backend: Annotated[str, typer.Option(help="transformers | vllm | openai | baseline | echo | module:factory")] = "transformers",
-    components: Annotated[Optional[list[str]], typer.Option("--components", help="only these components (comma list or repeated)")] = None,
-    tasks: Annotated[Optional[list[str]], typer.Option("--tasks", help="only these tasks (comma list or repeated)")] = None,
-    limit: Annotated[Optional[int], typer.Option(help="at most N items per task, stratified by group × tier, deterministic")] = None,
+    components: Annotated[list[str] | None, typer.Option("--components", help="only these components (comma list or repeated)")] = None,
+    tasks: Annotated[list[str] | None, typer.Option("--tasks", help="only these tasks (comma list or repeated)")] = None,
+    limit: Annotated[int | None, typer.Option(help="at most N items per task, stratified by group × tier, deterministic")] = None,
     seed: Annotated[int, typer.Option(help="seed of the --limit sample")] = 42,
-    shard: Annotated[Optional[str], typer.Option(help="run shard i of n (i/n, counting from 0); images are dealt to shards")] = None,
+    shard: Annotated[str | None, typer.Option(help="run shard i of n (i/n, counting from 0); images are dealt to shards")] = None,
     executor: Annotated[str, typer.Option(help="inprocess | ray (one replica per GPU)")] = "inprocess",
-    replicas: Annotated[Optional[int], typer.Option(help="ray: model replicas (default: one per GPU)")] = None,
-    gpus_per_replica: Annotated[Optional[float], typer.Option(help="ray: GPUs per replica (default 1 when GPUs exist)")] = None,
-    ray_address: Annotated[Optional[str], typer.Option(help="ray: cluster address (default: start or join a local one)")] = None,
-    base_url: Annotated[Optional[str], typer.Option(help="openai: endpoint, e.g. http://127.0.0.1:8000/v1")] = None,
-    api_key_env: Annotated[Optional[str], typer.Option(help="openai: NAME of the environment variable holding the API key")] = None,
-    concurrency: Annotated[Optional[int], typer.Option(help="openai: requests in flight")] = None,
-    rpm: Annotated[Optional[float], typer.Option(help="openai: requests-per-minute limit")] = None,
-    timeout: Annotated[Optional[float], typer.Option(help="openai: per-request timeout (s)")] = None,
-    max_retries: Annotated[Optional[int], typer.Option(help="openai: retries per request")] = None,
-    dtype: Annotated[Optional[str], typer.Option(help="transformers/vllm: torch dtype, e.g. bfloat16")] = None,
-    device: Annotated[Optional[str], typer.Option(help="transformers: device, e.g. cuda:0 or cpu")] = None,
-    revision: Annotated[Optional[str], typer.Option(help="model revision (branch, tag or commit)")] = None,
-    option: Annotated[Optional[list[str]], typer.Option("--option", help="extra backend option NAME=VALUE (repeatable)")] = None,
-    batch_tokens: Annotated[Optional[int], typer.Option(help="token budget of one batch (default: the backend's, else 32768)")] = None,
-    max_batch: Annotated[Optional[int], typer.Option(help="most requests in one batch (default: the backend's, else 64)")] = None,
-    max_new_tokens: Annotated[Optional[int], typer.Option(help="override the per-component token caps")] = None,
+    replicas: Annotated[int | None, typer.Option(help="ray: model replicas (default: one per GPU)")] = None,
+    gpus_per_replica: Annotated[float | None, typer.Option(help="ray: GPUs per replica (default 1 when GPUs exist)")] = None,
+    ray_address: Annotated[str | None, typer.Option(help="ray: cluster address (default: start or join a local one)")] = None,
+    base_url: Annotated[str | None, typer.Option(help="openai: endpoint, e.g. http://127.0.0.1:8000/v1")] = None,
+    api_key_env: Annotated[str | None, typer.Option(help="openai: NAME of the environment variable holding the API key")] = None,
+    concurrency: Annotated[int | None, typer.Option(help="openai: requests in flight")] = None,
+    rpm: Annotated[float | None, typer.Option(help="openai: requests-per-minute limit")] = None,
+    timeout: Annotated[float | None, typer.Option(help="openai: per-request timeout (s)")] = None,
+    max_retries: Annotated[int | None, typer.Option(help="openai: retries per request")] = None,
+    dtype: Annotated[str | None, typer.Option(help="transformers/vllm: torch dtype, e.g. bfloat16")] = None,
+    device: Annotated[str | None, typer.Option(help="transformers: device, e.g. cuda:0 or cpu")] = None,
+    revision: Annotated[str | None, typer.Option(help="model revision (branch, tag or commit)")] = None,
+    option: Annotated[list[str] | None, typer.Option("--option", help="extra backend option NAME=VALUE (repeatable)")] = None,
+    batch_tokens: Annotated[int | None, typer.Option(help="token budget of one batch (default: the backend's, else 32768)")] = None,
+    max_batch: Annotated[int | None, typer.Option(help="most requests in one batch (default: the backend's, else 64)")] = None,
+    max_new_tokens: Annotated[int | None, typer.Option(help="override the per-component token caps")] = None,
     retry_failed: Annotated[bool, typer.Option(help="on resume, ask again the items that failed")] = False,
     flush_rows: Annotated[int, typer.Option(help="write a store segment every N replies …")] = 4096,
     flush_seconds: Annotated[float, typer.Option(help="… or every S seconds, whichever comes first")] = 10.0,
@@ -99,9 +99,11 @@ def run_command(
              "rpm": rpm, "timeout_s": timeout, "max_retries": max_retries, "dtype": dtype,
              "device": device, "revision": revision}
     backend_options.update({k: v for k, v in named.items() if v is not None})
-    if backend == "openai" and "base_url" not in backend_options:
-        raise BiovqaError("the openai backend needs an endpoint", field="--base-url",
-                          hint="e.g. --base-url http://127.0.0.1:8000/v1")
+    if backend == "openai":
+        if "base_url" not in backend_options:
+            raise BiovqaError("the openai backend needs an endpoint", field="--base-url",
+                              hint="e.g. --base-url http://127.0.0.1:8000/v1")
+        backend_options.setdefault("api_key_env", None)  # a local server needs no key
     options = RunOptions(
         model=model, backend=backend, backend_options=backend_options,
         selection=_selection(components, tasks, limit, seed, shard), executor=executor,
@@ -135,15 +137,15 @@ def merge_command(
 def plan_command(
     bench: Annotated[Path, typer.Argument(help="benchmark folder")],
     model: Annotated[str, typer.Option("--model", "-m", help="model (preset name, HF id or path)")],
-    components: Annotated[Optional[list[str]], typer.Option("--components")] = None,
-    tasks: Annotated[Optional[list[str]], typer.Option("--tasks")] = None,
-    limit: Annotated[Optional[int], typer.Option(help="at most N items per task")] = None,
+    components: Annotated[list[str] | None, typer.Option("--components")] = None,
+    tasks: Annotated[list[str] | None, typer.Option("--tasks")] = None,
+    limit: Annotated[int | None, typer.Option(help="at most N items per task")] = None,
     seed: Annotated[int, typer.Option()] = 42,
-    shard: Annotated[Optional[str], typer.Option(help="i/n")] = None,
-    throughput: Annotated[Optional[float], typer.Option(help="items/s per GPU for the GPU-hours estimate (default 10)")] = None,
+    shard: Annotated[str | None, typer.Option(help="i/n")] = None,
+    throughput: Annotated[float | None, typer.Option(help="items/s per GPU for the GPU-hours estimate (default 10)")] = None,
     price_in: Annotated[float, typer.Option(help="API price per 1M prompt tokens")] = 0.0,
     price_out: Annotated[float, typer.Option(help="API price per 1M completion tokens")] = 0.0,
-    max_new_tokens: Annotated[Optional[int], typer.Option(help="override the token caps")] = None,
+    max_new_tokens: Annotated[int | None, typer.Option(help="override the token caps")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="print JSON instead of a table")] = False,
 ) -> None:
     """Dry run: items, images, prompt/completion tokens, GPU-hours and API cost of a run."""

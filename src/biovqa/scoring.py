@@ -88,9 +88,9 @@ def read_predictions(path: str | Path) -> pa.Table:
     if not pa.types.is_string(responses.type) and not pa.types.is_null(responses.type):
         raise InputFormatError(f"response must be text, found {responses.type}", file=path,
                                field="response")
-    status = (table.column("status").cast(pa.string()) if "status" in table.column_names
+    status = (pc.fill_null(table.column("status").cast(pa.string()), "ok") if "status" in table.column_names
               else pa.array(["ok"] * table.num_rows, pa.string()))
-    bad = pc.invert(pc.is_in(pc.fill_null(status, ""), pa.array(PREDICTION_STATUSES)))
+    bad = pc.invert(pc.is_in(status, pa.array(PREDICTION_STATUSES)))
     if pc.any(bad).as_py():
         row = pc.index(bad, True).as_py()
         raise InputFormatError(f"unknown status {status[row].as_py()!r}", file=path, row=row + 1,

@@ -18,14 +18,14 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Callable, Iterator
 
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from tiny_models import TINY_MODEL_BUILDERS, write_test_images  # noqa: E402
+from tiny_models import TINY_MODEL_BUILDERS, write_test_images
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")

@@ -2,17 +2,17 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 import pyarrow.parquet as pq
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
-from engine_helpers import make_bench, register_floor_component  # noqa: E402
+from engine_helpers import make_bench, register_floor_component
 
-from biovqa.cli_run import main, parse_backend_options  # noqa: E402
-from biovqa.records import PREDICTION_SCHEMA  # noqa: E402
+from biovqa.cli_run import main, parse_backend_options
+from biovqa.records import PREDICTION_SCHEMA
 
 
 def _cli(argv: list[str]) -> int:
@@ -113,3 +113,43 @@ def test_run_a_tiny_transformers_model_end_to_end(
     first = (out / "predictions.parquet").read_bytes()
     assert _cli(argv) == 0  # resume: nothing asked again, same file
     assert (out / "predictions.parquet").read_bytes() == first
+
+
+def test_baseline_on_the_built_demo_c1_benchmark(tmp_path: Path, demo_bench: Path) -> None:
+    """The real C1 floor rules through ``biovqa run --backend baseline`` (the lead's demo path)."""
+    from biovqa.build.c1 import floor_responses
+    from biovqa.manifests import open_bench
+
+    out = tmp_path / "run"
+    assert _cli(["run", str(demo_bench), "--backend", "baseline", "--out", str(out),
+                 "--no-progress"]) == 0
+    items = open_bench(demo_bench).items
+    expected = dict(zip(items.column("item_id").to_pylist(),
+                        floor_responses(items).to_pylist()))
+    table = pq.read_table(out / "predictions.parquet")
+    assert table.num_rows == items.num_rows
+    assert {r["item_id"]: r["response"] for r in table.to_pylist()} == expected
+
+
+@pytest.mark.slow
+@pytest.mark.models
+def test_run_against_a_real_openai_compatible_server(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, transformers_server: dict[str, str]
+) -> None:
+    """`biovqa run --backend openai` against `transformers serve` on 127.0.0.1; the API key is
+    read from the environment and written nowhere."""
+    secret = "sk-test-never-written-0123456789"
+    monkeypatch.setenv("BIOVQA_TEST_API_KEY", secret)
+    bench = make_bench(tmp_path / "bench", n_images=2).root
+    out = tmp_path / "run"
+    argv = ["run", str(bench), "--model", transformers_server["model"], "--backend", "openai",
+            "--base-url", transformers_server["base_url"], "--api-key-env", "BIOVQA_TEST_API_KEY",
+            "--concurrency", "2", "--out", str(out), "--no-progress"]
+    assert _cli(argv) == 0
+    table = pq.read_table(out / "predictions.parquet")
+    assert table.num_rows == 6 and set(table.column("status").to_pylist()) == {"ok"}
+    card = json.loads((out / "run.json").read_text())
+    assert card["backend_options"]["api_key_env"] == "BIOVQA_TEST_API_KEY"
+    for path in out.rglob("*"):
+        if path.is_file():
+            assert secret.encode() not in path.read_bytes(), path

@@ -13,13 +13,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 sys.path.insert(0, str(Path(__file__).parent))
-from engine_helpers import make_bench, make_items, register_floor_component  # noqa: E402
+from engine_helpers import make_bench, make_items, register_floor_component
 
-from biovqa.errors import BiovqaError, MissingResourceError  # noqa: E402
-from biovqa.records import PREDICTION_SCHEMA  # noqa: E402
-from biovqa.run.backends import create_backend, load_factory  # noqa: E402
-from biovqa.run.backends.base import Backend, Request  # noqa: E402
-from biovqa.run.engine import (  # noqa: E402
+from biovqa.errors import BiovqaError, MissingResourceError
+from biovqa.records import PREDICTION_SCHEMA
+from biovqa.run.backends import create_backend, load_factory
+from biovqa.run.backends.base import Backend, Request
+from biovqa.run.engine import (
     LiveProgress,
     RunOptions,
     Selection,
@@ -35,7 +35,7 @@ from biovqa.run.engine import (  # noqa: E402
     shard_by_image,
     stratified_sample,
 )
-from biovqa.run.presets import GEMMA_SYSTEM_MESSAGE, INTERNVL_ENGLISH_PREFIX  # noqa: E402
+from biovqa.run.presets import GEMMA_SYSTEM_MESSAGE, INTERNVL_ENGLISH_PREFIX
 
 
 # -- selection -----------------------------------------------------------------------------------
@@ -108,7 +108,7 @@ def test_selection_filters_then_limits_then_shards() -> None:
     assert Counter(limited.column("task").to_pylist()) == {"order": 5, "species": 5}
     parts = [select_items(items, Selection(tasks=("order", "species"), limit=5, shard=(i, 2)))
              for i in range(2)]
-    assert sorted(sum((p.column("item_id").to_pylist() for p in parts), [])) == sorted(
+    assert sorted(i for p in parts for i in p.column("item_id").to_pylist()) == sorted(
         limited.column("item_id").to_pylist())
     assert select_items(items, Selection(components=("C1",))).num_rows == items.num_rows
     assert select_items(items, Selection(components=("c2",))).num_rows == 0

@@ -15,9 +15,10 @@ import socket
 import struct
 import threading
 import time
+from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import pytest
 
@@ -187,10 +188,10 @@ class FaultHandler(BaseHTTPRequestHandler):
     server: FaultProxy
     protocol_version = "HTTP/1.1"
 
-    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - quiet test output
+    def log_message(self, format: str, *args: Any) -> None:
         pass
 
-    def do_POST(self) -> None:  # noqa: N802 - http.server's naming
+    def do_POST(self) -> None:
         payload = self.rfile.read(int(self.headers.get("Content-Length", "0")))
         self.server.authorization.add(self.headers.get("Authorization", ""))
         tag = self.server.tag_of(json.loads(payload))

@@ -8,13 +8,13 @@ import pyarrow as pa
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
-from engine_helpers import make_bench, make_items  # noqa: E402
+from engine_helpers import make_bench, make_items
 
-from biovqa.errors import BiovqaError  # noqa: E402
-from biovqa.manifests import write_bench  # noqa: E402
-from biovqa.run.engine import DEFAULT_IMAGE_SIZE, Selection  # noqa: E402
-from biovqa.run.plan import DEFAULT_THROUGHPUT, plan_run, render_plan  # noqa: E402
-from biovqa.run.presets import GEMMA_SYSTEM_MESSAGE, get_preset  # noqa: E402
+from biovqa.errors import BiovqaError
+from biovqa.manifests import write_bench
+from biovqa.run.engine import DEFAULT_IMAGE_SIZE, Selection
+from biovqa.run.plan import DEFAULT_THROUGHPUT, plan_run, render_plan
+from biovqa.run.presets import GEMMA_SYSTEM_MESSAGE, get_preset
 
 
 def _text_tokens(items: pa.Table, system: str | None = None) -> int:

@@ -191,3 +191,60 @@ def test_presets_are_frozen() -> None:
     preset = get_preset("Pixtral-12B")
     with pytest.raises(AttributeError):
         preset.dtype = "float32"  # type: ignore[misc]
+
+
+# Cross-checks of the image-token rules against the real processors (transformers, offline).
+SIZES = [(1024, 768), (500, 375), (375, 500), (336, 336), (1200, 300), (28, 28), (4032, 3024)]
+
+
+@pytest.mark.models
+@pytest.mark.parametrize(("display_name", "patch_size"), [("Qwen2.5-VL-7B", 14), ("Qwen3-VL-8B", 16)])
+@pytest.mark.parametrize(("width", "height"), SIZES)
+def test_qwen_rule_matches_the_real_image_processor(
+    display_name: str, patch_size: int, width: int, height: int
+) -> None:
+    transformers = pytest.importorskip("transformers")
+    from PIL import Image
+
+    preset = get_preset(display_name)
+    processor_class = getattr(transformers, "Qwen2VLImageProcessorPil", None) or pytest.skip(
+        "no PIL Qwen2-VL image processor in this transformers"
+    )
+    processor = processor_class(
+        patch_size=patch_size, merge_size=2, min_pixels=preset.min_pixels, max_pixels=preset.max_pixels
+    )
+    grid = processor(images=[Image.new("RGB", (width, height))], return_tensors="np")["image_grid_thw"][0]
+    placeholder_tokens = int(grid[0] * grid[1] * grid[2]) // 4
+    assert preset.image_tokens(width, height) == placeholder_tokens + 2  # + vision start/end
+
+
+@pytest.mark.models
+@pytest.mark.parametrize(("width", "height"), SIZES)
+def test_llava_next_rule_matches_the_real_processor(width: int, height: int) -> None:
+    transformers = pytest.importorskip("transformers")
+    from PIL import Image
+    from tiny_models import _train_tokenizer
+
+    image_processor_class = getattr(transformers, "LlavaNextImageProcessorPil", None) or pytest.skip(
+        "no PIL LLaVA-NeXT image processor in this transformers"
+    )
+    tokenizer = transformers.PreTrainedTokenizerFast(
+        tokenizer_object=_train_tokenizer(["<pad>", "<s>", "</s>", "<image>"]),
+        pad_token="<pad>",
+        extra_special_tokens={"image_token": "<image>"},
+    )
+    # The llava-v1.6 checkpoints: 336-px CLIP crops, "default" feature selection, 1 CLS token.
+    processor = transformers.LlavaNextProcessor(
+        image_processor=image_processor_class(
+            size={"shortest_edge": 336}, crop_size={"height": 336, "width": 336}
+        ),
+        tokenizer=tokenizer,
+        patch_size=14,
+        vision_feature_select_strategy="default",
+        num_additional_image_tokens=1,
+    )
+    input_ids = processor(text="<image>", images=[Image.new("RGB", (width, height))])["input_ids"][0]
+    image_token = tokenizer.convert_tokens_to_ids("<image>")
+    assert get_preset("LLaVA-NeXT-Vicuna").image_tokens(width, height) == sum(
+        1 for token in input_ids if token == image_token
+    )

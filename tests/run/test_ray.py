@@ -3,15 +3,15 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Callable, Iterator
 
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
-from engine_helpers import make_bench  # noqa: E402
+from engine_helpers import make_bench
 
-from biovqa.run.engine import RunOptions, run_benchmark  # noqa: E402
+from biovqa.run.engine import RunOptions, run_benchmark
 
 pytestmark = pytest.mark.slow
 
@@ -47,8 +47,9 @@ def test_ray_executor_with_the_tiny_transformers_model(
 ) -> None:
     model = str(tiny_model_dir("llava"))
     bench = make_bench(tmp_path / "bench", n_images=4).root
-    options = dict(model=model, backend="transformers", max_batch_items=3, progress=False,
-                   backend_options={"device": "cpu", "dtype": "float32"})
+    options: dict = {"model": model, "backend": "transformers", "max_batch_items": 3,
+                     "progress": False,
+                     "backend_options": {"device": "cpu", "dtype": "float32"}}
     local = run_benchmark(bench, tmp_path / "local", RunOptions(**options))
     distributed = run_benchmark(bench, tmp_path / "ray", RunOptions(
         executor="ray", replicas=2, **options))

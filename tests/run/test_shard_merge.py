@@ -9,11 +9,11 @@ import pyarrow.parquet as pq
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
-from engine_helpers import make_bench  # noqa: E402
+from engine_helpers import make_bench
 
-from biovqa.errors import BiovqaError  # noqa: E402
-from biovqa.run.engine import RunOptions, Selection, run_benchmark  # noqa: E402
-from biovqa.run.store import HEADER_FILE, STORE_DIR, merge_runs  # noqa: E402
+from biovqa.errors import BiovqaError
+from biovqa.run.engine import RunOptions, Selection, run_benchmark
+from biovqa.run.store import HEADER_FILE, STORE_DIR, merge_runs
 
 
 def _run(bench: Path, out: Path, **kwargs: object) -> Path:

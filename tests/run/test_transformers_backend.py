@@ -7,8 +7,8 @@ the model (prompt token counts), token caps, batch order, batched == one-at-a-ti
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 import pytest
 

@@ -11,6 +11,8 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from biovqa.build.c1_tiers import DEPTH_RANK
 from biovqa.components import get_component
@@ -341,3 +343,23 @@ def test_registered_scorer_runs_on_the_built_demo_benchmark(demo_bench: Path) ->
         assert result.summary["tasks"][task]["em"]["value"] == pytest.approx(floors[task])
     assert result.items.num_rows == bench.items.num_rows
     assert {"tier", "exposure", "prevalence_tier"} <= set(result.items.column_names)
+
+
+REPLY_POOL = ["Chordata", "Amphibia", "Reptilia", "Hyla cinerea", "Felis concolor", "Dryophytes", "gratiosus",
+              "cinereus", "Barking Treefrog", "Cougar", "Morus", "Mus musculus", "a small brown bird", "",
+              "The family is Hylidae.", "Puma concolor", "Squamata", "Crocodylia", "White Mulberry"]
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.lists(st.sampled_from(REPLY_POOL), min_size=len(IMAGES) * 9, max_size=len(IMAGES) * 9))
+def test_invariants_for_any_replies(bench_path: Path, pool: list[str]) -> None:
+    ids = open_bench(bench_path).items.column("item_id").to_pylist()
+    _, frame = run(bench_path, dict(zip(ids, pool)), bootstrap=1)
+    assert (frame["em"] <= frame["em_soft"]).all()
+    assert frame["wup"].between(0, 1).all() and frame["lin"].between(0, 1).all()
+    on_gold = frame["resolved_node"] == frame["target_node"]
+    assert (frame.loc[on_gold, "wup"] == 1).all() and (frame.loc[on_gold, "lin"] == 1).all()
+    expect_severity = frame["resolved"] & (frame["em_soft"] == 0)
+    assert (frame["severity"].notna() == expect_severity).all()
+    assert (frame.loc[~frame["resolved"], "wup"] == 0).all()
+    assert frame["severity"].dropna().between(0, 6).all()

@@ -8,8 +8,20 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from biovqa.score.c1 import floor_answers, floor_scores, headroom, item_weighted_score, recognition_recall_gap
-from biovqa.score.c1_resolve import information_content, last_word, lin_similarity, severity_of, wu_palmer
+from biovqa.score.c1 import (
+    floor_answers,
+    floor_scores,
+    headroom,
+    item_weighted_score,
+    recognition_recall_gap,
+)
+from biovqa.score.c1_resolve import (
+    information_content,
+    last_word,
+    lin_similarity,
+    severity_of,
+    wu_palmer,
+)
 from biovqa.text import normalize_c1
 
 # §2.7 green treefrog: N = 900 000; |Chordata| = 450 000; |Anura| = 7 500; |Dryophytes| = 30; species 1.

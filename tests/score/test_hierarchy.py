@@ -21,11 +21,11 @@ from biovqa.score.hierarchy import (
 
 # hierarchy.md §6.1: Black-footed Albatross, levels order / family / genus / species
 ALBATROSS = {
-    "A": ([1, 1, 1, 1], dict(hca=1, acc_leaf=1, por=1.00, spor=1.00, spor_prefix=1.00, tor=1.00)),
-    "B": ([1, 0, 1, 1], dict(hca=0, acc_leaf=1, por=0.75, spor=0.50, spor_prefix=0.25, tor=0.333)),
-    "C": ([1, 1, 1, 0], dict(hca=0, acc_leaf=0, por=0.75, spor=0.75, spor_prefix=0.75, tor=0.667)),
+    "A": ([1, 1, 1, 1], {"hca": 1, "acc_leaf": 1, "por": 1.00, "spor": 1.00, "spor_prefix": 1.00, "tor": 1.00}),
+    "B": ([1, 0, 1, 1], {"hca": 0, "acc_leaf": 1, "por": 0.75, "spor": 0.50, "spor_prefix": 0.25, "tor": 0.333}),
+    "C": ([1, 1, 1, 0], {"hca": 0, "acc_leaf": 0, "por": 0.75, "spor": 0.75, "spor_prefix": 0.75, "tor": 0.667}),
 }
-ALBATROSS_MEANS = dict(hca=0.333, acc_leaf=0.667, por=0.833, spor=0.750, spor_prefix=0.667, tor=0.667)
+ALBATROSS_MEANS = {"hca": 0.333, "acc_leaf": 0.667, "por": 0.833, "spor": 0.750, "spor_prefix": 0.667, "tor": 0.667}
 
 
 @pytest.mark.parametrize("image", sorted(ALBATROSS))

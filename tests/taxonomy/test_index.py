@@ -231,3 +231,18 @@ def test_vernacular_languages(example_index: TaxonomyIndex) -> None:
     tags = example_index.vernacular_languages(["Picea abies", "Picea abies", "Rana arvalis"],
                                               ["gran", "norway spruce", "nothing"])
     assert tags == [frozenset({"sv"}), frozenset({"en"}), frozenset()]
+
+
+def test_fast_normalization_equals_normalize_c1_array() -> None:
+    import pyarrow as pa
+
+    from biovqa.taxonomy.index import _normalize
+    from biovqa.text import normalize_c1_array
+
+    values = pa.array([
+        "Puma concolor", "The species is Puma", "A b", "An", "Species x", "Class Aves",
+        "Order Anura", "answer is Felis", "Its name", "Abies alba x", "Rød-Gran", "Cooper's hawk",
+        "Felis  catus", " Felis", "Felis ", "Zootoca vivipara", "Hyla cinerea (sic)", "×Cupressocyparis",
+        "", None, "Puma concolor", "canis lupus", "Kingdom", "kingdom Animalia", "ÆSCHNA", "straße",
+    ], pa.string())
+    assert _normalize(values).to_pylist() == normalize_c1_array(values).to_pylist()

@@ -418,100 +418,119 @@ def _mcq_options(
     return names, pool_species[option_ids]
 
 
-def make_items(selected: pd.DataFrame, tree: BenchmarkTree, leaf_nodes: np.ndarray, seed: int) -> pd.DataFrame:
+@dataclass(frozen=True)
+class ItemColumns:
+    """Item columns as arrays (one entry per question) plus the per-image context the tier
+    computation needs. Kept out of pandas on purpose: 890K-row string frames cost seconds."""
+
+    columns: dict[str, Any]
+    image_index: np.ndarray  # question → row of ``selected``
+    option_nodes: np.ndarray  # (n_images, 4) tree nodes of the MCQ options
+    gold_position: np.ndarray  # (n_images,) which option is the gold
+
+
+def _list_column(per_image: np.ndarray, image_index: np.ndarray, present: np.ndarray, value_type: pa.DataType) -> pa.Array:
+    """A list<value_type> column holding ``per_image[image_index]`` where ``present``, else null."""
+    rows = np.flatnonzero(present)
+    width = per_image.shape[1]
+    lengths = np.where(present, width, 0)
+    offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int32)
+    values = pa.array(per_image[image_index[rows]].ravel().tolist(), value_type)
+    return pa.ListArray.from_arrays(pa.array(offsets), values, mask=pa.array(~present))
+
+
+def make_items(selected: pd.DataFrame, tree: BenchmarkTree, leaf_nodes: np.ndarray, seed: int) -> ItemColumns:
     """One row per question, image-grouped (tasks in Table 6 order)."""
     n = len(selected)
     has_order = ~selected["group"].isin(GROUPS_WITHOUT_ORDER).to_numpy()
-    task_grid = np.array(TASKS, dtype=object)
     asked = np.ones((n, len(TASKS)), dtype=bool)
     asked[:, TASKS.index("order")] = has_order
     image_index, task_index = np.nonzero(asked)
-    tasks = task_grid[task_index]
-    rows = selected.iloc[image_index].reset_index(drop=True)
-    labels = _label(rows["kingdom"].to_numpy())
+    tasks = np.array(TASKS, dtype=object)[task_index]
+    per_image = {c: selected[c].to_numpy(dtype=object) for c in (
+        "uuid", "kingdom", *TREE_RANKS, "epithet", "common_name_en", "common_name_source", "group",
+        "file", "image_sha256")}
+    labels = _label(per_image["kingdom"])[image_index]
 
     template_rng = np.random.default_rng(seed)
     rank_pick = template_rng.integers(0, len(RANK_TEMPLATES), size=len(tasks))
     name_pick = template_rng.integers(0, len(NAME_TEMPLATES), size=len(tasks))
-    mcq_rng = np.random.default_rng(seed)
-    options, option_species = _mcq_options(selected, mcq_rng)
+    options, option_species = _mcq_options(selected, np.random.default_rng(seed))
+    species_leaf = dict(zip(per_image["species"].tolist(), leaf_nodes.tolist()))
+    option_nodes = np.vectorize(species_leaf.__getitem__, otypes=[np.int64])(option_species)
+    gold_position = np.argmax(option_species == per_image["species"][:, None], axis=1)
 
+    gold_source = {
+        "phylum": "phylum", "class": "class", "order": "order", "family": "family", "genus": "genus",
+        "species": "epithet", "scientific_name": "species", "common_name": "common_name_en",
+        "common_name_mcq": "common_name_en",
+    }
     questions = np.empty(len(tasks), dtype=object)
     answers = np.empty(len(tasks), dtype=object)
-    option_column: list[list[str] | None] = [None] * len(tasks)
-    option_species_column: list[list[str] | None] = [None] * len(tasks)
-    gold_columns = {
-        "phylum": rows["phylum"], "class": rows["class"], "order": rows["order"],
-        "family": rows["family"], "genus": rows["genus"], "species": rows["epithet"],
-        "scientific_name": rows["species"], "common_name": rows["common_name_en"],
-        "common_name_mcq": rows["common_name_en"],
-    }
     for task in TASKS:
-        where = np.nonzero(tasks == task)[0]
+        where = np.flatnonzero(task_index == TASKS.index(task))
         if not len(where):
             continue
-        answers[where] = gold_columns[task].to_numpy()[where]
+        images_of = image_index[where]
+        answers[where] = per_image[gold_source[task]][images_of]
         if task == "common_name_mcq":
-            images_of = image_index[where]
-            for position, opts, species in zip(where, options[images_of].tolist(), option_species[images_of].tolist()):
-                option_column[position] = opts
-                option_species_column[position] = species
             questions[where] = [
                 MCQ_TEMPLATE.format(label=lab, o1=o[0], o2=o[1], o3=o[2], o4=o[3])
-                for lab, o in zip(labels[where], options[images_of].tolist())
+                for lab, o in zip(labels[where].tolist(), options[images_of].tolist())
             ]
             continue
         templates = NAME_TEMPLATES if task in ("scientific_name", "common_name") else RANK_TEMPLATES
         picks = name_pick[where] if templates is NAME_TEMPLATES else rank_pick[where]
-        word = RANK_WORD[task]
-        questions[where] = [templates[p].format(rank=word, label=lab) for p, lab in zip(picks, labels[where])]
+        formatted = [t.format(rank=RANK_WORD[task], label=lab) for t in templates for lab in ("animal", "plant", "organism")]
+        label_code = np.searchsorted(np.array(["animal", "organism", "plant"]), labels[where].astype(str))
+        label_slot = np.array([0, 2, 1])[label_code]  # sorted order → formatted order
+        questions[where] = np.asarray(formatted, dtype=object)[picks * 3 + label_slot]
 
-    items = pd.DataFrame(
-        {
-            "item_id": "c1:" + rows["uuid"] + ":" + pd.Series(tasks),
-            "component": "c1",
-            "task": tasks,
-            "question": questions,
-            "instruction": [INSTRUCTIONS[t] for t in tasks],
-            "options": option_column,
-            "answer": answers,
-            "image": rows["file"],
-            "image_sha256": rows["image_sha256"],
-            "source_id": rows["uuid"],
-            "group": rows["group"],
-            "kingdom": rows["kingdom"],
-            **{rank: rows[rank] for rank in TREE_RANKS},
-            "epithet": rows["epithet"],
-            "scientific_name": rows["species"],
-            "common_name": rows["common_name_en"],
-            "common_name_source": rows["common_name_source"],
-            "width": rows["width"].astype(np.int32),
-            "height": rows["height"].astype(np.int32),
-            "leaf_node": leaf_nodes[image_index],
-            "option_species": option_species_column,
-        }
-    )
-    return items
+    is_mcq = tasks == "common_name_mcq"
+    instruction_of = np.array([INSTRUCTIONS[t] for t in TASKS], dtype=object)
+    columns: dict[str, Any] = {
+        "item_id": np.char.add(np.char.add("c1:", per_image["uuid"][image_index].astype(str)),
+                               np.char.add(":", tasks.astype(str))).astype(object),
+        "component": np.full(len(tasks), "c1", dtype=object),
+        "task": tasks,
+        "question": questions,
+        "instruction": instruction_of[task_index],
+        "options": _list_column(options, image_index, is_mcq, pa.string()),
+        "answer": answers,
+        "image": per_image["file"][image_index],
+        "image_sha256": per_image["image_sha256"][image_index],
+        "source_id": per_image["uuid"][image_index],
+        "group": per_image["group"][image_index],
+        "kingdom": per_image["kingdom"][image_index],
+        **{rank: per_image[rank][image_index] for rank in TREE_RANKS},
+        "epithet": per_image["epithet"][image_index],
+        "scientific_name": per_image["species"][image_index],
+        "common_name": per_image["common_name_en"][image_index],
+        "common_name_source": per_image["common_name_source"][image_index],
+        "width": selected["width"].to_numpy(np.int32)[image_index],
+        "height": selected["height"].to_numpy(np.int32)[image_index],
+    }
+    return ItemColumns(columns, image_index, option_nodes, gold_position)
 
 
-def _attach_tiers(items: pd.DataFrame, tree: BenchmarkTree, image_leaves: np.ndarray,
-                  vernacular: Any, prevalence_method: str) -> pd.DataFrame:
-    """Resolve each item's target node (Table 29: exact → vernacular → lineage) and attach the
-    13 difficulty columns of components.md §1.5 (metrics.md §2.12)."""
+def _attach_tiers(built: ItemColumns, tree: BenchmarkTree, image_leaves: np.ndarray,
+                  vernacular: Any, prevalence_method: str) -> pa.Table:
+    """Resolve each item's target node (Table 29: exact → vernacular → lineage → anchor) and
+    attach the 13 difficulty columns of components.md §1.5 (metrics.md §2.12)."""
     from . import c1_tiers
 
-    tasks = items["task"].to_numpy(dtype=object)
-    leaf = items["leaf_node"].to_numpy(dtype=np.int64)
+    columns = built.columns
+    tasks = columns["task"]
+    leaf = image_leaves[built.image_index].astype(np.int64)
     target = leaf.copy()
-    method = np.full(len(items), "exact", dtype=object)
+    method = np.full(len(tasks), "exact", dtype=object)
     for rank in ("phylum", "class", "order", "family", "genus"):
         rows = tasks == rank
         target[rows] = tree.node_at_depth(leaf[rows], RANK_DEPTH[rank])
     method[tasks == "species"] = "lineage"  # the epithet is read off the image's lineage
-    named = np.isin(tasks, ["common_name", "common_name_mcq"])
-    common = normalize_c1_array(pa.array(items.loc[named, "common_name"].tolist(), pa.string()))
+    named_rows = np.flatnonzero(np.isin(tasks, ["common_name", "common_name_mcq"]))
+    common = normalize_c1_array(pa.array(columns["common_name"][named_rows].tolist(), pa.string()))
     found = vernacular.lookup(common)
-    named_rows = np.flatnonzero(named)
     target[named_rows] = np.where(found >= 0, found, leaf[named_rows])
     method[named_rows] = np.where(found >= 0, "vernacular", "lineage")
     anchor = target < 0  # a rank the lineage lacks: fall back to the lowest lineage node
@@ -521,48 +540,45 @@ def _attach_tiers(items: pd.DataFrame, tree: BenchmarkTree, image_leaves: np.nda
     exposure = c1_tiers.exposure_counts(tree, image_leaves)
     item_exposure = exposure[target]
     prevalence = c1_tiers.prevalence_tiers(
-        items["group"].to_numpy(dtype=object), tasks, target, item_exposure,
-        tree.names[target], method=prevalence_method)
+        columns["group"], tasks, target, item_exposure, tree.names[target], method=prevalence_method)
 
+    n = len(tasks)
     is_mcq = tasks == "common_name_mcq"
-    species_node = dict(zip(items["scientific_name"], leaf))
-    ndd = np.full(len(items), None, dtype=object)
-    meet = np.full(len(items), None, dtype=object)
-    confusability = np.full(len(items), np.nan)
-    mcq_tier = np.full(len(items), None, dtype=object)
-    option_nodes: list[list[int] | None] = [None] * len(items)
-    if is_mcq.any():
-        mcq_rows = np.flatnonzero(is_mcq)
-        option_species = items["option_species"].to_numpy(dtype=object)[mcq_rows]
-        nodes = np.array([[species_node[s] for s in opts] for opts in option_species], dtype=np.int64)
-        gold_species = items["scientific_name"].to_numpy(dtype=object)[mcq_rows]
-        gold_position = np.array([list(opts).index(g) for opts, g in zip(option_species, gold_species)])
-        tiers = c1_tiers.confusability_tiers(
-            tree, leaf[mcq_rows], c1_tiers.distractor_nodes(nodes, gold_position))
-        ndd[mcq_rows] = tiers.ndd.astype(int)
-        meet[mcq_rows] = tiers.meet_rank
-        confusability[mcq_rows] = tiers.confusability
-        mcq_tier[mcq_rows] = tiers.tier
-        for row, node_row in zip(mcq_rows, nodes):
-            option_nodes[row] = [int(n) for n in node_row]
+    mcq_rows = np.flatnonzero(is_mcq)
+    images_of = built.image_index[mcq_rows]
+    tiers = c1_tiers.confusability_tiers(
+        tree, leaf[mcq_rows],
+        c1_tiers.distractor_nodes(built.option_nodes[images_of], built.gold_position[images_of]))
+    ndd = np.zeros(n, dtype=np.int8)
+    ndd[mcq_rows] = tiers.ndd
+    meet = np.full(n, None, dtype=object)
+    meet[mcq_rows] = tiers.meet_rank
+    confusability = np.full(n, np.nan)
+    confusability[mcq_rows] = tiers.confusability
+    mcq_tier = np.full(n, None, dtype=object)
+    mcq_tier[mcq_rows] = tiers.tier
     unified = c1_tiers.unified_tier(tasks, prevalence.tier, mcq_tier)
-    return items.assign(
-        target_node=target.astype(np.int32),
-        target_rank=np.asarray(c1_tiers.DEPTH_RANK, dtype=object)[tree.depth[target]],
-        reference_cell=np.where(is_mcq, None, prevalence.reference_cell),
-        resolution_method=method,
-        exposure=item_exposure.astype(np.int64),
-        log10_exposure=c1_tiers.log10_exposure(item_exposure),
-        prevalence_percentile=prevalence.percentile,
-        prevalence_tier=prevalence.tier,
-        ndd=pd.array(ndd, dtype="Int8"),
-        ndd_rank=meet,
-        confusability=confusability,
-        mcq_tier=mcq_tier,
-        tier=unified,
-        tier_method=np.where(is_mcq, "confusability", "prevalence"),
-        option_nodes=option_nodes,
-    )
+    arrays: dict[str, pa.Array] = {}
+    for name, values in columns.items():
+        arrays[name] = values if isinstance(values, pa.Array) else pa.array(values, from_pandas=True)
+    arrays |= {
+        "target_node": pa.array(target.astype(np.int32)),
+        "target_rank": pa.array(np.asarray(c1_tiers.DEPTH_RANK, dtype=object)[tree.depth[target]], pa.string()),
+        "reference_cell": pa.array(np.where(is_mcq, None, prevalence.reference_cell), pa.string()),
+        "resolution_method": pa.array(method, pa.string()),
+        "exposure": pa.array(item_exposure.astype(np.int64)),
+        "log10_exposure": pa.array(c1_tiers.log10_exposure(item_exposure)),
+        "prevalence_percentile": pa.array(prevalence.percentile, from_pandas=True),
+        "prevalence_tier": pa.array(prevalence.tier, pa.string()),
+        "ndd": pa.array(ndd, mask=~is_mcq),
+        "ndd_rank": pa.array(meet, pa.string()),
+        "confusability": pa.array(confusability, from_pandas=True),
+        "mcq_tier": pa.array(mcq_tier, pa.string()),
+        "tier": pa.array(unified, pa.string()),
+        "tier_method": pa.array(np.where(is_mcq, "confusability", "prevalence"), pa.string()),
+        "option_nodes": _list_column(built.option_nodes.astype(np.int32), built.image_index, is_mcq, pa.int32()),
+    }
+    return pa.table(arrays)
 
 
 # --------------------------------------------------------------------------------------------
@@ -610,9 +626,8 @@ def build_c1(
     lineages = selected[list(TREE_RANKS)]
     tree, leaf_nodes = build_tree(lineages)
     vernacular = build_vernacular_index(selected["common_name_en"].tolist(), leaf_nodes, tree)
-    items = make_items(selected, tree, leaf_nodes, options.seed)
-    items = _attach_tiers(items, tree, leaf_nodes, vernacular, prevalence_method)
-    items = items.drop(columns=["leaf_node", "option_species"])
+    item_table = _attach_tiers(make_items(selected, tree, leaf_nodes, options.seed), tree,
+                               leaf_nodes, vernacular, prevalence_method)
 
     side = out / SIDE_FOLDER
     side.mkdir(parents=True, exist_ok=True)
@@ -624,7 +639,6 @@ def build_c1(
     write_parquet(pa.Table.from_pandas(replaced.reset_index(drop=True), preserve_index=False),
                   side / COMMON_NAMES_FILE)
 
-    item_table = pa.Table.from_pandas(items, preserve_index=False)
     parameters = options.as_manifest() | {"prevalence_method": prevalence_method}
     bench = write_bench(
         out,
@@ -678,7 +692,7 @@ def build_command(
     """Build C1 (hierarchical taxonomic reasoning) from a TreeOfLife-200M catalog."""
     from rich.console import Console
 
-    console = Console(stderr=True)
+    console = Console(stderr=True, soft_wrap=True)
     options = C1BuildOptions(per_group=per_group, seed=seed, min_side=min_side,
                              species_cap=species_cap, groups=tuple(group) if group else tuple(GROUPS))
     bench = build_c1(catalog, backbone, images, out, options=options,

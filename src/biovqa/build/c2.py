@@ -24,6 +24,7 @@ from typing import Annotated, Any
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import typer
 
 from ..errors import InputFormatError, MissingResourceError
@@ -358,33 +359,50 @@ def floor_responses(items: pa.Table) -> pa.Array:
     letter; the reply is ``(X) option text`` as the instruction asks. Open families: the most
     frequent gold of the family (ties: alphabetically first).
     """
-    frame = items.select(["task", "question", "options", "answer"]).to_pandas()
-    frame["stem"] = frame["question"].map(question_stem)
-    frame["position"] = np.arange(len(frame))
-    replies = np.empty(len(frame), dtype=object)
+    n = items.num_rows
+    task = _strings(items.column("task"))
+    answer = _strings(items.column("answer"))
+    options = items.column("options").combine_chunks() if n else pa.array([], pa.list_(pa.string()))
+    stem = pc.replace_substring_regex(_strings(items.column("question")), pattern=r" Options:.*$",
+                                      replacement="", max_replacements=1)
+    replies = np.empty(n, dtype=object)
+    is_open = np.asarray(pc.is_null(options).to_numpy(zero_copy_only=False), dtype=bool)
 
-    is_open = frame["options"].isna()
     if is_open.any():
-        open_frame = frame[is_open]
-        counts = open_frame.groupby(["task", "answer"]).size().reset_index(name="n")
-        counts = counts.sort_values(["task", "n", "answer"], ascending=[True, False, True])
-        best = counts.drop_duplicates("task").set_index("task")["answer"]
-        replies[open_frame["position"].to_numpy()] = open_frame["task"].map(best).to_numpy()
+        open_rows = np.flatnonzero(is_open)
+        counts: dict[str, dict[str, int]] = {}
+        for t, a in zip(task.take(open_rows).to_pylist(), answer.take(open_rows).to_pylist()):
+            counts.setdefault(t, {})[a] = counts.setdefault(t, {}).get(a, 0) + 1
+        best = {t: min(c, key=lambda a, c=c: (-c[a], a)) for t, c in counts.items()}
+        replies[open_rows] = [best[t] for t in task.take(open_rows).to_pylist()]
 
-    mcq = frame[~is_open]
-    if len(mcq):
-        gold_counts = mcq.groupby(["task", "stem", "answer"]).size().rename("n").reset_index()
-        exploded = mcq[["position", "task", "stem", "options"]].explode("options")
-        exploded["letter_index"] = exploded.groupby("position").cumcount()
-        exploded = exploded.rename(columns={"options": "answer"}).merge(
-            gold_counts, on=["task", "stem", "answer"], how="left")
-        exploded["n"] = exploded["n"].fillna(0)
-        exploded = exploded.sort_values(["position", "n", "letter_index"], ascending=[True, False, True])
-        chosen = exploded.drop_duplicates("position")
-        letters = np.array(list(fam.LETTERS))[chosen["letter_index"].to_numpy()]
-        texts = chosen["answer"].to_numpy()
-        replies[chosen["position"].to_numpy()] = [f"({l}) {t}" for l, t in zip(letters, texts)]
+    mcq_rows = np.flatnonzero(~is_open)
+    if mcq_rows.size:
+        separator = "\x1f"
+        prefix = pc.binary_join_element_wise(task.take(mcq_rows), stem.take(mcq_rows), "", separator)
+        gold_keys = pc.binary_join_element_wise(prefix, answer.take(mcq_rows), separator)
+        encoded = gold_keys.dictionary_encode()
+        key_counts = np.bincount(encoded.indices.to_numpy(), minlength=len(encoded.dictionary))
+        mcq_options = options.take(pa.array(mcq_rows))
+        flat = pc.list_flatten(mcq_options)
+        parent = pc.list_parent_indices(mcq_options).to_numpy()
+        offsets = mcq_options.offsets.to_numpy()
+        letter_index = np.arange(len(flat)) - (offsets[parent] - offsets[0])
+        option_keys = pc.binary_join_element_wise(prefix.take(pa.array(parent)), flat, separator)
+        found = pc.index_in(option_keys, value_set=encoded.dictionary)
+        found_np = pc.fill_null(found, -1).to_numpy()
+        option_counts = np.where(found_np >= 0, key_counts[np.maximum(found_np, 0)], 0)
+        order = np.lexsort((letter_index, -option_counts, parent))
+        first = order[np.r_[True, parent[order][1:] != parent[order][:-1]]]
+        letters = np.array(list(fam.LETTERS), dtype=object)[letter_index[first]]
+        texts = flat.take(pa.array(first)).to_pylist()
+        replies[mcq_rows[parent[first]]] = [f"({l}) {t}" for l, t in zip(letters, texts)]
     return pa.array(replies.tolist(), type=pa.string())
+
+
+def _strings(column: pa.ChunkedArray | pa.Array) -> pa.Array:
+    array = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
+    return pc.fill_null(array.cast(pa.string()), "")
 
 
 __all__ = [

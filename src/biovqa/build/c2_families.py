@@ -262,34 +262,65 @@ def _open_row(family: str, question: str, gold: str, **fields: Any) -> dict[str,
     }
 
 
+def _group_members(truth: AttributeTruth) -> np.ndarray:
+    """(n_groups, max_group_size) attribute indexes per group, padded with -1."""
+    sizes = np.bincount(truth.group_index, minlength=len(truth.groups))
+    members = np.full((len(truth.groups), int(sizes.max())), -1, dtype=np.int64)
+    for g in range(len(truth.groups)):
+        found = np.flatnonzero(truth.group_index == g)
+        members[g, : found.size] = found
+    return members
+
+
+def _keys_by_group(keys: np.ndarray, members: np.ndarray, allowed: np.ndarray) -> np.ndarray:
+    """Random keys arranged ``[..., group, slot]``; +inf where the slot is padding or not allowed."""
+    picked = np.where(members >= 0, keys[..., np.maximum(members, 0)], np.inf)
+    return np.where((members >= 0) & allowed[..., np.maximum(members, 0)], picked, np.inf)
+
+
+def _bump(skipped: dict[str, int], reason: str, n: int = 1) -> None:
+    skipped[reason] = skipped.get(reason, 0) + n
+
+
 def attr_bare_value(cub: CubDataset, truth: AttributeTruth, rng: np.random.Generator,
                     skipped: dict[str, int]) -> list[list[dict[str, Any]]]:
-    """One item per (image, group) with a true value; gold = the most certain true value;
-    distractors = up to four attested values false of the image, so options = min(5, 1 + #eligible)."""
-    members = [np.flatnonzero(truth.group_index == g) for g in range(len(truth.groups))]
+    """One item per (image, group) with a true value; gold = the most certain true value (ties:
+    seeded); distractors = up to four attested values false of the image, so options =
+    min(5, 1 + #eligible). Random choices are smallest-random-key selections (vectorised)."""
+    members = _group_members(truth)
+    n_groups = len(truth.groups)
+    labels = [group_label(g) for g in truth.groups]
+    parts = [split_group(g) for g in truth.groups]
     per_image: list[list[dict[str, Any]]] = []
     for row in range(cub.n_images):
-        items = []
-        for g, attrs in enumerate(members):
-            true_attrs = attrs[truth.true[row, attrs]]
-            if true_attrs.size == 0:
+        keys = rng.random((2, truth.true.shape[1]))
+        shuffle_keys = rng.random((n_groups, MAX_OPTIONS))
+        # gold: highest certainty among true values, then smallest key
+        gold_score = np.where(truth.true[row], cub.certainty[row] * 2.0 - keys[0], -np.inf)
+        gold_by_group = np.where(members >= 0, gold_score[np.maximum(members, 0)], -np.inf)
+        has_true = np.asarray(np.isfinite(gold_by_group).any(axis=1), dtype=bool)
+        gold_slot = gold_by_group.argmax(axis=1)
+        eligible = truth.false[row] & truth.attested
+        distractor_keys = _keys_by_group(keys[1], members, eligible)
+        n_eligible = np.isfinite(distractor_keys).sum(axis=1)
+        order = np.argsort(distractor_keys, axis=1, kind="stable")
+        items: list[dict[str, Any]] = []
+        for g in range(n_groups):
+            if not has_true[g]:
                 continue
-            certainty = cub.certainty[row, true_attrs]
-            best = true_attrs[certainty == certainty.max()]
-            gold_attr = int(best[0] if best.size == 1 else rng.choice(best))
-            eligible = attrs[truth.false[row, attrs] & truth.attested[attrs]]
-            if eligible.size == 0:
-                skipped["attr_bare_value: no eligible distractor"] = skipped.get(
-                    "attr_bare_value: no eligible distractor", 0) + 1
+            if n_eligible[g] == 0:
+                _bump(skipped, "attr_bare_value: no eligible distractor")
                 continue
-            chosen = rng.choice(eligible, size=min(MAX_OPTIONS - 1, eligible.size), replace=False)
-            group = truth.groups[g]
-            part, prop = split_group(group)
+            gold_attr = int(members[g, gold_slot[g]])
+            chosen = members[g, order[g, : min(MAX_OPTIONS - 1, int(n_eligible[g]))]]
             gold = truth.values[gold_attr]
-            options = _shuffled([gold, *(truth.values[a] for a in chosen)], rng)
+            candidates = [gold, *(truth.values[a] for a in chosen)]
+            shuffle = np.argsort(shuffle_keys[g, : len(candidates)], kind="stable")
+            options = [candidates[i] for i in shuffle]
+            part, prop = parts[g]
             items.append(_mcq_row(
-                "attr_bare_value", TEMPLATES["attr_bare_value"].format(part_property=group_label(group)),
-                options, gold, part=part, property=prop, attribute_group=group,
+                "attr_bare_value", TEMPLATES["attr_bare_value"].format(part_property=labels[g]),
+                options, gold, part=part, property=prop, attribute_group=truth.groups[g],
             ))
         per_image.append(items)
     return per_image
@@ -298,34 +329,45 @@ def attr_bare_value(cub: CubDataset, truth: AttributeTruth, rng: np.random.Gener
 def attr_group_value(cub: CubDataset, truth: AttributeTruth, rng: np.random.Generator,
                      skipped: dict[str, int]) -> list[list[dict[str, Any]]]:
     """One item per true trait of the image; options are ``{part} {property}: {value}``; the four
-    distractors are attested traits false of the image, from four distinct other groups."""
+    distractors are attested traits false of the image, from four distinct other groups (groups
+    and values chosen by smallest random key, vectorised over the image's items)."""
+    members = _group_members(truth)
     n_groups = len(truth.groups)
+    n_attributes = truth.true.shape[1]
+    labels = [group_label(g) for g in truth.groups]
+    parts = [split_group(g) for g in truth.groups]
+    trait_text = [f"{labels[truth.group_index[a]]}: {truth.values[a]}" for a in range(n_attributes)]
     per_image: list[list[dict[str, Any]]] = []
     for row in range(cub.n_images):
+        gold_attrs = np.flatnonzero(truth.true[row])
+        if gold_attrs.size == 0:
+            per_image.append([])
+            continue
         eligible = truth.false[row] & truth.attested
-        eligible_groups = np.unique(truth.group_index[eligible])
-        items = []
-        for gold_attr in np.flatnonzero(truth.true[row]):
-            gold_group = int(truth.group_index[gold_attr])
-            candidates = eligible_groups[eligible_groups != gold_group]
-            if candidates.size < MAX_OPTIONS - 1:
-                skipped["attr_group_value: fewer than 4 distractor groups"] = skipped.get(
-                    "attr_group_value: fewer than 4 distractor groups", 0) + 1
+        n_items = gold_attrs.size
+        value_keys = _keys_by_group(rng.random((n_items, n_attributes)), members, eligible)
+        best_slot = value_keys.argmin(axis=2)  # (items, groups)
+        group_ok = np.isfinite(value_keys.min(axis=2))
+        gold_groups = truth.group_index[gold_attrs]
+        group_ok[np.arange(n_items), gold_groups] = False
+        group_keys = np.where(group_ok, rng.random((n_items, n_groups)), np.inf)
+        group_order = np.argsort(group_keys, axis=1, kind="stable")[:, : MAX_OPTIONS - 1]
+        enough = group_ok.sum(axis=1) >= MAX_OPTIONS - 1
+        shuffles = np.argsort(rng.random((n_items, MAX_OPTIONS)), axis=1, kind="stable")
+        items: list[dict[str, Any]] = []
+        for k, gold_attr in enumerate(gold_attrs):
+            if not enough[k]:
+                _bump(skipped, "attr_group_value: fewer than 4 distractor groups")
                 continue
-            groups = rng.choice(candidates, size=MAX_OPTIONS - 1, replace=False)
-            texts = []
-            for g in groups:
-                pool = np.flatnonzero(eligible & (truth.group_index == g))
-                a = int(pool[0] if pool.size == 1 else rng.choice(pool))
-                texts.append(f"{group_label(truth.groups[int(g)])}: {truth.values[a]}")
-            group = truth.groups[gold_group]
-            gold = f"{group_label(group)}: {truth.values[gold_attr]}"
-            part, prop = split_group(group)
-            options = _shuffled([gold, *texts], rng)
-            items.append(_mcq_row("attr_group_value", TEMPLATES["attr_group_value"], options, gold,
-                                  part=part, property=prop, attribute_group=group))
+            distractors = [int(members[g, best_slot[k, g]]) for g in group_order[k]]
+            candidates = [trait_text[int(gold_attr)], *(trait_text[a] for a in distractors)]
+            options = [candidates[i] for i in shuffles[k]]
+            g = int(gold_groups[k])
+            part, prop = parts[g]
+            items.append(_mcq_row("attr_group_value", TEMPLATES["attr_group_value"], options,
+                                  candidates[0], part=part, property=prop,
+                                  attribute_group=truth.groups[g]))
         per_image.append(items)
-    assert n_groups == len(truth.groups)
     return per_image
 
 
@@ -410,7 +452,7 @@ def visibility_partset(cub: CubDataset, rng: np.random.Generator,
         if visible.size >= 3:
             kinds.append("all")
         seen: set[tuple[int, ...]] = set()
-        items = []
+        items: list[dict[str, Any]] = []
         attempts = 0
         while len(items) < PARTSET_TRIPLES_PER_IMAGE and kinds and attempts < 2000:
             attempts += 1
@@ -444,7 +486,7 @@ def visibility_side(cub: CubDataset) -> list[list[dict[str, Any]]]:
     index = {name: i for i, name in enumerate(cub.part_names)}
     per_image = []
     for row in range(cub.n_images):
-        items = []
+        items: list[dict[str, Any]] = []
         for part in SIDE_PARTS:
             left = bool(cub.part_visible[row, index[f"left_{part}"]])
             right = bool(cub.part_visible[row, index[f"right_{part}"]])

@@ -11,6 +11,7 @@ token, secret or password is dropped.
 from __future__ import annotations
 
 import datetime as _dt
+import functools
 import platform
 import sys
 from importlib import metadata
@@ -46,7 +47,7 @@ def is_secret_name(name: str) -> bool:
 def _iso(timestamp: float | None) -> str | None:
     if timestamp is None:
         return None
-    return _dt.datetime.fromtimestamp(timestamp, tz=_dt.timezone.utc).isoformat(timespec="seconds")
+    return _dt.datetime.fromtimestamp(timestamp, tz=_dt.UTC).isoformat(timespec="seconds")
 
 
 def _version(package: str) -> str | None:
@@ -56,6 +57,11 @@ def _version(package: str) -> str | None:
         return None
 
 
+@functools.lru_cache(maxsize=1)
+def _library_versions() -> dict[str, Any]:
+    return {name: _version(name) for name in ("pyarrow", "torch", "transformers", "vllm", "ray")}
+
+
 def environment_facts() -> dict[str, Any]:
     """Python, platform, library versions; torch/CUDA/GPU only when torch is already imported
     (the card never loads torch itself)."""
@@ -63,11 +69,7 @@ def environment_facts() -> dict[str, Any]:
         "python": platform.python_version(),
         "platform": platform.platform(),
         "biovqa": __version__,
-        "pyarrow": _version("pyarrow"),
-        "torch": _version("torch"),
-        "transformers": _version("transformers"),
-        "vllm": _version("vllm"),
-        "ray": _version("ray"),
+        **_library_versions(),
     }
     torch = sys.modules.get("torch")
     if torch is not None:
@@ -76,8 +78,8 @@ def environment_facts() -> dict[str, Any]:
             if torch.cuda.is_available():
                 facts["gpus"] = [torch.cuda.get_device_name(i)
                                  for i in range(torch.cuda.device_count())]
-        except Exception:  # torch half-initialised: the versions above still say enough
-            pass
+        except (RuntimeError, AssertionError, AttributeError):
+            facts["gpus"] = None  # torch without a usable CUDA: the versions above say enough
     return facts
 
 
@@ -107,7 +109,7 @@ def _pixel_limit(facts: dict[str, Any], name: str) -> Any:
     return facts.get(name, nested)
 
 
-def build_card(*, bench: "Bench", options: "RunOptions", facts: dict[str, Any],
+def build_card(*, bench: Bench, options: RunOptions, facts: dict[str, Any],
                header: StoreHeader, selected: int, resumed: int, started: float, executor: str,
                status: str, ended: float | None = None, elapsed_s: float | None = None,
                progress: dict[str, Any] | None = None,
@@ -197,7 +199,7 @@ def write_card(run_dir: str | Path, card: dict[str, Any]) -> Path:
     return path
 
 
-def build_merge_card(run_dirs: "list[Path] | tuple[Path, ...]", out: str | Path,
+def build_merge_card(run_dirs: list[Path] | tuple[Path, ...], out: str | Path,
                      predictions: pa.Table) -> dict[str, Any]:
     """The card of a merged run: the inputs' cards (when present), the header, the counts."""
     import json

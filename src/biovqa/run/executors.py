@@ -8,8 +8,10 @@ order replies come back in.
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Protocol, Sequence
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ..errors import BiovqaError
 from .backends import create_backend
@@ -182,15 +184,13 @@ class RayExecutor:
         if self._ray is None:
             return
         for actor in self.actors:
-            try:
-                self._ray.get(actor.close.remote())
-            except Exception:  # an actor that died has nothing left to release
-                pass
+            with contextlib.suppress(self._ray.exceptions.RayError):
+                self._ray.get(actor.close.remote())  # a dead actor has nothing left to release
             self._ray.kill(actor)
         self.actors = []
 
 
-def make_executor(options: "RunOptions", bench: "Bench") -> Executor:
+def make_executor(options: RunOptions, bench: Bench) -> Executor:
     """The executor ``options.executor`` names (``inprocess`` or ``ray``)."""
     assert options.model is not None
     if options.executor == "inprocess":

@@ -85,11 +85,12 @@ def image_sizes(bench: Bench, items: pa.Table) -> tuple[pa.Table, str]:
     return items, source
 
 
-def plan_run(bench_path: str | Path, model: str, selection: Selection = Selection(), *,
+def plan_run(bench_path: str | Path, model: str, selection: Selection | None = None, *,
              throughput: float | None = None, price_in: float = 0.0, price_out: float = 0.0,
              max_new_tokens: int | None = None) -> PlanEstimate:
     """Estimate a run of ``model`` on the selected items of a benchmark (nothing is run)."""
     throughput = DEFAULT_THROUGHPUT if throughput is None else throughput
+    selection = Selection() if selection is None else selection
     if throughput <= 0:
         raise BiovqaError("throughput must be positive", field="--throughput")
     if price_in < 0 or price_out < 0:
@@ -142,12 +143,12 @@ def render_plan(plan: PlanEstimate) -> str:
         f"model               {plan.model}",
         f"items               {plan.items:,}",
         f"distinct images     {plan.images:,}  (sizes from {plan.image_sizes_from})",
-        f"prompt tokens       {plan.prompt_tokens:,}  (image {plan.image_tokens:,}, "
-        f"text {plan.text_tokens:,})",
+        (f"prompt tokens       {plan.prompt_tokens:,}  (image {plan.image_tokens:,}, "
+         f"text {plan.text_tokens:,})"),
         f"completion tokens   ≤ {plan.completion_tokens_max:,}",
         f"GPU-hours           {plan.gpu_hours:,.2f}  at {plan.throughput_items_per_s:g} items/s",
-        f"API cost            {plan.api_cost:,.2f}  at {plan.price_in_per_million:g} in / "
-        f"{plan.price_out_per_million:g} out per 1M tokens",
+        (f"API cost            {plan.api_cost:,.2f}  at {plan.price_in_per_million:g} in / "
+         f"{plan.price_out_per_million:g} out per 1M tokens"),
         "items by task       " + ", ".join(f"{k} {v:,}" for k, v in plan.items_by_task.items()),
     ]
     lines += [f"note: {n}" for n in plan.notes]

@@ -20,9 +20,9 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Callable, Mapping
 
 #: prompts.md §1 [PAPER]: the system message of Gemma-3-12B and Gemma-4-12B on C1 and C2.
 GEMMA_SYSTEM_MESSAGE = "You are a precise taxonomy expert. Reply with only the requested term."
@@ -326,12 +326,12 @@ def _make(display_name: str, checkpoint: str, family: str, rule: str, **fields: 
     )
 
 
-_GEMMA = dict(
-    system_message_text=GEMMA_SYSTEM_MESSAGE, system_message_components=frozenset({"c1", "c2"})
-)
-_INTERNVL_PREFIX = dict(user_prefix_text=INTERNVL_ENGLISH_PREFIX)
-_QWEN25 = dict(min_pixels=QWEN2_5_VL_PIXELS[0], max_pixels=QWEN2_5_VL_PIXELS[1])
-_QWEN3 = dict(min_pixels=QWEN3_VL_PIXELS[0], max_pixels=QWEN3_VL_PIXELS[1])
+_GEMMA = {
+    "system_message_text": GEMMA_SYSTEM_MESSAGE, "system_message_components": frozenset({"c1", "c2"})
+}
+_INTERNVL_PREFIX = {"user_prefix_text": INTERNVL_ENGLISH_PREFIX}
+_QWEN25 = {"min_pixels": QWEN2_5_VL_PIXELS[0], "max_pixels": QWEN2_5_VL_PIXELS[1]}
+_QWEN3 = {"min_pixels": QWEN3_VL_PIXELS[0], "max_pixels": QWEN3_VL_PIXELS[1]}
 _INTERNVL_NOTE = (
     "custom-code checkpoint (trust_remote_code); for the transformers backend use the native "
     "conversion named in aliases; the checkpoint's default system message applies"

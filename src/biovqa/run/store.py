@@ -27,9 +27,10 @@ import json
 import os
 import time
 import uuid
+from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Sequence
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -76,7 +77,7 @@ class StoreHeader:
         return asdict(self)
 
     @classmethod
-    def from_json(cls, payload: dict[str, Any], *, file: Path | None = None) -> "StoreHeader":
+    def from_json(cls, payload: dict[str, Any], *, file: Path | None = None) -> StoreHeader:
         missing = [name for name in (*HEADER_FIELDS, "format") if name not in payload]
         if missing:
             raise InputFormatError("store header lacks a required key", file=file,
@@ -87,7 +88,7 @@ class StoreHeader:
                 f"{STORE_FORMAT!r})", file=file, field="format")
         return cls(**{name: payload[name] for name in (*HEADER_FIELDS, "format")})
 
-    def differences(self, other: "StoreHeader") -> list[tuple[str, Any, Any]]:
+    def differences(self, other: StoreHeader) -> list[tuple[str, Any, Any]]:
         """``(field, ours, theirs)`` for every header field that disagrees."""
         return [
             (name, getattr(self, name), getattr(other, name))
@@ -134,15 +135,17 @@ def best_per_key(rows: pa.Table) -> pa.Table:
     """
     if rows.num_rows == 0:
         return rows
-    order = np.arange(rows.num_rows)
-    status = rows.column("status").to_numpy(zero_copy_only=False)
-    rank = np.where(status == "ok", 0, 1)
-    keys = rows.column("key").to_numpy(zero_copy_only=False).astype(object)
-    sort = np.lexsort((order, rank, keys))
-    sorted_keys = keys[sort]
+    rank = pc.if_else(pc.equal(rows.column("status"), "ok"), 0, 1).cast(pa.int8())
+    keyed = pa.table({"key": rows.column("key"), "rank": rank,
+                      "order": pa.array(np.arange(rows.num_rows))})
+    sort = pc.sort_indices(keyed, sort_keys=[("key", "ascending"), ("rank", "ascending"),
+                                             ("order", "ascending")])
+    sorted_keys = pc.take(rows.column("key"), sort).combine_chunks()
     first = np.ones(len(sort), dtype=bool)
-    first[1:] = sorted_keys[1:] != sorted_keys[:-1]
-    return rows.take(pa.array(sort[first]))
+    if len(sort) > 1:
+        first[1:] = pc.not_equal(sorted_keys.slice(1), sorted_keys.slice(0, len(sort) - 1)
+                                 ).to_numpy(zero_copy_only=False)
+    return rows.take(pc.filter(sort, pa.array(first)))
 
 
 class PredictionStore:
@@ -164,7 +167,7 @@ class PredictionStore:
 
     # -- opening ---------------------------------------------------------------------------------
     @classmethod
-    def open(cls, run_dir: str | Path, header: StoreHeader, **options: Any) -> "PredictionStore":
+    def open(cls, run_dir: str | Path, header: StoreHeader, **options: Any) -> PredictionStore:
         """Open (or create) the store of ``run_dir``; an existing store must have the same header."""
         store = cls(run_dir, header, **options)
         header_path = store.root / HEADER_FILE
@@ -196,21 +199,23 @@ class PredictionStore:
 
     def append(self, item_ids: Sequence[str], replies: Sequence[Reply], model: str) -> None:
         """Buffer one batch of replies (``item_ids[i]`` asked ``replies[i]``); flush when due."""
+        if len(item_ids) != len(replies):
+            raise ValueError(f"{len(item_ids)} item ids for {len(replies)} replies")
         buf = self._buffer
-        for item_id, reply in zip(item_ids, replies, strict=True):
-            ok = reply.status == "ok" and reply.text is not None
-            buf["key"].append(reply.key)
-            buf["item_id"].append(item_id)
-            buf["response"].append(reply.text if ok else None)
-            buf["status"].append("ok" if ok else "failed")
-            buf["model"].append(model)
-            buf["latency_s"].append(reply.latency_s)
-            buf["prompt_tokens"].append(reply.prompt_tokens)
-            buf["completion_tokens"].append(reply.completion_tokens)
-            buf["error"].append(
-                None if ok else (reply.error or ("backend returned no text"
-                                                 if reply.status == "ok" else "failed"))
-            )
+        ok = [r.status == "ok" and r.text is not None for r in replies]
+        buf["key"].extend([r.key for r in replies])
+        buf["item_id"].extend(item_ids)
+        buf["response"].extend([r.text if good else None for r, good in zip(replies, ok)])
+        buf["status"].extend(["ok" if good else "failed" for good in ok])
+        buf["model"].extend([model] * len(replies))
+        buf["latency_s"].extend([r.latency_s for r in replies])
+        buf["prompt_tokens"].extend([r.prompt_tokens for r in replies])
+        buf["completion_tokens"].extend([r.completion_tokens for r in replies])
+        buf["error"].extend([
+            None if good else (r.error or ("backend returned no text" if r.status == "ok"
+                                           else "failed"))
+            for r, good in zip(replies, ok)
+        ])
         if self.pending >= self.flush_rows or (
             time.monotonic() - self._last_flush >= self.flush_seconds
         ):

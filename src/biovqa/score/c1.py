@@ -46,23 +46,32 @@ same resamples). A *metric block* is
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..build.c1_tiers import MCQ_TASKS
+from ..build.c1_tiers import DEPTH_RANK, MCQ_TASKS
 from ..components import ScoreResult
 from ..errors import BiovqaError, InputFormatError, MissingResourceError
 from ..manifests.bench import Bench
 from ..records import TREE_RANKS
-from ..stats.bootstrap import cluster_codes, percentile_interval, ratio_of_sums_replicates
+from ..stats.bootstrap import percentile_interval, ratio_of_sums_replicates
 from ..text import normalize_c1
-from .c1_resolve import ReplyScores, SynonymIndex, VernacularLookup, normalize_unique, score_replies
+from .c1_resolve import (
+    RESOLUTIONS,
+    ReplyScores,
+    SynonymIndex,
+    VernacularLookup,
+    Vocabulary,
+    encode_strings,
+    score_replies,
+)
 from .hierarchy import HIERARCHICAL_METRICS, hierarchical_per_image, per_level_accuracy
 
 #: C1 question types in Table 6 order.
@@ -98,7 +107,7 @@ class C1ScoreOptions:
     epithet_last_word: bool = True
 
     @classmethod
-    def from_mapping(cls, options: Mapping[str, Any] | None) -> "C1ScoreOptions":
+    def from_mapping(cls, options: Mapping[str, Any] | None) -> C1ScoreOptions:
         options = dict(options or {})
         unknown = sorted(set(options) - _OPTION_KEYS)
         if unknown:
@@ -122,33 +131,74 @@ class C1ScoreOptions:
 # floor
 
 
-def _answer_keys(items: pa.Table) -> pd.DataFrame:
-    answers = _strings(items, "answer")
-    return pd.DataFrame({"task": _strings(items, "task"), "answer": answers, "key": normalize_unique(answers)})
+def _task_index(column: pa.Array | pa.ChunkedArray, source: Path | None = None) -> np.ndarray:
+    """Index into :data:`TASKS` per row; an unknown task is an error naming the row."""
+    codes, dictionary = encode_strings(column)
+    labels = dictionary.to_pylist()
+    unknown = [label for label in labels if label not in TASKS]
+    if unknown or (codes < 0).any():
+        bad = np.flatnonzero((codes < 0) | np.isin(codes, [labels.index(u) for u in unknown]))
+        value = None if codes[bad[0]] < 0 else labels[codes[bad[0]]]
+        raise InputFormatError(f"unknown C1 task {value!r}", file=source, row=int(bad[0]) + 2, field="task",
+                               hint=f"C1 tasks: {', '.join(TASKS)}")
+    return np.asarray([TASKS.index(label) for label in labels], dtype=np.int64)[codes]
+
+
+def _sorted_codes(column: pa.Array | pa.ChunkedArray) -> tuple[np.ndarray, list[str]]:
+    """Codes numbered in sorted label order (−1 where null) and the sorted labels."""
+    codes, dictionary = encode_strings(column)
+    labels = [str(v) for v in dictionary.to_pylist()]
+    order = np.argsort(np.asarray(labels, dtype=object), kind="stable")
+    rank = np.empty(len(labels), dtype=np.int64)
+    rank[order] = np.arange(len(labels))
+    return np.where(codes >= 0, rank[np.maximum(codes, 0)] if len(labels) else -1, -1), [labels[i] for i in order]
+
+
+def _floors(task_index: np.ndarray, answers: pa.Array | pa.ChunkedArray) -> tuple[dict[str, str], dict[str, float]]:
+    """Floor answer and floor score φ per question type (see :func:`floor_answers`)."""
+    vocabulary = Vocabulary()
+    gold = vocabulary.normalized_ids(answers)
+    raw_codes, raw_dictionary = encode_strings(answers)
+    size = np.int64(len(vocabulary))
+    valid = (gold != 0) & (raw_codes >= 0)
+    keys, counts = np.unique(task_index[valid] * size + gold[valid], return_counts=True)
+    frame = pd.DataFrame({"task": keys // size, "gold": keys % size, "n": counts})
+    frame["text"] = vocabulary.text(frame["gold"].to_numpy()).tolist()
+    frame = frame.sort_values(["task", "n", "text"], ascending=[True, False, True], kind="stable")
+    best = frame.drop_duplicates("task").set_index("task")["gold"]
+    raw_labels = raw_dictionary.to_pylist()
+    answers_out: dict[str, str] = {}
+    scores_out: dict[str, float] = {}
+    for task, gold_id in best.items():
+        rows = task_index == task
+        chosen = rows & (gold == gold_id) & (raw_codes >= 0)
+        spelled, spelled_counts = np.unique(raw_codes[chosen], return_counts=True)
+        options = sorted(zip(-spelled_counts, [raw_labels[c] for c in spelled]))
+        answers_out[TASKS[task]] = options[0][1]
+        scores_out[TASKS[task]] = float(chosen.sum() / rows.sum())
+    return answers_out, scores_out
 
 
 def floor_answers(items: pa.Table) -> dict[str, str]:
     """The image-blind floor reply per question type (Table 3 floor row): the most frequent gold
     answer of that type after normalization (ties: the smallest normalized string), spelled as
     its most frequent written form (ties: the smallest string). The baseline backend answers it."""
-    frame = _answer_keys(items)
-    frame = frame[frame["answer"].notna() & (frame["key"] != "")]
-    keys = frame.groupby(["task", "key"]).size().rename("n").reset_index()
-    keys = keys.sort_values(["task", "n", "key"], ascending=[True, False, True], kind="stable")
-    best = keys.drop_duplicates("task").set_index("task")["key"]
-    chosen = frame[frame["key"].to_numpy() == frame["task"].map(best).to_numpy()]
-    spellings = chosen.groupby(["task", "answer"]).size().rename("n").reset_index()
-    spellings = spellings.sort_values(["task", "n", "answer"], ascending=[True, False, True], kind="stable")
-    return {str(k): str(v) for k, v in spellings.drop_duplicates("task").set_index("task")["answer"].items()}
+    return _floors(_task_index(items.column("task")), items.column("answer"))[0]
 
 
 def floor_scores(items: pa.Table, answers: Mapping[str, str] | None = None) -> dict[str, float]:
-    """φ per question type: the share of its items whose gold equals the floor answer."""
-    answers = floor_answers(items) if answers is None else answers
-    frame = _answer_keys(items)
-    floor_keys = {task: normalize_c1(answer) for task, answer in answers.items()}
-    hit = frame["key"].to_numpy() == frame["task"].map(floor_keys).to_numpy()
-    return {str(task): float(share) for task, share in pd.Series(hit).groupby(frame["task"].to_numpy()).mean().items()}
+    """φ per question type: the share of its items whose gold equals the floor answer (§2.10)."""
+    task_index = _task_index(items.column("task"))
+    if answers is None:
+        return _floors(task_index, items.column("answer"))[1]
+    vocabulary = Vocabulary()
+    gold = vocabulary.normalized_ids(items.column("answer"))
+    out = {}
+    for task, answer in answers.items():
+        rows = task_index == TASKS.index(task)
+        if rows.any():
+            out[task] = float((gold[rows] == vocabulary.ids([normalize_c1(answer)])[0]).mean())
+    return out
 
 
 def item_weighted_score(scores: Mapping[str, float], counts: Mapping[str, int]) -> float:
@@ -172,12 +222,9 @@ def recognition_recall_gap(mcq: float, open_recall: float) -> tuple[float, float
 # inputs
 
 
-def _strings(table: pa.Table, name: str) -> np.ndarray:
-    """A string column as an object array (None where null)."""
-    return table.column(name).to_numpy(zero_copy_only=False).astype(object)
-
-
-def _check_predictions(items: pa.Table, predictions: pa.Table) -> tuple[np.ndarray, np.ndarray]:
+def _check_predictions(items: pa.Table, predictions: pa.Table) -> tuple[pa.Array, np.ndarray]:
+    """The replies and a status code per item (0 ok, 1 failed, 2 missing; an ``ok`` row without a
+    reply counts as missing)."""
     for column in ("item_id", "response", "status"):
         if column not in predictions.column_names:
             raise InputFormatError("predictions lack a required column", field=column,
@@ -200,24 +247,25 @@ def _check_predictions(items: pa.Table, predictions: pa.Table) -> tuple[np.ndarr
         row = int(pc.index(known, False).as_py())
         raise InputFormatError(f"unknown status {status[row].as_py()!r}", row=row + 2, field="status",
                                hint=f"use one of {', '.join(PREDICTION_STATUSES)}")
-    replies = predictions.column("response").cast(pa.string()).to_numpy(zero_copy_only=False).astype(object)
-    return replies, status.to_numpy(zero_copy_only=False).astype(object)
+    replies = predictions.column("response").cast(pa.string()).combine_chunks()
+    code = np.full(items.num_rows, PREDICTION_STATUSES.index("missing"), dtype=np.int8)
+    ok = pc.and_(pc.equal(status, "ok"), pc.is_valid(replies)).to_numpy(zero_copy_only=False)
+    code[ok] = PREDICTION_STATUSES.index("ok")
+    code[pc.equal(status, "failed").to_numpy(zero_copy_only=False)] = PREDICTION_STATUSES.index("failed")
+    return replies, code
 
 
-def _check_items(items: pa.Table, source: Path | None) -> None:
+def _check_items(items: pa.Table, source: Path | None) -> np.ndarray:
     missing = [c for c in REQUIRED_ITEM_COLUMNS if c not in items.column_names]
     if missing:
         raise InputFormatError("C1 items lack a required column", file=source, field=missing[0],
                                hint="rebuild the benchmark with `biovqa build c1`")
-    tasks = _strings(items, "task")
-    bad = np.flatnonzero(~np.isin(tasks, TASKS))
-    if len(bad):
-        raise InputFormatError(f"unknown C1 task {tasks[bad[0]]!r}", file=source, row=int(bad[0]) + 2,
-                               field="task", hint=f"C1 tasks: {', '.join(TASKS)}")
+    task_index = _task_index(items.column("task"), source)
     target = items.column("target_node")
     if target.null_count:
-        row = int(np.flatnonzero(np.asarray(target.is_null()))[0])
+        row = int(np.flatnonzero(target.is_null().to_numpy(zero_copy_only=False))[0])
         raise InputFormatError("item has no target node", file=source, row=row + 2, field="target_node")
+    return task_index
 
 
 def load_resources(bench: Bench, backbone: Path | None) -> tuple[Any, SynonymIndex, VernacularLookup, Path]:
@@ -250,71 +298,101 @@ def load_resources(bench: Bench, backbone: Path | None) -> tuple[Any, SynonymInd
 def score(bench: Bench, predictions: pa.Table, options: Mapping[str, Any] | None = None) -> ScoreResult:
     """Score C1 predictions aligned with ``bench.items`` (see the module docstring)."""
     settings = C1ScoreOptions.from_mapping(options)
-    items = bench.items
-    _check_items(items, bench.items_path)
-    replies, statuses = _check_predictions(items, predictions)
     tree, synonyms, vernacular, index_path = load_resources(bench, settings.backbone)
-    if int(items.column("target_node").to_numpy().max(initial=-1)) >= len(tree.names):
-        raise InputFormatError("target_node lies outside the benchmark tree", file=bench.items_path,
-                               field="target_node", hint="the tree and the items come from different builds")
-    return score_items(items, replies, statuses, tree=tree, synonyms=synonyms, vernacular=vernacular,
+    items = _scoring_columns(bench)
+    return score_items(items, predictions, tree=tree, synonyms=synonyms, vernacular=vernacular,
                        settings=settings, backbone=index_path, source=bench.items_path)
 
 
-def _mcq_arrays(items: pa.Table, is_mcq: np.ndarray, source: Path | None) -> tuple[np.ndarray, np.ndarray]:
-    """(n_mcq × k) option strings and option nodes of the MCQ items, in row order."""
+#: Item columns the scorer reads (plus the difficulty columns it copies); the rest stay on disk.
+SCORING_COLUMNS: tuple[str, ...] = (*REQUIRED_ITEM_COLUMNS, "tier", "options", "option_nodes")
+
+
+def _scoring_columns(bench: Bench) -> pa.Table:
+    """The items table restricted to what scoring needs (the cached full table if already read)."""
+    if "items" in vars(bench):
+        return bench.items
+    import pyarrow.parquet as pq
+
+    try:
+        names = pq.read_schema(bench.items_path).names
+        wanted = [c for c in dict.fromkeys((*SCORING_COLUMNS, *DIFFICULTY_COLUMNS)) if c in names]
+        return pq.read_table(bench.items_path, columns=wanted)
+    except (pa.ArrowInvalid, OSError) as exc:
+        raise InputFormatError(f"cannot read benchmark items: {exc}", file=bench.items_path,
+                               hint="the file looks truncated or is not Parquet; rebuild the benchmark") from None
+
+
+def _mcq_arrays(items: pa.Table, is_mcq: np.ndarray, source: Path | None) -> tuple[pa.Array, np.ndarray]:
+    """Flattened option strings (n_mcq·k) and the (n_mcq × k) option nodes of the MCQ items."""
     rows = np.flatnonzero(is_mcq)
     if len(rows) == 0:
-        return np.empty((0, 0), dtype=object), np.empty((0, 0), dtype=np.int64)
+        return pa.array([], pa.string()), np.empty((0, 0), dtype=np.int64)
     if "options" not in items.column_names:
         raise InputFormatError("MCQ items need an options column", file=source, field="options")
     options = items.column("options").take(pa.array(rows)).combine_chunks()
-    lengths = pc.fill_null(pc.list_value_length(options), 0).to_numpy()
-    if len(set(lengths.tolist())) != 1 or lengths[0] < 2:
-        row = int(rows[np.argmin(lengths == np.median(lengths))])
+    lengths = pc.fill_null(pc.list_value_length(options), 0).to_numpy(zero_copy_only=False)
+    if (lengths != lengths[0]).any() or lengths[0] < 2:
+        bad = int(np.flatnonzero((lengths != lengths[0]) | (lengths < 2))[0])
         raise InputFormatError("every MCQ item needs the same number (≥ 2) of options", file=source,
-                               row=row + 2, field="options")
+                               row=int(rows[bad]) + 2, field="options")
     width = int(lengths[0])
-    strings = options.flatten().to_numpy(zero_copy_only=False).astype(object).reshape(len(rows), width)
     nodes = np.full((len(rows), width), -1, dtype=np.int64)
     if "option_nodes" in items.column_names:
         column = items.column("option_nodes").take(pa.array(rows)).combine_chunks()
-        node_lengths = pc.fill_null(pc.list_value_length(column), 0).to_numpy()
-        present = node_lengths == width
+        present = pc.fill_null(pc.list_value_length(column), 0).to_numpy(zero_copy_only=False) == width
         if present.any():
             flat = pc.fill_null(column.filter(pa.array(present)).flatten(), -1).to_numpy(zero_copy_only=False)
             nodes[present] = np.asarray(flat, dtype=np.int64).reshape(int(present.sum()), width)
-    return strings, nodes
+    return options.flatten(), nodes
 
 
-def score_items(items: pa.Table, replies: np.ndarray, statuses: np.ndarray, *, tree: Any,
-                synonyms: SynonymIndex, vernacular: VernacularLookup, settings: C1ScoreOptions,
+def score_items(items: pa.Table, predictions: pa.Table, *, tree: Any, synonyms: SynonymIndex,
+                vernacular: VernacularLookup, settings: C1ScoreOptions | None = None,
                 backbone: Path | None = None, source: Path | None = None) -> ScoreResult:
     """Per-item scores and the summary from already-loaded resources (pure)."""
-    columns = {name: _strings(items, name) for name in ("task", "answer", "genus", "species", "group", "source_id")}
-    is_mcq = np.isin(columns["task"], list(MCQ_TASKS))
-    mcq_options, mcq_option_nodes = _mcq_arrays(items, is_mcq, source)
+    settings = settings or C1ScoreOptions()
+    task_index = _check_items(items, source)
+    replies, status = _check_predictions(items, predictions)
     target = items.column("target_node").to_numpy(zero_copy_only=False).astype(np.int64)
-    result = score_replies(tasks=columns["task"], answers=columns["answer"], target_nodes=target,
-                           genera=columns["genus"], binomials=columns["species"], mcq_options=mcq_options,
-                           mcq_option_nodes=mcq_option_nodes, replies=replies, statuses=statuses, tree=tree,
-                           synonyms=synonyms, vernacular=vernacular,
-                           epithet_last_word=settings.epithet_last_word)
-    effective_status = np.where((statuses == "ok") & pd.isna(replies), "missing", statuses).astype(object)
-    table = _item_table(items, columns, effective_status, result)
-    answers = floor_answers(items)
-    summary = summarize(table, floor_scores(items, answers), answers, B=settings.bootstrap,
-                        seed=settings.seed, level=settings.level)
+    if len(target) and (target.min() < 0 or target.max() >= len(tree.names)):
+        raise InputFormatError("target_node lies outside the benchmark tree", file=source, field="target_node",
+                               hint="the tree and the items come from different builds")
+    tasks = np.asarray(TASKS, dtype=object)[task_index]
+    is_mcq = task_index == TASKS.index(MCQ_TASK)
+    mcq_options, mcq_option_nodes = _mcq_arrays(items, is_mcq, source)
+    result = score_replies(
+        tasks=tasks, answers=items.column("answer"), genera=items.column("genus"),
+        binomials=items.column("species"), target_nodes=target, replies=replies,
+        answered=status == PREDICTION_STATUSES.index("ok"), failed=status == PREDICTION_STATUSES.index("failed"),
+        mcq_options=mcq_options, mcq_option_nodes=mcq_option_nodes, tree=tree, synonyms=synonyms,
+        vernacular=vernacular, epithet_last_word=settings.epithet_last_word)
+    group_codes, group_labels = _sorted_codes(items.column("group"))
+    if "tier" in items.column_names:
+        tier_codes, tier_labels = _sorted_codes(items.column("tier"))
+    else:
+        tier_codes, tier_labels = np.full(items.num_rows, -1, dtype=np.int64), []
+    cluster, cluster_labels = _sorted_codes(items.column("source_id"))
+    arrays = _ItemArrays(task=task_index, group=group_codes, group_labels=group_labels, tier=tier_codes,
+                         tier_labels=tier_labels, cluster=cluster, n_clusters=len(cluster_labels), status=status,
+                         scores=result)
+    answers, floors = _floors(task_index, items.column("answer"))
+    summary = summarize(arrays, floors, answers, B=settings.bootstrap, seed=settings.seed, level=settings.level)
     summary["options"] = {"epithet_last_word": settings.epithet_last_word,
                           "backbone": None if backbone is None else str(backbone)}
-    return ScoreResult(items=table, summary=summary)
+    return ScoreResult(items=_item_table(items, status, result), summary=summary)
 
 
-def _item_table(items: pa.Table, columns: dict[str, np.ndarray], statuses: np.ndarray,
-                result: ReplyScores) -> pa.Table:
+def _label_array(codes: np.ndarray, labels: Sequence[str]) -> pa.Array:
+    """Strings from integer codes (null where the code is negative)."""
+    indices = pa.array(np.asarray(codes, dtype=np.int64), pa.int64(), mask=np.asarray(codes) < 0)
+    return pa.array(list(labels), pa.string()).take(indices)
+
+
+def _item_table(items: pa.Table, status: np.ndarray, result: ReplyScores) -> pa.Table:
     resolved = result.resolved_node >= 0
 
-    def nullable_int(values: np.ndarray, valid: np.ndarray, kind: pa.DataType) -> pa.Array:
+    def nullable(values: np.ndarray, valid: np.ndarray, kind: pa.DataType) -> pa.Array:
         return pa.array(values, type=kind, mask=~valid)
 
     out: dict[str, pa.Array | pa.ChunkedArray] = {
@@ -322,19 +400,19 @@ def _item_table(items: pa.Table, columns: dict[str, np.ndarray], statuses: np.nd
         "task": items.column("task"),
         "group": items.column("group"),
         "source_id": items.column("source_id"),
-        "status": pa.array(statuses, pa.string()),
-        "parsed_response": pa.array(result.parsed, pa.string()),
+        "status": _label_array(status, PREDICTION_STATUSES),
+        "parsed_response": result.parsed,
         "em": pa.array(result.em, pa.int8()),
         "em_soft": pa.array(result.em_soft, pa.int8()),
         "resolved": pa.array(resolved, pa.bool_()),
-        "resolution": pa.array(result.resolution, pa.string()),
-        "resolved_node": nullable_int(result.resolved_node, resolved, pa.int32()),
-        "lca_node": nullable_int(result.lca_node, resolved, pa.int32()),
-        "lca_rank": pa.array(result.lca_rank, pa.string()),
+        "resolution": _label_array(result.resolution, RESOLUTIONS),
+        "resolved_node": nullable(result.resolved_node, resolved, pa.int32()),
+        "lca_node": nullable(result.lca_node, resolved, pa.int32()),
+        "lca_rank": _label_array(result.lca_depth, DEPTH_RANK),
         "severity": pa.array(result.severity, pa.float64(), from_pandas=True),
         "wup": pa.array(result.wup, pa.float64()),
         "lin": pa.array(result.lin, pa.float64()),
-        "mcq_choice": nullable_int(result.mcq_choice, result.mcq_choice >= 0, pa.int8()),
+        "mcq_choice": nullable(result.mcq_choice, result.mcq_choice >= 0, pa.int8()),
     }
     for name in DIFFICULTY_COLUMNS:
         if name in items.column_names:
@@ -346,87 +424,109 @@ def _item_table(items: pa.Table, columns: dict[str, np.ndarray], statuses: np.nd
 # aggregation
 
 
-@dataclass
-class _Plan:
-    """Numerator and denominator columns of every bootstrapped mean (per-cluster sums)."""
+@dataclass(frozen=True)
+class _ItemArrays:
+    """Per-item integer codes and scores the summary is computed from."""
 
-    codes: np.ndarray
+    task: np.ndarray
+    group: np.ndarray
+    group_labels: list[str]
+    tier: np.ndarray
+    tier_labels: list[str]
+    cluster: np.ndarray
     n_clusters: int
-    numerators: list[np.ndarray]
-    denominators: list[np.ndarray]
-    denominator_of: list[int]
-    estimates: list[float]
+    status: np.ndarray
+    scores: ReplyScores
+
+
+class _Plan:
+    """Every bootstrapped mean as per-cluster numerator and denominator sums, so that one set of
+    resampled cluster weights serves all of them; full-sample values are kept in float64."""
+
+    def __init__(self, codes: np.ndarray, n_clusters: int) -> None:
+        self.codes = codes
+        self.n_clusters = n_clusters
+        self.numerators: list[np.ndarray] = []
+        self.denominators: list[np.ndarray] = []
+        self.denominator_of: list[int] = []
+        self.full_numerators: list[np.ndarray] = []
+        self.full_denominators: list[np.ndarray] = []
+        self._width = 0
+        self._denominator_width = 0
+        self._known_denominators: dict[bytes, int] = {}
+        self._layouts: dict[tuple[int, int, int, int], tuple[np.ndarray, np.ndarray]] = {}
+        self._pinned: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
+
+    def _layout(self, mask: np.ndarray, cells: np.ndarray, n_cells: int,
+                codes: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
+        """Rows kept and their flat (cluster, cell) bin, computed once per layout."""
+        codes = self.codes if codes is None else codes
+        key = (id(mask), id(cells), id(codes), n_cells)
+        if key not in self._layouts:
+            keep = np.flatnonzero(mask & (cells >= 0))
+            self._layouts[key] = (keep, codes[keep] * n_cells + cells[keep])
+            self._pinned.append((mask, cells, codes))  # keep the ids valid while cached
+        return self._layouts[key]
 
     def add_denominator(self, mask: np.ndarray, cells: np.ndarray, n_cells: int,
                         codes: np.ndarray | None = None) -> int:
-        """Counts of ``mask`` rows per cell; returns the index of its first column. ``codes``
-        overrides the rows' cluster codes (image-level rows)."""
-        codes = self.codes if codes is None else codes
-        block = _cell_sums(np.ones(len(cells)), mask, cells, n_cells, codes, self.n_clusters)
-        first = sum(d.shape[1] for d in self.denominators)
-        self.denominators.append(block)
+        """Counts of ``mask`` rows per cell; returns its first column (identical count blocks are
+        stored once). ``codes`` overrides the rows' cluster codes (image-level rows)."""
+        keep, flat = self._layout(mask, cells, n_cells, codes)
+        block = np.bincount(flat, minlength=self.n_clusters * n_cells).reshape(self.n_clusters, n_cells)
+        key = block.tobytes()
+        if key in self._known_denominators:
+            return self._known_denominators[key]
+        first = self._denominator_width
+        self.denominators.append(block.astype(np.float32))
+        self.full_denominators.append(np.bincount(cells[keep], minlength=n_cells).astype(np.float64))
+        self._denominator_width += n_cells
+        self._known_denominators[key] = first
         return first
 
     def add_mean(self, values: np.ndarray, mask: np.ndarray, cells: np.ndarray, n_cells: int,
                  denominator_first: int, codes: np.ndarray | None = None) -> int:
         """Means of ``values`` over ``mask`` per cell; returns the index of its first column."""
-        codes = self.codes if codes is None else codes
-        block = _cell_sums(values, mask, cells, n_cells, codes, self.n_clusters)
-        first = sum(n.shape[1] for n in self.numerators)
-        self.numerators.append(block)
+        keep, flat = self._layout(mask, cells, n_cells, codes)
+        weights = np.asarray(values, dtype=np.float64)[keep]
+        sums = np.bincount(flat, weights=weights, minlength=self.n_clusters * n_cells)
+        self.numerators.append(sums.reshape(self.n_clusters, n_cells).astype(np.float32))
+        self.full_numerators.append(np.bincount(cells[keep], weights=weights, minlength=n_cells))
         self.denominator_of.extend(range(denominator_first, denominator_first + n_cells))
+        first = self._width
+        self._width += n_cells
         return first
 
     def run(self, B: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
-        numerators = np.concatenate(self.numerators, axis=1)
-        denominators = np.concatenate(self.denominators, axis=1)
-        index = np.asarray(self.denominator_of)
-        top = numerators.sum(axis=0)
-        bottom = denominators.sum(axis=0)[index]
+        index = np.asarray(self.denominator_of, dtype=np.int64)
+        top = np.concatenate(self.full_numerators)
+        bottom = np.concatenate(self.full_denominators)[index]
         with np.errstate(invalid="ignore", divide="ignore"):
             estimate = np.where(bottom > 0, top / np.where(bottom > 0, bottom, 1), np.nan)
-        replicates = ratio_of_sums_replicates(numerators, denominators, B=B, seed=seed, denominator_of=index)
+        replicates = ratio_of_sums_replicates(np.concatenate(self.numerators, axis=1),
+                                              np.concatenate(self.denominators, axis=1),
+                                              B=B, seed=seed, denominator_of=index)
         return estimate, replicates
-
-
-def _cell_sums(values: np.ndarray, mask: np.ndarray, cells: np.ndarray, n_cells: int, codes: np.ndarray,
-               n_clusters: int) -> np.ndarray:
-    keep = mask & (cells >= 0)
-    flat = codes[keep] * n_cells + cells[keep]
-    sums = np.bincount(flat, weights=np.asarray(values, dtype=np.float64)[keep], minlength=n_clusters * n_cells)
-    return sums.reshape(n_clusters, n_cells).astype(np.float32)
 
 
 def _interval(estimate: float, lo: float, hi: float) -> dict[str, float]:
     return {"value": float(estimate), "lo": float(lo), "hi": float(hi)}
 
 
-def _labels(values: np.ndarray) -> tuple[np.ndarray, list[str]]:
-    """Dense codes (sorted labels; None → −1) and the labels."""
-    codes, uniques = pd.factorize(pd.Series(values, dtype=object), sort=True)
-    return codes.astype(np.int64), [str(u) for u in uniques]
-
-
-def summarize(table: pa.Table, floors: Mapping[str, float], floor_replies: Mapping[str, str], *,
+def summarize(arrays: _ItemArrays, floors: Mapping[str, float], floor_replies: Mapping[str, str], *,
               B: int = 1000, seed: int = 42, level: float = 0.95) -> dict[str, Any]:
-    """The C1 summary (module docstring) from the per-item table."""
-    task = _strings(table, "task")
-    group = _strings(table, "group")
-    tier = _strings(table, "tier") if "tier" in table.column_names else np.full(len(task), None, dtype=object)
-    status = _strings(table, "status")
-    em = table.column("em").to_numpy().astype(np.float64)
-    em_soft = table.column("em_soft").to_numpy().astype(np.float64)
-    resolved = table.column("resolved").to_numpy(zero_copy_only=False).astype(bool)
-    severity = table.column("severity").to_numpy(zero_copy_only=False).astype(np.float64)
-    values = {
-        "em": em, "em_soft": em_soft, "revision_lag": em_soft - em, "unresolved": (~resolved).astype(np.float64),
-        "wup": table.column("wup").to_numpy(), "lin": table.column("lin").to_numpy(),
-    }
-    codes, n_clusters = cluster_codes(_strings(table, "source_id"))
-    plan = _Plan(codes, n_clusters, [], [], [], [])
-    everything = np.ones(len(task), dtype=bool)
-    with_severity = ~np.isnan(severity)
-    severity_values = np.nan_to_num(severity)
+    """The C1 summary (module docstring) from per-item codes and scores."""
+    scores = arrays.scores
+    n_items = len(arrays.task)
+    em = scores.em.astype(np.float64)
+    em_soft = scores.em_soft.astype(np.float64)
+    resolved = scores.resolved_node >= 0
+    with_severity = ~np.isnan(scores.severity)
+    values = {"em": em, "em_soft": em_soft, "unresolved": (~resolved).astype(np.float64),
+              "wup": scores.wup, "lin": scores.lin}
+    plan = _Plan(arrays.cluster, arrays.n_clusters)
+    everything = np.ones(n_items, dtype=bool)
+    severity_values = np.nan_to_num(scores.severity)
 
     def full_block(cells: np.ndarray, n_cells: int) -> dict[str, int]:
         count = plan.add_denominator(everything, cells, n_cells)
@@ -435,41 +535,37 @@ def summarize(table: pa.Table, floors: Mapping[str, float], floor_replies: Mappi
         columns["severity"] = plan.add_mean(severity_values, with_severity, cells, n_cells, count_severity)
         return columns
 
-    task_codes = pd.Series(task, dtype=object).map({t: i for i, t in enumerate(TASKS)}).to_numpy(np.int64)
-    pooled_codes = np.zeros(len(task), dtype=np.int64)
-    open_codes = np.where(np.isin(task, OPEN_TASKS), 0, -1)
-    group_codes, group_labels = _labels(group)
-    tier_codes, tier_labels = _labels(tier)
-    task_group_codes = np.where(group_codes >= 0, task_codes * max(len(group_labels), 1) + group_codes, -1)
-    task_tier_codes = np.where(tier_codes >= 0, task_codes * max(len(tier_labels), 1) + tier_codes, -1)
-
+    n_groups, n_tiers = len(arrays.group_labels), len(arrays.tier_labels)
+    task_codes = arrays.task
+    pooled_codes = np.zeros(n_items, dtype=np.int64)
+    open_codes = np.where(task_codes != TASKS.index(MCQ_TASK), 0, -1)
     blocks = {
         "tasks": (full_block(task_codes, len(TASKS)), list(TASKS), task_codes),
         "pooled": (full_block(pooled_codes, 1), ["all"], pooled_codes),
         "open_pooled": (full_block(open_codes, 1), ["all"], open_codes),
-        "groups": (full_block(group_codes, len(group_labels)), group_labels, group_codes),
-        "tiers": (full_block(tier_codes, len(tier_labels)), tier_labels, tier_codes),
+        "groups": (full_block(arrays.group, n_groups), arrays.group_labels, arrays.group),
+        "tiers": (full_block(arrays.tier, n_tiers), arrays.tier_labels, arrays.tier),
     }
-    n_task_group = len(TASKS) * max(len(group_labels), 1)
-    n_task_tier = len(TASKS) * max(len(tier_labels), 1)
-    tg_count = plan.add_denominator(everything, task_group_codes, n_task_group)
-    tg_em = plan.add_mean(em, everything, task_group_codes, n_task_group, tg_count)
-    tt_count = plan.add_denominator(everything, task_tier_codes, n_task_tier)
-    tt_em = plan.add_mean(em, everything, task_tier_codes, n_task_tier, tt_count)
+    task_group = np.where(arrays.group >= 0, task_codes * max(n_groups, 1) + arrays.group, -1)
+    task_tier = np.where(arrays.tier >= 0, task_codes * max(n_tiers, 1) + arrays.tier, -1)
+    cross = {}
+    for name, cells, width in (("task_group", task_group, len(TASKS) * max(n_groups, 1)),
+                               ("task_tier", task_tier, len(TASKS) * max(n_tiers, 1))):
+        count = plan.add_denominator(everything, cells, width)
+        cross[name] = plan.add_mean(em, everything, cells, width, count)
 
-    hierarchy_inputs = _hierarchy_matrix(task, em, codes, n_clusters, group)
+    hierarchy_inputs = _hierarchy_matrix(task_codes, em, arrays.cluster, arrays.n_clusters, arrays.group)
     hierarchy_columns: dict[str, int] = {}
     if hierarchy_inputs is not None:
         correct, present, image_rows, image_group = hierarchy_inputs
         per_image = hierarchical_per_image(correct, present)
-        image_group_codes, image_group_labels = _labels(image_group)
         every_image = np.ones(len(image_rows), dtype=bool)
         for scope, cells, width in (("pooled", np.zeros(len(image_rows), dtype=np.int64), 1),
-                                    ("groups", image_group_codes, len(image_group_labels))):
+                                    ("groups", image_group, n_groups)):
             count = plan.add_denominator(every_image, cells, width, codes=image_rows)
-            for name in HIERARCHICAL_METRICS:
-                hierarchy_columns[f"{scope}:{name}"] = plan.add_mean(per_image[name], every_image, cells, width,
-                                                                     count, codes=image_rows)
+            for metric in HIERARCHICAL_METRICS:
+                hierarchy_columns[f"{scope}:{metric}"] = plan.add_mean(per_image[metric], every_image, cells,
+                                                                       width, count, codes=image_rows)
 
     estimate, replicates = plan.run(B, seed)
     lo, hi = percentile_interval(replicates, level)
@@ -477,38 +573,40 @@ def summarize(table: pa.Table, floors: Mapping[str, float], floor_replies: Mappi
     def interval(column: int) -> dict[str, float]:
         return _interval(estimate[column], lo[column], hi[column])
 
-    def counts_of(mask: np.ndarray, cells: np.ndarray, n_cells: int) -> np.ndarray:
-        keep = mask & (cells >= 0)
-        return np.bincount(cells[keep], minlength=n_cells)
+    def difference(first: int, second: int) -> dict[str, float]:
+        d_lo, d_hi = percentile_interval(replicates[:, first] - replicates[:, second], level)
+        return _interval(estimate[first] - estimate[second], d_lo[0], d_hi[0])
 
     summary: dict[str, Any] = {"component": "c1"}
-    summary["counts"] = {
-        "items": int(len(task)),
-        **{s: int((status == s).sum()) for s in PREDICTION_STATUSES},
-        "images": int(n_clusters),
-    }
+    summary["counts"] = {"items": int(n_items),
+                         **{s: int((arrays.status == i).sum()) for i, s in enumerate(PREDICTION_STATUSES)},
+                         "images": int(arrays.n_clusters)}
     summary["bootstrap"] = {"B": int(B), "seed": int(seed), "level": float(level), "unit": "image (source_id)"}
 
     def metric_blocks(key: str) -> dict[str, dict[str, Any]]:
         columns, labels, cells = blocks[key]
-        n = counts_of(everything, cells, len(labels))
-        n_sev = counts_of(with_severity, cells, len(labels))
+        n = np.bincount(cells[cells >= 0], minlength=len(labels))
+        n_severity = np.bincount(cells[(cells >= 0) & with_severity], minlength=len(labels))
         out: dict[str, dict[str, Any]] = {}
         for position, label in enumerate(labels):
             if n[position] == 0:
                 continue
-            block: dict[str, Any] = {"n": int(n[position]), "n_severity": int(n_sev[position])}
-            for name, first in columns.items():
-                block[name] = interval(first + position)
+            block: dict[str, Any] = {"n": int(n[position]), "n_severity": int(n_severity[position])}
+            for name in ("em", "em_soft"):
+                block[name] = interval(columns[name] + position)
+            block["revision_lag"] = difference(columns["em_soft"] + position, columns["em"] + position)
+            for name in ("unresolved", "wup", "lin", "severity"):
+                block[name] = interval(columns[name] + position)
             out[label] = block
         return out
 
     summary["tasks"] = metric_blocks("tasks")
+    em_first = blocks["tasks"][0]["em"]
     for name, block in summary["tasks"].items():
         phi = float(floors.get(name, np.nan))
         block["floor"] = phi
         block["floor_answer"] = floor_replies.get(name)
-        column = blocks["tasks"][0]["em"] + TASKS.index(name)
+        column = em_first + TASKS.index(name)
         block["headroom"] = _headroom(estimate[column], replicates[:, column], phi, level)
     summary["pooled"] = metric_blocks("pooled").get("all", {})
     summary["open_pooled"] = metric_blocks("open_pooled").get("all", {})
@@ -518,13 +616,13 @@ def summarize(table: pa.Table, floors: Mapping[str, float], floor_replies: Mappi
         summary["pooled"]["floor"] = float(phi)
         column = blocks["pooled"][0]["em"]
         summary["pooled"]["headroom"] = _headroom(estimate[column], replicates[:, column], phi, level)
-    summary["recognition_recall"] = _recognition_recall(blocks["tasks"][0]["em"], estimate, replicates, level,
+    summary["recognition_recall"] = _recognition_recall(em_first, estimate, replicates, level,
                                                         present=set(summary["tasks"]))
     summary["groups"] = metric_blocks("groups")
     summary["tiers"] = metric_blocks("tiers")
 
     def em_cells(first: int, cells: np.ndarray, labels: list[str]) -> dict[str, dict[str, Any]]:
-        n = counts_of(everything, cells, len(TASKS) * max(len(labels), 1))
+        n = np.bincount(cells[cells >= 0], minlength=len(TASKS) * max(len(labels), 1))
         out: dict[str, dict[str, Any]] = {}
         for t_index, t_name in enumerate(TASKS):
             row: dict[str, Any] = {}
@@ -536,15 +634,17 @@ def summarize(table: pa.Table, floors: Mapping[str, float], floor_replies: Mappi
                 out[t_name] = row
         return out
 
-    summary["task_group"] = em_cells(tg_em, task_group_codes, group_labels)
-    summary["task_tier"] = em_cells(tt_em, task_tier_codes, tier_labels)
-    summary["breakdown"] = _breakdown(task, group, tier, values, severity)
-    resolution = pd.Series(_strings(table, "resolution"))
+    summary["task_group"] = em_cells(cross["task_group"], task_group, arrays.group_labels)
+    summary["task_tier"] = em_cells(cross["task_tier"], task_tier, arrays.tier_labels)
+    summary["breakdown"] = _breakdown(arrays, values, scores.severity)
+    resolution_counts = np.bincount(task_codes * len(RESOLUTIONS) + scores.resolution,
+                                    minlength=len(TASKS) * len(RESOLUTIONS)).reshape(len(TASKS), len(RESOLUTIONS))
     summary["resolution"] = {
-        str(t): {str(k): int(v) for k, v in sorted(part.value_counts().items())}
-        for t, part in resolution.groupby(pd.Series(task), sort=True)
+        TASKS[t]: {RESOLUTIONS[r]: int(resolution_counts[t, r]) for r in np.argsort(RESOLUTIONS)
+                   if resolution_counts[t, r]}
+        for t in range(len(TASKS)) if resolution_counts[t].any()
     }
-    summary["hierarchy"] = _hierarchy_summary(hierarchy_inputs, hierarchy_columns, interval)
+    summary["hierarchy"] = _hierarchy_summary(hierarchy_inputs, hierarchy_columns, interval, arrays.group_labels)
     return summary
 
 
@@ -577,34 +677,44 @@ def _recognition_recall(em_first: int, estimate: np.ndarray, replicates: np.ndar
     }
 
 
-def _breakdown(task: np.ndarray, group: np.ndarray, tier: np.ndarray, values: dict[str, np.ndarray],
-               severity: np.ndarray) -> list[dict[str, Any]]:
-    frame = pd.DataFrame({"task": task, "group": group, "tier": tier, **values, "severity": severity})
-    frame["tier"] = frame["tier"].fillna("none")
-    grouped = frame.groupby(["task", "group", "tier"], sort=True)
-    means = grouped[["em", "em_soft", "unresolved", "wup", "lin", "severity"]].mean()
-    n = grouped.size()
-    n_severity = grouped["severity"].count()
-    order = {t: i for i, t in enumerate(TASKS)}
+def _breakdown(arrays: _ItemArrays, values: dict[str, np.ndarray], severity: np.ndarray) -> list[dict[str, Any]]:
+    """Point estimates for every (task, group, tier) cell with items (tier "none" where unset)."""
+    n_groups = max(len(arrays.group_labels), 1)
+    n_tiers = len(arrays.tier_labels) + 1  # last slot: no tier
+    tier = np.where(arrays.tier >= 0, arrays.tier, n_tiers - 1)
+    valid = arrays.group >= 0
+    cells = (arrays.task * n_groups + arrays.group) * n_tiers + tier
+    cells, width = cells[valid], len(TASKS) * n_groups * n_tiers
+    n = np.bincount(cells, minlength=width)
+    has_severity = ~np.isnan(severity[valid])
+    n_severity = np.bincount(cells[has_severity], minlength=width)
+    sums = {name: np.bincount(cells, weights=v[valid], minlength=width) for name, v in values.items()}
+    severity_sum = np.bincount(cells[has_severity], weights=severity[valid][has_severity], minlength=width)
+    tier_labels = [*arrays.tier_labels, "none"]
     records = []
-    for (t, g, k), row in means.iterrows():
-        records.append({"task": t, "group": g, "tier": k, "n": int(n[(t, g, k)]),
-                        "n_severity": int(n_severity[(t, g, k)]),
-                        **{name: float(row[name]) for name in means.columns}})
-    records.sort(key=lambda r: (order.get(r["task"], 99), r["group"], r["tier"]))
+    for cell in np.flatnonzero(n):
+        task, rest = divmod(int(cell), n_groups * n_tiers)
+        group, tier_code = divmod(rest, n_tiers)
+        record: dict[str, Any] = {"task": TASKS[task], "group": arrays.group_labels[group],
+                                  "tier": tier_labels[tier_code], "n": int(n[cell]),
+                                  "n_severity": int(n_severity[cell])}
+        for name, total in sums.items():
+            record[name] = float(total[cell] / n[cell])
+        record["severity"] = float(severity_sum[cell] / n_severity[cell]) if n_severity[cell] else float("nan")
+        records.append(record)
     return records
 
 
 def _hierarchy_matrix(task: np.ndarray, em: np.ndarray, codes: np.ndarray, n_clusters: int,
                       group: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None:
-    """Per image (cluster): EM at phylum … species and which levels it was asked."""
-    level = (pd.Series(task, dtype=object).map({t: i for i, t in enumerate(HIERARCHY_TASKS)})
-             .fillna(-1).to_numpy(np.int64))
+    """Per image (cluster): EM at phylum … species, which levels it was asked, its group code."""
+    level_of_task = np.asarray([HIERARCHY_TASKS.index(t) if t in HIERARCHY_TASKS else -1 for t in TASKS])
+    level = level_of_task[task]
     rows = np.flatnonzero(level >= 0)
     if len(rows) == 0:
         return None
     flat = codes[rows] * len(HIERARCHY_TASKS) + level[rows]
-    if len(np.unique(flat)) != len(flat):
+    if np.bincount(flat, minlength=1).max() > 1:
         raise InputFormatError("an image has two questions at the same rank", field="source_id",
                                hint="hierarchical consistency needs one question per image and rank")
     present = np.zeros(n_clusters * len(HIERARCHY_TASKS), dtype=bool)
@@ -613,15 +723,14 @@ def _hierarchy_matrix(task: np.ndarray, em: np.ndarray, codes: np.ndarray, n_clu
     correct[flat] = em[rows] > 0
     present = present.reshape(n_clusters, len(HIERARCHY_TASKS))
     correct = correct.reshape(n_clusters, len(HIERARCHY_TASKS))
-    asked = present.any(axis=1)
-    image_group = np.full(n_clusters, None, dtype=object)
+    image_group = np.full(n_clusters, -1, dtype=np.int64)
     image_group[codes[rows]] = group[rows]
-    image_rows = np.flatnonzero(asked)
-    return correct[asked], present[asked], image_rows, image_group[asked]
+    image_rows = np.flatnonzero(present.any(axis=1))
+    return correct[image_rows], present[image_rows], image_rows, image_group[image_rows]
 
 
 def _hierarchy_summary(inputs: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None,
-                       columns: dict[str, int], interval: Any) -> dict[str, Any]:
+                       columns: dict[str, int], interval: Any, group_labels: list[str]) -> dict[str, Any]:
     if inputs is None:
         return {}
     correct, present, _, image_group = inputs
@@ -632,14 +741,14 @@ def _hierarchy_summary(inputs: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndar
         for name in HIERARCHICAL_METRICS:
             out[name] = interval(columns[f"{scope}:{name}"] + position)
         accuracy = per_level_accuracy(correct[mask], present[mask])
-        out["per_level"] = {lvl: float(acc) for lvl, acc in zip(levels, accuracy)}
+        out["per_level"] = {level: float(acc) for level, acc in zip(levels, accuracy)}
         return out
 
-    groups = sorted({str(g) for g in image_group.tolist() if g is not None})
     return {
         "levels": levels,
         "correctness": "em",
-        "n_images": int(len(correct)),
+        "n_images": len(correct),
         "pooled": block("pooled", 0, np.ones(len(correct), dtype=bool)),
-        "groups": {g: block("groups", i, image_group == g) for i, g in enumerate(groups)},
+        "groups": {label: block("groups", i, image_group == i) for i, label in enumerate(group_labels)
+                   if (image_group == i).any()},
     }

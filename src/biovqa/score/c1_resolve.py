@@ -25,14 +25,16 @@ Per item, after the species-epithet last-word quirk (prompts.md §2.5) and norma
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Protocol, Sequence
+from typing import Protocol
 
 import numpy as np
 import pandas as pd
 import pyarrow as pa
+import pyarrow.compute as pc
 
-from ..build.c1_tiers import ASKED_DEPTH, DEPTH_RANK, MCQ_TASKS
+from ..build.c1_tiers import ASKED_DEPTH, MCQ_TASKS
 from ..taxonomy.tree import BenchmarkTree
 from ..text import normalize_c1_array
 
@@ -93,41 +95,81 @@ def last_word(replies: Sequence[str]) -> list[str]:
     return out
 
 
-def normalize_unique(values: np.ndarray) -> np.ndarray:
-    """normalize_c1 of an object array, computed once per distinct value."""
-    codes, uniques = pd.factorize(pd.Series(values, dtype=object), use_na_sentinel=False)
-    if len(uniques) == 0:
-        return np.asarray([], dtype=object)
-    cleaned = [u if isinstance(u, str) else None for u in uniques]
-    normalized = np.asarray(normalize_c1_array(pa.array(cleaned, pa.string())).to_pylist(), dtype=object)
-    return normalized[codes]
+def encode_strings(values: pa.Array | pa.ChunkedArray) -> tuple[np.ndarray, pa.Array]:
+    """Dictionary-encode a string column: per-row codes (−1 where null) and the distinct values."""
+    array = values.combine_chunks() if isinstance(values, pa.ChunkedArray) else values
+    encoded = array.cast(pa.string()).dictionary_encode()
+    codes = pc.fill_null(encoded.indices, -1).to_numpy(zero_copy_only=False).astype(np.int64)
+    return codes, encoded.dictionary
+
+
+class Vocabulary:
+    """Normalized strings ↔ dense integer ids (id 0 is the empty string), so that per-item string
+    comparisons become integer comparisons and string work happens once per distinct value."""
+
+    def __init__(self) -> None:
+        self._ids: dict[str, int] = {"": 0}
+        self.strings: list[str] = [""]
+
+    def __len__(self) -> int:
+        return len(self.strings)
+
+    def ids(self, strings: Sequence[str | None]) -> np.ndarray:
+        out = np.empty(len(strings), dtype=np.int64)
+        known = self._ids
+        for position, text in enumerate(strings):
+            text = text or ""
+            found = known.get(text)
+            if found is None:
+                found = len(self.strings)
+                known[text] = found
+                self.strings.append(text)
+            out[position] = found
+        return out
+
+    def raw_ids(self, values: pa.Array | pa.ChunkedArray) -> np.ndarray:
+        """Per-row id of the value as it is (null → "")."""
+        codes, dictionary = encode_strings(values)
+        ids = self.ids(dictionary.to_pylist())
+        return np.where(codes >= 0, ids[np.maximum(codes, 0)] if len(ids) else 0, 0)
+
+    def normalized_ids(self, values: pa.Array | pa.ChunkedArray) -> np.ndarray:
+        """Per-row id of ``normalize_c1(value)`` (null → "")."""
+        codes, dictionary = encode_strings(values)
+        ids = self.ids(normalize_c1_array(dictionary).to_pylist())
+        return np.where(codes >= 0, ids[np.maximum(codes, 0)] if len(ids) else 0, 0)
+
+    def text(self, ids: np.ndarray) -> np.ndarray:
+        return np.asarray(self.strings, dtype=object)[ids]
+
+    def as_arrow(self, ids: np.ndarray) -> pa.Array:
+        return pa.array(self.strings, pa.string()).take(pa.array(ids, pa.int64()))
 
 
 @dataclass(frozen=True)
 class _NameTable:
-    """Sorted distinct keys with the node ids each names (CSR)."""
+    """Vocabulary ids with the tree nodes each names (CSR over sorted ids)."""
 
-    keys: pd.Index
+    keys: np.ndarray
     starts: np.ndarray
     counts: np.ndarray
     nodes: np.ndarray
 
     @classmethod
-    def from_pairs(cls, keys: np.ndarray, nodes: np.ndarray) -> "_NameTable":
-        frame = pd.DataFrame({"key": keys, "node": np.asarray(nodes, dtype=np.int64)})
-        frame = frame.drop_duplicates().sort_values(["key", "node"], kind="stable")
-        counts = frame.groupby("key", sort=True).size()
-        starts = np.concatenate([[0], np.cumsum(counts.to_numpy())[:-1]]).astype(np.int64)
-        return cls(pd.Index(counts.index), starts, counts.to_numpy(np.int64), frame["node"].to_numpy(np.int64))
+    def from_pairs(cls, keys: np.ndarray, nodes: np.ndarray) -> _NameTable:
+        pairs = np.unique(np.stack([np.asarray(keys, np.int64), np.asarray(nodes, np.int64)], axis=1), axis=0)
+        unique_keys, starts, counts = np.unique(pairs[:, 0], return_index=True, return_counts=True)
+        return cls(unique_keys, starts.astype(np.int64), counts.astype(np.int64), pairs[:, 1])
 
     def expand(self, rows: np.ndarray, queries: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Long-format (row, candidate node) pairs for the rows whose query is a key."""
-        position = self.keys.get_indexer(pd.Index(queries, dtype=object)) if len(queries) else np.empty(0, np.int64)
-        hit = position >= 0
+        """Long-format (row, candidate node) pairs for the rows whose query id is a key."""
+        if len(self.keys) == 0 or len(rows) == 0:
+            return np.empty(0, np.int64), np.empty(0, np.int64)
+        position = np.minimum(np.searchsorted(self.keys, queries), len(self.keys) - 1)
+        hit = self.keys[position] == queries
         rows, position = rows[hit], position[hit]
         counts = self.counts[position]
-        total = int(counts.sum())
-        offsets = np.arange(total) - np.repeat(np.cumsum(counts) - counts, counts)
+        offsets = np.arange(int(counts.sum())) - np.repeat(np.cumsum(counts) - counts, counts)
         return np.repeat(rows, counts), self.nodes[np.repeat(self.starts[position], counts) + offsets]
 
 
@@ -139,7 +181,6 @@ def _choose(tree: BenchmarkTree, rows: np.ndarray, nodes: np.ndarray, gold: np.n
         return rows, nodes
     node_depth = tree.depth[nodes].astype(np.int64)
     gold_rows = gold[rows]
-    # on the gold's lineage: an ancestor of the gold, or a node below it
     on_lineage = ((tree.ancestors[gold_rows, node_depth] == nodes)
                   | (tree.ancestors[nodes, tree.depth[gold_rows].astype(np.int64)] == gold_rows))
     at_rank = node_depth == asked_depth[rows]
@@ -149,18 +190,18 @@ def _choose(tree: BenchmarkTree, rows: np.ndarray, nodes: np.ndarray, gold: np.n
     return rows[first], nodes[first]
 
 
-def mcq_choice(replies: np.ndarray, option_keys: np.ndarray) -> np.ndarray:
+def mcq_choice(reply_ids: np.ndarray, option_ids: np.ndarray, vocabulary: Vocabulary) -> np.ndarray:
     """Index of the option each normalized reply chooses (−1: none): normalized equality with an
     option, else the unique option contained in the reply ([DEFAULT], metrics.md §2.1).
-    ``option_keys`` is the (n, k) object array of normalized options."""
-    replies = np.asarray(replies, dtype=object)
-    if len(replies) == 0:
+    ``reply_ids`` (n,) and ``option_ids`` (n, k) are vocabulary ids."""
+    if len(reply_ids) == 0:
         return np.empty(0, dtype=np.int64)
-    equal = option_keys == replies[:, None]
+    equal = (option_ids == reply_ids[:, None]) & (reply_ids[:, None] != 0)
     choice = np.where(equal.any(axis=1), equal.argmax(axis=1), -1).astype(np.int64)
-    for row in np.flatnonzero((choice < 0) & (replies != "")):
-        reply = replies[row]
-        contained = [j for j, key in enumerate(option_keys[row]) if key and key in reply]
+    strings = vocabulary.strings
+    for row in np.flatnonzero((choice < 0) & (reply_ids != 0)):
+        reply = strings[reply_ids[row]]
+        contained = [j for j, key in enumerate(option_ids[row]) if key and strings[key] in reply]
         if len(contained) == 1:
             choice[row] = contained[0]
     return choice
@@ -170,114 +211,112 @@ def mcq_choice(replies: np.ndarray, option_keys: np.ndarray) -> np.ndarray:
 class ReplyScores:
     """Per-item results of :func:`score_replies` (arrays of the items' length)."""
 
-    parsed: np.ndarray  # object: normalized reply after the quirk ("" when missing)
+    parsed: pa.Array  # normalized reply after the quirk ("" when missing)
     em: np.ndarray  # int8
     em_soft: np.ndarray  # int8
     mcq_choice: np.ndarray  # int64, −1 where none / not MCQ
-    resolution: np.ndarray  # object, one of RESOLUTIONS
+    resolution: np.ndarray  # int8 codes into RESOLUTIONS
     resolved_node: np.ndarray  # int64, −1 unresolved
     lca_node: np.ndarray  # int64, −1 unresolved
-    lca_rank: np.ndarray  # object, None unresolved
+    lca_depth: np.ndarray  # int64, −1 unresolved
     severity: np.ndarray  # float64, NaN unless wrong and resolved
     wup: np.ndarray  # float64
     lin: np.ndarray  # float64
 
 
-def _depths_of(tasks: np.ndarray) -> np.ndarray:
-    return pd.Series(tasks, dtype=object).map(ASKED_DEPTH).fillna(-1).to_numpy(np.int64)
-
-
-def score_replies(*, tasks: np.ndarray, answers: np.ndarray, target_nodes: np.ndarray,
-                  genera: np.ndarray, binomials: np.ndarray, mcq_options: np.ndarray,
-                  mcq_option_nodes: np.ndarray, replies: np.ndarray, statuses: np.ndarray,
-                  tree: BenchmarkTree, synonyms: SynonymIndex, vernacular: VernacularLookup,
+def score_replies(*, tasks: np.ndarray, answers: pa.Array, genera: pa.Array, binomials: pa.Array,
+                  target_nodes: np.ndarray, replies: pa.Array, answered: np.ndarray, failed: np.ndarray,
+                  mcq_options: pa.Array, mcq_option_nodes: np.ndarray, tree: BenchmarkTree,
+                  synonyms: SynonymIndex, vernacular: VernacularLookup,
                   epithet_last_word: bool = True) -> ReplyScores:
     """Score every reply against its item (see the module docstring).
 
-    Per item (object arrays, None where null): ``tasks``, ``answers`` (gold strings), ``genera``
-    and ``binomials`` (gold genus and species, used by the species question), ``replies`` and
-    ``statuses`` (ok / failed / missing); ``target_nodes`` the gold nodes. For the MCQ items, in
-    row order: ``mcq_options`` (n_mcq × k option strings) and ``mcq_option_nodes`` (their tree
-    nodes, −1 where unknown)."""
+    Per item: ``tasks`` (task names, object array), ``answers`` (gold strings), ``genera`` and
+    ``binomials`` (gold genus and species, for the species question), ``target_nodes`` (gold
+    nodes), ``replies`` (null where none), ``answered`` (status ok and a reply) and ``failed``. For
+    the MCQ items, in row order: ``mcq_options`` (flattened, n_mcq·k strings) and
+    ``mcq_option_nodes`` (n_mcq × k tree nodes, −1 where unknown)."""
     n = len(tasks)
     tasks = np.asarray(tasks, dtype=object)
-    statuses = np.asarray(statuses, dtype=object)
-    replies = np.asarray(replies, dtype=object)
     gold = np.asarray(target_nodes, dtype=np.int64)
-    answered = (statuses == "ok") & pd.notna(replies)
-    text = np.where(answered, replies, "").astype(object)
+    answered = np.asarray(answered, dtype=bool)
     is_species = tasks == SPECIES_TASK
     is_mcq = np.isin(tasks, list(MCQ_TASKS))
-    is_open = ~is_mcq
-    if epithet_last_word and is_species.any():
-        codes, uniques = pd.factorize(pd.Series(text[is_species], dtype=object))
-        text[is_species] = np.asarray(last_word(list(uniques)), dtype=object)[codes]
-    parsed = normalize_unique(text)
-    norm_gold = normalize_unique(np.asarray(answers, dtype=object))
-    asked_depth = _depths_of(tasks)
+    asked_depth = pd.Series(tasks, dtype=object).map(ASKED_DEPTH).fillna(-1).to_numpy(np.int64)
+    vocabulary = Vocabulary()
 
-    em = (parsed == norm_gold) & answered & is_open
+    # replies → vocabulary ids, with the species-epithet last-word quirk (prompts.md §2.5)
+    reply_codes, reply_dictionary = encode_strings(replies)
+    plain = vocabulary.ids(normalize_c1_array(reply_dictionary).to_pylist())
+    per_code = np.broadcast_to(plain, (2, len(plain))).copy() if len(plain) else np.zeros((2, 0), np.int64)
+    if epithet_last_word and is_species.any() and len(plain):
+        words = last_word(reply_dictionary.to_pylist())
+        per_code[1] = vocabulary.ids(normalize_c1_array(pa.array(words, pa.string())).to_pylist())
+    quirk = (is_species & epithet_last_word).astype(np.int64)
+    parsed = np.where(answered & (reply_codes >= 0), per_code[quirk, np.maximum(reply_codes, 0)]
+                      if len(plain) else 0, 0)
+    gold_id = vocabulary.normalized_ids(answers)
+
+    em = answered & (parsed == gold_id) & ~is_mcq
     choice = np.full(n, -1, dtype=np.int64)
     mcq_rows = np.flatnonzero(is_mcq)
-    option_keys = np.empty((0, 0), dtype=object)
     if len(mcq_rows):
-        if mcq_options.shape[0] != len(mcq_rows) or mcq_option_nodes.shape != mcq_options.shape:
+        if mcq_option_nodes.shape[0] != len(mcq_rows) or len(mcq_options) != mcq_option_nodes.size:
             raise ValueError("mcq_options and mcq_option_nodes need one row per MCQ item")
-        option_keys = normalize_unique(mcq_options.ravel()).reshape(mcq_options.shape)
-        choice[mcq_rows] = mcq_choice(np.where(answered[mcq_rows], parsed[mcq_rows], ""), option_keys)
-        gold_choice = mcq_choice(norm_gold[mcq_rows], option_keys)
+        option_ids = vocabulary.normalized_ids(mcq_options).reshape(mcq_option_nodes.shape)
+        choice[mcq_rows] = mcq_choice(parsed[mcq_rows], option_ids, vocabulary)
+        gold_choice = mcq_choice(gold_id[mcq_rows], option_ids, vocabulary)
         em[mcq_rows] = (choice[mcq_rows] >= 0) & (choice[mcq_rows] == gold_choice)
 
-    # names to look up: species items with a one-word reply are read as "<gold genus> <reply>"
+    # species items with a one-word reply are read as "<gold genus> <reply>"
     candidate = parsed.copy()
     one_word = np.zeros(n, dtype=bool)
-    species_rows = np.flatnonzero(is_species & answered)
+    gold_key = gold_id.copy()
+    species_rows = np.flatnonzero(is_species)
     if len(species_rows):
-        words = parsed[species_rows]
-        single = np.asarray([bool(w) and " " not in w for w in words], dtype=bool)
-        rows = species_rows[single]
+        strings = vocabulary.strings
+        reply_ids = parsed[species_rows]
+        distinct = np.unique(reply_ids)
+        single = {int(i) for i in distinct if i and " " not in strings[i]}
+        rows = species_rows[np.isin(reply_ids, list(single)) & answered[species_rows]]
         one_word[rows] = True
-        candidate[rows] = normalize_unique(np.asarray(genera, dtype=object)[rows]) + " " + parsed[rows]
-    gold_key = norm_gold.copy()
-    if is_species.any():
-        gold_key[is_species] = normalize_unique(np.asarray(binomials, dtype=object)[is_species])
+        genus_id = vocabulary.normalized_ids(genera.take(pa.array(rows, pa.int64())))
+        pair_keys, inverse = np.unique((genus_id << 32) | parsed[rows], return_inverse=True)
+        texts = [f"{strings[int(k >> 32)]} {strings[int(k & 0xFFFFFFFF)]}" for k in pair_keys]
+        candidate[rows] = vocabulary.ids(texts)[inverse.ravel()]
+        gold_key[species_rows] = vocabulary.normalized_ids(binomials.take(pa.array(species_rows, pa.int64())))
 
-    lookup_rows = np.flatnonzero(answered & (parsed != ""))
-    query = pd.unique(np.concatenate([candidate[lookup_rows], parsed[lookup_rows]]))
-    relation = synonyms.accepted_targets(pa.array(query, pa.string()))
-    syn_names = relation.column("name").to_numpy(zero_copy_only=False).astype(object)
-    syn_accepted = normalize_unique(relation.column("accepted_name").to_numpy(zero_copy_only=False))
+    # the synonym relation S of every name looked up
+    lookup = np.unique(np.concatenate([candidate[answered], parsed[answered]]))
+    lookup = lookup[lookup != 0]
+    relation = synonyms.accepted_targets(pa.array(vocabulary.text(lookup).tolist(), pa.string()))
+    relation_name = vocabulary.raw_ids(relation.column("name"))  # the normalized queries
+    relation_accepted = vocabulary.normalized_ids(relation.column("accepted_name"))
+    relation_keys = np.unique((relation_name << 32) | relation_accepted)
 
+    open_rows = np.flatnonzero(answered & ~is_mcq)
     em_soft = em.copy()
-    open_rows = lookup_rows[is_open[lookup_rows]]
-    if len(syn_names) and len(open_rows):
-        vocabulary = pd.Index(pd.unique(np.concatenate([syn_names, syn_accepted])))
-        size = np.int64(len(vocabulary))
-        pair_keys = np.unique(vocabulary.get_indexer(syn_names).astype(np.int64) * size
-                              + vocabulary.get_indexer(syn_accepted))
-        cand_code = vocabulary.get_indexer(candidate[open_rows]).astype(np.int64)
-        gold_code = vocabulary.get_indexer(gold_key[open_rows]).astype(np.int64)
-        item_keys = cand_code * size + gold_code
-        position = np.minimum(np.searchsorted(pair_keys, item_keys), len(pair_keys) - 1)
-        soft = (cand_code >= 0) & (gold_code >= 0) & (pair_keys[position] == item_keys)
-        em_soft[open_rows] |= soft
-    em_soft[mcq_rows] = em[mcq_rows]
+    if len(relation_keys) and len(open_rows):
+        keys = (candidate[open_rows] << 32) | gold_key[open_rows]
+        em_soft[open_rows] |= np.isin(keys, relation_keys, assume_unique=False)
 
-    resolution = np.full(n, "unresolved", dtype=object)
-    resolution[~answered] = np.where(statuses[~answered] == "failed", "failed", "missing")
+    resolution = np.full(n, RESOLUTIONS.index("unresolved"), dtype=np.int8)
+    resolution[~answered] = RESOLUTIONS.index("missing")
+    resolution[~answered & np.asarray(failed, dtype=bool)] = RESOLUTIONS.index("failed")
     resolved = np.full(n, -1, dtype=np.int64)
     resolved[em_soft] = gold[em_soft]
-    resolution[em_soft & em] = "exact"
-    resolution[em_soft & ~em] = "synonym"
-    pending = answered & ~em_soft & (parsed != "")
+    resolution[em_soft & em] = RESOLUTIONS.index("exact")
+    resolution[em_soft & ~em] = RESOLUTIONS.index("synonym")
+    pending = answered & ~em_soft & (parsed != 0)
 
-    tree_names = _NameTable.from_pairs(tree.normalized_names[1:], np.arange(1, len(tree.names)))
+    tree_name_ids = vocabulary.ids(tree.normalized_names[1:].tolist())
+    tree_names = _NameTable.from_pairs(tree_name_ids, np.arange(1, len(tree.names)))
 
     def settle(rows: np.ndarray, queries: np.ndarray, table: _NameTable, label: str) -> None:
         cand_rows, cand_nodes = table.expand(rows, queries)
         chosen_rows, chosen_nodes = _choose(tree, cand_rows, cand_nodes, gold, asked_depth)
         resolved[chosen_rows] = chosen_nodes
-        resolution[chosen_rows] = label
+        resolution[chosen_rows] = RESOLUTIONS.index(label)
         pending[chosen_rows] = False
 
     if len(mcq_rows):  # the chosen option's node
@@ -285,44 +324,39 @@ def score_replies(*, tasks: np.ndarray, answers: np.ndarray, target_nodes: np.nd
         option_node = np.where(chose >= 0, mcq_option_nodes[np.arange(len(mcq_rows)), np.maximum(chose, 0)], -1)
         take = pending[mcq_rows] & (option_node >= 0)
         resolved[mcq_rows[take]] = option_node[take]
-        resolution[mcq_rows[take]] = "option"
+        resolution[mcq_rows[take]] = RESOLUTIONS.index("option")
         pending[mcq_rows[take]] = False
     rows = np.flatnonzero(pending & one_word)
     settle(rows, candidate[rows], tree_names, "epithet")
     rows = np.flatnonzero(pending)
     settle(rows, parsed[rows], tree_names, "exact")
-    if len(syn_names):
-        keep = tree_names.keys.get_indexer(pd.Index(syn_accepted, dtype=object)) >= 0
-        pair_rows, pair_nodes = tree_names.expand(np.flatnonzero(keep), syn_accepted[keep])
-        synonym_table = _NameTable.from_pairs(syn_names[pair_rows], pair_nodes)
+    if len(relation_keys):
+        pair_rows, pair_nodes = tree_names.expand(np.arange(len(relation_accepted)), relation_accepted)
+        synonym_table = _NameTable.from_pairs(relation_name[pair_rows], pair_nodes)
         rows = np.flatnonzero(pending & one_word)
         settle(rows, candidate[rows], synonym_table, "epithet")
         rows = np.flatnonzero(pending)
         settle(rows, parsed[rows], synonym_table, "synonym")
     rows = np.flatnonzero(pending)
     if len(rows):
-        codes, uniques = pd.factorize(pd.Series(parsed[rows], dtype=object))
-        found = np.asarray(vernacular.lookup(list(uniques)), dtype=np.int64)[codes]
+        distinct, inverse = np.unique(parsed[rows], return_inverse=True)
+        found = np.asarray(vernacular.lookup(vocabulary.text(distinct).tolist()), dtype=np.int64)[inverse.ravel()]
         hit = found >= 0
         resolved[rows[hit]] = found[hit]
-        resolution[rows[hit]] = "vernacular"
-        pending[rows[hit]] = False
+        resolution[rows[hit]] = RESOLUTIONS.index("vernacular")
 
     is_resolved = resolved >= 0
-    lca = np.where(is_resolved, tree.lca(resolved, gold), -1).astype(np.int64)
-    safe_lca = np.maximum(lca, 0)
-    safe_resolved = np.maximum(resolved, 0)
-    lca_depth = tree.depth[safe_lca].astype(np.int64)
+    lca = np.where(is_resolved, tree.lca(np.maximum(resolved, 0), gold), -1).astype(np.int64)
+    lca_depth = np.where(is_resolved, tree.depth[np.maximum(lca, 0)], -1).astype(np.int64)
+    safe_lca, safe_resolved = np.maximum(lca, 0), np.maximum(resolved, 0)
     gold_depth = tree.depth[gold].astype(np.int64)
     ic = tree.information_content
     same = is_resolved & (resolved == gold)
-    wup = np.where(is_resolved, wu_palmer(lca_depth, tree.depth[safe_resolved], gold_depth), 0.0)
+    wup = np.where(is_resolved, wu_palmer(np.maximum(lca_depth, 0), tree.depth[safe_resolved], gold_depth), 0.0)
     lin = np.where(is_resolved, lin_similarity(ic[safe_lca], ic[safe_resolved], ic[gold]), 0.0)
     wup = np.where(same, 1.0, wup)
     lin = np.where(same, 1.0, lin)
-    wrong_resolved = is_resolved & ~em_soft
-    severity = np.where(wrong_resolved, severity_of(gold_depth, lca_depth), np.nan)
-    lca_rank = np.where(is_resolved, np.asarray(DEPTH_RANK, dtype=object)[lca_depth], None)
-    return ReplyScores(parsed=parsed, em=em.astype(np.int8), em_soft=em_soft.astype(np.int8),
+    severity = np.where(is_resolved & ~em_soft, severity_of(gold_depth, lca_depth), np.nan)
+    return ReplyScores(parsed=vocabulary.as_arrow(parsed), em=em.astype(np.int8), em_soft=em_soft.astype(np.int8),
                        mcq_choice=choice, resolution=resolution, resolved_node=resolved, lca_node=lca,
-                       lca_rank=lca_rank, severity=severity, wup=wup, lin=lin)
+                       lca_depth=lca_depth, severity=severity, wup=wup, lin=lin)

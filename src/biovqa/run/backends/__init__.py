@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import importlib
 import inspect
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from ...errors import BiovqaError
 from .base import Backend, Reply, Request

@@ -31,8 +31,9 @@ import os
 import random
 import time
 import warnings
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 from ...errors import BiovqaError
@@ -224,6 +225,10 @@ class OpenAIBackend:
         self.revision = revision
         self.preset_key = preset_key
         self.ignored_options = tuple(ignored_options)
+        #: Batch hints for the engine: batches big enough to keep every slot busy (a batch ends
+        #: with a drain); prompt tokens cost a client nothing, so the token budget is loose.
+        self.max_batch_items = max(64, 16 * self.concurrency)
+        self.batch_tokens = 4_000_000
         self._generator = random.Random(seed)
         self._rate_limiter = RequestRateLimiter(rpm)
         self._loop = asyncio.new_event_loop()
@@ -367,7 +372,7 @@ class OpenAIBackend:
                 self._client.post("/chat/completions", content=payload),
                 timeout=self.timeout_s + 1.0,
             )
-        except (httpx.TimeoutException, asyncio.TimeoutError) as error:
+        except (TimeoutError, httpx.TimeoutException) as error:
             raise _RetryableFailure(f"timeout after {self.timeout_s:g} s ({type(error).__name__})")
         except httpx.TransportError as error:
             raise _RetryableFailure(f"connection error: {type(error).__name__}: {error}")

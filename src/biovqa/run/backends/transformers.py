@@ -17,8 +17,9 @@ from __future__ import annotations
 
 import time
 import warnings
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 from ...errors import BiovqaError, MissingResourceError
 from ..presets import ModelPreset, get_preset
@@ -96,6 +97,8 @@ class TransformersBackend:
         self.preset = preset
         self.model_id = model
         self.batch_size = int(batch_size)
+        #: Batch hint for the engine: hand over batches of about one generate call each.
+        self.max_batch_items = self.batch_size
         self.ignored_options = dict(ignored_options or {})
         if device == "auto":
             device = "cuda" if torch.cuda.is_available() else "cpu"

@@ -87,26 +87,45 @@ def _rate(numerator: int, denominator: int) -> float | None:
     return numerator / denominator if denominator else None
 
 
+def _coded(column: pa.ChunkedArray | pa.Array, names: Sequence[str]) -> np.ndarray:
+    """Index of every value in ``names`` (-1 for null or another value), via dictionary encoding."""
+    array = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
+    encoded = pc.dictionary_encode(array)
+    lookup = np.array([names.index(v) if v in names else -1 for v in encoded.dictionary.to_pylist()]
+                      or [-1], dtype=np.int64)
+    index = encoded.indices
+    raw = pc.fill_null(index, -1).to_numpy(zero_copy_only=False).astype(np.int64)
+    return np.where(raw >= 0, lookup[np.maximum(raw, 0)], -1)
+
+
+_PARSE = {name: code for code, name in enumerate(parser.PARSE_STATUSES)}
+
+
 def format_diagnostics(parse_status: np.ndarray, response_status: np.ndarray,
-                       pred_letter: np.ndarray, mcq: bool) -> dict[str, Any]:
+                       letters: tuple[np.ndarray, np.ndarray], mcq: bool) -> dict[str, Any]:
     """Parse rate over replies, letter–text mismatch rate over replies, choose-A rate over
-    recovered MCQ answers, and the counts of missing replies and failed requests (§3.11)."""
-    replies = parse_status != parser.MISSING
+    recovered MCQ answers, and the counts of missing replies and failed requests (§3.11).
+    ``parse_status``/``response_status`` are codes (parser.PARSE_STATUSES / ok, failed, missing);
+    ``letters`` = (an option was chosen, option A was chosen) per item."""
+    replies = parse_status != _PARSE[parser.MISSING]
     n_replies = int(replies.sum())
-    recovered = np.isin(parse_status, list(parser.RECOVERED))
+    recovered = np.zeros(len(parse_status), dtype=bool)
+    for name in parser.RECOVERED:
+        recovered |= parse_status == _PARSE[name]
     out: dict[str, Any] = {
         "n_replies": n_replies,
-        "n_missing": int((parse_status == parser.MISSING).sum()),
-        "n_failed_requests": int((response_status == "failed").sum()),
-        "n_parse_failed": int((parse_status == parser.FAILED).sum()),
-        "n_fuzzy": int((parse_status == parser.FUZZY).sum()),
-        "n_mismatch": int((parse_status == parser.MISMATCH).sum()),
+        "n_missing": int((parse_status == _PARSE[parser.MISSING]).sum()),
+        "n_failed_requests": int((response_status == 1).sum()),
+        "n_parse_failed": int((parse_status == _PARSE[parser.FAILED]).sum()),
+        "n_fuzzy": int((parse_status == _PARSE[parser.FUZZY]).sum()),
+        "n_mismatch": int((parse_status == _PARSE[parser.MISMATCH]).sum()),
         "parse_rate": _rate(int(recovered.sum()), n_replies),
     }
     if mcq:
+        answered, chose_a = letters
+        answered = answered & recovered
         out["mismatch_rate"] = _rate(out["n_mismatch"], n_replies)
-        answered = recovered & (pred_letter != None)  # noqa: E711 - object array
-        out["choose_a_rate"] = _rate(int((pred_letter[answered] == "A").sum()), int(answered.sum()))
+        out["choose_a_rate"] = _rate(int((chose_a & answered).sum()), int(answered.sum()))
     else:
         out["mismatch_rate"] = None
         out["choose_a_rate"] = None
@@ -173,19 +192,25 @@ def summarize(scores: pa.Table, *, options: Sequence[Sequence[str] | None] | Non
               resamples: int = 1000, seed: int = 42, level: float = CI_LEVEL) -> dict[str, Any]:
     """The C2 summary dict from per-item scores (see :mod:`biovqa.score.c2` for its shape).
     ``options`` (per item, aligned) feeds the laterality analysis."""
-    family = np.asarray(scores.column("family").to_numpy(zero_copy_only=False), dtype=object)
+    family = _coded(scores.column("family"), FAMILIES)
     cags = scores.column("cags").to_numpy()
     em = scores.column("em").to_numpy().astype(float)
     s = scores.column("s").to_numpy()
-    parse_status = np.asarray(scores.column("parse_status").to_numpy(zero_copy_only=False), dtype=object)
-    response_status = np.asarray(scores.column("response_status").to_numpy(zero_copy_only=False), dtype=object)
-    pred_letter = np.asarray(scores.column("pred_letter").to_numpy(zero_copy_only=False), dtype=object)
+    parse_status = _coded(scores.column("parse_status"), parser.PARSE_STATUSES)
+    response_status = _coded(scores.column("response_status"), ("ok", "failed", "missing"))
+    chose_a = np.asarray(pc.fill_null(pc.equal(scores.column("pred_letter"), "A"), False)
+                         .to_numpy(zero_copy_only=False), dtype=bool)
+    answered = np.asarray(pc.is_valid(scores.column("pred_letter")).to_numpy(zero_copy_only=False), dtype=bool)
+    pred_letter = (answered, chose_a)
 
-    masks = {name: family == name for name in FAMILIES}
-    category_masks = {
-        category: np.isin(family, [f for f in FAMILIES if CATEGORY_OF[f] == category])
-        for category in CATEGORIES
-    }
+    masks = {name: family == index for index, name in enumerate(FAMILIES)}
+    category_masks = {}
+    for category in CATEGORIES:
+        mask = np.zeros(len(family), dtype=bool)
+        for name in FAMILIES:
+            if CATEGORY_OF[name] == category:
+                mask |= masks[name]
+        category_masks[category] = mask
     present_families = [f for f in FAMILIES if masks[f].any()]
     present_categories = [c for c in CATEGORIES if category_masks[c].any()]
     group_masks = ([np.ones(len(family), dtype=bool)] + [category_masks[c] for c in present_categories]
@@ -203,13 +228,15 @@ def summarize(scores: pa.Table, *, options: Sequence[Sequence[str] | None] | Non
         entry = group_summary(cags[mask], em[mask], s[mask], intervals[offset])
         entry["category"] = CATEGORY_OF[name]
         entry.update(format_diagnostics(parse_status[mask], response_status[mask],
-                                        pred_letter[mask], name in MCQ_FAMILIES))
+                                        (answered[mask], chose_a[mask]), name in MCQ_FAMILIES))
         families[name] = entry
-    mcq_mask = np.isin(family, list(MCQ_FAMILIES))
-    open_mask = np.isin(family, list(OPEN_FAMILIES))
+    mcq_mask = np.zeros(len(family), dtype=bool)
+    for name in MCQ_FAMILIES:
+        mcq_mask |= masks[name]
+    open_mask = (family >= 0) & ~mcq_mask
     fmt = format_diagnostics(parse_status, response_status, pred_letter, True)
     mcq_fmt = format_diagnostics(parse_status[mcq_mask], response_status[mcq_mask],
-                                 pred_letter[mcq_mask], True)
+                                 (answered[mcq_mask], chose_a[mcq_mask]), True)
     fmt["mismatch_rate"] = mcq_fmt["mismatch_rate"]
     fmt["choose_a_rate"] = mcq_fmt["choose_a_rate"]
     fmt["em_mcq"] = _number(em[mcq_mask].mean()) if mcq_mask.any() else None

@@ -28,9 +28,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ...errors import InputFormatError
-from ...text import normalize_c2
 from . import kernels, naming, parser
-from .kernels import DEFAULT_CONFIG, KernelConfig, PartLayout
+from .kernels import DEFAULT_CONFIG, KernelConfig, PartLayout, normalize_c2
 
 FAMILIES: tuple[str, ...] = (
     "attr_bare_value", "attr_group_value", "marker_localization", "visibility_partset",
@@ -74,6 +73,9 @@ class C2Context:
     layout: PartLayout | None
     genus_index: naming.GenusIndex
     open_gold_pool: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    #: naming-kernel matrices over each gold pool (config-independent, so shared by the sweep)
+    pool_similarity_cache: dict[str, tuple[np.ndarray, np.ndarray]] = field(
+        default_factory=dict, compare=False, repr=False)
 
     @classmethod
     def from_items(cls, items: pa.Table, layout: PartLayout | None) -> "C2Context":
@@ -93,8 +95,24 @@ class C2Context:
 
 
 def family_column(items: pa.Table) -> np.ndarray:
+    """The family of every item as an object array (``family``, else ``task``)."""
+    return np.array(FAMILIES + ("",), dtype=object)[family_codes(items)[0]]
+
+
+def family_codes(items: pa.Table) -> tuple[np.ndarray, list[str]]:
+    """Index into FAMILIES of every item (-1 for an unknown family) and the unknown names."""
     name = "family" if "family" in items.column_names else "task"
-    return np.asarray(items.column(name).to_pylist(), dtype=object)
+    encoded = pc.dictionary_encode(items.column(name).combine_chunks())
+    names = encoded.dictionary.to_pylist()
+    lookup = np.array([FAMILIES.index(f) if f in FAMILIES else -1 for f in names] or [-1], dtype=np.int64)
+    index = encoded.indices.to_numpy(zero_copy_only=False)
+    index = np.nan_to_num(np.asarray(index, dtype=float), nan=-1).astype(np.int64) \
+        if encoded.indices.null_count else np.asarray(index, dtype=np.int64)
+    codes = np.where(index >= 0, lookup[np.maximum(index, 0)], -1)
+    unknown = sorted({str(f) for f, code in zip(names, lookup) if code < 0})
+    if encoded.indices.null_count:
+        unknown.append("None")
+    return codes, unknown
 
 
 def _optional_column(items: pa.Table, name: str) -> list[Any]:
@@ -342,12 +360,12 @@ def score_items(items: pa.Table, predictions: pa.Table, context: C2Context,
     """
     _check_predictions(items, predictions)
     n = items.num_rows
-    families = family_column(items)
-    unknown = sorted(set(families.tolist()) - set(FAMILIES), key=str)
+    codes, unknown = family_codes(items)
     if unknown:
-        row = int(np.flatnonzero(families == unknown[0])[0])
+        row = int(np.flatnonzero(codes < 0)[0])
         raise InputFormatError(f"unknown C2 family {unknown[0]!r}", file="items.parquet",
                                row=row + 1, field="family", hint=f"expected one of {FAMILIES}")
+    families = np.array(FAMILIES, dtype=object)[codes]
     vocab = _Vocabulary()
     option_ids, counts = _option_matrix(items, vocab)
     mcq = counts > 0
@@ -355,9 +373,10 @@ def score_items(items: pa.Table, predictions: pa.Table, context: C2Context,
     gold_idx = _gold_indices(items, option_ids, counts, vocab, mcq)
 
     # replies: analyzed once per distinct string
-    status = np.asarray(pc.fill_null(predictions.column("status"), "missing").to_pylist(), dtype=object)
+    status = pc.fill_null(predictions.column("status"), "missing")
     reply_index, reply_parts = _encode_strings(predictions.column("response"), parser.analyze_reply)
-    has_reply = (status == "ok") & (reply_index >= 0)
+    is_ok = np.asarray(pc.equal(status, "ok").to_numpy(zero_copy_only=False), dtype=bool)
+    has_reply = is_ok & (reply_index >= 0)
     parts_text = [p.text for p in reply_parts]
     letter_of = np.array([p.letter for p in reply_parts] or [-1], dtype=np.int64)
     remainder_of = np.array([vocab.get(p.remainder) if p.remainder else -1 for p in reply_parts]
@@ -411,7 +430,9 @@ def score_items(items: pa.Table, predictions: pa.Table, context: C2Context,
     open_rows = np.flatnonzero(~mcq & has_reply)
     parse_code[open_rows] = np.where(empty_of[safe_reply[open_rows]], _CODE[parser.FAILED],
                                      _CODE[parser.PARSED])
-    recovered = np.isin(parse_code, [_CODE[s] for s in parser.RECOVERED])
+    recovered = np.zeros(n, dtype=bool)
+    for name in parser.RECOVERED:
+        recovered |= parse_code == _CODE[name]
 
     s = np.zeros(n)
     b = np.zeros(n)
@@ -419,7 +440,7 @@ def score_items(items: pa.Table, predictions: pa.Table, context: C2Context,
     open_pred_text = np.full(n, None, dtype=object)
 
     for family in MCQ_FAMILIES:
-        frows = np.flatnonzero((families == family) & mcq)
+        frows = np.flatnonzero((codes == FAMILIES.index(family)) & mcq)
         if len(frows) == 0:
             continue
         sims = _mcq_similarities(family, items, frows, option_ids, counts, gold_idx, vocab,
@@ -435,7 +456,7 @@ def score_items(items: pa.Table, predictions: pa.Table, context: C2Context,
         em[frows] = (chosen >= 0) & (chosen == gold_idx[frows])
 
     for family in OPEN_FAMILIES:
-        frows = np.flatnonzero(families == family)
+        frows = np.flatnonzero(codes == FAMILIES.index(family))
         if len(frows) == 0:
             continue
         golds = _open_gold_texts(items, frows, family)
@@ -450,21 +471,21 @@ def score_items(items: pa.Table, predictions: pa.Table, context: C2Context,
     severity = np.where(em == 0, 1.0 - cags, np.nan)
 
     gold_text, pred_text = _display_texts(items, mcq, counts, gold_idx, pred_idx, open_pred_text)
-    letters = np.array(list(parser.LETTERS), dtype=object)
-    gold_letter = np.where(mcq, letters[np.clip(gold_idx, 0, len(letters) - 1)], None)
-    pred_letter = np.where(mcq & (pred_idx >= 0), letters[np.clip(pred_idx, 0, len(letters) - 1)], None)
-    status_names = np.array(_STATUS_BY_CODE, dtype=object)
-    category = np.array([CATEGORY_OF[f] for f in families], dtype=object)
+    letters = pa.array(list(parser.LETTERS))
+    gold_letter = letters.take(pa.array(np.clip(gold_idx, 0, len(letters) - 1), mask=~mcq))
+    pred_letter = letters.take(pa.array(np.clip(pred_idx, 0, len(letters) - 1), mask=~mcq | (pred_idx < 0)))
+    family_array = pa.array(list(FAMILIES)).take(pa.array(codes))
+    category_array = pa.array([CATEGORY_OF[f] for f in FAMILIES]).take(pa.array(codes))
     return pa.table({
         "item_id": items.column("item_id"),
-        "family": pa.array(families, pa.string()),
-        "category": pa.array(category, pa.string()),
+        "family": family_array,
+        "category": category_array,
         "gold": gold_text,
         "pred": pred_text,
-        "gold_letter": pa.array(gold_letter, pa.string()),
-        "pred_letter": pa.array(pred_letter, pa.string()),
-        "parse_status": pa.array(status_names[parse_code], pa.string()),
-        "response_status": pa.array(status, pa.string()),
+        "gold_letter": gold_letter,
+        "pred_letter": pred_letter,
+        "parse_status": pa.array(list(_STATUS_BY_CODE)).take(pa.array(parse_code.astype(np.int64))),
+        "response_status": status.combine_chunks() if isinstance(status, pa.ChunkedArray) else status,
         "em": pa.array(em, pa.int8()),
         "s": pa.array(s, pa.float64()),
         "b": pa.array(b, pa.float64()),
@@ -535,10 +556,11 @@ def _mcq_similarities(family: str, items: pa.Table, rows: np.ndarray, option_ids
         return pair_similarities(keys, np.repeat(gold_keys[:, None], width, axis=1), evaluate)
     if family == "attr_group_value":
         layout = _require_layout(context, family)
-
-        def evaluate(a: int, g: int) -> float:
-            return kernels.paired_attribute_similarity(texts[a], texts[g], layout, config)
-        return pair_similarities(opt, np.repeat(gold[:, None], width, axis=1), evaluate)
+        local = np.unique(opt[opt >= 0])
+        matrix = kernels.paired_attribute_matrix([texts[v] for v in local], layout, config)
+        position = np.searchsorted(local, np.maximum(opt, 0))
+        gold_position = np.searchsorted(local, gold)
+        return np.where(opt >= 0, matrix[position, gold_position[:, None]], np.nan)
     if family == "marker_localization":
         layout = _require_layout(context, family)
 
@@ -676,10 +698,14 @@ def open_baselines(family: str, pool: Sequence[str], gold_index: np.ndarray,
     size = len(pool)
     if size <= 1:
         return np.zeros(len(gold_index))
-    needed = np.unique(gold_index)
-    matrix = np.zeros((size, size))
-    for g in needed:
-        matrix[:, g] = [open_similarity(family, pool[d], pool[g], context) for d in range(size)]
+    matrix, done = context.pool_similarity_cache.get(family, (None, None))
+    if matrix is None or matrix.shape != (size, size):
+        matrix, done = np.zeros((size, size)), np.zeros(size, dtype=bool)
+        context.pool_similarity_cache[family] = (matrix, done)
+    for g in np.unique(gold_index):
+        if not done[g]:
+            matrix[:, g] = [open_similarity(family, pool[d], pool[g], context) for d in range(size)]
+            done[g] = True
     hashes = np.array(item_hashes, dtype=np.uint64)
     out = np.zeros(len(gold_index))
     chunk = max(1, 2_000_000 // size)

@@ -24,7 +24,7 @@ import re
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
-from typing import Callable, Iterable, Mapping
+from typing import Callable, Iterable, Mapping, Sequence
 
 import numpy as np
 
@@ -304,7 +304,14 @@ class PartLayout:
     def region_point(self, region: str) -> tuple[float, float, float]:
         """Location of a paired-attribute region: the mean of its parts (REGION_PARTS), or the
         same-named part."""
-        return _region_point(self, normalize_c2(region))
+        key = normalize_c2(region)
+        cache: dict[str, tuple[float, float, float]] = self.__dict__.setdefault("_regions", {})
+        found = cache.get(key)
+        if found is None:
+            coords = [self.point(p) for p in REGION_PARTS.get(key, (key,))]
+            found = tuple(sum(c[i] for c in coords) / len(coords) for i in range(3))  # type: ignore[assignment]
+            cache[key] = found
+        return found
 
     def distance_similarity(self, p1: Iterable[float], p2: Iterable[float]) -> float:
         return max(0.0, 1.0 - math.dist(tuple(p1), tuple(p2)) / self.d_max)
@@ -319,16 +326,6 @@ class PartLayout:
         if normalize_c2(region1) == normalize_c2(region2):
             return 1.0
         return self.distance_similarity(self.region_point(region1), self.region_point(region2))
-
-    def __hash__(self) -> int:
-        return hash(tuple(sorted(self.points.items())))
-
-
-@lru_cache(maxsize=4096)
-def _region_point(layout: PartLayout, region: str) -> tuple[float, float, float]:
-    parts = REGION_PARTS.get(region, (region,))
-    coords = [layout.point(p) for p in parts]
-    return tuple(float(sum(c[i] for c in coords) / len(coords)) for i in range(3))  # type: ignore[return-value]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -386,6 +383,48 @@ def paired_attribute_similarity(option1: str, option2: str, layout: PartLayout,
     g = 0.5 * region_term + 0.5 * (1.0 if t1.prop == t2.prop else 0.0)
     v = trait_value_similarity(t1, t2, config)
     return config.alpha * g + (1.0 - config.alpha) * v
+
+
+def paired_attribute_matrix(options: Sequence[str], layout: PartLayout,
+                            config: KernelConfig = DEFAULT_CONFIG) -> np.ndarray:
+    """:func:`paired_attribute_similarity` for every pair of ``options`` at once: entry
+    ``[i, j]`` = s(option i, option j). The region term is computed with arrays; value kernels
+    once per distinct value pair within each (property, kernel) class."""
+    texts = [normalize_c2(o) for o in options]
+    traits = [parse_trait(o) for o in texts]
+    size = len(traits)
+    points = np.array([layout.region_point(t.region) for t in traits], dtype=float).reshape(size, 3)
+    distance = np.sqrt(((points[:, None, :] - points[None, :, :]) ** 2).sum(-1))
+    region_code = _codes([t.region for t in traits])
+    same_region = region_code[:, None] == region_code[None, :]
+    region = np.where(same_region, 1.0, np.maximum(0.0, 1.0 - distance / layout.d_max))
+    props = np.array([t.prop for t in traits], dtype=object)
+    same_prop = props[:, None] == props[None, :]
+    g = 0.5 * region + 0.5 * np.where(same_prop, 1.0, 0.0)
+
+    values = sorted({t.value for t in traits})
+    value_id = np.array([values.index(t.value) for t in traits], dtype=np.int64)
+    kernel_of = [value_kernel_for_group(t.attribute_group) for t in traits]
+    classes = sorted({(t.prop, k) for t, k in zip(traits, kernel_of)})
+    class_id = np.array([classes.index((t.prop, k)) for t, k in zip(traits, kernel_of)], dtype=np.int64)
+    v = np.where(same_prop & (value_id[:, None] == value_id[None, :]), 1.0, 0.0)
+    for c, (prop, _kernel) in enumerate(classes):
+        members = np.flatnonzero(class_id == c)
+        group = traits[members[0]].attribute_group
+        local = sorted({int(value_id[m]) for m in members})
+        small = np.array([[value_similarity(group, values[a], values[b], config) for b in local]
+                          for a in local], dtype=float).reshape(len(local), len(local))
+        position = np.searchsorted(local, value_id[members])
+        v[np.ix_(members, members)] = small[np.ix_(position, position)]
+    matrix = config.alpha * g + (1.0 - config.alpha) * v
+    trait_code = _codes(traits)
+    return np.where(trait_code[:, None] == trait_code[None, :], 1.0, matrix)
+
+
+def _codes(values: Sequence[object]) -> np.ndarray:
+    """Dense integer codes of hashable values (equal values, equal codes)."""
+    seen: dict[object, int] = {}
+    return np.array([seen.setdefault(v, len(seen)) for v in values], dtype=np.int64)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import difflib
 import re
+from collections import Counter
 from dataclasses import dataclass
 from typing import Sequence
 
@@ -165,9 +166,17 @@ def find_option_text(parts: ReplyParts, options: Sequence[str]) -> int:
 
 
 def fuzzy_option(text: str, options: Sequence[str], threshold: float = FUZZY_THRESHOLD) -> int:
-    """Step 4e: the option with the highest ``difflib`` ratio to the reply if ≥ threshold."""
+    """Step 4e: the option with the highest ``difflib`` ratio to the reply if ≥ threshold
+    (ties: the earlier letter). Options whose length or character-count upper bound of the
+    ratio (difflib's real_quick_ratio / quick_ratio) is below the bar are skipped unmatched."""
     best, best_ratio = -1, threshold
+    text_counts = Counter(text)
     for index, option in enumerate(options):
+        total = len(text) + len(option)
+        if not total or 2.0 * min(len(text), len(option)) / total < best_ratio:
+            continue
+        if 2.0 * sum((text_counts & Counter(option)).values()) / total < best_ratio:
+            continue
         ratio = difflib.SequenceMatcher(None, text, option).ratio()
         if ratio > best_ratio or (ratio == best_ratio and best < 0):
             best, best_ratio = index, ratio
@@ -252,22 +261,41 @@ def route_family(question: str, options: Sequence[str] | None) -> str | None:
     return None
 
 
+#: Every routing phrase of the Table 69 templates lies within this many leading characters.
+ROUTE_PREFIX_CHARS = 120
+
+
 def route_families(questions: pa.Array | pa.ChunkedArray, is_side_option_set: np.ndarray,
                    has_option_list: np.ndarray) -> np.ndarray:
     """Vectorised :func:`route_family`: an object array of family names (None where no route).
-    ``is_side_option_set`` flags rows whose options are exactly Left/Right/Both/None."""
-    lowered = pc.utf8_lower(questions)
-    n = len(lowered)
-    routed = np.full(n, None, dtype=object)
-    open_rows = np.ones(n, dtype=bool)
-    for phrase, family in ROUTES:
-        hit = pc.match_substring(lowered, phrase).to_numpy(zero_copy_only=False)
-        hit = np.asarray(hit, dtype=bool) & open_rows
-        if family == "visibility":
-            routed[hit & is_side_option_set] = "visibility_side"
-            routed[hit & ~is_side_option_set] = "visibility_partset"
-        else:
-            routed[hit] = family
-        open_rows &= ~hit
-    routed[open_rows & has_option_list] = "attr_bare_value"
+    ``is_side_option_set`` flags rows whose options are exactly Left/Right/Both/None. Phrases
+    are looked up once per distinct question opening (the first ROUTE_PREFIX_CHARS characters;
+    longer questions are checked in full)."""
+    array = questions.combine_chunks() if isinstance(questions, pa.ChunkedArray) else questions
+    prefix = pc.utf8_slice_codeunits(array, 0, ROUTE_PREFIX_CHARS)
+    long_rows = np.asarray(pc.greater(pc.utf8_length(array), ROUTE_PREFIX_CHARS)
+                           .to_numpy(zero_copy_only=False), dtype=bool)
+    encoded = pc.dictionary_encode(prefix)
+    index = pc.fill_null(encoded.indices, -1).to_numpy(zero_copy_only=False).astype(np.int64)
+    n_routes = len(ROUTES)
+    route_of = np.array([_route_index(q) for q in encoded.dictionary.to_pylist()] or [n_routes],
+                        dtype=np.int64)
+    route = np.where(index >= 0, route_of[np.maximum(index, 0)], n_routes)
+    # a question longer than the prefix whose opening matched nothing: check the whole text
+    for row in np.flatnonzero(long_rows & (route == n_routes)):
+        route[row] = _route_index(array[int(row)].as_py())
+    names = np.array([family for _, family in ROUTES] + [None], dtype=object)
+    routed = names[route]
+    visibility = route == [family for _, family in ROUTES].index("visibility")
+    routed[visibility & is_side_option_set] = "visibility_side"
+    routed[visibility & ~is_side_option_set] = "visibility_partset"
+    routed[(route == n_routes) & has_option_list] = "attr_bare_value"
     return routed
+
+
+def _route_index(question: str | None) -> int:
+    lowered = (question or "").lower()
+    for position, (phrase, _family) in enumerate(ROUTES):
+        if phrase in lowered:
+            return position
+    return len(ROUTES)

@@ -1,0 +1,124 @@
+"""The CPU-side helpers of ``benchmarks/gpu/run_gpu_bench.py``: the sample, the weightless model
+folder (loaded by the real transformers classes and run on CPU at smoke size), the hit-rate
+ceiling and the summary arithmetic. The GPU stages themselves run only on a GPU machine.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "gpu" / "run_gpu_bench.py"
+
+
+@pytest.fixture(scope="module")
+def bench() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("run_gpu_bench", SCRIPT)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["run_gpu_bench"] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_sample_is_image_grouped_with_component_caps(bench: ModuleType, tmp_path: Path) -> None:
+    items = bench.make_sample(tmp_path, c1_images=3, c2_images=2, c1_size=(80, 60), c2_size=(50, 40))
+    assert len(items) == 3 * 9 + 2 * 35
+    assert {item.max_new_tokens for item in items if item.component == "c1"} == {15}
+    assert {item.max_new_tokens for item in items if item.component == "c2"} == {48}
+    order = [item.image for item in items]
+    assert [image for i, image in enumerate(order) if i == 0 or order[i - 1] != image] == list(
+        dict.fromkeys(order)
+    )  # each image's questions are consecutive
+    assert len({item.key for item in items}) == len(items)
+    assert sum("CRITICAL INSTRUCTIONS" in item.prompt for item in items) == 2 * 32
+
+
+def test_the_sample_is_deterministic(bench: ModuleType, tmp_path: Path) -> None:
+    first = bench.make_sample(tmp_path / "a", c1_images=2, c2_images=1, c1_size=(64, 48), c2_size=(40, 30))
+    second = bench.make_sample(tmp_path / "b", c1_images=2, c2_images=1, c1_size=(64, 48), c2_size=(40, 30))
+    assert [(i.key, i.prompt) for i in first] == [(i.key, i.prompt) for i in second]
+    assert [Path(i.image).read_bytes() for i in first] == [Path(i.image).read_bytes() for i in second]
+
+
+def test_hit_rate_ceiling_counts_whole_blocks_of_followers(bench: ModuleType) -> None:
+    # One image, three questions of 100 prompt tokens, 40 shared → followers reuse 32 each.
+    assert bench.prefix_cache_ceiling([100, 100, 100], ["x", "x", "x"], [40, 40, 40]) == pytest.approx(
+        64 / 300
+    )
+    # Two images, one question each: nothing to reuse.
+    assert bench.prefix_cache_ceiling([100, 100], ["x", "y"], [80, 80]) == 0.0
+
+
+def test_summary_ratios_and_targets(bench: ModuleType) -> None:
+    rows = [
+        bench.Measurement("a_ours_grouped", 1000, 10.0, 400_000, 30_000).row(),
+        bench.Measurement("a_ours_c2", 700, 7.0, 300_000, 30_000, hit_rate=0.85).row(),
+        bench.Measurement("b_vllm_per_request", 100, 5.0, 40_000, 3_000).row(),
+        bench.Measurement("c_transformers_loop", 50, 10.0, 20_000, 1_500).row(),
+    ]
+    summary = bench.summarise(rows)
+    assert summary["speedup_vs_per_request"] == pytest.approx(100 / 20)
+    assert summary["target_5x_met"] is True
+    assert summary["speedup_vs_transformers"] == pytest.approx(100 / 5)
+    assert summary["target_hit_rate_80_met"] is True
+    assert "a_ours_grouped" in bench.format_table(rows, summary)
+
+
+def test_stage_arguments_round_trip(bench: ModuleType) -> None:
+    args = bench.parse_arguments(["--smoke", "--out", "o", "--c2-images", "5", "--c2-size", "640x480"])
+    args.workdir = "w"
+    again = bench.parse_arguments(bench.stage_arguments(args, "vllm"))
+    assert again.stage == "vllm"
+    assert {k: v for k, v in vars(again).items() if k != "stage"} == {
+        k: v for k, v in vars(args).items() if k != "stage"
+    }
+    assert bench.parse_size("640x480") == (640, 480)
+
+
+@pytest.mark.slow
+@pytest.mark.models
+def test_the_weightless_model_folder_loads_and_runs_at_smoke_size(
+    bench: ModuleType, tmp_path: Path
+) -> None:
+    torch = pytest.importorskip("torch")
+    transformers = pytest.importorskip("transformers")
+    from PIL import Image
+
+    from biovqa.run.presets import get_preset
+
+    folder = bench.write_model_folder(
+        tmp_path / "model", bench.QWEN2_5_VL_SMOKE, bench.tokenizer_corpus(),
+        min_pixels=3136, max_pixels=12845056,
+    )
+    items = bench.make_sample(tmp_path / "images", c1_images=0, c2_images=1, c2_size=(500, 375))
+    tokenizer = transformers.AutoTokenizer.from_pretrained(folder)
+    config = transformers.AutoConfig.from_pretrained(folder)
+    assert len(tokenizer) == 152064  # every id the model can emit decodes
+    assert tokenizer.convert_tokens_to_ids("<|image_pad|>") == config.image_token_id == 151655
+    text = tokenizer.apply_chat_template(
+        [{"role": "user", "content": [{"type": "image"}, {"type": "text", "text": items[0].prompt}]}],
+        add_generation_prompt=True, tokenize=False,
+    )
+    assert text.index("<|image_pad|>") < text.index("What is")
+    image_processor_class = getattr(transformers, "Qwen2VLImageProcessorPil", None)
+    if image_processor_class is None:
+        pytest.skip("no PIL Qwen2-VL image processor in this transformers")
+    image_processor = image_processor_class.from_pretrained(folder)
+    with Image.open(items[0].image) as image:
+        pixels = image_processor(images=[image.convert("RGB")], return_tensors="pt")
+    grid = pixels["image_grid_thw"][0].tolist()
+    placeholders = grid[0] * grid[1] * grid[2] // 4
+    assert placeholders + 2 == get_preset("Qwen2.5-VL-7B").image_tokens(500, 375)
+    inputs = tokenizer([text.replace("<|image_pad|>", "<|image_pad|>" * placeholders)], return_tensors="pt")
+    torch.manual_seed(0)
+    model = transformers.Qwen2_5_VLForConditionalGeneration._from_config(config).eval()
+    output = model.generate(**inputs, pixel_values=pixels["pixel_values"],
+                            image_grid_thw=pixels["image_grid_thw"], max_new_tokens=4,
+                            min_new_tokens=4, do_sample=False)
+    assert output.shape[1] == inputs["input_ids"].shape[1] + 4
+    assert isinstance(tokenizer.decode(output[0, inputs["input_ids"].shape[1]:]), str)
