@@ -424,6 +424,17 @@ def test_floor_on_hand_made_items() -> None:
     assert floor_responses(table).to_pylist() == ["(B) Right"] * 3 + ["Larus"] * 3
 
 
+def test_floor_ties_go_to_the_earlier_letter_and_first_name() -> None:
+    table = pa.table({
+        "task": ["category_mcq"] * 2 + ["open_genus"] * 2,
+        "question": ["What type? Options: (A) Gull, (B) Tern, (C) Wren",
+                     "What type? Options: (A) Wren, (B) Tern, (C) Gull", "G?", "G?"],
+        "options": [["Gull", "Tern", "Wren"], ["Wren", "Tern", "Gull"], None, None],
+        "answer": ["Tern", "Wren", "Sterna", "Larus"],
+    })
+    assert floor_responses(table).to_pylist() == ["(B) Tern", "(A) Wren", "Larus", "Larus"]
+
+
 def test_cli_build(cub_dir: Path, tmp_path: Path) -> None:
     from biovqa.cli import main
 

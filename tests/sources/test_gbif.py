@@ -7,12 +7,22 @@ from pathlib import Path
 
 import pyarrow.compute as pc
 import pytest
-from fixtures.dwca import (example_backbone, example_taxa, example_vernaculars, meta_xml,
-                           write_backbone)
 
 from biovqa.errors import InputFormatError, MissingResourceError
-from biovqa.sources.gbif import (TAXON_COLUMNS, iter_taxon_batches, open_backbone, read_taxa,
-                                 read_vernaculars)
+from biovqa.sources.gbif import (
+    TAXON_COLUMNS,
+    iter_taxon_batches,
+    open_backbone,
+    read_taxa,
+    read_vernaculars,
+)
+from fixtures.dwca import (
+    example_backbone,
+    example_taxa,
+    example_vernaculars,
+    meta_xml,
+    write_backbone,
+)
 
 ARCHAEA = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "gbif_backbone_archaea_2019"
 needs_archaea = pytest.mark.skipif(not (ARCHAEA / "Taxon.tsv").is_file(),

@@ -6,11 +6,11 @@ from pathlib import Path
 
 import pytest
 import typer
-from fixtures.dwca import example_backbone
 from typer.testing import CliRunner
 
 from biovqa.cli_taxonomy import register
 from biovqa.errors import MissingResourceError
+from fixtures.dwca import example_backbone
 
 
 @pytest.fixture()

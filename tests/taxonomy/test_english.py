@@ -5,12 +5,18 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from fixtures.dwca import example_backbone
 
 from biovqa.errors import InputFormatError, MissingResourceError
-from biovqa.taxonomy.english import (english_common_names, english_word_share, english_words,
-                                     passes_gate, read_overrides, triage_common_name)
+from biovqa.taxonomy.english import (
+    english_common_names,
+    english_word_share,
+    english_words,
+    passes_gate,
+    read_overrides,
+    triage_common_name,
+)
 from biovqa.taxonomy.index import TaxonomyIndex, build_index
+from fixtures.dwca import example_backbone
 
 
 @pytest.fixture(scope="module")

@@ -9,13 +9,19 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
-from fixtures.dwca import example_backbone, example_taxa, example_vernaculars, taxon, write_backbone
 
 from biovqa.errors import InputFormatError, MissingResourceError
 from biovqa.sources.gbif import read_taxa
-from biovqa.taxonomy.index import (NAMES_FILE, TARGET_COLUMNS, TAXA_FILE, VERNACULARS_FILE,
-                                   TaxonomyIndex, build_index)
+from biovqa.taxonomy.index import (
+    NAMES_FILE,
+    TARGET_COLUMNS,
+    TAXA_FILE,
+    VERNACULARS_FILE,
+    TaxonomyIndex,
+    build_index,
+)
 from biovqa.text import normalize_c1
+from fixtures.dwca import example_backbone, example_taxa, example_vernaculars, taxon, write_backbone
 
 ARCHAEA = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "gbif_backbone_archaea_2019"
 PARTS = (TAXA_FILE, NAMES_FILE, VERNACULARS_FILE)
@@ -246,3 +252,25 @@ def test_fast_normalization_equals_normalize_c1_array() -> None:
         "", None, "Puma concolor", "canis lupus", "Kingdom", "kingdom Animalia", "ÆSCHNA", "straße",
     ], pa.string())
     assert _normalize(values).to_pylist() == normalize_c1_array(values).to_pylist()
+
+
+def test_homonymous_accepted_taxa(tmp_path: Path) -> None:
+    """Two accepted genera "Morus" (a plant and a bird) give one output row; a same-named taxon of
+    another rank gives its own row; a synonym pointing at both kinds resolves to each."""
+    rows = example_taxa() + [
+        taxon(3001, "Morus", "genus", lineage={"kingdom": "Plantae", "genus": "Morus"}),
+        taxon(3002, "Morus", "genus", lineage={"kingdom": "Animalia", "genus": "Morus"}),
+        taxon(3003, "Morus", "species", status="doubtful"),
+        taxon(3004, "Sula bassana", "species", accepted=3002, status="synonym"),
+        taxon(3005, "Sula bassana", "species", accepted=3003, status="synonym"),
+    ]
+    build_index(write_backbone(tmp_path / "bb", rows), tmp_path / "index")
+    index = TaxonomyIndex.open(tmp_path / "index")
+    table = index.accepted_targets(["morus", "sula bassana"])
+    assert [(r["name"], r["accepted"], r["rank"], r["status"]) for r in table.to_pylist()] == [
+        ("morus", "morus", "genus", "accepted"),
+        ("morus", "morus", "species", "doubtful"),
+        ("sula bassana", "morus", "genus", "synonym"),
+        ("sula bassana", "morus", "species", "synonym"),
+    ]
+    assert index.names.filter(pc.equal(index.names.column("name"), "morus")).num_rows == 3

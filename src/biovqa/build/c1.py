@@ -27,6 +27,7 @@ from typing import Annotated, Any, Iterable, Optional
 import numpy as np
 import pandas as pd
 import pyarrow as pa
+import pyarrow.compute as pc
 import typer
 
 from ..errors import BiovqaError, InputFormatError, MissingResourceError
@@ -423,7 +424,9 @@ class ItemColumns:
     """Item columns as arrays (one entry per question) plus the per-image context the tier
     computation needs. Kept out of pandas on purpose: 890K-row string frames cost seconds."""
 
-    columns: dict[str, Any]
+    columns: dict[str, pa.Array]
+    context: dict[str, np.ndarray]  # per-question object arrays the tier code reads
+    task_index: np.ndarray  # question → position in TASKS
     image_index: np.ndarray  # question → row of ``selected``
     option_nodes: np.ndarray  # (n_images, 4) tree nodes of the MCQ options
     gold_position: np.ndarray  # (n_images,) which option is the gold
@@ -487,30 +490,37 @@ def make_items(selected: pd.DataFrame, tree: BenchmarkTree, leaf_nodes: np.ndarr
         questions[where] = np.asarray(formatted, dtype=object)[picks * 3 + label_slot]
 
     is_mcq = tasks == "common_name_mcq"
-    instruction_of = np.array([INSTRUCTIONS[t] for t in TASKS], dtype=object)
+    instruction_of = pa.array([INSTRUCTIONS[t] for t in TASKS], pa.string())
+    take_image = pa.array(image_index)
+
+    def from_image(column: str) -> pa.Array:  # Arrow's take beats object-array conversion
+        return pa.array(per_image[column], pa.string(), from_pandas=True).take(take_image)
+
     columns: dict[str, Any] = {
-        "item_id": np.char.add(np.char.add("c1:", per_image["uuid"][image_index].astype(str)),
-                               np.char.add(":", tasks.astype(str))).astype(object),
-        "component": np.full(len(tasks), "c1", dtype=object),
-        "task": tasks,
-        "question": questions,
-        "instruction": instruction_of[task_index],
+        "item_id": pc.binary_join_element_wise("c1", from_image("uuid"),
+                                               pa.array(tasks, pa.string()), ":"),
+        "component": pa.array(np.full(len(tasks), "c1", dtype=object), pa.string()),
+        "task": pa.array(tasks, pa.string()),
+        "question": pa.array(questions, pa.string()),
+        "instruction": instruction_of.take(pa.array(task_index)),
         "options": _list_column(options, image_index, is_mcq, pa.string()),
-        "answer": answers,
-        "image": per_image["file"][image_index],
-        "image_sha256": per_image["image_sha256"][image_index],
-        "source_id": per_image["uuid"][image_index],
-        "group": per_image["group"][image_index],
-        "kingdom": per_image["kingdom"][image_index],
-        **{rank: per_image[rank][image_index] for rank in TREE_RANKS},
-        "epithet": per_image["epithet"][image_index],
-        "scientific_name": per_image["species"][image_index],
-        "common_name": per_image["common_name_en"][image_index],
-        "common_name_source": per_image["common_name_source"][image_index],
-        "width": selected["width"].to_numpy(np.int32)[image_index],
-        "height": selected["height"].to_numpy(np.int32)[image_index],
+        "answer": pa.array(answers, pa.string(), from_pandas=True),
+        "image": from_image("file"),
+        "image_sha256": from_image("image_sha256"),
+        "source_id": from_image("uuid"),
+        "group": from_image("group"),
+        "kingdom": from_image("kingdom"),
+        **{rank: from_image(rank) for rank in TREE_RANKS},
+        "epithet": from_image("epithet"),
+        "scientific_name": from_image("species"),
+        "common_name": from_image("common_name_en"),
+        "common_name_source": from_image("common_name_source"),
+        "width": pa.array(selected["width"].to_numpy(np.int32)[image_index]),
+        "height": pa.array(selected["height"].to_numpy(np.int32)[image_index]),
     }
-    return ItemColumns(columns, image_index, option_nodes, gold_position)
+    context = {"group": per_image["group"][image_index],
+               "common_name": per_image["common_name_en"][image_index]}
+    return ItemColumns(columns, context, task_index, image_index, option_nodes, gold_position)
 
 
 def _attach_tiers(built: ItemColumns, tree: BenchmarkTree, image_leaves: np.ndarray,
@@ -520,16 +530,18 @@ def _attach_tiers(built: ItemColumns, tree: BenchmarkTree, image_leaves: np.ndar
     from . import c1_tiers
 
     columns = built.columns
-    tasks = columns["task"]
+    code = built.task_index
+    tasks = np.asarray(TASKS, dtype=object)[code]
     leaf = image_leaves[built.image_index].astype(np.int64)
     target = leaf.copy()
     method = np.full(len(tasks), "exact", dtype=object)
     for rank in ("phylum", "class", "order", "family", "genus"):
-        rows = tasks == rank
+        rows = code == TASKS.index(rank)
         target[rows] = tree.node_at_depth(leaf[rows], RANK_DEPTH[rank])
-    method[tasks == "species"] = "lineage"  # the epithet is read off the image's lineage
-    named_rows = np.flatnonzero(np.isin(tasks, ["common_name", "common_name_mcq"]))
-    common = normalize_c1_array(pa.array(columns["common_name"][named_rows].tolist(), pa.string()))
+    method[code == TASKS.index("species")] = "lineage"  # the epithet is read off the lineage
+    is_mcq = code == TASKS.index("common_name_mcq")
+    named_rows = np.flatnonzero(is_mcq | (code == TASKS.index("common_name")))
+    common = normalize_c1_array(columns["common_name"].take(pa.array(named_rows)))
     found = vernacular.lookup(common)
     target[named_rows] = np.where(found >= 0, found, leaf[named_rows])
     method[named_rows] = np.where(found >= 0, "vernacular", "lineage")
@@ -540,10 +552,9 @@ def _attach_tiers(built: ItemColumns, tree: BenchmarkTree, image_leaves: np.ndar
     exposure = c1_tiers.exposure_counts(tree, image_leaves)
     item_exposure = exposure[target]
     prevalence = c1_tiers.prevalence_tiers(
-        columns["group"], tasks, target, item_exposure, tree.names[target], method=prevalence_method)
+        built.context["group"], tasks, target, item_exposure, tree.names[target], method=prevalence_method)
 
     n = len(tasks)
-    is_mcq = tasks == "common_name_mcq"
     mcq_rows = np.flatnonzero(is_mcq)
     images_of = built.image_index[mcq_rows]
     tiers = c1_tiers.confusability_tiers(
@@ -558,10 +569,7 @@ def _attach_tiers(built: ItemColumns, tree: BenchmarkTree, image_leaves: np.ndar
     mcq_tier = np.full(n, None, dtype=object)
     mcq_tier[mcq_rows] = tiers.tier
     unified = c1_tiers.unified_tier(tasks, prevalence.tier, mcq_tier)
-    arrays: dict[str, pa.Array] = {}
-    for name, values in columns.items():
-        arrays[name] = values if isinstance(values, pa.Array) else pa.array(values, from_pandas=True)
-    arrays |= {
+    arrays = dict(columns) | {
         "target_node": pa.array(target.astype(np.int32)),
         "target_rank": pa.array(np.asarray(c1_tiers.DEPTH_RANK, dtype=object)[tree.depth[target]], pa.string()),
         "reference_cell": pa.array(np.where(is_mcq, None, prevalence.reference_cell), pa.string()),

@@ -373,7 +373,7 @@ def floor_responses(items: pa.Table) -> pa.Array:
         counts: dict[str, dict[str, int]] = {}
         for t, a in zip(task.take(open_rows).to_pylist(), answer.take(open_rows).to_pylist()):
             counts.setdefault(t, {})[a] = counts.setdefault(t, {}).get(a, 0) + 1
-        best = {t: min(c, key=lambda a, c=c: (-c[a], a)) for t, c in counts.items()}
+        best = {t: min(c.items(), key=_most_frequent_first)[0] for t, c in counts.items()}
         replies[open_rows] = [best[t] for t in task.take(open_rows).to_pylist()]
 
     mcq_rows = np.flatnonzero(~is_open)
@@ -398,6 +398,10 @@ def floor_responses(items: pa.Table) -> pa.Array:
         texts = flat.take(pa.array(first)).to_pylist()
         replies[mcq_rows[parent[first]]] = [f"({l}) {t}" for l, t in zip(letters, texts)]
     return pa.array(replies.tolist(), type=pa.string())
+
+
+def _most_frequent_first(entry: tuple[str, int]) -> tuple[int, str]:
+    return -entry[1], entry[0]
 
 
 def _strings(column: pa.ChunkedArray | pa.Array) -> pa.Array:

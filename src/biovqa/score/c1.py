@@ -717,12 +717,12 @@ def _hierarchy_matrix(task: np.ndarray, em: np.ndarray, codes: np.ndarray, n_clu
     if np.bincount(flat, minlength=1).max() > 1:
         raise InputFormatError("an image has two questions at the same rank", field="source_id",
                                hint="hierarchical consistency needs one question per image and rank")
-    present = np.zeros(n_clusters * len(HIERARCHY_TASKS), dtype=bool)
-    correct = np.zeros_like(present)
-    present[flat] = True
-    correct[flat] = em[rows] > 0
-    present = present.reshape(n_clusters, len(HIERARCHY_TASKS))
-    correct = correct.reshape(n_clusters, len(HIERARCHY_TASKS))
+    present_flat = np.zeros(n_clusters * len(HIERARCHY_TASKS), dtype=bool)
+    correct_flat = np.zeros_like(present_flat)
+    present_flat[flat] = True
+    correct_flat[flat] = em[rows] > 0
+    present = present_flat.reshape(n_clusters, len(HIERARCHY_TASKS))
+    correct = correct_flat.reshape(n_clusters, len(HIERARCHY_TASKS))
     image_group = np.full(n_clusters, -1, dtype=np.int64)
     image_group[codes[rows]] = group[rows]
     image_rows = np.flatnonzero(present.any(axis=1))

@@ -17,13 +17,13 @@ naming the file, the row (1-based line number, header included) and the field.
 from __future__ import annotations
 
 import io
-import xml.etree.ElementTree as ElementTree
 import zipfile
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
+from xml.etree import ElementTree
 
 import pyarrow as pa
 import pyarrow.csv as pa_csv
@@ -357,8 +357,7 @@ def iter_batches(
         try:
             reader = pa_csv.open_csv(stream, read_options=read_options,
                                      parse_options=parse_options, convert_options=convert_options)
-            for batch in reader:
-                yield batch
+            yield from reader
         except pa.ArrowInvalid as exc:
             if bad_rows:
                 line, found = _find_bad_line(archive, described)

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import csv
 import gzip
+import math
 import re
 from collections.abc import Sequence
 from functools import lru_cache
@@ -163,13 +164,13 @@ def read_overrides(path: str | Path) -> dict[str, str]:
 
 def _clean(value: Any) -> str | None:
     """None for missing values (None, NaN, empty); otherwise the stripped string."""
-    if value is None or (isinstance(value, float) and value != value):
+    if value is None or (isinstance(value, float) and math.isnan(value)):
         return None
     text = str(value).strip()
     return text or None
 
 
-def _accepted_species(index: "TaxonomyIndex", names: list[str]) -> dict[str, list[str]]:
+def _accepted_species(index: TaxonomyIndex, names: list[str]) -> dict[str, list[str]]:
     """Normalized scientific name → accepted canonical names (as written) it resolves to,
     species-rank targets first, sorted."""
     normalized = sorted({n for n in names if n})
@@ -186,7 +187,7 @@ def _accepted_species(index: "TaxonomyIndex", names: list[str]) -> dict[str, lis
 def english_common_names(
     catalog_names: Sequence[str | None],
     accepted_species_names: Sequence[str | None],
-    index: "TaxonomyIndex | None",
+    index: TaxonomyIndex | None,
     overrides: Path | None,
 ) -> tuple[list[str | None], list[str]]:
     """English common name and its source ("catalog", "gbif_en", "override", "unresolved") for

@@ -40,6 +40,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -75,8 +76,14 @@ TARGET_COLUMNS: tuple[str, ...] = ("name", "accepted", "accepted_name", "rank", 
 
 
 def _progress_console(console: Any) -> Any:
-    from rich.progress import (BarColumn, DownloadColumn, Progress, TextColumn,
-                               TimeRemainingColumn, TransferSpeedColumn)
+    from rich.progress import (
+        BarColumn,
+        DownloadColumn,
+        Progress,
+        TextColumn,
+        TimeRemainingColumn,
+        TransferSpeedColumn,
+    )
 
     return Progress(TextColumn("{task.description}"), BarColumn(), DownloadColumn(),
                     TransferSpeedColumn(), TimeRemainingColumn(), console=console,
@@ -237,7 +244,9 @@ def _build_tables(rows: pa.Table) -> tuple[pa.Table, pa.Table, pa.Table, dict[st
     })
     order = ["name", "accepted", "accepted_name", "rank", "status", "accepted_id"]
     names = pa.concat_tables([self_pairs.select(order), synonym_pairs.select(order)])
-    names = _sort(names, ["name", "accepted", "accepted_id"])
+    # sorted by the query output's columns first: a filtered slice is then already in output
+    # order, with equal output rows adjacent (see TaxonomyIndex.accepted_targets)
+    names = _sort(names, [*TARGET_COLUMNS, "accepted_id"])
 
     # vernacular names are keyed by any taxonID; map each to its accepted target taxon
     id_to_accepted = pa.concat_tables([
@@ -250,7 +259,7 @@ def _build_tables(rows: pa.Table) -> tuple[pa.Table, pa.Table, pa.Table, dict[st
         "synonym_rows_used": synonyms.num_rows,
         "synonym_rows_unresolved": unresolved,
         "synonym_rows_shadowed_by_accepted_name": shadowed,
-        "names": int(len(pc.unique(names.column("name")))),
+        "names": len(pc.unique(names.column("name"))),
         "name_target_pairs": names.num_rows,
     }
     return taxa, names, id_to_accepted, counts
@@ -364,7 +373,7 @@ class TaxonomyIndex:
         self.card = card
 
     @classmethod
-    def open(cls, path: str | Path) -> "TaxonomyIndex":
+    def open(cls, path: str | Path) -> TaxonomyIndex:
         root = Path(path)
         card_path = root / INDEX_CARD
         if not card_path.is_file():
@@ -411,9 +420,7 @@ class TaxonomyIndex:
         query = query.filter(pc.is_valid(query))
         relation = self.names
         hits = relation.filter(pc.is_in(relation.column("name"), value_set=query))
-        hits = hits.select(list(TARGET_COLUMNS))
-        hits = _distinct(hits)
-        return _sort(hits, list(TARGET_COLUMNS))
+        return _drop_adjacent_duplicates(hits.select(list(TARGET_COLUMNS)))
 
     def english_vernacular(self, accepted_names: Sequence[str]) -> dict[str, str]:
         """One English vernacular per accepted canonical name (as written): the first of
@@ -475,11 +482,18 @@ class TaxonomyIndex:
         return [frozenset(found.get((a, v), ())) for a, v in zip(accepted_names, normalized_vernaculars)]
 
 
-def _distinct(table: pa.Table) -> pa.Table:
-    """Distinct rows (all columns are keys)."""
-    if table.num_rows == 0:
+def _drop_adjacent_duplicates(table: pa.Table) -> pa.Table:
+    """Drop rows equal to the row before them (the table is sorted, so this leaves distinct
+    rows): homonymous accepted taxa of the same rank and status give one output row."""
+    if table.num_rows < 2:
         return table
-    return table.group_by(table.column_names).aggregate([]).select(table.column_names)
+    table = table.combine_chunks()
+    differs = pa.array(np.zeros(table.num_rows - 1, dtype=bool))
+    for column in table.columns:
+        values = column.chunk(0) if column.num_chunks else column
+        differs = pc.or_(differs, pc.fill_null(pc.not_equal(values[1:], values[:-1]), True))
+    keep = pa.concat_arrays([pa.array([True]), differs])
+    return table.filter(keep)
 
 
 def read_card(path: str | Path) -> dict[str, Any]:
@@ -487,4 +501,4 @@ def read_card(path: str | Path) -> dict[str, Any]:
     return TaxonomyIndex.open(path).card
 
 
-__all__ = ["build_index", "TaxonomyIndex", "read_card", "TARGET_COLUMNS", "INDEX_RANKS"]
+__all__ = ["INDEX_RANKS", "TARGET_COLUMNS", "TaxonomyIndex", "build_index", "read_card"]

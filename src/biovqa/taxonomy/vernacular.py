@@ -9,6 +9,7 @@ two sorted parallel arrays, name → node, looked up vectorised.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,7 +32,7 @@ class VernacularIndex:
     nodes: np.ndarray  # int32 node ids, parallel to names
 
     def __len__(self) -> int:
-        return int(len(self.names))
+        return len(self.names)
 
     def lookup(self, normalized_names: Sequence[str] | pa.Array | np.ndarray) -> np.ndarray:
         """Node id per query name (already :func:`~biovqa.text.normalize_c1`-normalized); -1
@@ -56,7 +57,7 @@ class VernacularIndex:
         write_parquet(self.to_table(), path)
 
     @classmethod
-    def load(cls, path: str | Path) -> "VernacularIndex":
+    def load(cls, path: str | Path) -> VernacularIndex:
         table = read_parquet(path, what="vernacular index")
         missing = [c for c in ("name", "node") if c not in table.column_names]
         if missing:
@@ -95,7 +96,8 @@ def build_vernacular_index(
     if len(common_names) != len(nodes):
         raise ValueError(f"{len(common_names)} common names but {len(nodes)} species nodes")
     normalized = np.asarray(
-        normalize_c1_array(pa.array([None if v is None or v != v else str(v) for v in common_names],
+        normalize_c1_array(pa.array([None if v is None or (isinstance(v, float) and math.isnan(v)) else str(v)
+                  for v in common_names],
                                     pa.string())).to_pylist(), dtype=object)
     keep = (normalized != "") & (nodes >= 0)
     if not keep.any():
