@@ -31,7 +31,7 @@ from biovqa.score.c2 import kernels, naming, parser
 from biovqa.score.c2.aggregate import summarize
 from biovqa.score.c2.cags import (
     CATEGORY_OF, FAMILIES, OPEN_FAMILIES, C2Context, chance_adjusted, open_baseline_sample,
-    open_similarity, score_items, stable_item_hash,
+    open_similarity, score_items,
 )
 from biovqa.text import normalize_c2
 
@@ -284,7 +284,7 @@ def reference_item(row: dict, reply: str | None, status: str, context: C2Context
         if family == "open_kind_of":
             em = int(em or (bool(text) and text == normalize_c2(row["answer"])))
         pool = list(context.open_gold_pool[family])
-        sample = open_baseline_sample(stable_item_hash(row["item_id"]), pool.index(gold_text), len(pool))
+        sample = open_baseline_sample(family, gold_text, pool)
         b = sum(open_similarity(family, pool[d], gold_text, context) for d in sample) / len(sample)
     if parse_status not in parser.RECOVERED:
         return 0.0, b, 0.0, 0, parse_status

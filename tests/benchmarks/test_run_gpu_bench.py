@@ -8,7 +8,8 @@ from __future__ import annotations
 import importlib.util
 import sys
 from pathlib import Path
-from types import ModuleType
+from types import ModuleType, SimpleNamespace
+from typing import ClassVar
 
 import pytest
 
@@ -122,3 +123,65 @@ def test_the_weightless_model_folder_loads_and_runs_at_smoke_size(
                             min_new_tokens=4, do_sample=False)
     assert output.shape[1] == inputs["input_ids"].shape[1] + 4
     assert isinstance(tokenizer.decode(output[0, inputs["input_ids"].shape[1]:]), str)
+
+
+class StandInLLM:
+    """Stands in for ``vllm.LLM`` (vLLM cannot run on CPU): answers in RequestOutput's shape and
+    reports an image's tokens as cached from its second question on."""
+
+    instances: ClassVar[list[StandInLLM]] = []
+
+    def __init__(self, **engine: object) -> None:
+        self.engine = engine
+        self.seen: set[str] = set()
+        self.calls: list[int] = []
+        StandInLLM.instances.append(self)
+
+    def chat(self, conversations, sampling_params, use_tqdm=False, add_generation_prompt=True):
+        params = sampling_params if isinstance(sampling_params, list) else [sampling_params] * len(
+            conversations
+        )
+        self.calls.append(len(conversations))
+        outputs = []
+        for conversation, settings in zip(conversations, params):
+            url = conversation[-1]["content"][0]["image_url"]["url"]
+            cached = 240 if url in self.seen else 0
+            self.seen.add(url)
+            outputs.append(SimpleNamespace(
+                prompt_token_ids=[0] * 450, num_cached_tokens=cached,
+                outputs=[SimpleNamespace(text="x", token_ids=[1] * settings["max_tokens"],
+                                         finish_reason="length")],
+            ))
+        return outputs
+
+    def reset_prefix_cache(self) -> None:
+        self.seen = set()
+
+
+@pytest.mark.slow
+def test_the_vllm_stage_runs_end_to_end_around_the_engine(
+    bench: ModuleType, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pytest.importorskip("torch")  # describe() reports the torch version
+    stand_in = ModuleType("vllm")
+    stand_in.LLM = StandInLLM  # type: ignore[attr-defined]
+    stand_in.SamplingParams = dict  # type: ignore[attr-defined]
+    stand_in.__version__ = "stand-in"  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "vllm", stand_in)
+    args = bench.parse_arguments(["--smoke", "--out", str(tmp_path), "--c1-images", "3",
+                                  "--c2-images", "2", "--per-request-items", "12"])
+    args.workdir = str(tmp_path / "work")
+    folder, items = bench.prepare(args)
+    rows = bench.stage_vllm(args, folder, items)
+    engine = StandInLLM.instances[-1]
+    assert engine.engine["enable_prefix_caching"] is True
+    assert engine.engine["load_format"] == "dummy"
+    by_mode = {row["mode"]: row for row in rows}
+    assert by_mode["a_ours_c1"]["items"] == 27 and by_mode["a_ours_c2"]["items"] == 70
+    assert by_mode["a_ours_grouped"]["items"] == 97
+    assert 0 < by_mode["a_ours_c2"]["hit_rate"] <= by_mode["a_ours_c2"]["hit_rate_ceiling"] + 1e-9
+    assert by_mode["b_vllm_per_request"]["items"] == 12
+    assert engine.calls[-12:] == [1] * 12  # (b): one request per call
+    assert max(engine.calls[:-12]) > 1  # (a): whole batches
+    summary = bench.summarise([row for row in rows if not row["mode"].startswith("_")])
+    assert "speedup_vs_per_request" in summary and "c2_hit_rate_ceiling_for_this_layout" in summary

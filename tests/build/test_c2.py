@@ -341,6 +341,14 @@ def test_build_is_deterministic(cub_dir: Path, tmp_path: Path) -> None:
     assert other.items.column("question") != first.items.column("question")
 
 
+def test_chunked_generation_gives_the_same_items(cub_dir: Path, tmp_path: Path,
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    whole = build_c2(cub_dir, tmp_path / "whole")
+    monkeypatch.setattr("biovqa.build.c2.IMAGES_PER_CHUNK", 4)
+    chunked = build_c2(cub_dir, tmp_path / "chunked")
+    assert chunked.items_path.read_bytes() == whole.items_path.read_bytes()
+
+
 def test_image_missing_on_disk_is_counted(tmp_path: Path) -> None:
     cub_path = write_cub(tmp_path, n_classes=2, images_per_class=2)
     first = (cub_path / "images.txt").read_text().splitlines()[0].split()[1]

@@ -391,3 +391,50 @@ def test_a_backend_breaking_its_contract_stops_the_run(tmp_path: Path,
     with pytest.raises(BiovqaError, match="broke its contract"):
         run_benchmark(bench.root, tmp_path / "run", RunOptions(
             model="m", backend="engine_test_broken_backend:create", progress=False))
+
+
+INTERRUPTING_BACKEND = '''
+from biovqa.run.backends.base import Reply
+
+
+class Interrupting:
+    name = "interrupting"
+    calls = 0
+
+    def generate(self, requests):
+        Interrupting.calls += 1
+        if Interrupting.calls == 3:
+            raise KeyboardInterrupt
+        return [Reply(key=r.key, text="x") for r in requests]
+
+    def describe(self):
+        return {"revision": "0"}
+
+    def close(self):
+        pass
+
+
+def create(model, **options):
+    return Interrupting()
+'''
+
+
+def test_an_interrupted_run_keeps_its_replies_and_says_so(tmp_path: Path,
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    import json
+
+    (tmp_path / "engine_test_interrupting.py").write_text(INTERRUPTING_BACKEND, encoding="utf-8")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    bench = make_bench(tmp_path / "b", n_images=6)
+    out = tmp_path / "run"
+    with pytest.raises(KeyboardInterrupt):
+        run_benchmark(bench.root, out, RunOptions(
+            model="m", backend="engine_test_interrupting:create", max_batch_items=3,
+            flush_rows=1000, flush_seconds=1000, progress=False))
+    card = json.loads((out / "run.json").read_text())
+    assert card["status"] == "interrupted"
+    resumed = run_benchmark(bench.root, out, RunOptions(
+        model="m", backend="engine_test_interrupting:create", max_batch_items=3, progress=False))
+    assert resumed.resumed == 6  # the two batches answered before Ctrl-C were kept
+    assert resumed.card["status"] == "complete"
+    assert [s["status"] for s in resumed.card["sessions"]] == ["interrupted", "complete"]

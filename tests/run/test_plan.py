@@ -34,7 +34,7 @@ def test_plan_counts_tokens_hours_and_cost(tmp_path: Path) -> None:
     assert plan.completion_tokens_max == 12 * 15  # C1 cap
     assert plan.gpu_hours == pytest.approx(12 / 2.0 / 3600)
     assert plan.api_cost == pytest.approx(plan.prompt_tokens / 1e6 * 0.5 + 180 / 1e6 * 2.0)
-    assert plan.image_sizes_from == "image files"
+    assert plan.image_sizes_from == "image files" and plan.images_missing == 0
     text = render_plan(plan)
     assert "distinct images     4" in text and "GPU-hours" in text
 
@@ -60,6 +60,7 @@ def test_plan_without_image_files_assumes_a_default_size(tmp_path: Path) -> None
     preset = get_preset("llava-hf/llava-v1.6-vicuna-7b-hf")
     assert plan.image_tokens == 6 * preset.image_tokens(*DEFAULT_IMAGE_SIZE)
     assert "default" in plan.image_sizes_from
+    assert plan.images_missing == 2 and any("not found" in note for note in plan.notes)
 
 
 def test_plan_follows_the_selection(tmp_path: Path) -> None:

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import os
+import sys
 from dataclasses import replace
 from pathlib import Path
 
@@ -171,3 +172,22 @@ def test_missing_store_is_a_clear_error(tmp_path: Path) -> None:
         read_header(tmp_path)
     with pytest.raises(MissingResourceError):
         merge_runs([tmp_path], tmp_path / "out")
+
+
+def test_stale_temp_files_of_dead_writers_are_removed(tmp_path: Path) -> None:
+    import subprocess
+
+    from biovqa.run import store as store_module
+
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    host = store_module._HOST
+    segments = tmp_path / "store" / "segments"
+    segments.mkdir(parents=True)
+    stale = segments / f".tmp-{'1' * 20}-{host}-{dead.pid}-abcdef01-000000.parquet"
+    live = segments / f".tmp-{'1' * 20}-{host}-{os.getpid()}-abcdef01-000000.parquet"
+    foreign = segments / f".tmp-{'1' * 20}-otherhost-{dead.pid}-abcdef01-000000.parquet"
+    for path in (stale, live, foreign):
+        path.write_bytes(b"half")
+    PredictionStore.open(tmp_path, HEADER)
+    assert not stale.exists() and live.exists() and foreign.exists()

@@ -202,3 +202,82 @@ def test_create_without_vllm_says_what_to_install() -> None:
 
     with pytest.raises(BiovqaError, match="vllm"):
         create("Qwen2.5-VL-7B")
+
+
+# ---------------------------------------------------------------------------------------------
+# VllmBackend.generate around the engine call. vLLM cannot run on a CPU machine, so a recording
+# stand-in for ``vllm.LLM`` takes its place: it checks what the backend sends and answers in
+# vLLM's RequestOutput shape. The real engine is exercised by benchmarks/gpu/run_gpu_bench.py.
+
+
+class RecordingEngine:
+    """Records each ``chat`` call; rejects any call holding a prompt that contains "TOO LONG"."""
+
+    def __init__(self) -> None:
+        self.calls: list[list[list[dict]]] = []
+        self.seen_images: set[str] = set()
+
+    def chat(self, conversations, sampling_params, use_tqdm, add_generation_prompt):
+        assert len(sampling_params) == len(conversations)
+        if any("TOO LONG" in c[-1]["content"][-1]["text"] for c in conversations):
+            raise ValueError("prompt longer than max_model_len")
+        self.calls.append(conversations)
+        outputs = []
+        for conversation, params in zip(conversations, sampling_params):
+            image = conversation[-1]["content"][0]
+            url = image["image_url"]["url"] if image["type"] == "image_url" else None
+            cached = 64 if url is not None and url in self.seen_images else 0
+            if url is not None:
+                self.seen_images.add(url)
+            text = conversation[-1]["content"][-1]["text"]
+            outputs.append(SimpleNamespace(
+                prompt_token_ids=list(range(100)),
+                num_cached_tokens=cached,
+                outputs=[SimpleNamespace(text=f"answer to {text}", finish_reason="length",
+                                         token_ids=list(range(params["max_tokens"])))],
+            ))
+        return outputs
+
+
+def stand_in_backend(warmup: bool = True):
+    from biovqa.run.backends.vllm import VllmBackend
+
+    engine = RecordingEngine()
+    backend = VllmBackend(engine, model="m", preset=get_preset("m"), engine_options={},
+                          prefix_warmup=warmup, sampling_params_factory=dict)
+    return backend, engine
+
+
+def test_generate_sends_image_groups_in_two_calls_and_answers_in_order(tiny_images: list[Path]) -> None:
+    backend, engine = stand_in_backend()
+    images = [tiny_images[i] for i in (0, 1, 0, 2, 1, 0)]
+    requests = [request(i, image, cap=5 + i) for i, image in enumerate(images)]
+    replies = backend.generate(requests)
+    assert [reply.key for reply in replies] == [r.key for r in requests]
+    assert [reply.text for reply in replies] == [f"answer to Question {i}?" for i in range(6)]
+    assert [reply.completion_tokens for reply in replies] == [5 + i for i in range(6)]
+    assert [len(call) for call in engine.calls] == [3, 3]  # leaders (3 images), then followers
+    follower_texts = [c[-1]["content"][-1]["text"] for c in engine.calls[1]]
+    assert follower_texts == ["Question 2?", "Question 5?", "Question 4?"]  # grouped by image
+    assert backend.prefix_cache.hit_rate == pytest.approx(3 * 64 / 600)
+    assert backend.prefix_cache_stats()["source"] == "RequestOutput.num_cached_tokens"
+
+
+def test_without_warmup_the_whole_batch_is_one_call(tiny_images: list[Path]) -> None:
+    backend, engine = stand_in_backend(warmup=False)
+    replies = backend.generate([request(i, tiny_images[i % 2]) for i in range(5)])
+    assert [len(call) for call in engine.calls] == [5]
+    assert all(reply.status == "ok" for reply in replies)
+
+
+def test_a_rejected_prompt_fails_alone(tiny_images: list[Path], tmp_path: Path) -> None:
+    backend, engine = stand_in_backend()
+    requests = [request(i, tiny_images[i % 3]) for i in range(8)]
+    requests[5] = Request(key="key-5", item_id="item-5", prompt="TOO LONG", image_path=tiny_images[2])
+    requests.append(request(8, tmp_path / "missing.png"))
+    replies = backend.generate(requests)
+    assert [reply.key for reply in replies] == [r.key for r in requests]
+    assert {r.key for r in replies if r.status == "failed"} == {"key-5", "key-8"}
+    assert "max_model_len" in replies[5].error and "missing.png" in replies[8].error
+    answered = [c[-1]["content"][-1]["text"] for call in engine.calls for c in call]
+    assert sorted(answered) == sorted(f"Question {i}?" for i in range(8) if i != 5)  # once each

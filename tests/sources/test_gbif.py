@@ -149,6 +149,7 @@ def test_header_that_disagrees_with_meta_xml(tmp_path: Path) -> None:
     with pytest.raises(InputFormatError, match="header has 22 fields") as caught:
         read_taxa(path)
     assert caught.value.row == 1
+    assert caught.value.field == "genus"
 
 
 @pytest.mark.parametrize("member", ["Taxon.tsv", "meta.xml"])

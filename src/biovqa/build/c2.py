@@ -50,6 +50,8 @@ PART_LAYOUT_FILE = "part_layout.json"
 VOCABULARY_FILE = "vocabulary.json"
 MARKER_FOLDER = "rendered/c2/markers"
 COLOUR_WORDS_KEY = "colour_words"
+#: Images whose items are generated before their rows are turned into Arrow (bounds memory).
+IMAGES_PER_CHUNK = 1000
 
 #: items.parquet columns beyond records.ITEM_COLUMNS (the C2 contract with the scorer).
 C2_COLUMNS: tuple[tuple[str, pa.DataType], ...] = (
@@ -194,77 +196,87 @@ def build_c2(
     categories = fam.name_categories([naming[c].class_name for c in sorted(naming)])
     skipped: dict[str, int] = {}
 
-    bare = fam.attr_bare_value(cub, truth, _family_rng(seed, "attr_bare_value"), skipped)
-    group = fam.attr_group_value(cub, truth, _family_rng(seed, "attr_group_value"), skipped)
-    partset = fam.visibility_partset(cub, _family_rng(seed, "visibility_partset"), skipped)
-    side = fam.visibility_side(cub)
-    marker_rng = _family_rng(seed, "marker_localization")
-    naming_rng = _family_rng(seed, "naming")
+    rngs = {f: _family_rng(seed, f) for f in ("attr_bare_value", "attr_group_value",
+                                               "visibility_partset", "marker_localization", "naming")}
     colors = tuple(MARKER_COLORS)
     from PIL import Image
 
     rows: dict[str, list[dict[str, Any]]] = {f: [] for f in fam.FAMILIES}
+    tables: dict[str, list[pa.Table]] = {f: [] for f in fam.FAMILIES}
+    produced = dict.fromkeys(fam.FAMILIES, 0)
     jobs: list[RenderJob] = []
     marker_rows: list[dict[str, Any]] = []
-    source_sha: list[str] = []
-    for r in range(cub.n_images):
-        image_id = int(cub.image_ids[r])
-        rel = cub.image_paths[r]
-        source = cub.images_dir / rel
-        digest = sha256_file(source)
-        source_sha.append(digest)
-        class_id = int(cub.image_class_ids[r])
-        info = naming[class_id]
-        common = {
-            "image": rel, "image_sha256": digest, "source_id": str(image_id), "class_id": class_id,
-            "class_name": info.class_name, "scientific_name": info.scientific_name,
-            "genus": info.genus, "kind_category": info.kind_category,
-            "kind_modifier": info.kind_modifier,
-        }
+    for chunk_start in range(0, cub.n_images, IMAGES_PER_CHUNK):
+        chunk = range(chunk_start, min(cub.n_images, chunk_start + IMAGES_PER_CHUNK))
+        bare = fam.attr_bare_value(cub, truth, rngs["attr_bare_value"], skipped, image_rows=chunk)
+        group = fam.attr_group_value(cub, truth, rngs["attr_group_value"], skipped, image_rows=chunk)
+        partset = fam.visibility_partset(cub, rngs["visibility_partset"], skipped, image_rows=chunk)
+        side = fam.visibility_side(cub, image_rows=chunk)
+        for r in chunk:
+            k_chunk = r - chunk_start
+            image_id = int(cub.image_ids[r])
+            rel = cub.image_paths[r]
+            source = cub.images_dir / rel
+            digest = sha256_file(source)
+            class_id = int(cub.image_class_ids[r])
+            info = naming[class_id]
+            common = {
+                "image": rel, "image_sha256": digest, "source_id": str(image_id), "class_id": class_id,
+                "class_name": info.class_name, "scientific_name": info.scientific_name,
+                "genus": info.genus, "kind_category": info.kind_category,
+                "kind_modifier": info.kind_modifier,
+            }
 
-        def add(family_rows: list[dict[str, Any]], family: str, image_id: int = image_id,
-                common: dict[str, Any] = common) -> None:
-            for k, item in enumerate(family_rows):
-                rows[family].append({"item_id": f"c2-{family}-{image_id:05d}-{k:02d}", **common, **item})
+            def add(family_rows: list[dict[str, Any]], family: str, image_id: int = image_id,
+                    common: dict[str, Any] = common) -> None:
+                for k, item in enumerate(family_rows):
+                    rows[family].append({"item_id": f"c2-{family}-{image_id:05d}-{k:02d}", **common, **item})
 
-        add(bare[r], "attr_bare_value")
-        add(group[r], "attr_group_value")
-        with Image.open(source) as picture:
-            width, height = picture.size
-        plan = fam.plan_markers(cub.part_visible[r], cub.part_xy[r], marker_radius(width, height),
-                                marker_rng, colors, MARKER_SHAPES)
-        if plan is None:
-            skipped["marker_localization: no visible part"] = skipped.get(
-                "marker_localization: no visible part", 0) + 1
-        else:
-            item = fam.marker_item(plan, cub.part_visible[r], cub.part_names, marker_rng)
-            rendered = f"{MARKER_FOLDER}/{image_id:05d}.png"
-            markers = []  # controls first, the target last (on top where markers touch)
-            if plan.color_control is not None:
-                markers.append(_marker(cub, r, plan.color_control, plan.color,
-                                       str(plan.color_control_shape)))
-            if plan.shape_control is not None:
-                markers.append(_marker(cub, r, plan.shape_control, str(plan.shape_control_color),
-                                       plan.shape))
-            markers.append(_marker(cub, r, plan.target, plan.color, plan.shape))
-            if len(markers) < 3:
-                skipped["marker_localization: fewer than 2 control markers"] = skipped.get(
-                    "marker_localization: fewer than 2 control markers", 0) + 1
-            jobs.append(RenderJob(source, out / rendered, tuple(markers)))
-            marker_rows.append({"item_id": f"c2-marker_localization-{image_id:05d}-00", **common,
-                                **item, "image": rendered})
-        add(partset[r], "visibility_partset")
-        add(side[r], "visibility_side")
-        for item in fam.naming_items(info, categories, naming_rng):
-            add([item], item["task"])
+            add(bare[k_chunk], "attr_bare_value")
+            add(group[k_chunk], "attr_group_value")
+            with Image.open(source) as picture:
+                width, height = picture.size
+            plan = fam.plan_markers(cub.part_visible[r], cub.part_xy[r], marker_radius(width, height),
+                                    rngs["marker_localization"], colors, MARKER_SHAPES)
+            if plan is None:
+                skipped["marker_localization: no visible part"] = skipped.get(
+                    "marker_localization: no visible part", 0) + 1
+            else:
+                item = fam.marker_item(plan, cub.part_visible[r], cub.part_names,
+                                       rngs["marker_localization"])
+                rendered = f"{MARKER_FOLDER}/{image_id:05d}.png"
+                markers = []  # controls first, the target last (on top where markers touch)
+                if plan.color_control is not None:
+                    markers.append(_marker(cub, r, plan.color_control, plan.color,
+                                           str(plan.color_control_shape)))
+                if plan.shape_control is not None:
+                    markers.append(_marker(cub, r, plan.shape_control, str(plan.shape_control_color),
+                                           plan.shape))
+                markers.append(_marker(cub, r, plan.target, plan.color, plan.shape))
+                if len(markers) < 3:
+                    skipped["marker_localization: fewer than 2 control markers"] = skipped.get(
+                        "marker_localization: fewer than 2 control markers", 0) + 1
+                jobs.append(RenderJob(source, out / rendered, tuple(markers)))
+                marker_rows.append({"item_id": f"c2-marker_localization-{image_id:05d}-00", **common,
+                                    **item, "image": rendered})
+            add(partset[k_chunk], "visibility_partset")
+            add(side[k_chunk], "visibility_side")
+            for item in fam.naming_items(info, categories, rngs["naming"]):
+                add([item], item["task"])
+        for family, family_rows in rows.items():  # bound memory: dict rows → Arrow per chunk
+            if family_rows:
+                tables[family].append(_items_table(family_rows))
+                produced[family] += len(family_rows)
+                family_rows.clear()
 
     digests = render_all(jobs, workers=workers)
     for row, digest in zip(marker_rows, digests):
         row["image_sha256"] = digest
-    rows["marker_localization"] = marker_rows
-
-    ordered = [row for family in fam.FAMILIES for row in rows[family]]
-    table = _items_table(ordered)
+    if marker_rows:
+        tables["marker_localization"] = [_items_table(marker_rows)]
+    produced["marker_localization"] = len(marker_rows)
+    ordered = [t for family in fam.FAMILIES for t in tables[family]]
+    table = (pa.concat_tables(ordered) if ordered else ITEM_SCHEMA.empty_table()).combine_chunks()
 
     side_dir = out / SIDE_FOLDER
     side_dir.mkdir(parents=True, exist_ok=True)
@@ -273,7 +285,6 @@ def build_c2(
     vocabulary[COLOUR_WORDS_KEY] = list(fam.COLOUR_WORDS)
     write_json(side_dir / VOCABULARY_FILE, vocabulary)
 
-    produced = {f: len(rows[f]) for f in fam.FAMILIES}
     family_counts = {
         f: {"expected_paper_count": fam.PAPER_COUNTS[f], "produced": produced[f],
             "difference": produced[f] - fam.PAPER_COUNTS[f]}

@@ -3,7 +3,9 @@
 Each generator takes the parsed CUB archive (:class:`biovqa.sources.cub.CubDataset`), the
 derived per-image truth (:class:`AttributeTruth`), naming facts and a seeded generator, and
 returns a list of item rows (dicts with the C2 item columns). Generators are pure: the same
-inputs and seed give the same rows in the same order.
+inputs and seed give the same rows in the same order. ``image_rows`` restricts a generator to a
+range of images; calling it on consecutive ranges with the same generator object gives the same
+rows as one call over all images (the builder works in chunks to bound memory).
 
 Certainty rule [DEFAULT, components.md §2.1], recorded in the manifest:
 
@@ -283,7 +285,8 @@ def _bump(skipped: dict[str, int], reason: str, n: int = 1) -> None:
 
 
 def attr_bare_value(cub: CubDataset, truth: AttributeTruth, rng: np.random.Generator,
-                    skipped: dict[str, int]) -> list[list[dict[str, Any]]]:
+                    skipped: dict[str, int],
+        image_rows: range | None = None) -> list[list[dict[str, Any]]]:
     """One item per (image, group) with a true value; gold = the most certain true value (ties:
     seeded); distractors = up to four attested values false of the image, so options =
     min(5, 1 + #eligible). Random choices are smallest-random-key selections (vectorised)."""
@@ -292,7 +295,7 @@ def attr_bare_value(cub: CubDataset, truth: AttributeTruth, rng: np.random.Gener
     labels = [group_label(g) for g in truth.groups]
     parts = [split_group(g) for g in truth.groups]
     per_image: list[list[dict[str, Any]]] = []
-    for row in range(cub.n_images):
+    for row in image_rows if image_rows is not None else range(cub.n_images):
         keys = rng.random((2, truth.true.shape[1]))
         shuffle_keys = rng.random((n_groups, MAX_OPTIONS))
         # gold: highest certainty among true values, then smallest key
@@ -327,7 +330,8 @@ def attr_bare_value(cub: CubDataset, truth: AttributeTruth, rng: np.random.Gener
 
 
 def attr_group_value(cub: CubDataset, truth: AttributeTruth, rng: np.random.Generator,
-                     skipped: dict[str, int]) -> list[list[dict[str, Any]]]:
+                     skipped: dict[str, int],
+        image_rows: range | None = None) -> list[list[dict[str, Any]]]:
     """One item per true trait of the image; options are ``{part} {property}: {value}``; the four
     distractors are attested traits false of the image, from four distinct other groups (groups
     and values chosen by smallest random key, vectorised over the image's items)."""
@@ -338,7 +342,7 @@ def attr_group_value(cub: CubDataset, truth: AttributeTruth, rng: np.random.Gene
     parts = [split_group(g) for g in truth.groups]
     trait_text = [f"{labels[truth.group_index[a]]}: {truth.values[a]}" for a in range(n_attributes)]
     per_image: list[list[dict[str, Any]]] = []
-    for row in range(cub.n_images):
+    for row in image_rows if image_rows is not None else range(cub.n_images):
         gold_attrs = np.flatnonzero(truth.true[row])
         if gold_attrs.size == 0:
             per_image.append([])
@@ -435,13 +439,14 @@ def marker_item(plan: MarkerPlan, visible: np.ndarray, part_names: tuple[str, ..
 
 
 def visibility_partset(cub: CubDataset, rng: np.random.Generator,
-                       skipped: dict[str, int]) -> list[list[dict[str, Any]]]:
+                       skipped: dict[str, int],
+        image_rows: range | None = None) -> list[list[dict[str, Any]]]:
     """Ten distinct part triples per image with exactly one correct option: one of the three
     visible (gold = that part), none visible (None), or all three (All three). The kind of triple
     is drawn uniformly among the kinds the image allows, then the triple uniformly within it."""
     per_image = []
     names = [part_text(p) for p in cub.part_names]
-    for row in range(cub.n_images):
+    for row in image_rows if image_rows is not None else range(cub.n_images):
         visible = np.flatnonzero(cub.part_visible[row])
         hidden = np.flatnonzero(~cub.part_visible[row])
         kinds = []
@@ -481,11 +486,11 @@ def visibility_partset(cub: CubDataset, rng: np.random.Generator,
     return per_image
 
 
-def visibility_side(cub: CubDataset) -> list[list[dict[str, Any]]]:
+def visibility_side(cub: CubDataset, image_rows: range | None = None) -> list[list[dict[str, Any]]]:
     """Eye, leg and wing: gold = Left / Right / Both / None from the CUB visibility flags."""
     index = {name: i for i, name in enumerate(cub.part_names)}
     per_image = []
-    for row in range(cub.n_images):
+    for row in image_rows if image_rows is not None else range(cub.n_images):
         items: list[dict[str, Any]] = []
         for part in SIDE_PARTS:
             left = bool(cub.part_visible[row, index[f"left_{part}"]])

@@ -193,7 +193,7 @@ def write_card(run_dir: str | Path, card: dict[str, Any]) -> Path:
     import os
 
     path = Path(run_dir) / CARD_FILE
-    tmp = path.with_name(f".{CARD_FILE}.tmp-{os.getpid()}")
+    tmp = path.with_name(f".{CARD_FILE}.tmp{os.getpid()}")
     write_json(tmp, card)
     os.replace(tmp, path)
     return path

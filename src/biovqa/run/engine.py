@@ -34,8 +34,6 @@ from ..manifests import Bench, open_bench
 from .backends.base import Reply, Request
 from .store import PREDICTIONS_FILE, PredictionStore, StoreHeader
 
-#: Token caps per component (prompts.md §1: C1 15 [PAPER]; C2 48, C3 48, C4 8 [DEFAULT]).
-DEFAULT_MAX_NEW_TOKENS: dict[str, int] = {"c1": 15, "c2": 48, "c3": 48, "c4": 8}
 #: Strata of ``--limit`` inside each task (component columns that exist are used).
 STRATA_COLUMNS: tuple[str, ...] = ("group", "tier")
 #: Characters per text token for estimates when no tokenizer is at hand [DEFAULT].
@@ -58,49 +56,11 @@ SEED = 42
 
 
 # -- model presets -------------------------------------------------------------------------------
-@dataclass(frozen=True)
-class GenericPreset:
-    """Defaults for a model without a preset: no wrappers, the component token caps, and a
-    Qwen-style image-token rule (28×28 pixel patches after fitting into ``max_pixels``)."""
-
-    key: str
-    checkpoint: str
-    revision: str | None = None
-    dtype: str | None = None
-    min_pixels: int | None = 4 * 28 * 28
-    max_pixels: int | None = 1280 * 28 * 28
-
-    def system_message(self, component: str) -> str | None:
-        return None
-
-    def user_prefix(self, component: str) -> str | None:
-        return None
-
-    def max_new_tokens(self, component: str) -> int:
-        return DEFAULT_MAX_NEW_TOKENS.get(component.lower(), 48)
-
-    def image_tokens(self, width: int, height: int) -> int:
-        pixels = max(1, width * height)
-        scale = 1.0
-        if self.max_pixels and pixels > self.max_pixels:
-            scale = math.sqrt(self.max_pixels / pixels)
-        elif self.min_pixels and pixels < self.min_pixels:
-            scale = math.sqrt(self.min_pixels / pixels)
-        return math.ceil(width * scale / 28) * math.ceil(height * scale / 28)
-
-
-def _generic_wrappers(preset: Any, component: str, prompt: str) -> tuple[str | None, str]:
-    prefix = preset.user_prefix(component)
-    return preset.system_message(component), f"{prefix} {prompt}" if prefix else prompt
-
-
 def resolve_preset(model: str) -> tuple[Any, Callable[[Any, str, str], tuple[str | None, str]]]:
-    """The model's preset and its wrapper function (``biovqa.run.presets``), or generic defaults
-    when that module is not installed."""
-    try:
-        from . import presets
-    except ImportError:
-        return GenericPreset(key=model, checkpoint=model), _generic_wrappers
+    """The model's preset (``biovqa.run.presets``; any other HF id or local path gets defaults)
+    and the function that applies its wrappers."""
+    from . import presets
+
     return presets.get_preset(model), presets.apply_wrappers
 
 
@@ -598,9 +558,15 @@ def run_benchmark(bench_path: str | Path, out: str | Path, options: RunOptions, 
 
         try:
             executor.run(batches, on_batch)
-        finally:
-            store.flush()
+        except BaseException as exc:
+            store.flush()  # keep every reply received so far; the same command resumes
             progress.close()
+            status = "interrupted" if isinstance(exc, KeyboardInterrupt) else "failed"
+            write_card(out, build_card(**card_args, status=status, ended=time.time(),
+                                       progress=progress.snapshot()))
+            raise
+        store.flush()
+        progress.close()
         if store.segments_written > 64 or len(store.segment_paths()) > 256:
             store.compact()
         table = store.materialize(keys=[r.key for r in plan.requests])

@@ -45,6 +45,7 @@ class PlanEstimate:
     images: int
     items_by_task: dict[str, int]
     image_sizes_from: str
+    images_missing: int
     image_tokens: int
     text_tokens: int
     prompt_tokens: int
@@ -102,6 +103,8 @@ def plan_run(bench_path: str | Path, model: str, selection: Selection | None = N
                           hint="check --components/--tasks/--limit/--shard")
     preset, wrap = resolve_preset(model)
     items, sizes_from = image_sizes(bench, items)
+    missing = sum(not bench.resolve_image(image).is_file()
+                  for image in set(items.column("image").to_pylist()))
     requests = build_requests(bench, items, preset, wrap, model, "plan",
                               max_new_tokens=max_new_tokens)
     text_tokens = int(sum(
@@ -116,6 +119,9 @@ def plan_run(bench_path: str | Path, model: str, selection: Selection | None = N
         "text tokens ≈ characters / 4; image tokens by the model's image-token rule",
         "completion tokens are the token caps, an upper bound",
     ]
+    if missing:
+        notes.append(f"{missing} image file(s) not found under {bench.images_root()}: their "
+                     "requests would fail; check the benchmark's images_root")
     if throughput == DEFAULT_THROUGHPUT:
         notes.append(f"throughput {DEFAULT_THROUGHPUT:g} items/s is a default; give --throughput")
     return PlanEstimate(
@@ -124,6 +130,7 @@ def plan_run(bench_path: str | Path, model: str, selection: Selection | None = N
         images=len(set(image_keys(items).to_pylist())),
         items_by_task=dict(sorted(Counter(items.column("task").to_pylist()).items())),
         image_sizes_from=sizes_from,
+        images_missing=missing,
         image_tokens=image_tokens,
         text_tokens=text_tokens,
         prompt_tokens=prompt_tokens,
@@ -142,7 +149,8 @@ def render_plan(plan: PlanEstimate) -> str:
     lines = [
         f"model               {plan.model}",
         f"items               {plan.items:,}",
-        f"distinct images     {plan.images:,}  (sizes from {plan.image_sizes_from})",
+        (f"distinct images     {plan.images:,}  (sizes from {plan.image_sizes_from}; "
+         f"{plan.images_missing:,} missing on disk)"),
         (f"prompt tokens       {plan.prompt_tokens:,}  (image {plan.image_tokens:,}, "
          f"text {plan.text_tokens:,})"),
         f"completion tokens   ≤ {plan.completion_tokens_max:,}",

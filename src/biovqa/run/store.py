@@ -25,6 +25,8 @@ from __future__ import annotations
 import itertools
 import json
 import os
+import re
+import socket
 import time
 import uuid
 from collections.abc import Iterable, Sequence
@@ -117,6 +119,20 @@ def read_header(run_dir: str | Path) -> StoreHeader:
     return StoreHeader.from_json(payload, file=path)
 
 
+_HOST = "".join(c if c.isalnum() else "_" for c in socket.gethostname())[:32] or "host"
+_TOKEN_PATTERN = re.compile(r"\d{20}-(?P<host>\w+)-(?P<pid>\d+)-[0-9a-f]{8}")
+
+
+def _process_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
 def _fsync_path(path: Path) -> None:
     fd = os.open(path, os.O_RDONLY)
     try:
@@ -159,7 +175,8 @@ class PredictionStore:
         self.header = header
         self.flush_rows = max(1, int(flush_rows))
         self.flush_seconds = float(flush_seconds)
-        self._token = f"{time.time_ns():020d}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
+        # names sort by creation time; host and pid say who writes a temp file (see open())
+        self._token = (f"{time.time_ns():020d}-{_HOST}-{os.getpid()}-{uuid.uuid4().hex[:8]}")
         self._counter = itertools.count()
         self._buffer: dict[str, list[Any]] = {name: [] for name in STORE_SCHEMA.names}
         self._last_flush = time.monotonic()
@@ -190,7 +207,24 @@ class PredictionStore:
             os.replace(tmp, header_path)
             _fsync_path(store.root)
         store.segments_dir.mkdir(parents=True, exist_ok=True)
+        store.remove_stale_temp_files()
         return store
+
+    def remove_stale_temp_files(self) -> int:
+        """Delete temp files left by killed writers of this host (their pid no longer runs).
+
+        A temp file of another host, or of a live process, is left alone: a store may be shared by
+        several writers at once (segment names never collide)."""
+        removed = 0
+        candidates = [*self.segments_dir.glob(".tmp-*"), *self.root.glob(".*.tmp-*"),
+                      *self.run_dir.glob(".*.tmp-*")]
+        for path in candidates:
+            match = _TOKEN_PATTERN.search(path.name)
+            if match is None or match["host"] != _HOST or _process_alive(int(match["pid"])):
+                continue
+            path.unlink(missing_ok=True)
+            removed += 1
+        return removed
 
     # -- writing ---------------------------------------------------------------------------------
     @property

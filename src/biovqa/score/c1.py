@@ -33,8 +33,8 @@ same resamples). A *metric block* is
       "recognition_recall": {"mcq": interval, "open": interval, "gap": interval, "ratio": interval},
       "groups": {group: metric block},           # pooled over the 9 types
       "tiers": {tier: metric block},             # unified difficulty column
-      "task_group": {task: {group: {"n": n, "em": interval}}},
-      "task_tier": {task: {tier: {"n": n, "em": interval}}},
+      "task_group": {task: {group: {"n": n, "em": float}}},   # point estimates
+      "task_tier": {task: {tier: {"n": n, "em": float}}},
       "breakdown": [{"task", "group", "tier", "n", "em", "em_soft", "unresolved", "wup", "lin",
                      "severity", "n_severity"}, …],          # point estimates, sorted
       "resolution": {task: {resolution label: count}},
@@ -161,9 +161,11 @@ def _floors(task_index: np.ndarray, answers: pa.Array | pa.ChunkedArray) -> tupl
     raw_codes, raw_dictionary = encode_strings(answers)
     size = np.int64(len(vocabulary))
     valid = (gold != 0) & (raw_codes >= 0)
-    keys, counts = np.unique(task_index[valid] * size + gold[valid], return_counts=True)
+    all_counts = np.bincount(task_index[valid] * size + gold[valid], minlength=len(TASKS) * int(size))
+    keys = np.flatnonzero(all_counts)
+    counts = all_counts[keys]
     frame = pd.DataFrame({"task": keys // size, "gold": keys % size, "n": counts})
-    frame["text"] = vocabulary.text(frame["gold"].to_numpy()).tolist()
+    frame["text"] = vocabulary.text(frame["gold"].to_numpy()).to_pylist()
     frame = frame.sort_values(["task", "n", "text"], ascending=[True, False, True], kind="stable")
     best = frame.drop_duplicates("task").set_index("task")["gold"]
     raw_labels = raw_dictionary.to_pylist()
@@ -306,6 +308,8 @@ def score(bench: Bench, predictions: pa.Table, options: Mapping[str, Any] | None
 
 #: Item columns the scorer reads (plus the difficulty columns it copies); the rest stay on disk.
 SCORING_COLUMNS: tuple[str, ...] = (*REQUIRED_ITEM_COLUMNS, "tier", "options", "option_nodes")
+#: Repetitive string columns read as Arrow dictionaries (no per-row strings are materialised).
+DICTIONARY_COLUMNS: tuple[str, ...] = ("task", "answer", "genus", "species", "group", "source_id", "tier")
 
 
 def _scoring_columns(bench: Bench) -> pa.Table:
@@ -317,7 +321,8 @@ def _scoring_columns(bench: Bench) -> pa.Table:
     try:
         names = pq.read_schema(bench.items_path).names
         wanted = [c for c in dict.fromkeys((*SCORING_COLUMNS, *DIFFICULTY_COLUMNS)) if c in names]
-        return pq.read_table(bench.items_path, columns=wanted)
+        return pq.read_table(bench.items_path, columns=wanted,
+                             read_dictionary=[c for c in DICTIONARY_COLUMNS if c in wanted])
     except (pa.ArrowInvalid, OSError) as exc:
         raise InputFormatError(f"cannot read benchmark items: {exc}", file=bench.items_path,
                                hint="the file looks truncated or is not Parquet; rebuild the benchmark") from None
@@ -358,11 +363,10 @@ def score_items(items: pa.Table, predictions: pa.Table, *, tree: Any, synonyms: 
     if len(target) and (target.min() < 0 or target.max() >= len(tree.names)):
         raise InputFormatError("target_node lies outside the benchmark tree", file=source, field="target_node",
                                hint="the tree and the items come from different builds")
-    tasks = np.asarray(TASKS, dtype=object)[task_index]
     is_mcq = task_index == TASKS.index(MCQ_TASK)
     mcq_options, mcq_option_nodes = _mcq_arrays(items, is_mcq, source)
     result = score_replies(
-        tasks=tasks, answers=items.column("answer"), genera=items.column("genus"),
+        task_index=task_index, task_names=TASKS, answers=items.column("answer"), genera=items.column("genus"),
         binomials=items.column("species"), target_nodes=target, replies=replies,
         answered=status == PREDICTION_STATUSES.index("ok"), failed=status == PREDICTION_STATUSES.index("failed"),
         mcq_options=mcq_options, mcq_option_nodes=mcq_option_nodes, tree=tree, synonyms=synonyms,
@@ -384,9 +388,9 @@ def score_items(items: pa.Table, predictions: pa.Table, *, tree: Any, synonyms: 
 
 
 def _label_array(codes: np.ndarray, labels: Sequence[str]) -> pa.Array:
-    """Strings from integer codes (null where the code is negative)."""
-    indices = pa.array(np.asarray(codes, dtype=np.int64), pa.int64(), mask=np.asarray(codes) < 0)
-    return pa.array(list(labels), pa.string()).take(indices)
+    """A dictionary array of ``labels`` from integer codes (null where the code is negative)."""
+    indices = pa.array(np.asarray(codes, dtype=np.int32), pa.int32(), mask=np.asarray(codes) < 0)
+    return pa.DictionaryArray.from_arrays(indices, pa.array(list(labels), pa.string()))
 
 
 def _item_table(items: pa.Table, status: np.ndarray, result: ReplyScores) -> pa.Table:
@@ -397,9 +401,9 @@ def _item_table(items: pa.Table, status: np.ndarray, result: ReplyScores) -> pa.
 
     out: dict[str, pa.Array | pa.ChunkedArray] = {
         "item_id": items.column("item_id"),
-        "task": items.column("task"),
-        "group": items.column("group"),
-        "source_id": items.column("source_id"),
+        "task": _plain(items.column("task")),
+        "group": _plain(items.column("group")),
+        "source_id": _plain(items.column("source_id")),
         "status": _label_array(status, PREDICTION_STATUSES),
         "parsed_response": result.parsed,
         "em": pa.array(result.em, pa.int8()),
@@ -416,8 +420,14 @@ def _item_table(items: pa.Table, status: np.ndarray, result: ReplyScores) -> pa.
     }
     for name in DIFFICULTY_COLUMNS:
         if name in items.column_names:
-            out[name] = items.column(name)
+            out[name] = _plain(items.column(name))
     return pa.table(out)
+
+
+def _plain(column: pa.ChunkedArray | pa.Array) -> pa.ChunkedArray | pa.Array:
+    """A dictionary-encoded column decoded to its value type (the output schema never depends on
+    how the items were read)."""
+    return column.cast(column.type.value_type) if pa.types.is_dictionary(column.type) else column
 
 
 # --------------------------------------------------------------------------------------------------
@@ -453,7 +463,6 @@ class _Plan:
         self.full_denominators: list[np.ndarray] = []
         self._width = 0
         self._denominator_width = 0
-        self._known_denominators: dict[bytes, int] = {}
         self._layouts: dict[tuple[int, int, int, int], tuple[np.ndarray, np.ndarray]] = {}
         self._pinned: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
 
@@ -470,18 +479,14 @@ class _Plan:
 
     def add_denominator(self, mask: np.ndarray, cells: np.ndarray, n_cells: int,
                         codes: np.ndarray | None = None) -> int:
-        """Counts of ``mask`` rows per cell; returns its first column (identical count blocks are
-        stored once). ``codes`` overrides the rows' cluster codes (image-level rows)."""
+        """Counts of ``mask`` rows per cell; returns its first column. ``codes`` overrides the rows'
+        cluster codes (image-level rows)."""
         keep, flat = self._layout(mask, cells, n_cells, codes)
         block = np.bincount(flat, minlength=self.n_clusters * n_cells).reshape(self.n_clusters, n_cells)
-        key = block.tobytes()
-        if key in self._known_denominators:
-            return self._known_denominators[key]
         first = self._denominator_width
         self.denominators.append(block.astype(np.float32))
         self.full_denominators.append(np.bincount(cells[keep], minlength=n_cells).astype(np.float64))
         self._denominator_width += n_cells
-        self._known_denominators[key] = first
         return first
 
     def add_mean(self, values: np.ndarray, mask: np.ndarray, cells: np.ndarray, n_cells: int,
@@ -548,11 +553,6 @@ def summarize(arrays: _ItemArrays, floors: Mapping[str, float], floor_replies: M
     }
     task_group = np.where(arrays.group >= 0, task_codes * max(n_groups, 1) + arrays.group, -1)
     task_tier = np.where(arrays.tier >= 0, task_codes * max(n_tiers, 1) + arrays.tier, -1)
-    cross = {}
-    for name, cells, width in (("task_group", task_group, len(TASKS) * max(n_groups, 1)),
-                               ("task_tier", task_tier, len(TASKS) * max(n_tiers, 1))):
-        count = plan.add_denominator(everything, cells, width)
-        cross[name] = plan.add_mean(em, everything, cells, width, count)
 
     hierarchy_inputs = _hierarchy_matrix(task_codes, em, arrays.cluster, arrays.n_clusters, arrays.group)
     hierarchy_columns: dict[str, int] = {}
@@ -621,21 +621,24 @@ def summarize(arrays: _ItemArrays, floors: Mapping[str, float], floor_replies: M
     summary["groups"] = metric_blocks("groups")
     summary["tiers"] = metric_blocks("tiers")
 
-    def em_cells(first: int, cells: np.ndarray, labels: list[str]) -> dict[str, dict[str, Any]]:
-        n = np.bincount(cells[cells >= 0], minlength=len(TASKS) * max(len(labels), 1))
+    def em_cells(cells: np.ndarray, labels: list[str]) -> dict[str, dict[str, Any]]:
+        """EM per (task, label) cell, point estimates (the breakdown tables)."""
+        width = len(TASKS) * max(len(labels), 1)
+        n = np.bincount(cells[cells >= 0], minlength=width)
+        hits = np.bincount(cells[cells >= 0], weights=em[cells >= 0], minlength=width)
         out: dict[str, dict[str, Any]] = {}
         for t_index, t_name in enumerate(TASKS):
             row: dict[str, Any] = {}
             for l_index, l_name in enumerate(labels):
                 cell = t_index * len(labels) + l_index
                 if n[cell]:
-                    row[l_name] = {"n": int(n[cell]), "em": interval(first + cell)}
+                    row[l_name] = {"n": int(n[cell]), "em": float(hits[cell] / n[cell])}
             if row:
                 out[t_name] = row
         return out
 
-    summary["task_group"] = em_cells(cross["task_group"], task_group, arrays.group_labels)
-    summary["task_tier"] = em_cells(cross["task_tier"], task_tier, arrays.tier_labels)
+    summary["task_group"] = em_cells(task_group, arrays.group_labels)
+    summary["task_tier"] = em_cells(task_tier, arrays.tier_labels)
     summary["breakdown"] = _breakdown(arrays, values, scores.severity)
     resolution_counts = np.bincount(task_codes * len(RESOLUTIONS) + scores.resolution,
                                     minlength=len(TASKS) * len(RESOLUTIONS)).reshape(len(TASKS), len(RESOLUTIONS))

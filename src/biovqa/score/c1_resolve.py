@@ -30,7 +30,6 @@ from dataclasses import dataclass
 from typing import Protocol
 
 import numpy as np
-import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -96,54 +95,69 @@ def last_word(replies: Sequence[str]) -> list[str]:
 
 
 def encode_strings(values: pa.Array | pa.ChunkedArray) -> tuple[np.ndarray, pa.Array]:
-    """Dictionary-encode a string column: per-row codes (−1 where null) and the distinct values."""
-    array = values.combine_chunks() if isinstance(values, pa.ChunkedArray) else values
-    encoded = array.cast(pa.string()).dictionary_encode()
+    """Dictionary-encode a string column: per-row codes (−1 where null) and the distinct values
+    (a column read as a dictionary from Parquet is used as it is)."""
+    if isinstance(values, pa.ChunkedArray):
+        if pa.types.is_dictionary(values.type) and values.num_chunks > 1:
+            values = values.unify_dictionaries()
+        values = values.combine_chunks() if values.num_chunks != 1 else values.chunk(0)
+    if pa.types.is_dictionary(values.type):
+        encoded = values
+    else:
+        encoded = values.cast(pa.string()).dictionary_encode()
     codes = pc.fill_null(encoded.indices, -1).to_numpy(zero_copy_only=False).astype(np.int64)
-    return codes, encoded.dictionary
+    return codes, encoded.dictionary.cast(pa.string())
 
 
 class Vocabulary:
     """Normalized strings ↔ dense integer ids (id 0 is the empty string), so that per-item string
-    comparisons become integer comparisons and string work happens once per distinct value."""
+    comparisons become integer comparisons and string work happens once per distinct value. The
+    strings live in one Arrow array; lookups are Arrow hash joins."""
 
     def __init__(self) -> None:
-        self._ids: dict[str, int] = {"": 0}
-        self.strings: list[str] = [""]
+        self.array: pa.Array = pa.array([""], pa.string())
+        self._strings: list[str] | None = None
 
     def __len__(self) -> int:
-        return len(self.strings)
+        return len(self.array)
 
-    def ids(self, strings: Sequence[str | None]) -> np.ndarray:
-        out = np.empty(len(strings), dtype=np.int64)
-        known = self._ids
-        for position, text in enumerate(strings):
-            text = text or ""
-            found = known.get(text)
-            if found is None:
-                found = len(self.strings)
-                known[text] = found
-                self.strings.append(text)
-            out[position] = found
-        return out
+    @property
+    def strings(self) -> list[str]:
+        if self._strings is None or len(self._strings) != len(self.array):
+            self._strings = self.array.to_pylist()
+        return self._strings
+
+    def ids(self, strings: Sequence[str | None] | pa.Array) -> np.ndarray:
+        """Id of each string, adding new ones (null → "")."""
+        values = strings if isinstance(strings, pa.Array) else pa.array(list(strings), pa.string())
+        values = pc.fill_null(values.cast(pa.string()), "")
+        if len(values) == 0:
+            return np.empty(0, dtype=np.int64)
+        found = pc.index_in(values, value_set=self.array)
+        if found.null_count:
+            new = pc.unique(values.filter(pc.is_null(found)))
+            self.array = pa.concat_arrays([self.array, new])
+            found = pc.index_in(values, value_set=self.array)
+        return found.to_numpy(zero_copy_only=False).astype(np.int64)
 
     def raw_ids(self, values: pa.Array | pa.ChunkedArray) -> np.ndarray:
         """Per-row id of the value as it is (null → "")."""
         codes, dictionary = encode_strings(values)
-        ids = self.ids(dictionary.to_pylist())
+        ids = self.ids(dictionary)
         return np.where(codes >= 0, ids[np.maximum(codes, 0)] if len(ids) else 0, 0)
 
     def normalized_ids(self, values: pa.Array | pa.ChunkedArray) -> np.ndarray:
         """Per-row id of ``normalize_c1(value)`` (null → "")."""
         codes, dictionary = encode_strings(values)
-        ids = self.ids(normalize_c1_array(dictionary).to_pylist())
+        ids = self.ids(normalize_c1_array(dictionary))
         return np.where(codes >= 0, ids[np.maximum(codes, 0)] if len(ids) else 0, 0)
 
-    def text(self, ids: np.ndarray) -> np.ndarray:
-        return np.asarray(self.strings, dtype=object)[ids]
+    def text(self, ids: np.ndarray) -> pa.Array:
+        return self.array.take(pa.array(np.asarray(ids, dtype=np.int64), pa.int64()))
 
     def as_arrow(self, ids: np.ndarray) -> pa.Array:
-        return pa.array(self.strings, pa.string()).take(pa.array(ids, pa.int64()))
+        """Per-row strings as a dictionary array over the vocabulary (no string copies)."""
+        return pa.DictionaryArray.from_arrays(pa.array(np.asarray(ids, dtype=np.int32), pa.int32()), self.array)
 
 
 @dataclass(frozen=True)
@@ -224,37 +238,40 @@ class ReplyScores:
     lin: np.ndarray  # float64
 
 
-def score_replies(*, tasks: np.ndarray, answers: pa.Array, genera: pa.Array, binomials: pa.Array,
-                  target_nodes: np.ndarray, replies: pa.Array, answered: np.ndarray, failed: np.ndarray,
-                  mcq_options: pa.Array, mcq_option_nodes: np.ndarray, tree: BenchmarkTree,
+def score_replies(*, task_index: np.ndarray, task_names: Sequence[str], answers: pa.Array, genera: pa.Array,
+                  binomials: pa.Array, target_nodes: np.ndarray, replies: pa.Array, answered: np.ndarray,
+                  failed: np.ndarray, mcq_options: pa.Array, mcq_option_nodes: np.ndarray, tree: BenchmarkTree,
                   synonyms: SynonymIndex, vernacular: VernacularLookup,
                   epithet_last_word: bool = True) -> ReplyScores:
     """Score every reply against its item (see the module docstring).
 
-    Per item: ``tasks`` (task names, object array), ``answers`` (gold strings), ``genera`` and
+    Per item: ``task_index`` (into ``task_names``), ``answers`` (gold strings), ``genera`` and
     ``binomials`` (gold genus and species, for the species question), ``target_nodes`` (gold
     nodes), ``replies`` (null where none), ``answered`` (status ok and a reply) and ``failed``. For
     the MCQ items, in row order: ``mcq_options`` (flattened, n_mcq·k strings) and
     ``mcq_option_nodes`` (n_mcq × k tree nodes, −1 where unknown)."""
-    n = len(tasks)
-    tasks = np.asarray(tasks, dtype=object)
+    task_index = np.asarray(task_index, dtype=np.int64)
+    n = len(task_index)
     gold = np.asarray(target_nodes, dtype=np.int64)
     answered = np.asarray(answered, dtype=bool)
-    is_species = tasks == SPECIES_TASK
-    is_mcq = np.isin(tasks, list(MCQ_TASKS))
-    asked_depth = pd.Series(tasks, dtype=object).map(ASKED_DEPTH).fillna(-1).to_numpy(np.int64)
+    names = list(task_names)
+    is_species = task_index == (names.index(SPECIES_TASK) if SPECIES_TASK in names else -2)
+    is_mcq = np.isin(task_index, [names.index(t) for t in MCQ_TASKS if t in names])
+    asked_depth = np.asarray([ASKED_DEPTH.get(t, -1) for t in names], dtype=np.int64)[task_index]
     vocabulary = Vocabulary()
 
     # replies → vocabulary ids, with the species-epithet last-word quirk (prompts.md §2.5)
     reply_codes, reply_dictionary = encode_strings(replies)
-    plain = vocabulary.ids(normalize_c1_array(reply_dictionary).to_pylist())
-    per_code = np.broadcast_to(plain, (2, len(plain))).copy() if len(plain) else np.zeros((2, 0), np.int64)
+    plain = vocabulary.ids(normalize_c1_array(reply_dictionary))
+    per_code = np.stack([plain, plain]) if len(plain) else np.zeros((2, 0), np.int64)
     if epithet_last_word and is_species.any() and len(plain):
-        words = last_word(reply_dictionary.to_pylist())
-        per_code[1] = vocabulary.ids(normalize_c1_array(pa.array(words, pa.string())).to_pylist())
+        used = np.unique(reply_codes[is_species & (reply_codes >= 0)])
+        words = last_word(reply_dictionary.take(pa.array(used, pa.int64())).to_pylist())
+        per_code[1, used] = vocabulary.ids(normalize_c1_array(pa.array(words, pa.string())))
     quirk = (is_species & epithet_last_word).astype(np.int64)
-    parsed = np.where(answered & (reply_codes >= 0), per_code[quirk, np.maximum(reply_codes, 0)]
-                      if len(plain) else 0, 0)
+    valid_reply = answered & (reply_codes >= 0)
+    parsed = np.zeros(n, dtype=np.int64)
+    parsed[valid_reply] = per_code[quirk[valid_reply], reply_codes[valid_reply]]
     gold_id = vocabulary.normalized_ids(answers)
 
     em = answered & (parsed == gold_id) & ~is_mcq
@@ -274,22 +291,21 @@ def score_replies(*, tasks: np.ndarray, answers: pa.Array, genera: pa.Array, bin
     gold_key = gold_id.copy()
     species_rows = np.flatnonzero(is_species)
     if len(species_rows):
-        strings = vocabulary.strings
+        has_space = pc.match_substring(vocabulary.array, " ").to_numpy(zero_copy_only=False)
         reply_ids = parsed[species_rows]
-        distinct = np.unique(reply_ids)
-        single = {int(i) for i in distinct if i and " " not in strings[i]}
-        rows = species_rows[np.isin(reply_ids, list(single)) & answered[species_rows]]
+        rows = species_rows[(reply_ids != 0) & ~has_space[reply_ids] & answered[species_rows]]
         one_word[rows] = True
         genus_id = vocabulary.normalized_ids(genera.take(pa.array(rows, pa.int64())))
         pair_keys, inverse = np.unique((genus_id << 32) | parsed[rows], return_inverse=True)
-        texts = [f"{strings[int(k >> 32)]} {strings[int(k & 0xFFFFFFFF)]}" for k in pair_keys]
+        texts = pc.binary_join_element_wise(vocabulary.text(pair_keys >> 32),
+                                            vocabulary.text(pair_keys & 0xFFFFFFFF), " ")
         candidate[rows] = vocabulary.ids(texts)[inverse.ravel()]
         gold_key[species_rows] = vocabulary.normalized_ids(binomials.take(pa.array(species_rows, pa.int64())))
 
     # the synonym relation S of every name looked up
     lookup = np.unique(np.concatenate([candidate[answered], parsed[answered]]))
     lookup = lookup[lookup != 0]
-    relation = synonyms.accepted_targets(pa.array(vocabulary.text(lookup).tolist(), pa.string()))
+    relation = synonyms.accepted_targets(vocabulary.text(lookup))
     relation_name = vocabulary.raw_ids(relation.column("name"))  # the normalized queries
     relation_accepted = vocabulary.normalized_ids(relation.column("accepted_name"))
     relation_keys = np.unique((relation_name << 32) | relation_accepted)
@@ -298,7 +314,8 @@ def score_replies(*, tasks: np.ndarray, answers: pa.Array, genera: pa.Array, bin
     em_soft = em.copy()
     if len(relation_keys) and len(open_rows):
         keys = (candidate[open_rows] << 32) | gold_key[open_rows]
-        em_soft[open_rows] |= np.isin(keys, relation_keys, assume_unique=False)
+        position = np.minimum(np.searchsorted(relation_keys, keys), len(relation_keys) - 1)
+        em_soft[open_rows] |= relation_keys[position] == keys
 
     resolution = np.full(n, RESOLUTIONS.index("unresolved"), dtype=np.int8)
     resolution[~answered] = RESOLUTIONS.index("missing")
@@ -340,7 +357,7 @@ def score_replies(*, tasks: np.ndarray, answers: pa.Array, genera: pa.Array, bin
     rows = np.flatnonzero(pending)
     if len(rows):
         distinct, inverse = np.unique(parsed[rows], return_inverse=True)
-        found = np.asarray(vernacular.lookup(vocabulary.text(distinct).tolist()), dtype=np.int64)[inverse.ravel()]
+        found = np.asarray(vernacular.lookup(vocabulary.text(distinct)), dtype=np.int64)[inverse.ravel()]
         hit = found >= 0
         resolved[rows[hit]] = found[hit]
         resolution[rows[hit]] = RESOLUTIONS.index("vernacular")

@@ -300,7 +300,8 @@ def _check_header(archive: BackboneArchive, described: ArchiveFile, handle: IO[b
             raise InputFormatError(
                 f"header has {found} fields, meta.xml describes {len(described.columns)}",
                 file=archive.describe(described.location), row=number,
-                field=described.columns[min(found, len(described.columns)) - 1] or None,
+                field=(described.columns[found] if found < len(described.columns)
+                       else f"column {len(described.columns) + 1}") or None,
                 hint="the file and meta.xml do not belong together; re-download the archive",
             )
     return header

@@ -130,12 +130,13 @@ def test_open_items_naming_kernels_and_em(make_bench):
 
 
 def test_open_baseline_sample_is_fixed_and_excludes_gold():
-    first = open_baseline_sample(cags_module.stable_item_hash("item-1"), 3, 200)
-    again = open_baseline_sample(cags_module.stable_item_hash("item-1"), 3, 200)
-    other = open_baseline_sample(cags_module.stable_item_hash("item-2"), 3, 200)
+    pool = [f"name {k:03d}" for k in range(200)]
+    first = open_baseline_sample("open_common_name", "name 003", pool)
+    again = open_baseline_sample("open_common_name", "name 003", pool)
+    other = open_baseline_sample("open_common_name", "name 004", pool)
     assert first == again and first != other
     assert len(first) == 40 == len(set(first)) and 3 not in first
-    assert sorted(open_baseline_sample(1, 0, 10)) == list(range(1, 10))
+    assert sorted(open_baseline_sample("open_genus", "name 000", pool[:10])) == list(range(1, 10))
 
 
 def test_category_mcq_is_exact_match(make_bench):

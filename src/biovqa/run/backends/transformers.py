@@ -121,7 +121,7 @@ class TransformersBackend:
             model_options: dict[str, Any] = dict(load_options, dtype=getattr(torch, dtype))
             if attn_implementation:
                 model_options["attn_implementation"] = attn_implementation
-            self.model = AutoModelForImageTextToText.from_pretrained(model, **model_options)
+            loaded: Any = AutoModelForImageTextToText.from_pretrained(model, **model_options)
         except OSError as error:
             raise MissingResourceError(
                 f"cannot load model {model!r}: {error}",
@@ -129,7 +129,7 @@ class TransformersBackend:
                 hint="pass a local checkpoint folder or a Hugging Face id that is cached "
                 "(HF_HUB_OFFLINE=1 needs the files on disk)",
             ) from error
-        self.model.to(device).eval()
+        self.model: Any = loaded.to(device).eval()
         tokenizer = getattr(self.processor, "tokenizer", None)
         if tokenizer is None:
             raise BiovqaError(f"the processor of {model!r} has no tokenizer", field="model")

@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import time
 import warnings
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -228,8 +228,11 @@ class VllmBackend:
         sampling_overrides: dict[str, Any] | None = None,
         batch_items: int = 2048,
         batch_tokens: int = 2_000_000,
+        sampling_params_factory: Callable[..., Any] | None = None,
     ) -> None:
         self.llm = llm
+        #: ``vllm.SamplingParams`` unless given (tests on machines without vLLM pass ``dict``).
+        self._sampling_params_factory = sampling_params_factory
         self.sampling_overrides = dict(sampling_overrides or {})
         #: Batch hints for the engine [DEFAULT]: large image-grouped batches (vLLM schedules
         #: inside a call; bigger calls mean more prefix reuse and fuller GPU batches).
@@ -246,9 +249,8 @@ class VllmBackend:
         self.chat_calls = 0
 
     def generate(self, requests: Sequence[Request]) -> list[Reply]:
-        """One reply per request, in request order; ≤ 2 ``llm.chat`` calls per batch."""
-        from vllm import SamplingParams
-
+        """One reply per request, in request order; ≤ 2 ``llm.chat`` calls per batch (more
+        only when the engine rejects a call and it is bisected to isolate the bad requests)."""
         replies: dict[int, Reply] = {}
         parts, image_errors = encode_images(requests, image_format=self.image_format)
         for index, request in enumerate(requests):
@@ -259,30 +261,51 @@ class VllmBackend:
             call = [index for index in call if index not in replies]
             if not call:
                 continue
-            conversations = build_conversations(requests, call, parts)
-            params = [
-                SamplingParams(**sampling_settings(requests[i], seed=self.seed), **self.sampling_overrides)
-                for i in call
-            ]
-            started = time.perf_counter()
-            try:
-                outputs = self.llm.chat(
-                    conversations, sampling_params=params, use_tqdm=False, add_generation_prompt=True
-                )
-            except Exception as error:  # noqa: BLE001 - the engine failed this call: record it
-                for index in call:
-                    replies[index] = Reply(
-                        key=requests[index].key, text=None, status="failed", error=repr(error)
-                    )
-                continue
-            self.chat_calls += 1
-            latency = (time.perf_counter() - started) / max(1, len(call))
-            for index, output in zip(call, outputs):
-                replies[index] = reply_from_output(requests[index], output, latency)
-                self.prefix_cache.add(
-                    len(output.prompt_token_ids or ()), getattr(output, "num_cached_tokens", None)
-                )
+            self._run_call(requests, call, parts, replies)
         return [replies[index] for index in range(len(requests))]
+
+    def _run_call(
+        self,
+        requests: Sequence[Request],
+        call: list[int],
+        parts: dict[str, dict[str, Any]],
+        replies: dict[int, Reply],
+    ) -> None:
+        """One ``llm.chat`` over ``call``; if the engine rejects the call (a prompt longer than
+        ``max_model_len``, say), bisect it so only the offending requests fail."""
+        make_params = self._sampling_params_factory
+        if make_params is None:
+            from vllm import SamplingParams
+
+            make_params = SamplingParams
+        conversations = build_conversations(requests, call, parts)
+        params = [
+            make_params(**sampling_settings(requests[i], seed=self.seed), **self.sampling_overrides)
+            for i in call
+        ]
+        started = time.perf_counter()
+        try:
+            outputs = self.llm.chat(
+                conversations, sampling_params=params, use_tqdm=False, add_generation_prompt=True
+            )
+        except Exception as error:  # noqa: BLE001 - recorded per request below
+            if len(call) == 1:
+                index = call[0]
+                replies[index] = Reply(
+                    key=requests[index].key, text=None, status="failed", error=repr(error)
+                )
+                return
+            middle = len(call) // 2
+            self._run_call(requests, call[:middle], parts, replies)
+            self._run_call(requests, call[middle:], parts, replies)
+            return
+        self.chat_calls += 1
+        latency = (time.perf_counter() - started) / max(1, len(call))
+        for index, output in zip(call, outputs):
+            replies[index] = reply_from_output(requests[index], output, latency)
+            self.prefix_cache.add(
+                len(output.prompt_token_ids or ()), getattr(output, "num_cached_tokens", None)
+            )
 
     def prefix_cache_stats(self) -> dict[str, Any]:
         """Prefix-cache hit rate so far and where it came from."""

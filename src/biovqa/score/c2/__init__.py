@@ -35,8 +35,9 @@ Rates are fractions in [0, 1] (reports print percentages); families without item
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 import pyarrow as pa
 
@@ -48,7 +49,7 @@ from .kernels import KernelConfig, PartLayout
 
 PART_LAYOUT_FILE = Path("c2") / "part_layout.json"
 
-__all__ = ["score", "kernel_config", "load_context", "C2Context", "KernelConfig"]
+__all__ = ["C2Context", "KernelConfig", "kernel_config", "load_context", "score"]
 
 
 def kernel_config(options: Mapping[str, Any] | None = None) -> KernelConfig:

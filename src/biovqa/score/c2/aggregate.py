@@ -12,14 +12,15 @@
 from __future__ import annotations
 
 import math
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from . import parser
-from .cags import CATEGORIES, CATEGORY_OF, FAMILIES, MCQ_FAMILIES, OPEN_FAMILIES
+from .cags import CATEGORIES, CATEGORY_OF, FAMILIES, MCQ_FAMILIES
 
 CI_LEVEL = 0.95
 METRICS = ("cags", "em", "gs_raw")
@@ -255,7 +256,7 @@ def summarize(scores: pa.Table, *, options: Sequence[Sequence[str] | None] | Non
         lat = laterality([], [], [], np.zeros(0))
     return {
         "component": "c2",
-        "n_items": int(len(family)),
+        "n_items": len(family),
         "pooled": pooled,
         "categories": categories,
         "families": families,

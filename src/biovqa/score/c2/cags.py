@@ -20,8 +20,9 @@ from __future__ import annotations
 
 import hashlib
 import re
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Callable, Sequence
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -73,20 +74,24 @@ class C2Context:
     layout: PartLayout | None
     genus_index: naming.GenusIndex
     open_gold_pool: dict[str, tuple[str, ...]] = field(default_factory=dict)
-    #: naming-kernel matrices over each gold pool (config-independent, so shared by the sweep)
-    pool_similarity_cache: dict[str, tuple[np.ndarray, np.ndarray]] = field(
+    #: open baselines per family and gold (naming kernels ignore the sweep's settings)
+    pool_similarity_cache: dict[str, dict[str, float]] = field(
         default_factory=dict, compare=False, repr=False)
 
     @classmethod
-    def from_items(cls, items: pa.Table, layout: PartLayout | None) -> "C2Context":
-        families = family_column(items)
+    def from_items(cls, items: pa.Table, layout: PartLayout | None) -> C2Context:
+        codes, _unknown = family_codes(items)
         columns = items.column_names
-        names = items.column("class_name").to_pylist() if "class_name" in columns else []
-        genera = items.column("genus").to_pylist() if "genus" in columns else []
-        genus_index = naming.GenusIndex.from_pairs(zip(names, genera))
+        pairs: list[tuple[str | None, str | None]] = []
+        if "class_name" in columns and "genus" in columns:
+            distinct = items.select(["class_name", "genus"]).group_by(
+                ["class_name", "genus"], use_threads=False).aggregate([])
+            pairs = list(zip(distinct.column("class_name").to_pylist(),
+                             distinct.column("genus").to_pylist()))
+        genus_index = naming.GenusIndex.from_pairs(sorted(pairs, key=lambda p: (str(p[0]), str(p[1]))))
         pool: dict[str, tuple[str, ...]] = {}
         for family in OPEN_FAMILIES:
-            rows = np.flatnonzero(families == family)
+            rows = np.flatnonzero(codes == FAMILIES.index(family))
             if len(rows) == 0:
                 continue
             golds = _open_gold_texts(items, rows, family)
@@ -156,14 +161,29 @@ def splitmix64(values: np.ndarray) -> np.ndarray:
     return z ^ (z >> np.uint64(31))
 
 
-def open_baseline_sample(item_hash: int, gold_index: int, pool_size: int,
+def open_baseline_sample(family: str, gold: str, pool: Sequence[str],
                          sample_size: int = OPEN_BASELINE_SAMPLE) -> list[int]:
-    """Indices (into the family's sorted gold pool) of the open item's chance sample: the
-    ``sample_size`` other golds with the smallest ``splitmix64(seed ⊕ item hash, pool index)``
-    keys — a fixed-seed sample without replacement per item [DEFAULT, see docs]."""
-    keys = _baseline_keys(np.array([item_hash], dtype=np.uint64), pool_size)[0]
+    """Indices into the family's sorted gold pool of the open-item chance sample for ``gold``:
+    the ``sample_size`` other golds with the smallest
+    ``splitmix64(seed 42 ⊕ hash(family, gold), pool index)`` keys — a fixed-seed sample without
+    replacement (all others when fewer exist). [DEFAULT] The sample is drawn per gold answer,
+    not per item, so items that share a gold share their chance baseline (see docs)."""
+    gold_index = list(pool).index(gold) if gold in pool else -1
+    seed = stable_item_hash(f"{family}\x1f{gold}")
+    keys = _baseline_keys(np.array([seed], dtype=np.uint64), len(pool))[0]
     order = [int(i) for i in np.argsort(keys, kind="stable") if int(i) != gold_index]
     return order[:sample_size]
+
+
+def open_baseline(family: str, gold: str, context: "C2Context") -> float:
+    """b of an open item: mean s(d, gold) over the gold's chance sample (metrics.md §3.1)."""
+    cache = context.pool_similarity_cache.setdefault(family, {})
+    if gold not in cache:
+        pool = context.open_gold_pool.get(family, ())
+        sample = open_baseline_sample(family, gold, pool)
+        cache[gold] = (sum(open_similarity(family, pool[d], gold, context) for d in sample)
+                       / len(sample)) if sample else 0.0
+    return cache[gold]
 
 
 def _baseline_keys(item_hashes: np.ndarray, pool_size: int) -> np.ndarray:
@@ -410,19 +430,10 @@ def score_items(items: pa.Table, predictions: pa.Table, context: C2Context,
         chosen[disagree] = eq_idx[disagree] if config.prefer_text else letter[disagree]
         code[agree | text_only | letter_only] = _CODE[parser.PARSED]
         code[disagree] = _CODE[parser.MISMATCH]
-        slow = ~empty & ~(agree | disagree | text_only | letter_only)
-        cache: dict[tuple[int, tuple[int, ...]], tuple[int, str]] = {}
-        for local in np.flatnonzero(slow):
-            row = rows[local]
-            option_key = tuple(int(v) for v in option_ids[row, :counts[row]])
-            key = (int(reply_index[row]), option_key)
-            resolved = cache.get(key)
-            if resolved is None:
-                resolved = parser.resolve_parts(
-                    reply_parts[reply_index[row]], [vocab.texts[v] for v in option_key],
-                    prefer_text=config.prefer_text)
-                cache[key] = resolved
-            chosen[local], code[local] = resolved[0], _CODE[resolved[1]]
+        slow = np.flatnonzero(~empty & ~(agree | disagree | text_only | letter_only))
+        if len(slow):
+            _resolve_slow_rows(rows[slow], slow, option_ids, counts, reply_index, reply_parts,
+                               letter[slow], valid_letter[slow], vocab, config, chosen, code)
         pred_idx[rows] = chosen
         parse_code[rows] = code
 
@@ -494,6 +505,63 @@ def score_items(items: pa.Table, predictions: pa.Table, context: C2Context,
     })
 
 
+def _resolve_slow_rows(rows: np.ndarray, local: np.ndarray, option_ids: np.ndarray,
+                       counts: np.ndarray, reply_index: np.ndarray,
+                       reply_parts: Sequence[parser.ReplyParts], letter: np.ndarray,
+                       valid_letter: np.ndarray, vocab: _Vocabulary, config: KernelConfig,
+                       chosen: np.ndarray, code: np.ndarray) -> None:
+    """Steps 4c–4f for MCQ rows whose remainder is not verbatim an option: the longest option
+    contained in the reply (word runs, found once per distinct reply), reconciliation with the
+    letter, then the fuzzy fallback once per distinct (reply, option) pair. Writes ``chosen`` and
+    ``code`` at positions ``local``; agrees with :func:`parser.resolve_parts` row by row."""
+    size = max(len(vocab.texts), 1)
+    longest = max((len(text.split()) for text in vocab.texts), default=1)
+    contained: list[int] = []
+    for rid in np.unique(reply_index[rows]):
+        for phrase in set(parser.word_ngrams(reply_parts[rid].text, longest)):
+            vid = vocab.get(phrase)
+            if vid >= 0:
+                contained.append(int(rid) * size + vid)
+    contained_keys = np.unique(np.array(contained, dtype=np.int64))
+    opts = option_ids[rows]
+    keys = reply_index[rows][:, None] * size + opts
+    present = (opts >= 0) & np.isin(keys, contained_keys)
+    lengths = np.array([len(text) for text in vocab.texts] or [0], dtype=np.int64)
+    weighted = np.where(present, lengths[np.maximum(opts, 0)], -1)
+    text_idx = np.where(present.any(axis=1), weighted.argmax(axis=1), -1)
+
+    pick = np.full(len(rows), -1, dtype=np.int64)
+    status = np.full(len(rows), _CODE[parser.FAILED], dtype=np.int8)
+    both = valid_letter & (text_idx >= 0)
+    agree = both & (text_idx == letter)
+    disagree = both & (text_idx != letter)
+    pick[agree] = letter[agree]
+    pick[disagree] = text_idx[disagree] if config.prefer_text else letter[disagree]
+    status[agree] = _CODE[parser.PARSED]
+    status[disagree] = _CODE[parser.MISMATCH]
+    letter_only = valid_letter & (text_idx < 0)
+    text_only = ~valid_letter & (text_idx >= 0)
+    pick[letter_only] = letter[letter_only]
+    pick[text_only] = text_idx[text_only]
+    status[letter_only | text_only] = _CODE[parser.PARSED]
+
+    fuzzy_rows = np.flatnonzero(~valid_letter & (text_idx < 0))
+    if len(fuzzy_rows):
+        fopts = opts[fuzzy_rows]
+        texts = vocab.texts
+        ratios = pair_similarities(
+            np.repeat(reply_index[rows][fuzzy_rows][:, None], fopts.shape[1], axis=1), fopts,
+            lambda rid, vid: parser.bounded_ratio(reply_parts[rid].text, texts[vid]))
+        ratios = np.where(np.isnan(ratios), -1.0, ratios)
+        best = ratios.argmax(axis=1)
+        best_ratio = ratios[np.arange(len(fuzzy_rows)), best]
+        hit = best_ratio >= parser.FUZZY_THRESHOLD
+        pick[fuzzy_rows[hit]] = best[hit]
+        status[fuzzy_rows[hit]] = _CODE[parser.FUZZY]
+    chosen[local] = pick
+    code[local] = status
+
+
 def _display_texts(items: pa.Table, mcq: np.ndarray, counts: np.ndarray, gold_idx: np.ndarray,
                    pred_idx: np.ndarray, open_pred_text: np.ndarray) -> tuple[pa.Array, pa.Array]:
     """The gold and predicted texts as shown per item: option texts for MCQ items (as written
@@ -530,6 +598,36 @@ def attribute_group_of(group: Any, part: Any, prop: Any) -> str:
     return "has_" + "_".join(" ".join(words).split())
 
 
+def _row_codes(items: pa.Table, rows: np.ndarray, columns: Sequence[str],
+               derive: Callable[..., str]) -> tuple[list[str], np.ndarray]:
+    """``derive(*column values)`` for the given rows, computed once per distinct combination:
+    (sorted distinct results, code of each row into them)."""
+    n = len(rows)
+    take = pa.array(rows)
+    key = np.zeros(n, dtype=np.int64)
+    dictionaries: list[list[Any]] = []
+    for column in columns:
+        if column in items.column_names:
+            encoded = pc.dictionary_encode(items.column(column).take(take).combine_chunks())
+            values = [None, *encoded.dictionary.to_pylist()]
+            codes = pc.fill_null(encoded.indices, -1).to_numpy(zero_copy_only=False).astype(np.int64) + 1
+        else:
+            values, codes = [None], np.zeros(n, dtype=np.int64)
+        key = key * len(values) + codes
+        dictionaries.append(values)
+    distinct, inverse = np.unique(key, return_inverse=True)
+    derived = []
+    for combined in distinct.tolist():
+        parts = []
+        for values in reversed(dictionaries):
+            combined, code = divmod(combined, len(values))
+            parts.append(values[code])
+        derived.append(derive(*reversed(parts)))
+    names = sorted(set(derived))
+    position = np.array([names.index(d) for d in derived], dtype=np.int64)
+    return names, position[inverse.ravel()]
+
+
 def _mcq_similarities(family: str, items: pa.Table, rows: np.ndarray, option_ids: np.ndarray,
                       counts: np.ndarray, gold_idx: np.ndarray, vocab: _Vocabulary,
                       context: C2Context, config: KernelConfig) -> np.ndarray:
@@ -539,13 +637,9 @@ def _mcq_similarities(family: str, items: pa.Table, rows: np.ndarray, option_ids
     texts = vocab.texts
     width = opt.shape[1]
     if family == "attr_bare_value":
-        groups_raw = _optional_column(items, "attribute_group")
-        parts = _optional_column(items, "part")
-        props = _optional_column(items, "property")
-        groups = [attribute_group_of(groups_raw[r], parts[r], props[r]) for r in rows]
-        group_names = sorted(set(groups))
-        group_id = np.array([group_names.index(g) for g in groups], dtype=np.int64) \
-            if len(group_names) > 1 else np.zeros(len(rows), dtype=np.int64)
+        group_names, group_id = _row_codes(
+            items, rows, ("attribute_group", "part", "property"),
+            lambda g, p, q: attribute_group_of(g, p, q))
         size = len(texts)
         keys = np.where(opt >= 0, group_id[:, None] * size + opt, -1)
         gold_keys = group_id * size + gold
@@ -570,9 +664,7 @@ def _mcq_similarities(family: str, items: pa.Table, rows: np.ndarray, option_ids
     if family == "category_mcq":
         return np.where(opt >= 0, (opt == gold[:, None]).astype(float), np.nan)
     if family == "visibility_side":
-        side_parts = [_side_part(p) for p in _optional_column(items, "part")]
-        part_names = sorted({side_parts[r] for r in rows})
-        part_id = np.array([part_names.index(side_parts[r]) for r in rows], dtype=np.int64)
+        part_names, part_id = _row_codes(items, rows, ("part",), _side_part)
         size = len(texts)
         keys = np.where(opt >= 0, part_id[:, None] * size + opt, -1)
         gold_keys = part_id * size + gold
@@ -681,44 +773,10 @@ def _score_open_family(family: str, items: pa.Table, rows: np.ndarray, golds: li
         matched |= np.array([bool(r) and r == a for r, a in zip(raw, answers)], dtype=bool)
     em[rows] = matched
     # b over a fixed-seed sample of 40 other golds of the family
-    pool = list(context.open_gold_pool.get(family, ()))
-    pool_index = {g: i for i, g in enumerate(pool)}
-    missing = [g for g in golds if g not in pool_index]
+    pool = set(context.open_gold_pool.get(family, ()))
+    missing = [g for g in golds if g not in pool]
     if missing:
         raise InputFormatError(f"{family} gold {missing[0]!r} is not in the benchmark's gold pool",
                                hint="build the scoring context from the whole benchmark")
-    b[rows] = open_baselines(family, pool, np.array([pool_index[g] for g in golds], dtype=np.int64),
-                             [stable_item_hash(i) for i in items.column("item_id").take(pa.array(rows)).to_pylist()],
-                             context)
-
-
-def open_baselines(family: str, pool: Sequence[str], gold_index: np.ndarray,
-                   item_hashes: Sequence[int], context: C2Context) -> np.ndarray:
-    """b of open items: mean s(d, gold) over each item's chance sample from the gold pool."""
-    size = len(pool)
-    if size <= 1:
-        return np.zeros(len(gold_index))
-    matrix, done = context.pool_similarity_cache.get(family, (None, None))
-    if matrix is None or matrix.shape != (size, size):
-        matrix, done = np.zeros((size, size)), np.zeros(size, dtype=bool)
-        context.pool_similarity_cache[family] = (matrix, done)
-    for g in np.unique(gold_index):
-        if not done[g]:
-            matrix[:, g] = [open_similarity(family, pool[d], pool[g], context) for d in range(size)]
-            done[g] = True
-    hashes = np.array(item_hashes, dtype=np.uint64)
-    out = np.zeros(len(gold_index))
-    chunk = max(1, 2_000_000 // size)
-    take = min(OPEN_BASELINE_SAMPLE, size - 1)
-    for start in range(0, len(gold_index), chunk):
-        stop = min(start + chunk, len(gold_index))
-        keys = _baseline_keys(hashes[start:stop], size)
-        gi = gold_index[start:stop]
-        keys[np.arange(stop - start), gi] = np.iinfo(np.uint64).max
-        if take < size - 1:
-            sample = np.argpartition(keys, take - 1, axis=1)[:, :take]
-        else:
-            order = np.argsort(keys, axis=1, kind="stable")
-            sample = order[:, :take]
-        out[start:stop] = matrix[sample, gi[:, None]].mean(axis=1)
-    return out
+    baseline = {g: open_baseline(family, g, context) for g in set(golds)}
+    b[rows] = [baseline[g] for g in golds]

@@ -21,10 +21,10 @@ from __future__ import annotations
 import json
 import math
 import re
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
-from typing import Callable, Iterable, Mapping, Sequence
 
 import numpy as np
 
@@ -262,7 +262,7 @@ class PartLayout:
         object.__setattr__(self, "d_max", float(np.sqrt((diffs**2).sum(-1)).max()))
 
     @classmethod
-    def from_xy(cls, xy: Mapping[str, Iterable[float]]) -> "PartLayout":
+    def from_xy(cls, xy: Mapping[str, Iterable[float]]) -> PartLayout:
         """Layout from ``{part: [x, y]}``; part names may use ``_`` (CUB) or spaces."""
         points = {}
         for name, value in xy.items():
@@ -272,7 +272,7 @@ class PartLayout:
         return cls(points=points)
 
     @classmethod
-    def from_file(cls, path: str | Path) -> "PartLayout":
+    def from_file(cls, path: str | Path) -> PartLayout:
         """Read ``c2/part_layout.json`` written by the C2 builder (parts never visible are null
         there and left out)."""
         path = Path(path)

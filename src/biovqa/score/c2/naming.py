@@ -12,9 +12,9 @@ All inputs are normalized with :func:`biovqa.text.normalize_c2` first.
 from __future__ import annotations
 
 import difflib
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Iterable, Mapping
 
 from .kernels import normalize_c2  # memoized biovqa.text.normalize_c2
 
@@ -51,7 +51,7 @@ class GenusIndex:
     genus_of: Mapping[str, str] = field(default_factory=dict)
 
     @classmethod
-    def from_pairs(cls, pairs: Iterable[tuple[str | None, str | None]]) -> "GenusIndex":
+    def from_pairs(cls, pairs: Iterable[tuple[str | None, str | None]]) -> GenusIndex:
         mapping: dict[str, str] = {}
         for common, genus in pairs:
             if common and genus:

@@ -24,8 +24,8 @@ from __future__ import annotations
 import difflib
 import re
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 import numpy as np
 import pyarrow as pa
@@ -138,18 +138,16 @@ def analyze_reply(reply: str | None) -> ReplyParts:
 
 
 def contains_phrase(text: str, phrase: str) -> bool:
-    """True when ``phrase`` occurs in ``text`` on word boundaries."""
-    if not phrase:
-        return False
-    start = text.find(phrase)
-    while start >= 0:
-        end = start + len(phrase)
-        before_ok = start == 0 or not text[start - 1].isalnum()
-        after_ok = end == len(text) or not text[end].isalnum()
-        if before_ok and after_ok:
-            return True
-        start = text.find(phrase, start + 1)
-    return False
+    """True when the normalized ``phrase`` occurs in the normalized ``text`` as a run of whole
+    words [DEFAULT: word-boundary containment, so "red" is not found in "reddish"]."""
+    return bool(phrase) and f" {phrase} " in f" {text} "
+
+
+def word_ngrams(text: str, longest: int) -> list[str]:
+    """Every run of 1..``longest`` consecutive words of a normalized text: the phrases
+    :func:`contains_phrase` can find in it."""
+    words = text.split()
+    return [" ".join(words[i:i + n]) for n in range(1, longest + 1) for i in range(len(words) - n + 1)]
 
 
 def find_option_text(parts: ReplyParts, options: Sequence[str]) -> int:
@@ -165,19 +163,23 @@ def find_option_text(parts: ReplyParts, options: Sequence[str]) -> int:
     return best
 
 
+def bounded_ratio(text: str, option: str, threshold: float = FUZZY_THRESHOLD) -> float:
+    """``difflib.SequenceMatcher(None, text, option).ratio()``, or -1 when its length or
+    character-count upper bound (difflib's real_quick_ratio / quick_ratio) is below threshold."""
+    total = len(text) + len(option)
+    if not total or 2.0 * min(len(text), len(option)) / total < threshold:
+        return -1.0
+    if 2.0 * sum((Counter(text) & Counter(option)).values()) / total < threshold:
+        return -1.0
+    return difflib.SequenceMatcher(None, text, option).ratio()
+
+
 def fuzzy_option(text: str, options: Sequence[str], threshold: float = FUZZY_THRESHOLD) -> int:
     """Step 4e: the option with the highest ``difflib`` ratio to the reply if ≥ threshold
-    (ties: the earlier letter). Options whose length or character-count upper bound of the
-    ratio (difflib's real_quick_ratio / quick_ratio) is below the bar are skipped unmatched."""
+    (ties: the earlier letter)."""
     best, best_ratio = -1, threshold
-    text_counts = Counter(text)
     for index, option in enumerate(options):
-        total = len(text) + len(option)
-        if not total or 2.0 * min(len(text), len(option)) / total < best_ratio:
-            continue
-        if 2.0 * sum((text_counts & Counter(option)).values()) / total < best_ratio:
-            continue
-        ratio = difflib.SequenceMatcher(None, text, option).ratio()
+        ratio = bounded_ratio(text, option, threshold)
         if ratio > best_ratio or (ratio == best_ratio and best < 0):
             best, best_ratio = index, ratio
     return best
@@ -281,9 +283,16 @@ def route_families(questions: pa.Array | pa.ChunkedArray, is_side_option_set: np
     route_of = np.array([_route_index(q) for q in encoded.dictionary.to_pylist()] or [n_routes],
                         dtype=np.int64)
     route = np.where(index >= 0, route_of[np.maximum(index, 0)], n_routes)
-    # a question longer than the prefix whose opening matched nothing: check the whole text
-    for row in np.flatnonzero(long_rows & (route == n_routes)):
-        route[row] = _route_index(array[int(row)].as_py())
+    # questions longer than the prefix whose opening matched nothing: check the whole text
+    unmatched = np.flatnonzero(long_rows & (route == n_routes))
+    if len(unmatched):
+        subset = array.take(pa.array(unmatched))
+        pending = np.ones(len(unmatched), dtype=bool)
+        for position, (phrase, _family) in enumerate(ROUTES):
+            hit = np.asarray(pc.match_substring(subset, phrase, ignore_case=True)
+                             .to_numpy(zero_copy_only=False), dtype=bool) & pending
+            route[unmatched[hit]] = position
+            pending &= ~hit
     names = np.array([family for _, family in ROUTES] + [None], dtype=object)
     routed = names[route]
     visibility = route == [family for _, family in ROUTES].index("visibility")
