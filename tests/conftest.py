@@ -26,7 +26,7 @@ def demo_index(tmp_path_factory: pytest.TempPathFactory, demo_data: Path) -> Pat
 
 @pytest.fixture(scope="session")
 def demo_images(tmp_path_factory: pytest.TempPathFactory, demo_data: Path) -> Path:
-    from biovqa.demo import draw_placeholder_images
+    from biovqa.synthetic import draw_placeholder_images
 
     images = tmp_path_factory.mktemp("images") / "images"
     draw_placeholder_images(demo_data / "catalog.csv", images)

@@ -3,19 +3,17 @@
 1. index the bundled GBIF Backbone excerpt (native DwC-A layout);
 2. draw placeholder images for the bundled TreeOfLife-200M-format catalog (the catalog's
    ``demo_image`` column marks rows whose image is missing or too small, to show exclusions);
-3. build C1, audit it, run the image-blind baseline, score it and write the report.
+3. write a tiny CUB-200-2011 archive in its native layout (generated images);
+4. build C1 and C2, audit both, run the image-blind baseline, score it and write one report.
 """
 
 from __future__ import annotations
 
-import hashlib
 import shutil
 import time
 from importlib import resources
 from pathlib import Path
 from typing import Any
-
-import pyarrow.csv as pacsv
 
 DEMO_PACKAGE = "biovqa.data.demo"
 
@@ -24,38 +22,15 @@ def demo_data_dir() -> Path:
     return Path(str(resources.files("biovqa") / "data" / "demo"))
 
 
-def draw_placeholder_images(catalog: Path, images: Path, *, size: int = 256) -> int:
-    """Write one deterministic PNG per catalog row (``demo_image``: ok → size², small → 64²,
-    missing → none); returns how many were written."""
-    from PIL import Image, ImageDraw
-
-    images.mkdir(parents=True, exist_ok=True)
-    table = pacsv.read_csv(catalog).select(["uuid", "species", "demo_image"]).to_pylist()
-    written = 0
-    for row in table:
-        if row["demo_image"] == "missing":
-            continue
-        side = 64 if row["demo_image"] == "small" else size
-        digest = hashlib.sha256(f"{row['species']}|{row['uuid']}".encode()).digest()
-        background = tuple(60 + b % 150 for b in digest[:3])
-        image = Image.new("RGB", (side, side), background)
-        draw = ImageDraw.Draw(image)
-        for k in range(4):
-            x0, y0 = digest[4 + k] % side, digest[8 + k] % side
-            box = (min(x0, side - 1 - x0), min(y0, side - 1 - y0), max(x0, side - 1 - x0), max(y0, side - 1 - y0))
-            draw.ellipse(box, outline=tuple(255 - c for c in background), width=3)
-        image.save(images / f"{row['uuid']}.png", format="PNG", optimize=False)
-        written += 1
-    return written
-
-
 def run_demo(out: str | Path, *, console: Any | None = None) -> Path:
     """Run the demo into ``out`` and return the path of the report's index.html."""
     from .build.c1 import C1BuildOptions, build_c1
+    from .build.c2 import build_c2
     from .manifests.audit import audit_bench
     from .report import write_report
     from .run.engine import RunOptions, run_benchmark
     from .scoring import score_predictions
+    from .synthetic import draw_placeholder_images, write_cub
     from .taxonomy.index import build_index
 
     say = console.print if console is not None else print
@@ -68,28 +43,35 @@ def run_demo(out: str | Path, *, console: Any | None = None) -> Path:
 
     index = out / "taxonomy-index"
     build_index(data / "backbone", index)
-    say(f"1/6 indexed the bundled GBIF Backbone excerpt → {index}")
+    say(f"1/7 indexed the bundled GBIF Backbone excerpt → {index}")
 
     images = out / "images"
     n_images = draw_placeholder_images(data / "catalog.csv", images)
-    say(f"2/6 drew {n_images} placeholder images → {images}")
+    cub = write_cub(out / "cub", n_classes=12, images_per_class=3, seed=7, image_size=(320, 240))
+    say(f"2/7 drew {n_images} placeholder images for the C1 catalog and a 36-image CUB-format archive → {out}")
 
-    bench_dir = out / "bench-c1"
-    bench = build_c1(data / "catalog.csv", index, images, bench_dir,
+    bench_c1 = out / "bench-c1"
+    bench = build_c1(data / "catalog.csv", index, images, bench_c1,
                      options=C1BuildOptions(per_group=8, species_cap=2, min_side=224))
     excluded = {reason: sum(v.values()) for reason, v in bench.manifest["exclusions"].items()}
-    say(f"3/6 built C1: {bench.manifest['counts']['total']} questions over "
-        f"{bench.manifest['images']} images (excluded: {excluded}) → {bench_dir}")
+    bench_c2 = out / "bench-c2"
+    c2 = build_c2(cub, bench_c2)
+    say(f"3/7 built C1: {bench.manifest['counts']['total']} questions over {bench.manifest['images']} images "
+        f"(excluded: {excluded}); C2: {c2.manifest['counts']['total']} questions → {out}")
 
-    say(f"4/6 audit passed: {audit_bench(bench_dir)}")
+    say(f"4/7 audits passed: {audit_bench(bench_c1)}; {audit_bench(bench_c2)}")
 
-    run_dir = out / "run-baseline"
-    predictions = run_benchmark(bench_dir, run_dir, RunOptions(backend="baseline", progress=False)).predictions_path
-    say(f"5/6 ran the image-blind baseline → {predictions}")
-
-    score_dir = out / "scores-baseline"
-    score_predictions(bench_dir, predictions, score_dir, options={"label": "floor (image-blind)", "bootstrap": 200})
-    report = write_report([score_dir], out / "report")
-    say(f"6/6 scored and reported → {report}")
+    score_dirs = []
+    for name, bench_dir in (("c1", bench_c1), ("c2", bench_c2)):
+        run_dir = out / f"run-baseline-{name}"
+        predictions = run_benchmark(bench_dir, run_dir, RunOptions(backend="baseline", progress=False)).predictions_path
+        score_dir = out / f"scores-baseline-{name}"
+        score_predictions(bench_dir, predictions, score_dir,
+                          options={"label": "floor (image-blind)", "bootstrap": 200})
+        score_dirs.append(score_dir)
+    say(f"5/7 ran the image-blind baseline → {out}/run-baseline-c1, {out}/run-baseline-c2")
+    say(f"6/7 scored → {', '.join(str(d) for d in score_dirs)}")
+    report = write_report(score_dirs, out / "report")
+    say(f"7/7 report → {report}")
     say(f"done in {time.perf_counter() - started:.1f} s. Open {report} in a browser.")
     return report

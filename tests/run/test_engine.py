@@ -29,6 +29,7 @@ from biovqa.run.engine import (
     make_batches,
     order_image_first,
     parse_shard,
+    request_key,
     resolve_preset,
     run_benchmark,
     select_items,
@@ -438,3 +439,62 @@ def test_an_interrupted_run_keeps_its_replies_and_says_so(tmp_path: Path,
     assert resumed.resumed == 6  # the two batches answered before Ctrl-C were kept
     assert resumed.card["status"] == "complete"
     assert [s["status"] for s in resumed.card["sessions"]] == ["interrupted", "complete"]
+
+
+def test_a_folder_of_another_model_is_refused_before_loading_anything(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from biovqa.run import executors
+
+    bench = make_bench(tmp_path / "b", n_images=2)
+    out = tmp_path / "run"
+    run_benchmark(bench.root, out, RunOptions(backend="echo", progress=False))
+    started: list[str] = []
+    monkeypatch.setattr(executors.InProcessExecutor, "start",
+                        lambda self: started.append(self.backend_name))
+    with pytest.raises(BiovqaError, match="already holds predictions") as info:
+        run_benchmark(bench.root, out, RunOptions(model="gemma-3-12b", backend="echo",
+                                                  progress=False))
+    assert "model (model)" in str(info.value) and started == []
+
+
+@pytest.mark.parametrize("model", ["some/unknown-model", "gemma-3-12b",
+                                   "OpenGVLab/InternVL3-8B-Instruct"])
+@pytest.mark.parametrize("component", ["c1", "c4"])
+def test_vectorised_keys_equal_request_key(tmp_path: Path, model: str, component: str) -> None:
+    bench = make_bench(tmp_path / "b", n_images=3, component=component)
+    preset, wrap = resolve_preset(model)
+    plan = build_requests(bench, bench.items, preset, wrap, "m", "r")
+    rows = {r["item_id"]: r for r in bench.items.to_pylist()}
+    for request, image_key in zip(plan.requests, plan.image_keys):
+        row = rows[request.item_id]
+        system, user_text = wrap(preset, component, f"{row['question']}\n{row['instruction']}")
+        assert (request.system, request.prompt) == (system, user_text)
+        assert request.key == request_key(row["item_id"], row["question"], row["instruction"],
+                                          row["options"], image_key, system, user_text,
+                                          request.max_new_tokens, "m", "r")
+
+
+def test_a_wrapper_that_is_not_a_fixed_prefix_still_works(tmp_path: Path) -> None:
+    bench = make_bench(tmp_path / "b", n_images=2)
+    preset, _ = resolve_preset("some/unknown-model")
+
+    def shouting(preset: object, component: str, prompt: str) -> tuple[str | None, str]:
+        return "sys", prompt.upper()
+
+    plan = build_requests(bench, bench.items, preset, shouting, "m", "r")
+    assert all(r.prompt == r.prompt.upper() and r.system == "sys" for r in plan.requests)
+
+
+def test_mixed_components_get_their_own_wrappers(tmp_path: Path) -> None:
+    from biovqa.manifests import write_bench
+
+    items = pa.concat_tables([make_items(2, component="c1"), make_items(2, component="c4")])
+    bench = write_bench(tmp_path / "mixed", items, component="c1", generator="t", seed=1,
+                        sources={}, parameters={})
+    preset, wrap = resolve_preset("gemma-3-12b")
+    plan = build_requests(bench, bench.items, preset, wrap, "m", "r")
+    by_component = {r.item_id.split("-")[0]: r for r in plan.requests}
+    assert by_component["c1"].system == GEMMA_SYSTEM_MESSAGE
+    assert by_component["c4"].system is None
+    assert (by_component["c1"].max_new_tokens, by_component["c4"].max_new_tokens) == (15, 8)

@@ -362,3 +362,26 @@ def test_faults_are_retried_boundedly_and_final_failures_recorded(
     assert elapsed < 120
     # The key travelled only as the bearer token.
     assert fault_proxy.authorization == {f"Bearer {SECRET}"}
+
+
+@pytest.mark.slow
+@pytest.mark.models
+def test_generate_works_inside_a_running_event_loop(
+    transformers_server: dict[str, str], tiny_images: list[Path]
+) -> None:
+    import asyncio
+
+    backend = create(transformers_server["model"], base_url=transformers_server["base_url"],
+                     api_key_env=None, rpm=600)
+    requests = image_requests(tiny_images, 2)
+
+    async def from_async_code() -> list:
+        return backend.generate(requests)
+
+    try:
+        replies = asyncio.run(from_async_code())
+        again = backend.generate(requests)  # and the backend's own loop still works afterwards
+    finally:
+        backend.close()
+    assert [r.status for r in replies] == ["ok", "ok"]
+    assert [r.text for r in replies] == [r.text for r in again]

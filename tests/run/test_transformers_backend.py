@@ -177,3 +177,22 @@ def test_unknown_options_are_reported_not_silently_dropped(tiny_llava_dir: Path)
     with pytest.warns(RuntimeWarning, match="colour"):
         created = create(str(tiny_llava_dir), colour="blue")
     assert created.describe()["ignored_options"] == ["colour"]
+
+
+def test_a_text_only_checkpoint_is_refused_with_a_hint(tiny_llava_dir: Path, tmp_path: Path) -> None:
+    import shutil
+
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    from biovqa.errors import BiovqaError
+    from biovqa.run.backends.transformers import create
+
+    folder = tmp_path / "text-only"
+    LlamaForCausalLM(LlamaConfig(vocab_size=500, hidden_size=16, intermediate_size=32,
+                                 num_hidden_layers=1, num_attention_heads=2,
+                                 num_key_value_heads=1)).save_pretrained(folder)
+    for name in ("tokenizer.json", "tokenizer_config.json"):
+        shutil.copy(tiny_llava_dir / name, folder / name)
+    with pytest.raises(BiovqaError, match="image-text-to-text") as raised:
+        create(str(folder))
+    assert "--backend vllm" in (raised.value.hint or "")

@@ -32,7 +32,11 @@ import pyarrow.compute as pc
 from ..errors import BiovqaError
 from ..manifests import Bench, open_bench
 from .backends.base import Reply, Request
-from .store import PREDICTIONS_FILE, PredictionStore, StoreHeader
+from .presets import ModelPreset
+from .store import PREDICTIONS_FILE, PredictionStore, StoreHeader, refuse_if_different
+
+#: Applies a model's wrappers: ``(preset, component, prompt) -> (system message, user text)``.
+Wrap = Callable[[ModelPreset, str, str], tuple[str | None, str]]
 
 #: Strata of ``--limit`` inside each task (component columns that exist are used).
 STRATA_COLUMNS: tuple[str, ...] = ("group", "tier")
@@ -56,7 +60,7 @@ SEED = 42
 
 
 # -- model presets -------------------------------------------------------------------------------
-def resolve_preset(model: str) -> tuple[Any, Callable[[Any, str, str], tuple[str | None, str]]]:
+def resolve_preset(model: str) -> tuple[ModelPreset, Wrap]:
     """The model's preset (``biovqa.run.presets``; any other HF id or local path gets defaults)
     and the function that applies its wrappers."""
     from . import presets
@@ -64,7 +68,7 @@ def resolve_preset(model: str) -> tuple[Any, Callable[[Any, str, str], tuple[str
     return presets.get_preset(model), presets.apply_wrappers
 
 
-def prompt_template_hash(preset: Any, wrap: Callable[..., tuple[str | None, str]],
+def prompt_template_hash(preset: ModelPreset, wrap: Wrap,
                          components: Sequence[str]) -> str:
     """sha256 of how a prompt is wrapped for each component (system message, prefix, joiner)."""
     template = {
@@ -73,7 +77,7 @@ def prompt_template_hash(preset: Any, wrap: Callable[..., tuple[str | None, str]
     return hashlib.sha256(json.dumps(template, sort_keys=True).encode()).hexdigest()
 
 
-def decoding_settings(preset: Any, components: Sequence[str],
+def decoding_settings(preset: ModelPreset, components: Sequence[str],
                       max_new_tokens: int | None = None) -> dict[str, Any]:
     """Decoding recorded in the store header and in every key: greedy, per-component caps."""
     caps = {c: int(max_new_tokens or preset.max_new_tokens(c)) for c in sorted(set(components))}
@@ -265,56 +269,116 @@ def _image_sizes(items: pa.Table) -> tuple[list[int | None], list[int | None]]:
     return [None] * items.num_rows, [None] * items.num_rows
 
 
-def build_requests(bench: Bench, items: pa.Table, preset: Any,
-                   wrap: Callable[[Any, str, str], tuple[str | None, str]], model: str,
+def _length_prefixed(column: pa.Array) -> pa.Array:
+    """:func:`_field` over an Arrow string array: ``"~"`` for null, else ``"<length>:<text>"``."""
+    lengths = pc.cast(pc.utf8_length(column), pa.string())
+    return pc.fill_null(pc.binary_join_element_wise(lengths, column, ":"), "~")
+
+
+def _affine_wrapper(preset: ModelPreset, wrap: Wrap,
+                    component: str) -> tuple[str | None, str, str] | None:
+    """``(system, before, after)`` when ``wrap`` on ``component`` is ``before + prompt + after``
+    with a fixed system message (every preset wrapper is), else None."""
+    probe = "\x00biovqa-probe\x00"
+    system, text = wrap(preset, component, probe)
+    if text.count(probe) != 1:
+        return None
+    before, after = text.split(probe)
+    if wrap(preset, component, "q\ni") != (system, f"{before}q\ni{after}"):
+        return None
+    return system, before, after
+
+
+def _wrapped_prompts(preset: ModelPreset, wrap: Wrap, components: pa.Array,
+                     prompts: pa.Array) -> tuple[pa.Array, pa.Array]:
+    """System message and user text of every row: vectorised where the wrapper is a fixed
+    prefix/suffix, row by row otherwise."""
+    names = sorted(set(pc.unique(components).to_pylist()))
+    affine = {name: _affine_wrapper(preset, wrap, name) for name in names}
+    if any(rule is None for rule in affine.values()):
+        pairs = [wrap(preset, c, p) for c, p in zip(components.to_pylist(), prompts.to_pylist())]
+        return (pa.array([s for s, _ in pairs], pa.string()),
+                pa.array([u for _, u in pairs], pa.string()))
+    system: pa.Array = pa.nulls(len(prompts), pa.string())
+    user: pa.Array = prompts
+    for name in names:
+        system_message, before, after = affine[name]  # type: ignore[misc]
+        wrapped = pc.binary_join_element_wise(before, prompts, after, "")
+        if len(names) == 1:
+            return pa.array([system_message] * len(prompts), pa.string()), wrapped
+        mask = pc.equal(components, name)
+        user = pc.if_else(mask, wrapped, user)
+        system = pc.if_else(mask, pa.scalar(system_message, pa.string()), system)
+    return system, user
+
+
+def build_requests(bench: Bench, items: pa.Table, preset: ModelPreset, wrap: Wrap, model: str,
                    revision: str, *, max_new_tokens: int | None = None) -> RequestPlan:
-    """One :class:`Request` per item, image-first order, keys from :func:`request_key`.
+    """One :class:`Request` per item, image-first order, keys as :func:`request_key` computes them.
 
     The user text is ``question + "\\n" + instruction`` (prompts.md §1) passed through the model's
     wrappers (system message, English prefix), and the token estimate is
-    ``image_tokens(w, h) + ⌈len(system + user text) / 4⌉ + max_new_tokens``.
+    ``image_tokens(w, h) + ⌈len(system + user text) / 4⌉ + max_new_tokens``. The string work is
+    done column-wise in Arrow; only hashing and the request records are per item.
     """
     items = order_image_first(items)
-    keys = image_keys(items).to_pylist()
-    cols = [items.column(c).to_pylist() for c in
-            ("item_id", "component", "task", "question", "instruction", "options", "image")]
+    n = items.num_rows
+    image_key_column = image_keys(items)
+    column = {c: items.column(c).combine_chunks() for c in
+              ("item_id", "component", "task", "question", "instruction", "options", "image")}
+    instruction = column["instruction"]
+    has_instruction = pc.fill_null(pc.not_equal(instruction, ""), False)
+    prompts = pc.if_else(has_instruction,
+                         pc.binary_join_element_wise(column["question"], instruction, "\n"),
+                         column["question"])
+    system, user = _wrapped_prompts(preset, wrap, column["component"], prompts)
+    components = column["component"].to_pylist()
+    caps_by_component = {c: int(max_new_tokens or preset.max_new_tokens(c))
+                         for c in set(components)}
+    caps = [caps_by_component[c] for c in components]
+    tails = {c: f"greedy:{cap}|{_field(model)}|{_field(revision)}"
+             for c, cap in caps_by_component.items()}
+    options = column["options"].to_pylist()
+    encoded_options = ["~" if o is None else f"L{len(o)}" + "".join([f"{len(x)}:{x}" for x in o])
+                       for o in options]
+    payloads = pc.binary_join_element_wise(
+        "biovqa-key/1", _length_prefixed(column["item_id"]),
+        _length_prefixed(column["question"]), _length_prefixed(instruction),
+        pa.array(encoded_options, pa.string()), _length_prefixed(image_key_column),
+        _length_prefixed(system), _length_prefixed(user),
+        pa.array([tails[c] for c in components], pa.string()), "|",
+    )
+    sha256 = hashlib.sha256
+    keys = [sha256(p).hexdigest() for p in payloads.cast(pa.binary()).to_pylist()]
+
+    images = column["image"].to_pylist()
+    image_key_list = image_key_column.to_pylist()
     widths, heights = _image_sizes(items)
     resolved: dict[str, Path] = {}
-    image_tokens: dict[str, int] = {}
-    per_component: dict[str, tuple[int, str]] = {}
-    requests: list[Request] = []
-    append = requests.append
-    sha256 = hashlib.sha256
-    estimates = np.empty(items.num_rows, dtype=np.int64)
-    for row, (item_id, component, task, question, instruction, options, image, image_key, width,
-              height) in enumerate(zip(*cols, keys, widths, heights)):
-        prompt = f"{question}\n{instruction}" if instruction else question
-        system, user_text = wrap(preset, component, prompt)
-        cached = per_component.get(component)
-        if cached is None:
-            cap = int(max_new_tokens or preset.max_new_tokens(component))
-            cached = per_component[component] = (
-                cap, f"|greedy:{cap}|{_field(model)}|{_field(revision)}")
-        cap, key_tail = cached
-        path = resolved.get(image)
-        if path is None:
-            path = resolved[image] = bench.resolve_image(image)
-        tokens = image_tokens.get(image_key)
+    tokens_by_image: dict[str, int] = {}
+    image_tokens = np.empty(n, dtype=np.int64)
+    for row, (image, image_key, width, height) in enumerate(
+            zip(images, image_key_list, widths, heights)):
+        if image not in resolved:
+            resolved[image] = bench.resolve_image(image)
+        tokens = tokens_by_image.get(image_key)
         if tokens is None:
-            tokens = image_tokens[image_key] = int(preset.image_tokens(
+            tokens = tokens_by_image[image_key] = int(preset.image_tokens(
                 int(width or DEFAULT_IMAGE_SIZE[0]), int(height or DEFAULT_IMAGE_SIZE[1])))
-        # the same encoding as request_key(), inlined: this loop is the engine's hot path
-        encoded_options = "~" if options is None else f"L{len(options)}" + "".join(
-            [f"{len(o)}:{o}" for o in options])
-        payload = (f"biovqa-key/1|{len(item_id)}:{item_id}|{len(question)}:{question}|"
-                   f"{_field(instruction)}|{encoded_options}|{len(image_key)}:{image_key}|"
-                   f"{_field(system)}|{len(user_text)}:{user_text}{key_tail}")
-        append(Request(key=sha256(payload.encode()).hexdigest(), item_id=item_id,
-                       prompt=user_text, image_path=path, system=system, max_new_tokens=cap,
-                       options=None if options is None else tuple(options), task=task))
-        estimates[row] = tokens + math.ceil(
-            (len(user_text) + (len(system) if system else 0)) / CHARS_PER_TOKEN) + cap
-    return RequestPlan(requests, keys, estimates)
+        image_tokens[row] = tokens
+    text_chars = (pc.utf8_length(user).to_numpy(zero_copy_only=False)
+                  + pc.fill_null(pc.utf8_length(system), 0).to_numpy(zero_copy_only=False))
+    estimates = (image_tokens + np.ceil(text_chars / CHARS_PER_TOKEN).astype(np.int64)
+                 + np.array(caps, dtype=np.int64))
+    requests = [
+        Request(key=key, item_id=item_id, prompt=user_text, image_path=resolved[image],
+                system=system_message, max_new_tokens=cap,
+                options=None if opts is None else tuple(opts), task=task)
+        for key, item_id, user_text, image, system_message, cap, opts, task in zip(
+            keys, column["item_id"].to_pylist(), user.to_pylist(), images, system.to_pylist(),
+            caps, options, column["task"].to_pylist())
+    ]
+    return RequestPlan(requests, image_key_list, estimates)
 
 
 def make_batches(image_keys_in_order: Sequence[str], token_estimates: np.ndarray, *,
@@ -476,7 +540,7 @@ def default_model(backend: str) -> str | None:
     return {"baseline": "baseline", "echo": "echo"}.get(backend)
 
 
-def _resolved_revision(facts: dict[str, Any], options: RunOptions, preset: Any) -> str:
+def _resolved_revision(facts: dict[str, Any], options: RunOptions, preset: ModelPreset) -> str:
     for name in ("revision", "commit_hash", "resolved_revision"):
         value = facts.get(name)
         if value:
@@ -517,13 +581,16 @@ def run_benchmark(bench_path: str | Path, out: str | Path, options: RunOptions, 
     decoding = decoding_settings(preset, all_components, options.max_new_tokens)
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
+    model_label = str(getattr(preset, "key", None) or model)
+    # refuse a folder of another run before loading a model (the revision is checked after)
+    refuse_if_different(out, ModelFingerprint(model_label, "?", decoding).header(
+        bench.manifest_sha256, template_hash), skip=("revision",))
 
     executor = make_executor(options, bench)
     try:
         executor.start()
         facts = executor.describe()
         revision = _resolved_revision(facts, options, preset)
-        model_label = str(getattr(preset, "key", None) or model)
         fingerprint = ModelFingerprint(model=model_label, revision=revision, decoding=decoding)
         header = fingerprint.header(bench.manifest_sha256, template_hash)
         store = PredictionStore.open(out, header, flush_rows=options.flush_rows,

@@ -164,6 +164,23 @@ def best_per_key(rows: pa.Table) -> pa.Table:
     return rows.take(pc.filter(sort, pa.array(first)))
 
 
+def refuse_if_different(run_dir: str | Path, header: StoreHeader, *,
+                        skip: Sequence[str] = ()) -> None:
+    """Raise if ``run_dir`` holds a store whose header differs from ``header`` (fields in ``skip``
+    not compared: the engine checks before loading a model, when the revision is not known yet)."""
+    if not (Path(run_dir) / STORE_DIR / HEADER_FILE).exists():
+        return
+    diffs = [d for d in read_header(run_dir).differences(header) if d[0] not in skip]
+    if diffs:
+        raise BiovqaError(
+            "this run folder already holds predictions made with different settings:\n"
+            + describe_differences(diffs, "the folder", "this run"),
+            file=run_dir,
+            hint="use a new --out folder, or the same model, prompts, decoding and benchmark to "
+            "resume",
+        )
+
+
 class PredictionStore:
     """Append replies, flush them as crash-safe segments, read them back one row per key."""
 
@@ -189,16 +206,7 @@ class PredictionStore:
         store = cls(run_dir, header, **options)
         header_path = store.root / HEADER_FILE
         if header_path.exists():
-            stored = read_header(run_dir)
-            diffs = stored.differences(header)
-            if diffs:
-                raise BiovqaError(
-                    "this run folder already holds predictions made with different settings:\n"
-                    + describe_differences(diffs, "the folder", "this run"),
-                    file=store.run_dir,
-                    hint="use a new --out folder, or the same model, prompts, decoding and "
-                    "benchmark to resume",
-                )
+            refuse_if_different(run_dir, header)
         else:
             store.segments_dir.mkdir(parents=True, exist_ok=True)
             tmp = store.root / f".{HEADER_FILE}.tmp-{store._token}"

@@ -13,7 +13,9 @@ parsed_response, em, em_soft, resolved, resolution, resolved_node, lca_node, lca
 wup, lin, mcq_choice`` plus the bench's difficulty columns (``target_node, target_rank,
 reference_cell, resolution_method, exposure, log10_exposure, prevalence_percentile,
 prevalence_tier, ndd, ndd_rank, confusability, mcq_tier, tier, tier_method``).
-See :mod:`biovqa.score.c1_resolve` for the per-item rules.
+See :mod:`biovqa.score.c1_resolve` for the per-item rules. Repetitive string columns (``task``,
+``group``, ``status``, ``resolution``, ``lca_rank``, ``parsed_response`` and the string difficulty
+columns) are Arrow dictionary arrays (pandas reads them as categoricals).
 
 Summary (JSON-able; floats unrounded; NaN where undefined). An *interval* is
 ``{"value": v, "lo": l, "hi": h}`` — the full-sample value and the 95% percentile bootstrap bounds
@@ -147,11 +149,11 @@ def _task_index(column: pa.Array | pa.ChunkedArray, source: Path | None = None) 
 def _sorted_codes(column: pa.Array | pa.ChunkedArray) -> tuple[np.ndarray, list[str]]:
     """Codes numbered in sorted label order (−1 where null) and the sorted labels."""
     codes, dictionary = encode_strings(column)
-    labels = [str(v) for v in dictionary.to_pylist()]
-    order = np.argsort(np.asarray(labels, dtype=object), kind="stable")
-    rank = np.empty(len(labels), dtype=np.int64)
-    rank[order] = np.arange(len(labels))
-    return np.where(codes >= 0, rank[np.maximum(codes, 0)] if len(labels) else -1, -1), [labels[i] for i in order]
+    order = pc.sort_indices(dictionary).to_numpy(zero_copy_only=False).astype(np.int64)
+    rank = np.empty(len(order), dtype=np.int64)
+    rank[order] = np.arange(len(order))
+    labels = [str(v) for v in dictionary.take(pa.array(order, pa.int64())).to_pylist()]
+    return np.where(codes >= 0, rank[np.maximum(codes, 0)] if len(labels) else -1, -1), labels
 
 
 def _floors(task_index: np.ndarray, answers: pa.Array | pa.ChunkedArray) -> tuple[dict[str, str], dict[str, float]]:
@@ -309,7 +311,10 @@ def score(bench: Bench, predictions: pa.Table, options: Mapping[str, Any] | None
 #: Item columns the scorer reads (plus the difficulty columns it copies); the rest stay on disk.
 SCORING_COLUMNS: tuple[str, ...] = (*REQUIRED_ITEM_COLUMNS, "tier", "options", "option_nodes")
 #: Repetitive string columns read as Arrow dictionaries (no per-row strings are materialised).
-DICTIONARY_COLUMNS: tuple[str, ...] = ("task", "answer", "genus", "species", "group", "source_id", "tier")
+DICTIONARY_COLUMNS: tuple[str, ...] = (
+    "task", "answer", "genus", "species", "group", "tier", "target_rank", "reference_cell", "resolution_method",
+    "prevalence_tier", "ndd_rank", "mcq_tier", "tier_method",
+)
 
 
 def _scoring_columns(bench: Bench) -> pa.Table:
@@ -319,10 +324,10 @@ def _scoring_columns(bench: Bench) -> pa.Table:
     import pyarrow.parquet as pq
 
     try:
-        names = pq.read_schema(bench.items_path).names
-        wanted = [c for c in dict.fromkeys((*SCORING_COLUMNS, *DIFFICULTY_COLUMNS)) if c in names]
-        return pq.read_table(bench.items_path, columns=wanted,
-                             read_dictionary=[c for c in DICTIONARY_COLUMNS if c in wanted])
+        schema = pq.read_schema(bench.items_path)
+        wanted = [c for c in dict.fromkeys((*SCORING_COLUMNS, *DIFFICULTY_COLUMNS)) if c in schema.names]
+        strings = [c for c in DICTIONARY_COLUMNS if c in wanted and pa.types.is_string(schema.field(c).type)]
+        return pq.read_table(bench.items_path, columns=wanted, read_dictionary=strings)
     except (pa.ArrowInvalid, OSError) as exc:
         raise InputFormatError(f"cannot read benchmark items: {exc}", file=bench.items_path,
                                hint="the file looks truncated or is not Parquet; rebuild the benchmark") from None
@@ -401,8 +406,8 @@ def _item_table(items: pa.Table, status: np.ndarray, result: ReplyScores) -> pa.
 
     out: dict[str, pa.Array | pa.ChunkedArray] = {
         "item_id": items.column("item_id"),
-        "task": _plain(items.column("task")),
-        "group": _plain(items.column("group")),
+        "task": _dictionary(items.column("task")),
+        "group": _dictionary(items.column("group")),
         "source_id": _plain(items.column("source_id")),
         "status": _label_array(status, PREDICTION_STATUSES),
         "parsed_response": result.parsed,
@@ -420,8 +425,16 @@ def _item_table(items: pa.Table, status: np.ndarray, result: ReplyScores) -> pa.
     }
     for name in DIFFICULTY_COLUMNS:
         if name in items.column_names:
-            out[name] = _plain(items.column(name))
+            column = items.column(name)
+            out[name] = _dictionary(column) if name in DICTIONARY_COLUMNS else _plain(column)
     return pa.table(out)
+
+
+def _dictionary(column: pa.ChunkedArray | pa.Array) -> pa.ChunkedArray | pa.Array:
+    """A repetitive string column as a dictionary array (however the items were read)."""
+    if pa.types.is_dictionary(column.type):
+        return column
+    return column.cast(pa.string()).dictionary_encode()
 
 
 def _plain(column: pa.ChunkedArray | pa.Array) -> pa.ChunkedArray | pa.Array:
@@ -473,7 +486,7 @@ class _Plan:
         key = (id(mask), id(cells), id(codes), n_cells)
         if key not in self._layouts:
             keep = np.flatnonzero(mask & (cells >= 0))
-            self._layouts[key] = (keep, codes[keep] * n_cells + cells[keep])
+            self._layouts[key] = (keep, cells[keep] * self.n_clusters + codes[keep])  # cell-major
             self._pinned.append((mask, cells, codes))  # keep the ids valid while cached
         return self._layouts[key]
 
@@ -482,7 +495,7 @@ class _Plan:
         """Counts of ``mask`` rows per cell; returns its first column. ``codes`` overrides the rows'
         cluster codes (image-level rows)."""
         keep, flat = self._layout(mask, cells, n_cells, codes)
-        block = np.bincount(flat, minlength=self.n_clusters * n_cells).reshape(self.n_clusters, n_cells)
+        block = np.bincount(flat, minlength=self.n_clusters * n_cells).reshape(n_cells, self.n_clusters)
         first = self._denominator_width
         self.denominators.append(block.astype(np.float32))
         self.full_denominators.append(np.bincount(cells[keep], minlength=n_cells).astype(np.float64))
@@ -495,7 +508,7 @@ class _Plan:
         keep, flat = self._layout(mask, cells, n_cells, codes)
         weights = np.asarray(values, dtype=np.float64)[keep]
         sums = np.bincount(flat, weights=weights, minlength=self.n_clusters * n_cells)
-        self.numerators.append(sums.reshape(self.n_clusters, n_cells).astype(np.float32))
+        self.numerators.append(sums.reshape(n_cells, self.n_clusters).astype(np.float32))
         self.full_numerators.append(np.bincount(cells[keep], weights=weights, minlength=n_cells))
         self.denominator_of.extend(range(denominator_first, denominator_first + n_cells))
         first = self._width
@@ -508,8 +521,10 @@ class _Plan:
         bottom = np.concatenate(self.full_denominators)[index]
         with np.errstate(invalid="ignore", divide="ignore"):
             estimate = np.where(bottom > 0, top / np.where(bottom > 0, bottom, 1), np.nan)
-        replicates = ratio_of_sums_replicates(np.concatenate(self.numerators, axis=1),
-                                              np.concatenate(self.denominators, axis=1),
+        # blocks are (cells × clusters), so stacking them is a plain copy; the products take the
+        # transposed views
+        replicates = ratio_of_sums_replicates(np.concatenate(self.numerators, axis=0).T,
+                                              np.concatenate(self.denominators, axis=0).T,
                                               B=B, seed=seed, denominator_of=index)
         return estimate, replicates
 

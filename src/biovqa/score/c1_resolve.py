@@ -265,7 +265,9 @@ def score_replies(*, task_index: np.ndarray, task_names: Sequence[str], answers:
     plain = vocabulary.ids(normalize_c1_array(reply_dictionary))
     per_code = np.stack([plain, plain]) if len(plain) else np.zeros((2, 0), np.int64)
     if epithet_last_word and is_species.any() and len(plain):
-        used = np.unique(reply_codes[is_species & (reply_codes >= 0)])
+        in_species = np.zeros(len(plain), dtype=bool)
+        in_species[reply_codes[is_species & (reply_codes >= 0)]] = True
+        used = np.flatnonzero(in_species)
         words = last_word(reply_dictionary.take(pa.array(used, pa.int64())).to_pylist())
         per_code[1, used] = vocabulary.ids(normalize_c1_array(pa.array(words, pa.string())))
     quirk = (is_species & epithet_last_word).astype(np.int64)
@@ -303,8 +305,11 @@ def score_replies(*, task_index: np.ndarray, task_names: Sequence[str], answers:
         gold_key[species_rows] = vocabulary.normalized_ids(binomials.take(pa.array(species_rows, pa.int64())))
 
     # the synonym relation S of every name looked up
-    lookup = np.unique(np.concatenate([candidate[answered], parsed[answered]]))
-    lookup = lookup[lookup != 0]
+    wanted = np.zeros(len(vocabulary), dtype=bool)
+    wanted[candidate[answered]] = True
+    wanted[parsed[answered]] = True
+    wanted[0] = False
+    lookup = np.flatnonzero(wanted)
     relation = synonyms.accepted_targets(vocabulary.text(lookup))
     relation_name = vocabulary.raw_ids(relation.column("name"))  # the normalized queries
     relation_accepted = vocabulary.normalized_ids(relation.column("accepted_name"))
@@ -356,14 +361,20 @@ def score_replies(*, task_index: np.ndarray, task_names: Sequence[str], answers:
         settle(rows, parsed[rows], synonym_table, "synonym")
     rows = np.flatnonzero(pending)
     if len(rows):
-        distinct, inverse = np.unique(parsed[rows], return_inverse=True)
-        found = np.asarray(vernacular.lookup(vocabulary.text(distinct)), dtype=np.int64)[inverse.ravel()]
+        asked = np.zeros(len(vocabulary), dtype=bool)
+        asked[parsed[rows]] = True
+        distinct = np.flatnonzero(asked)
+        node_of = np.full(len(vocabulary), -1, dtype=np.int64)
+        node_of[distinct] = np.asarray(vernacular.lookup(vocabulary.text(distinct)), dtype=np.int64)
+        found = node_of[parsed[rows]]
         hit = found >= 0
         resolved[rows[hit]] = found[hit]
         resolution[rows[hit]] = RESOLUTIONS.index("vernacular")
 
     is_resolved = resolved >= 0
-    lca = np.where(is_resolved, tree.lca(np.maximum(resolved, 0), gold), -1).astype(np.int64)
+    lca = np.where(is_resolved, resolved, -1).astype(np.int64)
+    elsewhere = np.flatnonzero(is_resolved & (resolved != gold))
+    lca[elsewhere] = tree.lca(resolved[elsewhere], gold[elsewhere])
     lca_depth = np.where(is_resolved, tree.depth[np.maximum(lca, 0)], -1).astype(np.int64)
     safe_lca, safe_resolved = np.maximum(lca, 0), np.maximum(resolved, 0)
     gold_depth = tree.depth[gold].astype(np.int64)

@@ -108,14 +108,22 @@ def hca_at_depth(correct: np.ndarray, present: np.ndarray | None = None, *, dept
 
 
 def hierarchical_per_image(correct: np.ndarray, present: np.ndarray | None = None) -> dict[str, np.ndarray]:
-    """All six per-image metrics of :data:`HIERARCHICAL_METRICS`."""
+    """All six per-image metrics of :data:`HIERARCHICAL_METRICS` (paths compacted once)."""
+    compact, valid, lengths = _compact(correct, present)
+    rows = np.arange(len(compact))
+    run = np.zeros(len(compact), dtype=np.int64)
+    longest = np.zeros(len(compact), dtype=np.int64)
+    for column in compact.T:
+        run = np.where(column, run + 1, 0)
+        longest = np.maximum(longest, run)
+    pairs = (compact[:, :-1] & compact[:, 1:] & valid[:, 1:]).sum(axis=1)
     return {
-        "hca": hca(correct, present),
-        "acc_leaf": acc_leaf(correct, present),
-        "por": por(correct, present),
-        "spor": spor(correct, present),
-        "spor_prefix": spor_prefix(correct, present),
-        "tor": tor(correct, present),
+        "hca": (compact | ~valid).all(axis=1).astype(np.float64),
+        "acc_leaf": compact[rows, lengths - 1].astype(np.float64),
+        "por": compact.sum(axis=1) / lengths,
+        "spor": longest / lengths,
+        "spor_prefix": np.cumprod(compact, axis=1).sum(axis=1) / lengths,
+        "tor": np.where(lengths == 1, compact[:, 0].astype(np.float64), pairs / np.maximum(lengths - 1, 1)),
     }
 
 

@@ -82,7 +82,7 @@ def ratio_of_sums_replicates(numerators: np.ndarray, denominators: np.ndarray, *
     divides by denominator column ``denominator_of[k]`` (default: the same column, ``D = K``), so
     statistics sharing a denominator share its matrix product. A replicate with a zero
     denominator gives NaN for that statistic."""
-    numerators = np.asarray(numerators, dtype=np.float32)
+    numerators = np.asarray(numerators, dtype=np.float32)  # views (e.g. transposed) are kept as they are
     denominators = np.asarray(denominators, dtype=np.float32)
     if denominator_of is None:
         denominator_of = np.arange(numerators.shape[1])

@@ -99,6 +99,10 @@ def _parse_ids(column: pa.Array, *, file: str, field: str, first_line: int,
         raise InputFormatError("empty id (an empty line or a row without an id?)", file=file,
                                row=first_line + position, field=field,
                                hint="every Taxon.tsv row needs an integer taxonID")
+    try:
+        return pc.cast(column, pa.int64())  # fast path; on failure find the offending row
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+        pass
     valid = pc.match_substring_regex(column, r"^\s*[+-]?\d{1,18}\s*$")
     bad = pc.and_(pc.invert(pc.fill_null(valid, True)), pc.is_valid(column))
     if pc.any(bad).as_py():

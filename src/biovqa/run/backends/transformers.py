@@ -122,6 +122,14 @@ class TransformersBackend:
             if attn_implementation:
                 model_options["attn_implementation"] = attn_implementation
             loaded: Any = AutoModelForImageTextToText.from_pretrained(model, **model_options)
+        except ValueError as error:
+            # A custom-code checkpoint not registered for image-text-to-text (Phi-3.5-Vision,
+            # Molmo2): transformers says "Unrecognized configuration class ...".
+            raise BiovqaError(
+                f"{model!r} cannot be loaded as an image-text-to-text model: {error}",
+                field="model",
+                hint="run it with --backend vllm, or serve it and use --backend openai",
+            ) from error
         except OSError as error:
             raise MissingResourceError(
                 f"cannot load model {model!r}: {error}",
@@ -143,7 +151,6 @@ class TransformersBackend:
         if tokenizer.eos_token_id is not None:
             eos_ids.append(tokenizer.eos_token_id)
         self.stop_token_ids = frozenset(int(t) for t in eos_ids if t is not None)
-        self._nested_images = type(self.processor).__name__.startswith("Gemma")
         self.resolved_revision = self._resolve_revision(model, revision)
 
     # ---------------------------------------------------------------------------------- describe
@@ -254,7 +261,8 @@ class TransformersBackend:
         images = [entry[2] for entry in chunk if entry[2] is not None]
         processor_inputs: dict[str, Any] = {"text": texts, "padding": True, "return_tensors": "pt"}
         if images:
-            processor_inputs["images"] = [[image] for image in images] if self._nested_images else images
+            # One list per sample: Gemma3 and Mllama processors need it, the others accept it.
+            processor_inputs["images"] = [[image] for image in images]
         inputs = self.processor(**processor_inputs).to(self.device)
         if "pixel_values" in inputs and inputs["pixel_values"].is_floating_point():
             inputs["pixel_values"] = inputs["pixel_values"].to(self.model.dtype)

@@ -91,7 +91,14 @@ def name_part_agreement(predicted: str, gold: str) -> float:
         return 1.0 if p else 0.0
     if not p or not g:
         return 0.0
-    return NEAR_MISS_WEIGHT * difflib.SequenceMatcher(None, p, g).ratio()
+    matcher = _matcher_for(g)  # difflib caches its analysis of the second sequence
+    matcher.set_seq1(p)
+    return NEAR_MISS_WEIGHT * matcher.ratio()
+
+
+@lru_cache(maxsize=4096)
+def _matcher_for(gold: str) -> difflib.SequenceMatcher:
+    return difflib.SequenceMatcher(None, "", gold)
 
 
 def _binomial_parts(name: str) -> tuple[str, str]:

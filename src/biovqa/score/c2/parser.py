@@ -24,6 +24,7 @@ from __future__ import annotations
 import difflib
 import re
 from collections import Counter
+from functools import lru_cache
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -169,9 +170,14 @@ def bounded_ratio(text: str, option: str, threshold: float = FUZZY_THRESHOLD) ->
     total = len(text) + len(option)
     if not total or 2.0 * min(len(text), len(option)) / total < threshold:
         return -1.0
-    if 2.0 * sum((Counter(text) & Counter(option)).values()) / total < threshold:
+    if 2.0 * sum((_char_counts(text) & _char_counts(option)).values()) / total < threshold:
         return -1.0
     return difflib.SequenceMatcher(None, text, option).ratio()
+
+
+@lru_cache(maxsize=1 << 16)
+def _char_counts(text: str) -> Counter[str]:
+    return Counter(text)
 
 
 def fuzzy_option(text: str, options: Sequence[str], threshold: float = FUZZY_THRESHOLD) -> int:
@@ -263,8 +269,9 @@ def route_family(question: str, options: Sequence[str] | None) -> str | None:
     return None
 
 
-#: Every routing phrase of the Table 69 templates lies within this many leading characters.
-ROUTE_PREFIX_CHARS = 120
+#: Every routing phrase of the Table 69 templates ends within the first 70 characters
+#: ("…parts of the bird are visible in this image?" is the longest reach, 67).
+ROUTE_PREFIX_CHARS = 70
 
 
 def route_families(questions: pa.Array | pa.ChunkedArray, is_side_option_set: np.ndarray,
