@@ -24,10 +24,12 @@ KILLS = 20
 
 
 def _command(bench: Path, out: Path) -> list[str]:
-    # the echo backend, slowed to 10 ms an item, in batches of 4; a segment every 2 replies
+    # the echo backend, slowed to 10 ms an item, in batches of 6 (two images), a segment after
+    # every batch: 50 segments in all, so no session reaches the compaction threshold (64
+    # segments) and every stored row is one answer actually asked
     return [sys.executable, "-m", "biovqa.cli_run", "run", str(bench), "--out", str(out),
-            "--backend", "echo", "--option", "delay_s=0.01", "--max-batch", "4",
-            "--flush-rows", "2", "--flush-seconds", "0.05", "--no-progress"]
+            "--backend", "echo", "--option", "delay_s=0.01", "--max-batch", "6",
+            "--flush-rows", "6", "--flush-seconds", "0.05", "--no-progress"]
 
 
 def _env() -> dict[str, str]:

@@ -191,7 +191,7 @@ def test_a_text_only_checkpoint_is_refused_with_a_hint(tiny_llava_dir: Path, tmp
     LlamaForCausalLM(LlamaConfig(vocab_size=500, hidden_size=16, intermediate_size=32,
                                  num_hidden_layers=1, num_attention_heads=2,
                                  num_key_value_heads=1)).save_pretrained(folder)
-    for name in ("tokenizer.json", "tokenizer_config.json"):
+    for name in ("tokenizer.json", "tokenizer_config.json", "processor_config.json"):
         shutil.copy(tiny_llava_dir / name, folder / name)
     with pytest.raises(BiovqaError, match="image-text-to-text") as raised:
         create(str(folder))

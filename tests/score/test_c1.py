@@ -339,8 +339,9 @@ def test_registered_scorer_runs_on_the_built_demo_benchmark(demo_bench: Path) ->
                             "status": ["ok"] * bench.items.num_rows})
     result = scorer(bench, predictions, {"bootstrap": 20})
     floors = floor_scores(bench.items)
-    for task in ("phylum", "class", "genus", "scientific_name"):
+    for task in ("phylum", "class", "genus", "scientific_name", "common_name_mcq"):
         assert result.summary["tasks"][task]["em"]["value"] == pytest.approx(floors[task])
+        assert result.summary["tasks"][task]["floor"] == pytest.approx(floors[task])
     assert result.items.num_rows == bench.items.num_rows
     assert {"tier", "exposure", "prevalence_tier"} <= set(result.items.column_names)
 
@@ -350,7 +351,7 @@ REPLY_POOL = ["Chordata", "Amphibia", "Reptilia", "Hyla cinerea", "Felis concolo
               "The family is Hylidae.", "Puma concolor", "Squamata", "Crocodylia", "White Mulberry"]
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(st.lists(st.sampled_from(REPLY_POOL), min_size=len(IMAGES) * 9, max_size=len(IMAGES) * 9))
 def test_invariants_for_any_replies(bench_path: Path, pool: list[str]) -> None:
     ids = open_bench(bench_path).items.column("item_id").to_pylist()

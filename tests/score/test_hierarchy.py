@@ -80,7 +80,7 @@ def test_bad_shapes_raise() -> None:
         hca_at_depth(np.array([[True]]), depth=2)
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=100, deadline=None)
 @given(arrays(bool, st.tuples(st.integers(1, 12), st.integers(1, 7))),
        st.data())
 def test_invariants(correct: np.ndarray, data: st.DataObject) -> None:

@@ -9,6 +9,8 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from biovqa.errors import InputFormatError, MissingResourceError
 from biovqa.sources.gbif import read_taxa
@@ -274,3 +276,13 @@ def test_homonymous_accepted_taxa(tmp_path: Path) -> None:
         ("sula bassana", "morus", "species", "synonym"),
     ]
     assert index.names.filter(pc.equal(index.names.column("name"), "morus")).num_rows == 3
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.text(alphabet="AaBbZz éÆß'-. ()×\t", max_size=12), max_size=30))
+def test_fast_normalization_property(values: list[str]) -> None:
+    from biovqa.taxonomy.index import _normalize
+    from biovqa.text import normalize_c1_array
+
+    array = pa.array(values, pa.string())
+    assert _normalize(array).to_pylist() == normalize_c1_array(array).to_pylist()

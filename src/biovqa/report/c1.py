@@ -217,7 +217,8 @@ def figures(summaries: list[tuple[str, dict[str, Any]]], out_dir: Path) -> list[
     axes.set_ylim(0, 1)
     axes.set_ylabel("exact match (95% CI)")
     axes.set_title("C1: accuracy by question type")
-    axes.legend(fontsize="small", ncol=2, frameon=False)
+    axes.legend(fontsize="small", ncol=min(4, len(summaries) + 1), frameon=False, loc="upper center",
+                bbox_to_anchor=(0.5, -0.08))
     figure.tight_layout()
     path = out_dir / "c1_em_by_rank.png"
     figure.savefig(path, dpi=120, metadata={"Software": None})

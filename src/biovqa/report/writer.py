@@ -30,17 +30,28 @@ def write_report(score_dirs: list[str | Path], out: str | Path) -> Path:
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     by_component: dict[str, list[tuple[str, dict[str, Any]]]] = defaultdict(list)
-    labels_seen: dict[str, int] = defaultdict(int)
+    labels_seen: dict[tuple[str, str], int] = defaultdict(int)
     for score_dir in score_dirs:
         summary = load_summary(score_dir)
         meta = summary.get("meta", {})
         label = str(meta.get("label") or Path(score_dir).name)
-        labels_seen[label] += 1
-        if labels_seen[label] > 1:  # two runs of one model: keep both, named apart
-            label = f"{label} ({labels_seen[label]})"
-        by_component[str(meta.get("component", "c1"))].append((label, summary))
+        component_name = str(meta.get("component", "c1"))
+        labels_seen[component_name, label] += 1
+        if labels_seen[component_name, label] > 1:  # two runs of one model: keep both, named apart
+            label = f"{label} ({labels_seen[component_name, label]})"
+        by_component[component_name].append((label, summary))
 
-    sections: list[tuple[str, list[tuple[str, pd.DataFrame]], list[Path]]] = []
+    runs = pd.DataFrame([
+        {"model": label, "component": component_name,
+         "items": sum(summary.get("meta", {}).get("statuses", {}).values()),
+         **{f"{k}": v for k, v in summary.get("meta", {}).get("statuses", {}).items() if k != "ok"},
+         "benchmark manifest": str(summary.get("meta", {}).get("benchmark_manifest_sha256", ""))[:12],
+         "predictions": str(summary.get("meta", {}).get("predictions_sha256", ""))[:12]}
+        for component_name, entries in sorted(by_component.items()) for label, summary in entries
+    ]).set_index("model")
+    sections: list[tuple[str, list[tuple[str, pd.DataFrame]], list[Path]]] = [
+        ("Runs scored", [("runs", runs)], [])]
+    runs.to_csv(out / "runs.csv")
     for component_name in sorted(by_component):
         component = get_component(component_name)
         summaries = by_component[component_name]
@@ -80,6 +91,17 @@ def _markdown(frame: pd.DataFrame) -> str:
     return "\n".join(lines)
 
 
+def _title(name: str) -> str:
+    """``table18_pooled`` → ``Table 18 — pooled``; ``em_by_group`` → ``em by group``."""
+    import re
+
+    match = re.fullmatch(r"table(\d+)_?(.*)", name)
+    if match:
+        rest = match.group(2).replace("_", " ")
+        return f"Table {match.group(1)}" + (f" — {rest}" if rest else "")
+    return name.replace("_", " ")
+
+
 def _cell(value: Any) -> str:
     if value is None or (isinstance(value, float) and pd.isna(value)):
         return "—"
@@ -93,7 +115,7 @@ def _index_markdown(sections: list[tuple[str, list[tuple[str, pd.DataFrame]], li
     for title, tables, figures in sections:
         parts.append(f"\n## {title}\n")
         for name, frame in tables:
-            parts.append(f"\n### {name}\n\n{_markdown(frame)}\n")
+            parts.append(f"\n### {_title(name)}\n\n{_markdown(frame)}\n")
         for figure in figures:
             parts.append(f"\n![{figure.stem}]({figure.name})\n")
     return "".join(parts)
@@ -116,9 +138,10 @@ def _index_html(sections: list[tuple[str, list[tuple[str, pd.DataFrame]], list[P
     for title, tables, figures in sections:
         body.append(f"<h2>{html.escape(title)}</h2>")
         for name, frame in tables:
-            shown = frame.map(_cell) if hasattr(frame, "map") else frame.applymap(_cell)
-            body.append(f"<h3>{html.escape(name)}</h3>")
-            body.append(shown.to_html(escape=True, border=0))
+            flat = frame.reset_index() if frame.index.name or not isinstance(frame.index, pd.RangeIndex) else frame
+            shown = flat.map(_cell) if hasattr(flat, "map") else flat.applymap(_cell)
+            body.append(f"<h3>{html.escape(_title(name))}</h3>")
+            body.append(shown.to_html(escape=True, border=0, index=False))
         for figure in figures:
             data = base64.b64encode(figure.read_bytes()).decode("ascii")
             body.append(f"<img alt='{html.escape(figure.stem)}' src='data:image/png;base64,{data}'>")

@@ -191,18 +191,36 @@ def floor_answers(items: pa.Table) -> dict[str, str]:
 
 
 def floor_scores(items: pa.Table, answers: Mapping[str, str] | None = None) -> dict[str, float]:
-    """φ per question type: the share of its items whose gold equals the floor answer (§2.10)."""
+    """φ per question type (§2.10): the share of its items whose gold equals the floor answer; for
+    the MCQ (when the items carry options), the share answered right by picking the option that
+    names the most frequent gold common name (ties: the first option) — what the baseline does."""
     task_index = _task_index(items.column("task"))
     if answers is None:
-        return _floors(task_index, items.column("answer"))[1]
-    vocabulary = Vocabulary()
-    gold = vocabulary.normalized_ids(items.column("answer"))
-    out = {}
-    for task, answer in answers.items():
-        rows = task_index == TASKS.index(task)
-        if rows.any():
-            out[task] = float((gold[rows] == vocabulary.ids([normalize_c1(answer)])[0]).mean())
+        out = _floors(task_index, items.column("answer"))[1]
+    else:
+        vocabulary = Vocabulary()
+        gold = vocabulary.normalized_ids(items.column("answer"))
+        out = {}
+        for task, answer in answers.items():
+            rows = task_index == TASKS.index(task)
+            if rows.any():
+                out[task] = float((gold[rows] == vocabulary.ids([normalize_c1(answer)])[0]).mean())
+    is_mcq = task_index == TASKS.index(MCQ_TASK)
+    if is_mcq.any() and "options" in items.column_names:
+        options, _ = _mcq_arrays(items, is_mcq, None)
+        out[MCQ_TASK] = mcq_floor(items.column("answer").take(pa.array(np.flatnonzero(is_mcq))), options)
     return out
+
+
+def mcq_floor(answers: pa.Array | pa.ChunkedArray, options: pa.Array) -> float:
+    """Image-blind MCQ floor: per item pick the option naming the most frequent gold answer of
+    the MCQ items (ties: the first option); the share of items where that is the gold."""
+    vocabulary = Vocabulary()
+    gold = vocabulary.normalized_ids(answers)
+    option_ids = vocabulary.normalized_ids(options).reshape(len(gold), -1)
+    frequency = np.bincount(gold, minlength=len(vocabulary))
+    pick = option_ids[np.arange(len(gold)), frequency[option_ids].argmax(axis=1)]
+    return float((pick == gold).mean()) if len(gold) else float("nan")
 
 
 def item_weighted_score(scores: Mapping[str, float], counts: Mapping[str, int]) -> float:
@@ -386,6 +404,8 @@ def score_items(items: pa.Table, predictions: pa.Table, *, tree: Any, synonyms: 
                          tier_labels=tier_labels, cluster=cluster, n_clusters=len(cluster_labels), status=status,
                          scores=result)
     answers, floors = _floors(task_index, items.column("answer"))
+    if is_mcq.any():
+        floors[MCQ_TASK] = mcq_floor(items.column("answer").take(pa.array(np.flatnonzero(is_mcq))), mcq_options)
     summary = summarize(arrays, floors, answers, B=settings.bootstrap, seed=settings.seed, level=settings.level)
     summary["options"] = {"epithet_last_word": settings.epithet_last_word,
                           "backbone": None if backbone is None else str(backbone)}

@@ -120,12 +120,6 @@ def family_codes(items: pa.Table) -> tuple[np.ndarray, list[str]]:
     return codes, unknown
 
 
-def _optional_column(items: pa.Table, name: str) -> list[Any]:
-    if name in items.column_names:
-        return items.column(name).to_pylist()
-    return [None] * items.num_rows
-
-
 def _open_gold_texts(items: pa.Table, rows: np.ndarray, family: str) -> list[str]:
     """Normalized gold strings the open kernels compare against (open_kind_of: the full CUB
     common name [DEFAULT])."""
@@ -254,16 +248,6 @@ def _encode_strings(values: pa.ChunkedArray | pa.Array, transform: Callable[[str
 # the scorer
 
 
-@dataclass
-class _Options:
-    """Option texts as an (n, K) id matrix over one vocabulary (-1 = no option)."""
-
-    ids: np.ndarray
-    counts: np.ndarray
-    vocab: _Vocabulary
-    raw: list[str]  # raw option text per vocabulary-independent distinct value (for display)
-
-
 def _option_matrix(items: pa.Table, vocab: _Vocabulary) -> tuple[np.ndarray, np.ndarray]:
     n = items.num_rows
     column = items.column("options").combine_chunks()
@@ -349,9 +333,7 @@ def _check_routing(items: pa.Table, families: np.ndarray, option_ids: np.ndarray
         is_side = (counts == 4) & (first4 == side_ids[None, :]).all(axis=1)
     else:
         is_side = np.zeros(len(families), dtype=bool)
-    routed = parser.route_families(items.column("question"), is_side, counts > 0)
-    has_token = np.asarray(pc.match_substring(items.column("question"), parser.OPTIONS_TOKEN)
-                           .to_numpy(zero_copy_only=False), dtype=bool)
+    routed, has_token = parser.route_and_detect(items.column("question"), is_side, counts > 0)
     wrong = np.flatnonzero((routed != families) | (has_token != (counts > 0)))
     if len(wrong):
         row = int(wrong[0])
@@ -362,13 +344,6 @@ def _check_routing(items: pa.Table, families: np.ndarray, option_ids: np.ndarray
             file="items.parquet", row=row + 1, field="question",
             hint="questions must follow the Table 69 templates (prompts.md §3.1), with an "
                  "'Options:' list exactly for multiple-choice items")
-
-
-@dataclass(frozen=True)
-class ItemScores:
-    """The per-item arrays of one scoring run (also returned as an Arrow table)."""
-
-    table: pa.Table
 
 
 def score_items(items: pa.Table, predictions: pa.Table, context: C2Context,
@@ -749,15 +724,17 @@ def _score_open_family(family: str, items: pa.Table, rows: np.ndarray, golds: li
                        reply_index: np.ndarray, parts_text: list[str], has_reply: np.ndarray,
                        context: C2Context, s: np.ndarray, b: np.ndarray, em: np.ndarray,
                        pred_text: np.ndarray) -> None:
-    answers = [normalize_c2(a) for a in items.column("answer").take(pa.array(rows)).to_pylist()]
-    categories = _optional_column(items, "kind_category")
+    take = pa.array(rows)
+    answers = [normalize_c2(a) for a in items.column("answer").take(take).to_pylist()]
+    categories = (items.column("kind_category").take(take).to_pylist()
+                  if "kind_category" in items.column_names else [None] * len(rows))
     preds: list[str] = []
     for local, row in enumerate(rows):
         text = parts_text[reply_index[row]] if has_reply[row] else ""
         if has_reply[row]:
             pred_text[row] = text
         if family == "open_kind_of":
-            text = naming.complete_kind_of(text, categories[row]) if text else ""
+            text = naming.complete_kind_of(text, categories[local]) if text else ""
         preds.append(text)
     # s on distinct (prediction, gold) pairs
     strings = _Vocabulary()

@@ -255,15 +255,21 @@ def parse_gold(answer: str, options: Sequence[str]) -> int:
     return normalized.index(key) if key in normalized else -1
 
 
+def question_stem(question: str) -> str:
+    """The question without its ``Options:`` list (the template part that routing reads)."""
+    return question.split(OPTIONS_TOKEN, 1)[0]
+
+
 def route_family(question: str, options: Sequence[str] | None) -> str | None:
-    """Step 5: the family named by the question's template phrases; None if none matches."""
-    lowered = question.lower()
-    for phrase, family in ROUTES:
-        if phrase in lowered:
-            if family == "visibility":
-                labels = sorted(normalize_c2(o) for o in (options or ()))
-                return "visibility_side" if labels == sorted(SIDE_LABELS) else "visibility_partset"
-            return family
+    """Step 5: the family named by the template phrases of the question stem (the text before
+    ``Options:``) in priority order; None if none matches."""
+    position = _route_index(question)
+    if position < len(ROUTES):
+        family = ROUTES[position][1]
+        if family == "visibility":
+            labels = sorted(normalize_c2(o) for o in (options or ()))
+            return "visibility_side" if labels == sorted(SIDE_LABELS) else "visibility_partset"
+        return family
     if options:
         return "attr_bare_value"
     return None
@@ -277,40 +283,43 @@ ROUTE_PREFIX_CHARS = 70
 def route_families(questions: pa.Array | pa.ChunkedArray, is_side_option_set: np.ndarray,
                    has_option_list: np.ndarray) -> np.ndarray:
     """Vectorised :func:`route_family`: an object array of family names (None where no route).
-    ``is_side_option_set`` flags rows whose options are exactly Left/Right/Both/None. Phrases
-    are looked up once per distinct question opening (the first ROUTE_PREFIX_CHARS characters;
-    longer questions are checked in full)."""
+    ``is_side_option_set`` flags rows whose options are exactly Left/Right/Both/None."""
+    return route_and_detect(questions, is_side_option_set, has_option_list)[0]
+
+
+def route_and_detect(questions: pa.Array | pa.ChunkedArray, is_side_option_set: np.ndarray,
+                     has_option_list: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Steps 2 and 5 over a question column: (family per row, ``Options:`` present per row).
+    Phrases are looked up once per distinct question opening (the first ROUTE_PREFIX_CHARS
+    bytes, cut at ``Options:``); stems longer than that are read in full."""
     array = questions.combine_chunks() if isinstance(questions, pa.ChunkedArray) else questions
-    prefix = pc.utf8_slice_codeunits(array, 0, ROUTE_PREFIX_CHARS)
-    long_rows = np.asarray(pc.greater(pc.utf8_length(array), ROUTE_PREFIX_CHARS)
-                           .to_numpy(zero_copy_only=False), dtype=bool)
-    encoded = pc.dictionary_encode(prefix)
+    token_at = pc.find_substring(array, OPTIONS_TOKEN).to_numpy(zero_copy_only=False)
+    token_at = np.asarray(np.nan_to_num(np.asarray(token_at, dtype=float), nan=-1), dtype=np.int64)
+    has_token = token_at >= 0
+    raw = array.cast(pa.binary())
+    stem_bytes = np.where(has_token, token_at,
+                          np.asarray(pc.fill_null(pc.binary_length(raw), 0).to_numpy(zero_copy_only=False)))
+    encoded = pc.dictionary_encode(pc.binary_slice(raw, 0, ROUTE_PREFIX_CHARS))
     index = pc.fill_null(encoded.indices, -1).to_numpy(zero_copy_only=False).astype(np.int64)
     n_routes = len(ROUTES)
-    route_of = np.array([_route_index(q) for q in encoded.dictionary.to_pylist()] or [n_routes],
-                        dtype=np.int64)
+    openings = [b.decode("utf-8", errors="ignore") if b is not None else None
+                for b in encoded.dictionary.to_pylist()]
+    route_of = np.array([_route_index(q) for q in openings] or [n_routes], dtype=np.int64)
     route = np.where(index >= 0, route_of[np.maximum(index, 0)], n_routes)
-    # questions longer than the prefix whose opening matched nothing: check the whole text
-    unmatched = np.flatnonzero(long_rows & (route == n_routes))
-    if len(unmatched):
-        subset = array.take(pa.array(unmatched))
-        pending = np.ones(len(unmatched), dtype=bool)
-        for position, (phrase, _family) in enumerate(ROUTES):
-            hit = np.asarray(pc.match_substring(subset, phrase, ignore_case=True)
-                             .to_numpy(zero_copy_only=False), dtype=bool) & pending
-            route[unmatched[hit]] = position
-            pending &= ~hit
+    for row in np.flatnonzero((stem_bytes > ROUTE_PREFIX_CHARS) & (route == n_routes)):
+        route[row] = _route_index(array[int(row)].as_py())
     names = np.array([family for _, family in ROUTES] + [None], dtype=object)
     routed = names[route]
     visibility = route == [family for _, family in ROUTES].index("visibility")
     routed[visibility & is_side_option_set] = "visibility_side"
     routed[visibility & ~is_side_option_set] = "visibility_partset"
     routed[(route == n_routes) & has_option_list] = "attr_bare_value"
-    return routed
+    return routed, has_token
 
 
 def _route_index(question: str | None) -> int:
-    lowered = (question or "").lower()
+    """Position in ROUTES of the first phrase found in the question stem (len(ROUTES) if none)."""
+    lowered = question_stem(question or "").lower()
     for position, (phrase, _family) in enumerate(ROUTES):
         if phrase in lowered:
             return position
