@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import sys
 import tempfile
 import time
@@ -26,12 +25,15 @@ import pyarrow as pa
 
 from biovqa.manifests.bench import open_bench, write_bench
 from biovqa.records import ITEM_COLUMNS
-from biovqa.score.c2 import kernel_config, load_context
-from biovqa.score.c2 import kernels, naming, parser
+from biovqa.score.c2 import kernel_config, kernels, load_context, naming, parser
 from biovqa.score.c2.aggregate import summarize
 from biovqa.score.c2.cags import (
-    CATEGORY_OF, FAMILIES, OPEN_FAMILIES, C2Context, chance_adjusted, open_baseline_sample,
-    open_similarity, score_items,
+    CATEGORY_OF,
+    OPEN_FAMILIES,
+    C2Context,
+    open_baseline_sample,
+    open_similarity,
+    score_items,
 )
 from biovqa.text import normalize_c2
 

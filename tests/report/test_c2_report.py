@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "score" / "c2"))
-from conftest import c2_item, predictions_for, write_c2_bench  # noqa: E402
+from c2_items import c2_item, predictions_for, write_c2_bench
 
-from biovqa.report import c2 as report  # noqa: E402
-from biovqa.score.c2 import score  # noqa: E402
+from biovqa.report import c2 as report
+from biovqa.score.c2 import score
 
 
 @pytest.fixture

@@ -442,7 +442,8 @@ def _list_column(per_image: np.ndarray, image_index: np.ndarray, present: np.nda
     return pa.ListArray.from_arrays(pa.array(offsets), values, mask=pa.array(~present))
 
 
-def make_items(selected: pd.DataFrame, tree: BenchmarkTree, leaf_nodes: np.ndarray, seed: int) -> ItemColumns:
+def make_items(selected: pd.DataFrame, tree: BenchmarkTree, leaf_nodes: np.ndarray, vernacular: Any,
+               seed: int) -> ItemColumns:
     """One row per question, image-grouped (tasks in Table 6 order)."""
     n = len(selected)
     has_order = ~selected["group"].isin(GROUPS_WITHOUT_ORDER).to_numpy()
@@ -460,7 +461,11 @@ def make_items(selected: pd.DataFrame, tree: BenchmarkTree, leaf_nodes: np.ndarr
     name_pick = template_rng.integers(0, len(NAME_TEMPLATES), size=len(tasks))
     options, option_species = _mcq_options(selected, np.random.default_rng(seed))
     species_leaf = dict(zip(per_image["species"].tolist(), leaf_nodes.tolist()))
-    option_nodes = np.vectorize(species_leaf.__getitem__, otypes=[np.int64])(option_species)
+    option_leaves = np.vectorize(species_leaf.__getitem__, otypes=[np.int64])(option_species)
+    # options resolve like any common name (components.md §1.6: "MCQ distractors resolve through
+    # the same index"), falling back to the species they were drawn from
+    resolved = vernacular.lookup(normalize_c1_array(pa.array(options.ravel().tolist(), pa.string())))
+    option_nodes = np.where(resolved >= 0, resolved, option_leaves.ravel()).reshape(options.shape)
     gold_position = np.argmax(option_species == per_image["species"][:, None], axis=1)
 
     gold_source = {
@@ -558,7 +563,7 @@ def _attach_tiers(built: ItemColumns, tree: BenchmarkTree, image_leaves: np.ndar
     mcq_rows = np.flatnonzero(is_mcq)
     images_of = built.image_index[mcq_rows]
     tiers = c1_tiers.confusability_tiers(
-        tree, leaf[mcq_rows],
+        tree, target[mcq_rows],
         c1_tiers.distractor_nodes(built.option_nodes[images_of], built.gold_position[images_of]))
     ndd = np.zeros(n, dtype=np.int8)
     ndd[mcq_rows] = tiers.ndd
@@ -634,7 +639,7 @@ def build_c1(
     lineages = selected[list(TREE_RANKS)]
     tree, leaf_nodes = build_tree(lineages)
     vernacular = build_vernacular_index(selected["common_name_en"].tolist(), leaf_nodes, tree)
-    item_table = _attach_tiers(make_items(selected, tree, leaf_nodes, options.seed), tree,
+    item_table = _attach_tiers(make_items(selected, tree, leaf_nodes, vernacular, options.seed), tree,
                                leaf_nodes, vernacular, prevalence_method)
 
     side = out / SIDE_FOLDER

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 import pytest
-from conftest import c2_item, predictions_for
+from c2_items import c2_item, predictions_for
 
 from biovqa.score.c2 import score
 from biovqa.score.c2.aggregate import laterality, summarize

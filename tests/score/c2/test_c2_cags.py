@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 import pytest
-from conftest import c2_item, predictions_for
+from c2_items import c2_item, predictions_for
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -99,7 +99,7 @@ def test_open_items_naming_kernels_and_em(make_bench):
              ("Western Gull", "Larus", "Larus occidentalis")]
     rows = []
     for k, (common, genus, sci) in enumerate(names):
-        shared = dict(class_name=common, genus=genus, scientific_name=sci)
+        shared = {"class_name": common, "genus": genus, "scientific_name": sci}
         rows.append(c2_item("open_common_name", f"c{k}", common, **shared))
         rows.append(c2_item("open_scientific_name", f"s{k}", sci, **shared))
         rows.append(c2_item("open_genus", f"g{k}", genus, **shared))

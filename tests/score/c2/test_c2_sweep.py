@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from conftest import c2_item, predictions_for
+from c2_items import c2_item, predictions_for
 
 from biovqa.score.c2 import sweep
 

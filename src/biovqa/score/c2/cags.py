@@ -169,7 +169,7 @@ def open_baseline_sample(family: str, gold: str, pool: Sequence[str],
     return order[:sample_size]
 
 
-def open_baseline(family: str, gold: str, context: "C2Context") -> float:
+def open_baseline(family: str, gold: str, context: C2Context) -> float:
     """b of an open item: mean s(d, gold) over the gold's chance sample (metrics.md §3.1)."""
     cache = context.pool_similarity_cache.setdefault(family, {})
     if gold not in cache:

@@ -24,9 +24,9 @@ from __future__ import annotations
 import difflib
 import re
 from collections import Counter
-from functools import lru_cache
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 import pyarrow as pa

@@ -15,7 +15,8 @@ The lead wires ``biovqa score BENCH -p P1 -p P2 … --sweep c2`` to :func:`run_s
 
 from __future__ import annotations
 
-from typing import Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -142,7 +143,7 @@ def run_sweep(bench: Bench, predictions_by_model: Mapping[str, pa.Table],
     sub_codes = codes[rows]
     return {
         "subsample": {
-            "rows": int(len(rows)), "seed": seed,
+            "rows": len(rows), "seed": seed,
             "by_family": {f: int((sub_codes == i).sum()) for i, f in enumerate(FAMILIES) if (sub_codes == i).any()},
         },
         "models": models,
