@@ -23,7 +23,7 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 
-from biovqa.manifests.bench import open_bench, write_bench
+from biovqa.manifests.bench import open_bench, read_parquet, write_bench, write_parquet
 from biovqa.records import ITEM_COLUMNS
 from biovqa.score.c2 import kernel_config, kernels, load_context, naming, parser
 from biovqa.score.c2.aggregate import summarize
@@ -86,31 +86,47 @@ def class_names() -> list[str]:
     return names
 
 
-def reply_for(rng: np.random.Generator, options: list[str], chosen: int) -> tuple[str | None, str]:
+#: Reply-form mixes (cumulative shares). "realistic" is calibrated to the worst models of Table 31
+#: (parse rate ≈ 98.9 %, letter–text mismatch ≈ 1.2 %); "harsh" stresses the slow parser paths.
+REPLY_MIXES: dict[str, tuple[tuple[str, float], ...]] = {
+    "realistic": (("instructed", 0.880), ("bare", 0.920), ("markdown", 0.940), ("scaffold", 0.955),
+                  ("verbose", 0.970), ("mismatch", 0.982), ("typo", 0.987), ("empty", 0.991),
+                  ("refusal", 0.995), ("missing", 0.998), ("failed", 1.0)),
+    "harsh": (("instructed", 0.70), ("bare", 0.78), ("verbose", 0.85), ("markdown", 0.90),
+              ("mismatch", 0.93), ("typo", 0.96), ("empty", 0.97), ("refusal", 0.98),
+              ("missing", 0.99), ("failed", 1.0)),
+}
+
+
+def reply_for(rng: np.random.Generator, options: list[str], chosen: int, mix: str) -> tuple[str | None, str]:
     """A reply naming option ``chosen`` in one of the forms models produce."""
     u = rng.random()
+    form = next(name for name, upper in REPLY_MIXES[mix] if u < upper)
     text = options[chosen]
     letter = LETTERS[chosen]
-    if u < 0.70:
+    if form == "instructed":
         return f"({letter}) {text}", "ok"
-    if u < 0.78:
+    if form == "bare":
         return letter, "ok"
-    if u < 0.85:
-        return f"I think it is {text.lower()}.", "ok"
-    if u < 0.90:
+    if form == "markdown":
         return f"**({letter}) {text}**", "ok"
-    if u < 0.93:
-        other = options[(chosen + 1) % len(options)]
-        return f"({letter}) {other}", "ok"
-    if u < 0.96:
+    if form == "scaffold":
+        return f"Answer: ({letter}) {text}", "ok"
+    if form == "verbose":
+        return f"I think it is {text.lower()}.", "ok"
+    if form == "mismatch":
+        return f"({letter}) {options[(chosen + 1) % len(options)]}", "ok"
+    if form == "typo":
         cut = int(rng.integers(len(text))) if len(text) > 3 else 0
         return text[:cut] + text[cut + 1:], "ok"
-    if u < 0.98:
-        return ("" if u < 0.97 else "I cannot tell."), "ok"
-    return None, ("missing" if u < 0.99 else "failed")
+    if form == "empty":
+        return "", "ok"
+    if form == "refusal":
+        return "I cannot tell.", "ok"
+    return None, form
 
 
-def make_items(total: int, seed: int = 7) -> tuple[pa.Table, list[str | None], list[str]]:
+def make_items(total: int, seed: int = 7, mix: str = "realistic") -> tuple[pa.Table, list[str | None], list[str]]:
     rng = np.random.default_rng(seed)
     scale = total / sum(PAPER_COUNTS.values())
     counts = {f: max(1, round(c * scale)) for f, c in PAPER_COUNTS.items()}
@@ -157,7 +173,7 @@ def make_items(total: int, seed: int = 7) -> tuple[pa.Table, list[str | None], l
     def mcq(family: str, k: int, question: str, options: list[str], gold: int, **extra):
         add(family, k, question, options, options[gold], **extra)
         chosen = gold if rng.random() < 0.55 else int(rng.integers(len(options)))
-        reply, status = reply_for(rng, options, chosen)
+        reply, status = reply_for(rng, options, chosen, mix)
         replies.append(reply)
         statuses.append(status)
 
@@ -314,22 +330,31 @@ def main() -> int:
                          help="share of items (every k-th) the slow reference scores")
     parser_.add_argument("--bootstrap", type=int, default=1000)
     parser_.add_argument("--repeats", type=int, default=3)
+    parser_.add_argument("--reply-mix", choices=sorted(REPLY_MIXES), default="realistic")
+    parser_.add_argument("--cache", type=Path, default=None,
+                         help="keep the synthetic benchmark in this folder and reuse it")
     args = parser_.parse_args()
 
     t0 = time.perf_counter()
-    items, replies, statuses = make_items(args.items)
     with tempfile.TemporaryDirectory() as tmp:
-        root = Path(tmp) / "bench"
-        write_bench(root, items, component="c2", generator="benchmarks/score_c2.py", seed=7,
-                    sources={}, parameters={})
-        layout = {p: [0.1 + 0.06 * i, 0.2 + 0.04 * ((i * 5) % 15)] for i, p in enumerate(kernels.CUB_PARTS)}
-        (root / "c2").mkdir()
-        (root / "c2" / "part_layout.json").write_text(json.dumps(layout))
+        root = args.cache or Path(tmp) / "bench"
+        if not (root / "predictions.parquet").exists():
+            items, replies, statuses = make_items(args.items, mix=args.reply_mix)
+            write_bench(root, items, component="c2", generator="benchmarks/score_c2.py", seed=7,
+                        sources={}, parameters={"items": args.items, "reply_mix": args.reply_mix})
+            layout = {p: [0.1 + 0.06 * i, 0.2 + 0.04 * ((i * 5) % 15)] for i, p in enumerate(kernels.CUB_PARTS)}
+            (root / "c2").mkdir(exist_ok=True)
+            (root / "c2" / "part_layout.json").write_text(json.dumps(layout))
+            write_parquet(pa.table({"item_id": items.column("item_id"),
+                                    "response": pa.array(replies, pa.string()),
+                                    "status": pa.array(statuses, pa.string())}), root / "predictions.parquet")
         bench = open_bench(root)
         items = bench.items
-        predictions = pa.table({"item_id": items.column("item_id"), "response": pa.array(replies, pa.string()),
-                                "status": pa.array(statuses, pa.string())})
-        print(f"synthetic bench: {items.num_rows} items in {time.perf_counter() - t0:.1f} s")
+        predictions = read_parquet(root / "predictions.parquet")
+        replies = predictions.column("response").to_pylist()
+        statuses = predictions.column("status").to_pylist()
+        print(f"synthetic bench: {items.num_rows} items ({bench.manifest['parameters']}) "
+              f"in {time.perf_counter() - t0:.1f} s", flush=True)
         config = kernel_config({})
         kernels.colour_delta_e_table()  # warm-up: import colour-science, build the ΔE table
         import scipy.stats  # noqa: F401  (imported lazily by the laterality test)

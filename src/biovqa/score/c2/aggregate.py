@@ -73,14 +73,19 @@ def grouped_intervals(cags: np.ndarray, em: np.ndarray, s: np.ndarray,
                       groups: Sequence[np.ndarray], *, resamples: int, seed: int,
                       level: float = CI_LEVEL) -> list[tuple[np.ndarray, np.ndarray] | None]:
     """Bootstrap CIs of (cags, EM, GS_raw) for every group mask, from one set of item resamples
-    (each group's mean is a ratio of resampled sums, so nested groups stay consistent)."""
+    (the shared :mod:`biovqa.stats.bootstrap` draws): each group's mean is a ratio of resampled
+    sums, the three metrics of a group share its denominator. Identical to
+    ``cluster_bootstrap_means`` on NaN-masked columns with the items as clusters."""
+    from ...stats.bootstrap import percentile_interval, ratio_of_sums_replicates
+
     if resamples <= 0 or len(cags) == 0:
         return [None] * len(groups)
-    columns = []
-    for mask in groups:
-        for metric in (cags, em, s):
-            columns.append(np.where(mask, metric, np.nan))
-    lo, hi = bootstrap_ci(np.column_stack(columns), resamples=resamples, seed=seed, level=level)
+    numerators = np.column_stack([np.where(mask, metric, 0.0) for mask in groups
+                                  for metric in (cags, em, s)])
+    denominators = np.column_stack([mask.astype(float) for mask in groups])
+    replicates = ratio_of_sums_replicates(numerators, denominators, B=resamples, seed=seed,
+                                          denominator_of=np.repeat(np.arange(len(groups)), 3))
+    lo, hi = percentile_interval(replicates, level)
     return [(lo[3 * g:3 * g + 3], hi[3 * g:3 * g + 3]) for g in range(len(groups))]
 
 
