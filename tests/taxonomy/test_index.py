@@ -286,3 +286,13 @@ def test_fast_normalization_property(values: list[str]) -> None:
 
     array = pa.array(values, pa.string())
     assert _normalize(array).to_pylist() == normalize_c1_array(array).to_pylist()
+
+
+def test_repeated_taxon_id_is_an_error(tmp_path: Path) -> None:
+    rows = example_taxa()
+    rows.append(taxon(44, "Chordata duplicate", "phylum"))  # id 44 is line 3 (Chordata)
+    root = write_backbone(tmp_path / "bb", rows)
+    with pytest.raises(InputFormatError, match="repeats line 3") as caught:
+        build_index(root, tmp_path / "index")
+    assert caught.value.row == len(rows) + 1
+    assert caught.value.field == "taxonID"

@@ -176,6 +176,19 @@ def test_bad_inputs_are_named(make_bench):
         score(bench, predictions_for(bench, ["(A) purple"]))
 
 
+def test_unknown_family_and_missing_prediction_column(make_bench):
+    row = c2_item("attr_bare_value", "i0", "blue", ["purple", "blue"], part="wing", property="color",
+                  attribute_group="has_wing_color")
+    row["family"] = row["task"] = "attr_mystery"
+    bench = make_bench([row])
+    with pytest.raises(InputFormatError, match="unknown C2 family 'attr_mystery'") as err:
+        score(bench, predictions_for(bench, ["(A) purple"]))
+    assert err.value.row == 1 and err.value.field == "family"
+    with pytest.raises(InputFormatError, match="lack a required column") as err:
+        score(bench, pa.table({"item_id": ["i0"], "response": ["(A) purple"]}))
+    assert err.value.field == "status"
+
+
 @settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(st.integers(min_value=0, max_value=2**31))
 def test_distractor_guesser_averages_zero(make_bench, seed):

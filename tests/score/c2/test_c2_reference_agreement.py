@@ -29,7 +29,7 @@ def _benchmark_module():
                                      {"colour_kernel": "linear", "visibility_kernel": "anatomy"}])
 def test_vectorised_matches_reference(tmp_path, options):
     bench_module = _benchmark_module()
-    items, replies, statuses = bench_module.make_items(4000, seed=3)
+    items, replies, statuses = bench_module.make_items(4000, seed=3, mix="harsh")
     root = tmp_path / "bench"
     write_bench(root, items, component="c2", generator="tests", seed=3, sources={}, parameters={})
     (root / "c2").mkdir()
