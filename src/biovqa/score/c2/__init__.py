@@ -3,9 +3,9 @@ its companions (metrics.md §3; prompts.md §6.3).
 
 ``score(bench, predictions, options) -> ScoreResult`` is registered as ``biovqa.score.c2:score``.
 
-Options (all optional): ``bootstrap`` (resamples, 1000), ``seed`` (42), ``prefer_text`` (False:
-the letter wins a letter–text mismatch), ``tau`` (30), ``alpha`` (0.5), ``colour_kernel``
-("exponential" | "linear"), ``visibility_kernel`` ("exact" | "anatomy").
+Options (all optional): ``bootstrap`` (resamples, 1000), ``seed`` (42), ``level`` (0.95),
+``prefer_text`` (False: the letter wins a letter–text mismatch), ``tau`` (30), ``alpha`` (0.5),
+``colour_kernel`` ("exponential" | "linear"), ``visibility_kernel`` ("exact" | "anatomy").
 
 Per-item table columns: item_id, family, category, gold, pred, gold_letter, pred_letter,
 parse_status (parsed / mismatch / fuzzy / failed / missing), response_status, em, s, b, cags,
@@ -79,13 +79,14 @@ def score(bench: Bench, predictions: pa.Table, options: Mapping[str, Any] | None
     config = kernel_config(options)
     resamples = int(options.get("bootstrap", 1000))
     seed = int(options.get("seed", 42))
+    level = float(options.get("level", 0.95))
     items = bench.items
     context = load_context(bench)
     table = score_items(items, predictions, context, config)
     option_lists = None
     if "marker_localization" in set(table.column("family").unique().to_pylist()):
         option_lists = _marker_options(items, table)
-    summary = summarize(table, options=option_lists, resamples=resamples, seed=seed)
+    summary = summarize(table, options=option_lists, resamples=resamples, seed=seed, level=level)
     summary["options"] = {
         "bootstrap": resamples, "seed": seed, "prefer_text": config.prefer_text,
         "tau": config.tau, "alpha": config.alpha, "colour_kernel": config.colour_kernel,

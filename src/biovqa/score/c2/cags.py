@@ -615,14 +615,8 @@ def _mcq_similarities(family: str, items: pa.Table, rows: np.ndarray, option_ids
         group_names, group_id = _row_codes(
             items, rows, ("attribute_group", "part", "property"),
             lambda g, p, q: attribute_group_of(g, p, q))
-        size = len(texts)
-        keys = np.where(opt >= 0, group_id[:, None] * size + opt, -1)
-        gold_keys = group_id * size + gold
-
-        def evaluate(a: int, g: int) -> float:
-            return kernels.value_similarity(group_names[a // size], texts[a % size],
-                                            texts[g % size], config)
-        return pair_similarities(keys, np.repeat(gold_keys[:, None], width, axis=1), evaluate)
+        return _grouped_similarities(opt, gold, group_id, group_names, texts,
+                                     lambda group, a, g: kernels.value_similarity(group, a, g, config))
     if family == "attr_group_value":
         layout = _require_layout(context, family)
         local = np.unique(opt[opt >= 0])
@@ -653,6 +647,29 @@ def _mcq_similarities(family: str, items: pa.Table, rows: np.ndarray, option_ids
     if family == "visibility_partset":
         return _partset_similarities(opt, gold, texts, context, config)
     raise AssertionError(family)
+
+
+def _grouped_similarities(opt: np.ndarray, gold: np.ndarray, group_id: np.ndarray,
+                          group_names: Sequence[str], texts: Sequence[str],
+                          kernel: Callable[[str, str, str], float]) -> np.ndarray:
+    """s(option, gold) where the kernel depends on the row's group: one small matrix per group
+    over the values it offers, gathered into a (rows, K) array (NaN beyond the options)."""
+    n_groups, size = len(group_names), len(texts)
+    present = np.zeros((n_groups, size + 1), dtype=bool)
+    present[np.repeat(group_id, opt.shape[1]), np.where(opt >= 0, opt, size).ravel()] = True
+    present[:, size] = False
+    local = np.cumsum(present, axis=1) - 1
+    widest = int(present.sum(axis=1).max()) if n_groups else 0
+    table = np.zeros((n_groups, max(widest, 1), max(widest, 1)))
+    for g, name in enumerate(group_names):
+        values = np.flatnonzero(present[g])
+        for i, a in enumerate(values):
+            for j, b in enumerate(values):
+                table[g, i, j] = kernel(name, texts[a], texts[b])
+    rows_group = group_id[:, None]
+    option_local = local[rows_group, np.maximum(opt, 0)]
+    gold_local = local[group_id, gold][:, None]
+    return np.where(opt >= 0, table[rows_group, option_local, gold_local], np.nan)
 
 
 def _partset_similarities(opt: np.ndarray, gold: np.ndarray, texts: Sequence[str],

@@ -95,7 +95,9 @@ def rank_agreement(default_scores: Sequence[float], config_scores: Sequence[floa
     elif np.ptp(r0) == 0 or np.ptp(rc) == 0:
         out["spearman_rho"] = out["kendall_tau"] = 0.0
     else:
-        out["spearman_rho"] = float(spearmanr(r0, rc).statistic)
+        ties = len(set(r0.tolist())) < n or len(set(rc.tolist())) < n
+        out["spearman_rho"] = (float(spearmanr(r0, rc).statistic) if ties
+                               else 1.0 - 6.0 * float((d**2).sum()) / (n * (n * n - 1)))
         out["kendall_tau"] = float(kendalltau(r0, rc, variant="b").statistic)
     return out
 
