@@ -7,9 +7,11 @@ import json
 import pyarrow as pa
 import pytest
 
+from biovqa.build import c2 as build
 from biovqa.components import get_component
 from biovqa.manifests.bench import write_parquet
 from biovqa.score.c2 import score
+from biovqa.synthetic import write_cub
 
 
 def test_registered_scorer_is_this_one():
@@ -18,9 +20,7 @@ def test_registered_scorer_is_this_one():
 
 @pytest.mark.slow
 def test_build_then_score(tmp_path):
-    cub_fixture = pytest.importorskip("tests.fixtures.cub")
-    build = pytest.importorskip("biovqa.build.c2")
-    cub = cub_fixture.write_cub(tmp_path / "src", n_classes=6, images_per_class=2)
+    cub = write_cub(tmp_path / "src", n_classes=6, images_per_class=2)
     bench = build.build_c2(cub, tmp_path / "bench")
     items = bench.items
     rows = items.to_pylist()
