@@ -122,8 +122,14 @@ def _register_extra_commands() -> None:
 def main(argv: list[str] | None = None) -> None:
     _register_component_builders()
     _register_extra_commands()
+    run_app(app, argv)
+
+
+def run_app(typer_app: typer.Typer, argv: list[str] | None = None) -> None:
+    """Run a Typer app the way a user should meet it: errors in their input as one message and
+    exit code 2, interruptions as a note that work is kept, bugs as a saved traceback (exit 3)."""
     try:
-        app(args=argv, standalone_mode=False)
+        typer_app(args=argv, standalone_mode=False)
     except BiovqaError as exc:
         console.print(f"[bold red]error:[/bold red] {exc.render()}", highlight=False)
         sys.exit(2)

@@ -6,7 +6,6 @@ Nothing heavy is imported here; a backend's library loads only when that backend
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -172,24 +171,9 @@ def main(argv: list[str] | None = None) -> None:
     app = typer.Typer(name="biovqa", no_args_is_help=True, pretty_exceptions_enable=False,
                       add_completion=False)
     register(app)
-    try:
-        app(args=argv, standalone_mode=False)
-    except BiovqaError as exc:
-        console.print(f"[bold red]error:[/bold red] {exc.render()}", highlight=False)
-        sys.exit(2)
-    except KeyboardInterrupt:
-        console.print("[yellow]interrupted[/yellow]: work written so far is kept; re-run the "
-                      "same command to resume")
-        sys.exit(130)
-    except typer.Exit as exc:
-        sys.exit(exc.exit_code)
-    except Exception as exc:
-        import click
+    from .cli import run_app
 
-        if isinstance(exc, click.exceptions.ClickException):
-            exc.show()
-            sys.exit(exc.exit_code)
-        raise
+    run_app(app, argv)
 
 
 if __name__ == "__main__":

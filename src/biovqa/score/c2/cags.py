@@ -28,30 +28,16 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from ...build.c2_families import FAMILIES, FAMILY_CATEGORY
+from ...build.c2_families import OPEN_FAMILIES as _OPEN
 from ...errors import InputFormatError
 from . import kernels, naming, parser
 from .kernels import DEFAULT_CONFIG, KernelConfig, PartLayout, normalize_c2
 
-FAMILIES: tuple[str, ...] = (
-    "attr_bare_value", "attr_group_value", "marker_localization", "visibility_partset",
-    "visibility_side", "category_mcq", "open_common_name", "open_scientific_name", "open_genus",
-    "open_kind_of",
-)
 CATEGORIES: tuple[str, ...] = ("morphological", "relative_salience", "anatomical", "naming")
-CATEGORY_OF: dict[str, str] = {
-    "attr_bare_value": "morphological",
-    "attr_group_value": "relative_salience",
-    "marker_localization": "anatomical",
-    "visibility_partset": "anatomical",
-    "visibility_side": "anatomical",
-    "category_mcq": "naming",
-    "open_common_name": "naming",
-    "open_scientific_name": "naming",
-    "open_genus": "naming",
-    "open_kind_of": "naming",
-}
-MCQ_FAMILIES = FAMILIES[:6]
-OPEN_FAMILIES = FAMILIES[6:]
+CATEGORY_OF: dict[str, str] = FAMILY_CATEGORY
+MCQ_FAMILIES: tuple[str, ...] = tuple(f for f in FAMILIES if f not in _OPEN)
+OPEN_FAMILIES: tuple[str, ...] = tuple(f for f in FAMILIES if f in _OPEN)
 #: Size of the open-item chance sample (metrics.md §3.1).
 OPEN_BASELINE_SAMPLE = 40
 #: Seed of the open-item chance sample (42 + stable hash of the item id).
