@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import importlib
 from pathlib import Path
-from typing import Any
+from typing import Any, Sequence
 
 from ._version import __version__
 from .components import Component, ScoreResult, components, get_component
@@ -59,7 +59,7 @@ def score(bench: str | Path, predictions: str | Path, out: str | Path, **options
     return score_predictions(bench, predictions, out, options=options)
 
 
-def report(score_dirs: list[str | Path], out: str | Path) -> Path:
+def report(score_dirs: Sequence[str | Path], out: str | Path) -> Path:
     """Write leaderboard tables, plots and a self-contained HTML page; returns index.html."""
     from .report import write_report
 

@@ -97,7 +97,8 @@ def write_cub(
             labels.append(f"{image_id} {class_id}")
             split.append(f"{image_id} {k % 2}")
             bx, by = float(rng.integers(2, width // 4)), float(rng.integers(2, height // 4))
-            bw, bh = float(rng.integers(width // 2, width - bx)), float(rng.integers(height // 2, height - by))
+            bw = float(rng.integers(width // 2, int(width - bx)))
+            bh = float(rng.integers(height // 2, int(height - by)))
             boxes.append(f"{image_id} {bx:.1f} {by:.1f} {bw:.1f} {bh:.1f}")
             visible = rng.random(n_parts) < 0.7
             visible[int(rng.integers(n_parts))] = True

@@ -30,7 +30,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import typer
 
-from ..errors import BiovqaError, InputFormatError, MissingResourceError
+from ..errors import BiovqaError, MissingResourceError
 from ..manifests.bench import Bench, write_bench, write_parquet
 from ..records import TREE_RANKS
 from ..sources.treeoflife import read_catalog
@@ -577,7 +577,7 @@ def _attach_tiers(built: ItemColumns, tree: BenchmarkTree, image_leaves: np.ndar
     arrays = dict(columns) | {
         "target_node": pa.array(target.astype(np.int32)),
         "target_rank": pa.array(np.asarray(c1_tiers.DEPTH_RANK, dtype=object)[tree.depth[target]], pa.string()),
-        "reference_cell": pa.array(np.where(is_mcq, None, prevalence.reference_cell), pa.string()),
+        "reference_cell": pa.array(np.where(is_mcq, np.array(None, dtype=object), prevalence.reference_cell), pa.string()),
         "resolution_method": pa.array(method, pa.string()),
         "exposure": pa.array(item_exposure.astype(np.int64)),
         "log10_exposure": pa.array(c1_tiers.log10_exposure(item_exposure)),

@@ -133,7 +133,7 @@ def prevalence_tiers(groups: np.ndarray | list[str], tasks: np.ndarray | list[st
     tier = np.full(n_items, None, dtype=object)
     cell_label = np.full(n_items, None, dtype=object)
     escalated = np.zeros(n_items, dtype=bool)
-    open_rows = np.flatnonzero(classes != None)
+    open_rows = np.flatnonzero([c is not None for c in classes.tolist()])
     if len(open_rows) == 0:
         return PrevalenceTiers(percentile, tier, cell_label, escalated)
     items = frame.iloc[open_rows]

@@ -407,7 +407,7 @@ def floor_responses(items: pa.Table) -> pa.Array:
         first = order[np.r_[True, parent[order][1:] != parent[order][:-1]]]
         letters = np.array(list(fam.LETTERS), dtype=object)[letter_index[first]]
         texts = flat.take(pa.array(first)).to_pylist()
-        replies[mcq_rows[parent[first]]] = [f"({l}) {t}" for l, t in zip(letters, texts)]
+        replies[mcq_rows[parent[first]]] = [f"({letter}) {text}" for letter, text in zip(letters, texts)]
     return pa.array(replies.tolist(), type=pa.string())
 
 

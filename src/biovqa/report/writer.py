@@ -13,7 +13,7 @@ import html
 import importlib
 from collections import defaultdict
 from pathlib import Path
-from typing import Any
+from typing import Any, Sequence
 
 import pandas as pd
 
@@ -23,7 +23,7 @@ from ..errors import BiovqaError
 from ..scoring import load_summary
 
 
-def write_report(score_dirs: list[str | Path], out: str | Path) -> Path:
+def write_report(score_dirs: Sequence[str | Path], out: str | Path) -> Path:
     """Write the report for ``score_dirs`` into ``out``; returns the path of index.html."""
     if not score_dirs:
         raise BiovqaError("no score folders given", hint="pass one or more folders written by `biovqa score`")

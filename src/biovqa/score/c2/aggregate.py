@@ -255,7 +255,7 @@ def summarize(scores: pa.Table, *, options: Sequence[Sequence[str] | None] | Non
         rows = np.flatnonzero(marker)
         gold = scores.column("gold").take(pa.array(rows)).to_pylist()
         pred = scores.column("pred").take(pa.array(rows)).to_pylist()
-        offered = [options[r] for r in rows] if options is not None else [None] * len(rows)
+        offered = [options[int(r)] for r in rows] if options is not None else [None] * len(rows)
         lat = laterality(gold, pred, offered, em[rows])
     else:
         lat = laterality([], [], [], np.zeros(0))

@@ -281,12 +281,12 @@ def _gold_indices(items: pa.Table, option_ids: np.ndarray, counts: np.ndarray,
                 gold[row] = parser.LETTERS.index(letter)
     bad = np.flatnonzero(mcq & (gold < 0))
     if len(bad):
-        row = int(bad[0])
+        first_bad = int(bad[0])
         raise InputFormatError(
-            f"gold answer {items.column('answer')[row].as_py()!r} of item "
-            f"{items.column('item_id')[row].as_py()!r} is not one of its options "
+            f"gold answer {items.column('answer')[first_bad].as_py()!r} of item "
+            f"{items.column('item_id')[first_bad].as_py()!r} is not one of its options "
             f"({len(bad)} such item(s))",
-            file="items.parquet", row=row + 1, field="answer",
+            file="items.parquet", row=first_bad + 1, field="answer",
             hint="the C2 builder must store the gold option text (or '(A) text') in 'answer'")
     return gold
 
@@ -651,7 +651,7 @@ def _grouped_similarities(opt: np.ndarray, gold: np.ndarray, group_id: np.ndarra
         values = np.flatnonzero(present[g])
         for i, a in enumerate(values):
             for j, b in enumerate(values):
-                table[g, i, j] = kernel(name, texts[a], texts[b])
+                table[g, i, j] = kernel(name, texts[int(a)], texts[int(b)])
     rows_group = group_id[:, None]
     option_local = local[rows_group, np.maximum(opt, 0)]
     gold_local = local[group_id, gold][:, None]

@@ -306,12 +306,13 @@ class PartLayout:
         same-named part."""
         key = normalize_c2(region)
         cache: dict[str, tuple[float, float, float]] = self.__dict__.setdefault("_regions", {})
-        found = cache.get(key)
-        if found is None:
-            coords = [self.point(p) for p in REGION_PARTS.get(key, (key,))]
-            found = tuple(sum(c[i] for c in coords) / len(coords) for i in range(3))  # type: ignore[assignment]
-            cache[key] = found
-        return found
+        cached = cache.get(key)
+        if cached is not None:
+            return cached
+        coords = [self.point(p) for p in REGION_PARTS.get(key, (key,))]
+        x, y, z = (sum(c[i] for c in coords) / len(coords) for i in range(3))
+        cache[key] = (x, y, z)
+        return x, y, z
 
     def distance_similarity(self, p1: Iterable[float], p2: Iterable[float]) -> float:
         return max(0.0, 1.0 - math.dist(tuple(p1), tuple(p2)) / self.d_max)

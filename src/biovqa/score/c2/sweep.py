@@ -66,7 +66,7 @@ def stratified_subsample(family_code: np.ndarray, size: int, seed: int = 42) -> 
     return np.sort(np.concatenate(chosen))
 
 
-def _ranks(scores: Sequence[float]) -> np.ndarray:
+def _ranks(scores: Sequence[float] | np.ndarray) -> np.ndarray:
     """Rank 1 = highest score; tied models share the average of their positions."""
     from scipy.stats import rankdata
 
