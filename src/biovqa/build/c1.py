@@ -275,7 +275,8 @@ def _inspect_images(paths: list[str]) -> list[tuple[int, int, str] | None]:
 
 
 def _select(
-    frame: pd.DataFrame, images: Path, options: C1BuildOptions, exclusions: dict[str, dict[str, int]]
+    frame: pd.DataFrame, images: Path, options: C1BuildOptions, exclusions: dict[str, dict[str, int]],
+    advance: Any = None,
 ) -> tuple[pd.DataFrame, dict[str, Any]]:
     files = index_images(images)
     rng = np.random.default_rng(options.seed)
@@ -295,7 +296,8 @@ def _select(
             within_cap = (rows["species_rank"] < options.species_cap).to_numpy()
             ordered = pd.concat([rows[within_cap], rows[~within_cap]]).reset_index(drop=True)
             over_cap_flags = np.concatenate([np.zeros(within_cap.sum(), bool), np.ones((~within_cap).sum(), bool)])
-            taken, low_res, broken = _take(ordered["file"].to_numpy(dtype=object), images, options, pool)
+            taken, low_res, broken = _take(ordered["file"].to_numpy(dtype=object), images, options, pool,
+                                           advance)
             if broken:
                 exclusions.setdefault("unreadable_image", {})[group] = broken
             if len(taken) < options.per_group and low_res:
@@ -321,6 +323,7 @@ def _select(
 
 def _take(
     files: np.ndarray, images: Path, options: C1BuildOptions, pool: ThreadPoolExecutor,
+    advance: Any = None,
 ) -> tuple[list[tuple[int, tuple[int, int, str]]], list[tuple[int, tuple[int, int, str]]], int]:
     """Walk ``files`` in order, inspecting images in parallel chunks, until ``per_group`` pass."""
     taken: list[tuple[int, tuple[int, int, str]]] = []
@@ -343,6 +346,8 @@ def _take(
                 low_res.append((position + offset, info))
             else:
                 taken.append((position + offset, info))
+        if advance is not None:
+            advance(min(len(taken), options.per_group) - (options.per_group - need))
         position = stop
     return taken, low_res, broken
 
@@ -632,7 +637,17 @@ def build_c1(
         exclusions["no_english_common_name"] = {str(g): int(n) for g, n in counts.items()}
         frame = frame[~unresolved]
     say(f"{len(frame):,} candidate images; checking image files in {images}")
-    selected, relaxed = _select(frame, images, options, exclusions)
+    if console is not None:
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
+
+        n_groups = frame["group"].nunique()
+        with Progress("[progress.description]{task.description}", BarColumn(), MofNCompleteColumn(),
+                      TimeElapsedColumn(), console=console, transient=True) as progress:
+            task = progress.add_task("images accepted", total=options.per_group * n_groups)
+            selected, relaxed = _select(frame, images, options, exclusions,
+                                        advance=lambda n: progress.advance(task, n))
+    else:
+        selected, relaxed = _select(frame, images, options, exclusions)
     if selected.empty:
         raise BiovqaError("no catalog row passed the filters", file=catalog,
                           hint="check the image folder and the --per-group/--min-side options")
