@@ -62,6 +62,7 @@ def test_baseline_run_score_report(tmp_path: Path, demo_bench: Path) -> None:
     assert pq.read_table(predictions).num_rows == pq.read_table(demo_bench / "items.parquet").num_rows
     scored = biovqa("score", demo_bench, "-p", predictions, "--out", tmp_path / "scores", "--bootstrap", "100")
     assert scored.returncode == 0, scored.stderr
+    assert "table3" in scored.stderr and "phy" in scored.stderr  # the headline table is shown
     report = biovqa("report", tmp_path / "scores", "--out", tmp_path / "report")
     assert report.returncode == 0, report.stderr
     assert (tmp_path / "report" / "index.html").exists()

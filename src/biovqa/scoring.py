@@ -185,6 +185,8 @@ def score_predictions(
     out.mkdir(parents=True, exist_ok=True)
     write_parquet(result.items, out / SCORE_ITEMS_FILE)
     write_json(out / SUMMARY_FILE, _jsonable(summary))
+    if console is not None:
+        print_headline(component, label, summary, console)
     if console is not None and summary["meta"]["statuses"].get("missing"):
         console.print(f"[yellow]warning[/yellow]: {summary['meta']['statuses']['missing']:,} "
                       "items have no prediction; they are scored as wrong (status 'missing')")
@@ -222,6 +224,25 @@ def sweep_predictions(
     out.mkdir(parents=True, exist_ok=True)
     write_json(out / "sweep.json", _jsonable(result))
     return out / "sweep.json"
+
+
+def print_headline(component: Any, label: str, summary: dict[str, Any], console: Any) -> None:
+    """Show the component's first leaderboard table (e.g. the Table 3 block) for this one model."""
+    from rich.table import Table
+
+    tables = component.load("reporter")([(label, summary)])
+    if not tables:
+        return
+    name, frame = next(iter(tables.items()))
+    if frame.index.name is None and "model" in frame.columns:
+        frame = frame.set_index("model")
+    table = Table(title=f"{component.title} — {name.replace('_', ' ')}", title_justify="left")
+    table.add_column(frame.index.name or "")
+    for column in frame.columns:
+        table.add_column(str(column), justify="right")
+    for index, row in frame.iterrows():
+        table.add_row(str(index), *(f"{v:.3f}" if isinstance(v, float) else str(v) for v in row.tolist()))
+    console.print(table)
 
 
 def _model_label(predictions: pa.Table) -> str | None:
