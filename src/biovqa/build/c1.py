@@ -737,22 +737,20 @@ def build_command(
 def floor_responses(items: pa.Table) -> pa.Array:
     """Image-blind floor (Table 3): the most frequent taxon at each rank for every item; for the
     MCQ, the option naming the most frequent common name (ties: first option)."""
-    from ..score.c1 import floor_answers
+    from ..score.c1 import floor_answers, mcq_floor_choice
 
     answers = floor_answers(items)
-    tasks = items.column("task").to_pylist()
-    replies: list[str | None] = [answers.get(t) for t in tasks]
-    if "common_name_mcq" in answers or "common_name_mcq" in tasks:
-        frame = items.select(["task", "answer", "options"]).to_pandas()
-        mcq = frame[frame["task"] == "common_name_mcq"]
-        norm_answers = normalize_c1_array(pa.array(mcq["answer"].tolist(), pa.string())).to_pylist()
-        frequency = pd.Series(norm_answers).value_counts()
-        for position, opts in zip(mcq.index, mcq["options"]):
-            opts = list(opts)
-            keys = normalize_c1_array(pa.array(opts, pa.string())).to_pylist()
-            scores = [int(frequency.get(k, 0)) for k in keys]
-            replies[position] = opts[int(np.argmax(scores))]
-    return pa.array(replies, pa.string())
+    tasks = items.column("task")
+    replies = np.asarray([answers.get(t) for t in tasks.to_pylist()], dtype=object)
+    mcq_rows = np.flatnonzero(pc.equal(tasks, "common_name_mcq").to_numpy(zero_copy_only=False))
+    if len(mcq_rows):
+        take = pa.array(mcq_rows)
+        options = items.column("options").take(take).combine_chunks()
+        flat = options.flatten()
+        choice = mcq_floor_choice(items.column("answer").take(take), flat)
+        width = len(flat) // len(mcq_rows)
+        replies[mcq_rows] = flat.take(pa.array(np.arange(len(mcq_rows)) * width + choice)).to_pylist()
+    return pa.array(replies.tolist(), pa.string())
 
 
 def audit_items(bench: Bench) -> list[str]:

@@ -212,14 +212,22 @@ def floor_scores(items: pa.Table, answers: Mapping[str, str] | None = None) -> d
     return out
 
 
-def mcq_floor(answers: pa.Array | pa.ChunkedArray, options: pa.Array) -> float:
-    """Image-blind MCQ floor: per item pick the option naming the most frequent gold answer of
-    the MCQ items (ties: the first option); the share of items where that is the gold."""
+def mcq_floor_choice(answers: pa.Array | pa.ChunkedArray, options: pa.Array) -> np.ndarray:
+    """Image-blind MCQ rule: per item the index of the option naming the most frequent gold
+    answer of the MCQ items (ties: the first option). ``options`` is flattened, k per item."""
     vocabulary = Vocabulary()
     gold = vocabulary.normalized_ids(answers)
     option_ids = vocabulary.normalized_ids(options).reshape(len(gold), -1)
     frequency = np.bincount(gold, minlength=len(vocabulary))
-    pick = option_ids[np.arange(len(gold)), frequency[option_ids].argmax(axis=1)]
+    return frequency[option_ids].argmax(axis=1)
+
+
+def mcq_floor(answers: pa.Array | pa.ChunkedArray, options: pa.Array) -> float:
+    """The share of MCQ items where :func:`mcq_floor_choice` picks the gold."""
+    vocabulary = Vocabulary()
+    gold = vocabulary.normalized_ids(answers)
+    option_ids = vocabulary.normalized_ids(options).reshape(len(gold), -1)
+    pick = option_ids[np.arange(len(gold)), mcq_floor_choice(answers, options)]
     return float((pick == gold).mean()) if len(gold) else float("nan")
 
 
