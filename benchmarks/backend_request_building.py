@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 
 REPOSITORY = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPOSITORY / "tests" / "run"))
+sys.path.insert(0, str(REPOSITORY / "tests"))
 
 
 def write_jpegs(folder: Path, count: int, size: tuple[int, int] = (500, 375)) -> list[Path]:
@@ -40,9 +40,9 @@ def write_jpegs(folder: Path, count: int, size: tuple[int, int] = (500, 375)) ->
 
 
 def bench_request_building(images: int) -> None:
-    from biovqa.run.backends.base import Request
-    from biovqa.run.backends.openai import build_chat_messages, image_data_url
-    from biovqa.run.backends.vllm import build_conversations, encode_images
+    from biovqa.engine.backends.base import Request
+    from biovqa.engine.backends.openai import build_chat_messages, image_data_url
+    from biovqa.engine.backends.vllm import build_conversations, encode_images
 
     with tempfile.TemporaryDirectory() as folder:
         paths = write_jpegs(Path(folder), images)
@@ -74,10 +74,10 @@ def bench_tiny_transformers(count: int) -> None:
     import os
 
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    from tiny_models import build_tiny_llava, write_test_images
+    from fixtures.tiny_models import build_tiny_llava, write_test_images
 
-    from biovqa.run.backends.base import Request
-    from biovqa.run.backends.transformers import create
+    from biovqa.engine.backends.base import Request
+    from biovqa.engine.backends.transformers import create
 
     with tempfile.TemporaryDirectory() as folder:
         model = build_tiny_llava(Path(folder) / "llava")

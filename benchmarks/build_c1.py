@@ -137,7 +137,7 @@ def reference_build(catalog: Path, images: Path, per_group: int) -> int:
     import pyarrow.parquet as pq
     from PIL import Image
 
-    from biovqa.build.c1 import GROUPS as GROUP_FILTERS, INSTRUCTIONS, NAME_TEMPLATES, RANK_TEMPLATES, TASKS
+    from biovqa.components.c1.build import GROUPS as GROUP_FILTERS, INSTRUCTIONS, NAME_TEMPLATES, RANK_TEMPLATES, TASKS
 
     rows = pq.read_table(catalog).to_pylist()
     rows.sort(key=lambda r: r["uuid"])
@@ -169,7 +169,7 @@ def main() -> None:
     parser.add_argument("--images", type=int, default=100_000)
     parser.add_argument("--keep", action="store_true", help="keep the temporary folder")
     args = parser.parse_args()
-    from biovqa.build.c1 import C1BuildOptions, build_c1
+    from biovqa.components.c1.build import C1BuildOptions, build_c1
     from biovqa.taxonomy.index import build_index
 
     root = Path(tempfile.mkdtemp(prefix="biovqa-bench-c1-"))

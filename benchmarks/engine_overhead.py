@@ -23,11 +23,11 @@ from typing import Any
 
 import pyarrow as pa
 
-from biovqa.manifests import open_bench, write_bench
-from biovqa.manifests.bench import write_parquet
+from biovqa.bench import open_bench, write_bench
+from biovqa.bench.folder import write_parquet
 from biovqa.records import ITEM_COLUMNS, PREDICTION_SCHEMA
-from biovqa.run.backends.base import Reply, Request
-from biovqa.run.engine import (
+from biovqa.engine.backends.base import Reply, Request
+from biovqa.engine.runner import (
     RunOptions,
     build_requests,
     make_batches,

@@ -6,7 +6,7 @@ Writes N photo-like JPEGs (smooth colour fields plus sensor noise, so that PNG e
 it costs on real photos) and times, on the same files and the same encoder settings:
 
 * reference — PIL only: open, decode, convert to RGB, encode PNG, write;
-* render    — ``biovqa.build.render.render_all`` (the same plus three markers), 1 worker;
+* render    — ``biovqa.components.c2.render.render_all`` (the same plus three markers), 1 worker;
 * render ×2 — the same with 2 worker processes (bytes are checked identical to 1 worker).
 
 The target is render ≥ 0.8 × reference images/s. ``--build N`` also times a whole ``build_c2``
@@ -24,7 +24,7 @@ from pathlib import Path
 import numpy as np
 from PIL import Image
 
-from biovqa.build.render import PNG_SAVE_OPTIONS, Marker, RenderJob, encode_png, render_all
+from biovqa.components.c2.render import PNG_SAVE_OPTIONS, Marker, RenderJob, encode_png, render_all
 
 CUB_IMAGES = 11_788
 
@@ -96,7 +96,7 @@ def main(argv: list[str] | None = None) -> int:
 
         if args.build:
             sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
-            from biovqa.build.c2 import build_c2
+            from biovqa.components.c2.build import build_c2
             from fixtures.cub import write_cub
 
             per_class = 20

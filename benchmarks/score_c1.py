@@ -7,7 +7,7 @@ a GBIF Backbone excerpt with synonyms (including the pro-parte "Reptilia") index
 wrong names at the asked and at other ranks, vernacular names, bare epithets, unresolvable strings,
 missing and failed predictions. Then:
 
-1. scores it with ``biovqa.score.c1.score`` (reading the items, the tree, the vernacular and
+1. scores it with ``biovqa.components.c1.score.score`` (reading the items, the tree, the vernacular and
    synonym indexes, per-item scores, all aggregates and the B = 1000 image bootstrap);
 2. scores it with a plain per-item Python reference of the same rules (scalar normalizer, dict
    lookups, parent-pointer LCA; point aggregates only, no bootstrap);
@@ -38,7 +38,7 @@ import pyarrow as pa
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))  # the Backbone writer of the test fixtures
 
-from biovqa.build.c1_tiers import (
+from biovqa.components.c1.tiers import (
     ASKED_DEPTH,
     DEPTH_RANK,
     confusability_tiers,
@@ -47,10 +47,10 @@ from biovqa.build.c1_tiers import (
     prevalence_tiers,
     unified_tier,
 )
-from biovqa.manifests import open_bench
-from biovqa.manifests.bench import write_bench
+from biovqa.bench import open_bench
+from biovqa.bench.folder import write_bench
 from biovqa.records import TREE_RANKS
-from biovqa.score.c1 import TASKS, score
+from biovqa.components.c1.score import TASKS, score
 from biovqa.taxonomy.index import TaxonomyIndex, build_index
 from biovqa.taxonomy.tree import BenchmarkTree, build_tree
 from biovqa.taxonomy.vernacular import VernacularIndex, build_vernacular_index
@@ -491,7 +491,7 @@ def main() -> None:
 
 def per_item_scores(bench_path: Path, predictions: pa.Table) -> pa.Table:
     """The scorer's per-item part (the same functions ``score`` calls) plus per-type means."""
-    from biovqa.score import c1 as scorer
+    from biovqa.components.c1 import score as scorer
 
     bench = open_bench(bench_path)
     settings = scorer.C1ScoreOptions()

@@ -23,11 +23,14 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 
-from biovqa.manifests.bench import open_bench, read_parquet, write_bench, write_parquet
+from biovqa.bench.folder import open_bench, read_parquet, write_bench, write_parquet
 from biovqa.records import ITEM_COLUMNS
-from biovqa.score.c2 import kernel_config, kernels, load_context, naming, parser
-from biovqa.score.c2.aggregate import summarize
-from biovqa.score.c2.cags import (
+from biovqa.components.c2.score import kernel_config, load_context
+from biovqa.components.c2 import kernels
+from biovqa.components.c2 import naming
+from biovqa.components.c2 import parser
+from biovqa.components.c2.summary import summarize
+from biovqa.components.c2.cags import (
     CATEGORY_OF,
     OPEN_FAMILIES,
     C2Context,

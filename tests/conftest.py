@@ -7,6 +7,9 @@ from pathlib import Path
 
 import pytest
 
+#: tiny offline VLMs, test images and a real OpenAI-compatible server (tests/fixtures/models.py)
+pytest_plugins = ["fixtures.models"]
+
 
 @pytest.fixture(scope="session")
 def demo_data() -> Path:
@@ -36,7 +39,7 @@ def demo_images(tmp_path_factory: pytest.TempPathFactory, demo_data: Path) -> Pa
 @pytest.fixture(scope="session")
 def demo_bench(tmp_path_factory: pytest.TempPathFactory, demo_data: Path, demo_index: Path,
                demo_images: Path) -> Path:
-    from biovqa.build.c1 import C1BuildOptions, build_c1
+    from biovqa.components.c1.build import C1BuildOptions, build_c1
 
     out = tmp_path_factory.mktemp("bench") / "bench-c1"
     build_c1(demo_data / "catalog.csv", demo_index, demo_images, out,

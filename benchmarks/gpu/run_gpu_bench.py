@@ -11,7 +11,7 @@ One prepared script for a single-GPU machine (≤ 8 minutes on an H100/H200), no
    common name, multiple choice) with 15-token caps; C2 — 35 questions per image (MCQ with the
    long instruction block, open questions) with 48-token caps. Images are deterministic
    synthetic PNGs at the sizes of the sources (C1 800×600 GBIF-like, C2 500×375 CUB-like).
-3. Stage ``vllm`` (one engine, prefix caching on): (a) our ``biovqa.run.backends.vllm`` backend,
+3. Stage ``vllm`` (one engine, prefix caching on): (a) our ``biovqa.engine.backends.vllm`` backend,
    image-grouped batches, C1 then C2 with the prefix cache reset between them so each
    component's hit rate is its own (the whole-sample row adds the two); (b) one ``llm.chat`` call per request on the same engine
    (cache reset first), what lmms-eval/VLMEvalKit do by default, on a prefix of the sample.
@@ -390,7 +390,7 @@ def tokenizer_corpus() -> list[str]:
 
 
 def to_requests(items: Sequence[SampleItem]) -> list[Any]:
-    from biovqa.run.backends.base import Request
+    from biovqa.engine.backends.base import Request
 
     return [Request(key=item.key, item_id=item.key, prompt=item.prompt, image_path=Path(item.image),
                     max_new_tokens=item.max_new_tokens, task=item.component) for item in items]
@@ -496,13 +496,13 @@ def stage_vllm(args: argparse.Namespace, model_folder: Path, items: list[SampleI
     """(a) our backend, C1 and C2 separately then together; (b) one request per call."""
     from vllm import LLM, SamplingParams
 
-    from biovqa.run.backends.vllm import (
+    from biovqa.engine.backends.vllm import (
         VllmBackend,
         build_conversation,
         encode_images,
         engine_options_for,
     )
-    from biovqa.run.presets import get_preset
+    from biovqa.engine.presets import get_preset
 
     preset = replace(get_preset("Qwen2.5-VL-7B"), min_pixels=args.min_pixels, max_pixels=args.max_pixels)
     engine = engine_options_for(str(model_folder), preset, {

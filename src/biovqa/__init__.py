@@ -1,67 +1,65 @@
 """biovqa — build, run, score and report the Bio-VQA benchmark.
 
-The public API is the handful of names below; everything else lives in private-by-convention
-modules whose names say what they hold (``biovqa.build.c1``, ``biovqa.score.c1`` …)::
+The public API is the handful of names below; everything else lives in modules whose names say
+what they hold (shared stages ``biovqa.sources``, ``biovqa.bench``, ``biovqa.engine``,
+``biovqa.scoring``, ``biovqa.stats``, ``biovqa.reporting``; one package per component under
+``biovqa.components``)::
 
     import biovqa
     bench = biovqa.build("c1", catalog=..., backbone=..., images=..., out="bench-c1")
     biovqa.audit("bench-c1")
-    biovqa.score("bench-c1", "run/predictions.parquet", "scores/")
-    biovqa.report(["scores/"], "report/")
+    predictions = biovqa.run("bench-c1", "run-c1", backend="baseline")
+    biovqa.score("bench-c1", predictions, "scores-c1", bootstrap=1000)
+    biovqa.report(["scores-c1"], "report")
 """
 
 from __future__ import annotations
 
-import importlib
-from pathlib import Path
-from typing import Any, Sequence
+import typing as _typing
 
-from ._version import __version__
-from .components import Component, ScoreResult, components, get_component
-from .errors import AuditError, BiovqaError, InputFormatError, MissingResourceError
-from .manifests import Bench, open_bench
-from .records import Item, Prediction
+from biovqa._version import __version__
+from biovqa.bench import Bench, open_bench
+from biovqa.components.registry import Component, ScoreResult, get_component, list_components
+from biovqa.errors import AuditError, BiovqaError, InputFormatError, MissingResourceError
+from biovqa.records import Item
 
-_BUILDERS = {
-    "c1": "biovqa.build.c1:build_c1",
-    "c2": "biovqa.build.c2:build_c2",
-}
+if _typing.TYPE_CHECKING:
+    from pathlib import Path
+    from typing import Any, Sequence
 
 
-def build(component: str, **options: Any) -> Bench:
-    """Build a component's benchmark folder (``build("c1", catalog=…, backbone=…, images=…,
-    out=…)``); the keyword options are those of the component's builder."""
-    target = _BUILDERS.get(component.lower())
-    if target is None:
-        raise BiovqaError(f"no builder for component {component!r}", hint=f"known: {', '.join(sorted(_BUILDERS))}")
-    module_name, _, attribute = target.partition(":")
-    return getattr(importlib.import_module(module_name), attribute)(**options)
+def build(component: str, *args: Any, **options: Any) -> Bench:
+    """Build a component's benchmark folder (``build("c1", catalog, backbone, images, out)``);
+    the arguments are those of the component's build function (``Component.build_function``)."""
+    return get_component(component).load("build_function")(*args, **options)
 
 
 def audit(bench: str | Path) -> str:
     """Check a benchmark against the verification contract; raises :class:`AuditError`."""
-    from .manifests.audit import audit_bench
+    from biovqa.bench.audit import audit_bench
 
     return audit_bench(bench)
 
 
 def run(bench: str | Path, out: str | Path, **options: Any) -> Path:
     """Run a model (``backend=…, model=…``) on a benchmark; returns the predictions file."""
-    from .run.engine import RunOptions, run_benchmark
+    from biovqa.engine.runner import RunOptions, run_benchmark
 
     return run_benchmark(bench, out, RunOptions(**options)).predictions_path
 
 
-def score(bench: str | Path, predictions: str | Path, out: str | Path, **options: Any) -> Path:
-    """Score a predictions file (item_id, response); writes items.parquet + summary.json."""
-    from .scoring import score_predictions
+def score(bench: str | Path, predictions: str | Path, out: str | Path, *, label: str | None = None,
+          **options: Any) -> Path:
+    """Score a predictions file (item_id, response) with the component's score options; writes
+    items.parquet + summary.json in the score schema and returns the folder."""
+    from biovqa.scoring.pipeline import score_predictions
 
-    return score_predictions(bench, predictions, out, options=options)
+    return score_predictions(bench, predictions, out, options=options, label=label)
 
 
 def report(score_dirs: Sequence[str | Path], out: str | Path) -> Path:
     """Write leaderboard tables, plots and a self-contained HTML page; returns index.html."""
-    from .report import write_report
+    from biovqa.reporting import write_report
 
     return write_report(score_dirs, out)
 
@@ -74,13 +72,12 @@ __all__ = [
     "InputFormatError",
     "Item",
     "MissingResourceError",
-    "Prediction",
     "ScoreResult",
     "__version__",
     "audit",
     "build",
-    "components",
     "get_component",
+    "list_components",
     "open_bench",
     "report",
     "run",

@@ -9,13 +9,52 @@
 
 from __future__ import annotations
 
+import json
 import shutil
 import time
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from biovqa.errors import BiovqaError
+
 DEMO_PACKAGE = "biovqa.data.demo"
+#: Written into every demo folder; lists what the demo made, so a re-run replaces only that.
+MARKER_FILE = ".biovqa-demo.json"
+DEMO_ENTRIES: tuple[str, ...] = (
+    "taxonomy-index", "images", "cub", "bench-c1", "bench-c2", "run-baseline-c1", "run-baseline-c2",
+    "scores-baseline-c1", "scores-baseline-c2", "report",
+)
+
+
+def prepare_demo_folder(out: Path) -> None:
+    """Make ``out`` ready for the demo: a new or empty folder, or one an earlier demo wrote (its
+    entries are removed; anything else in it is left alone). Any other folder is refused."""
+    if out.exists() and not out.is_dir():
+        raise BiovqaError("the demo output is a file, not a folder", file=out,
+                          hint="give a new folder with --out")
+    if out.exists() and any(out.iterdir()):
+        marker = out / MARKER_FILE
+        if not marker.is_file():
+            raise BiovqaError(
+                "the folder is not empty and was not written by `biovqa demo`; nothing was changed",
+                file=out, hint="give a new or empty folder with --out, e.g. --out biovqa-demo-2")
+        try:
+            entries = json.loads(marker.read_text(encoding="utf-8")).get("entries", [])
+        except (json.JSONDecodeError, AttributeError):
+            raise BiovqaError("the demo marker file is damaged; nothing was changed", file=marker,
+                              hint="delete the folder yourself or give another --out") from None
+        for name in entries:
+            if name not in DEMO_ENTRIES:
+                continue  # the marker only ever names the demo's own entries
+            path = out / name
+            if path.is_dir() and not path.is_symlink():
+                shutil.rmtree(path)
+            elif path.exists() or path.is_symlink():
+                path.unlink()
+    out.mkdir(parents=True, exist_ok=True)
+    (out / MARKER_FILE).write_text(json.dumps({"written_by": "biovqa demo", "entries": list(DEMO_ENTRIES)},
+                                              indent=2) + "\n", encoding="utf-8")
 
 
 def demo_data_dir() -> Path:
@@ -24,20 +63,18 @@ def demo_data_dir() -> Path:
 
 def run_demo(out: str | Path, *, console: Any | None = None) -> Path:
     """Run the demo into ``out`` and return the path of the report's index.html."""
-    from .build.c1 import C1BuildOptions, build_c1
-    from .build.c2 import build_c2
-    from .manifests.audit import audit_bench
-    from .report import write_report
-    from .run.engine import RunOptions, run_benchmark
-    from .scoring import score_predictions
-    from .synthetic import draw_placeholder_images, write_cub
-    from .taxonomy.index import build_index
+    from biovqa.components.c1.build import C1BuildOptions, build_c1
+    from biovqa.components.c2.build import build_c2
+    from biovqa.bench.audit import audit_bench
+    from biovqa.reporting import write_report
+    from biovqa.engine.runner import RunOptions, run_benchmark
+    from biovqa.scoring.pipeline import score_predictions
+    from biovqa.synthetic import draw_placeholder_images, write_cub
+    from biovqa.taxonomy.index import build_index
 
     say = console.print if console is not None else print
     out = Path(out)
-    if out.exists():
-        shutil.rmtree(out)
-    out.mkdir(parents=True)
+    prepare_demo_folder(out)
     data = demo_data_dir()
     started = time.perf_counter()
 
@@ -66,8 +103,8 @@ def run_demo(out: str | Path, *, console: Any | None = None) -> Path:
         run_dir = out / f"run-baseline-{name}"
         predictions = run_benchmark(bench_dir, run_dir, RunOptions(backend="baseline", progress=False)).predictions_path
         score_dir = out / f"scores-baseline-{name}"
-        score_predictions(bench_dir, predictions, score_dir,
-                          options={"label": "floor (image-blind)", "bootstrap": 200})
+        score_predictions(bench_dir, predictions, score_dir, label="floor (image-blind)",
+                          options={"bootstrap": 200})
         score_dirs.append(score_dir)
     say(f"5/7 ran the image-blind baseline → {out}/run-baseline-c1, {out}/run-baseline-c2")
     say(f"6/7 scored → {', '.join(str(d) for d in score_dirs)}")

@@ -72,21 +72,7 @@ class Item:
         return f"{self.question}\n{self.instruction}" if self.instruction else self.question
 
 
-@dataclass(frozen=True, slots=True)
-class Prediction:
-    """One model reply to one item, as written by any backend or by another tool."""
-
-    item_id: str
-    response: str | None
-    status: str = "ok"
-    model: str | None = None
-    latency_s: float | None = None
-    prompt_tokens: int | None = None
-    completion_tokens: int | None = None
-    error: str | None = None
-
-
-def items_from_table(table: pa.Table) -> list[Item]:
+def items_from_table(table: pa.Table) -> list[Item]:  # used by Bench.iter_items
     """Rows of an items table as :class:`Item` records (component columns go to ``extra``)."""
     base = {name for name, _ in ITEM_COLUMNS}
     out = []

@@ -90,7 +90,7 @@ def test_the_weightless_model_folder_loads_and_runs_at_smoke_size(
     transformers = pytest.importorskip("transformers")
     from PIL import Image
 
-    from biovqa.run.presets import get_preset
+    from biovqa.engine.presets import get_preset
 
     folder = bench.write_model_folder(
         tmp_path / "model", bench.QWEN2_5_VL_SMOKE, bench.tokenizer_corpus(),

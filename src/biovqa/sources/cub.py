@@ -24,7 +24,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ..errors import InputFormatError, MissingResourceError
+from biovqa.errors import InputFormatError, MissingResourceError
 
 #: Relative paths of the native files (attributes.txt is searched for, see :func:`find_attributes_file`).
 NATIVE_FILES: dict[str, str] = {

@@ -28,7 +28,7 @@ from xml.etree import ElementTree
 import pyarrow as pa
 import pyarrow.csv as pa_csv
 
-from ..errors import InputFormatError, MissingResourceError
+from biovqa.errors import InputFormatError, MissingResourceError
 
 #: The 23 columns of the Backbone's ``Taxon.tsv``, in file order (datasets.md §2, verified).
 TAXON_COLUMNS: tuple[str, ...] = (

@@ -13,9 +13,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 
-from ..errors import InputFormatError, MissingResourceError
-from ..manifests.bench import read_parquet
-from ..records import LINEAGE_COLUMNS
+from biovqa.errors import InputFormatError, MissingResourceError
+from biovqa.bench.folder import read_parquet
+from biovqa.records import LINEAGE_COLUMNS
 
 CATALOG_COLUMNS: tuple[str, ...] = ("uuid", *LINEAGE_COLUMNS, "scientific_name", "common_name")
 

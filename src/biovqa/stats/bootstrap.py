@@ -162,3 +162,76 @@ def item_bootstrap_means(values: np.ndarray, *, B: int = 1000, seed: int = 42,
     """:func:`cluster_bootstrap_means` with every item its own cluster."""
     n = len(np.asarray(values))
     return cluster_bootstrap_means(values, np.arange(n), B=B, seed=seed, level=level)
+
+
+class ClusterBootstrapPlan:
+    """Many bootstrapped means at once, each as per-cluster numerator and denominator sums, so
+    that one set of resampled cluster weights serves all of them (written by hand: one matrix
+    product per denominator instead of one resample per statistic); full-sample values are kept
+    in float64. ``codes`` gives each row's cluster (e.g. image) index."""
+
+    def __init__(self, codes: np.ndarray, n_clusters: int) -> None:
+        self.codes = codes
+        self.n_clusters = n_clusters
+        self.numerators: list[np.ndarray] = []
+        self.denominators: list[np.ndarray] = []
+        self.denominator_of: list[int] = []
+        self.full_numerators: list[np.ndarray] = []
+        self.full_denominators: list[np.ndarray] = []
+        self._width = 0
+        self._denominator_width = 0
+        self._layouts: dict[tuple[int, int, int, int], tuple[np.ndarray, np.ndarray]] = {}
+        self._pinned: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
+
+    def _layout(self, mask: np.ndarray, cells: np.ndarray, n_cells: int,
+                codes: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
+        """Rows kept and their flat (cluster, cell) bin, computed once per layout."""
+        codes = self.codes if codes is None else codes
+        key = (id(mask), id(cells), id(codes), n_cells)
+        if key not in self._layouts:
+            keep = np.flatnonzero(mask & (cells >= 0))
+            self._layouts[key] = (keep, cells[keep] * self.n_clusters + codes[keep])  # cell-major
+            self._pinned.append((mask, cells, codes))  # keep the ids valid while cached
+        return self._layouts[key]
+
+    def add_denominator(self, mask: np.ndarray, cells: np.ndarray, n_cells: int,
+                        codes: np.ndarray | None = None) -> int:
+        """Counts of ``mask`` rows per cell; returns its first column. ``codes`` overrides the rows'
+        cluster codes (image-level rows)."""
+        keep, flat = self._layout(mask, cells, n_cells, codes)
+        block = np.bincount(flat, minlength=self.n_clusters * n_cells).reshape(n_cells, self.n_clusters)
+        first = self._denominator_width
+        self.denominators.append(block.astype(np.float32))
+        self.full_denominators.append(np.bincount(cells[keep], minlength=n_cells).astype(np.float64))
+        self._denominator_width += n_cells
+        return first
+
+    def add_mean(self, values: np.ndarray, mask: np.ndarray, cells: np.ndarray, n_cells: int,
+                 denominator_first: int, codes: np.ndarray | None = None) -> int:
+        """Means of ``values`` over ``mask`` per cell; returns the index of its first column."""
+        keep, flat = self._layout(mask, cells, n_cells, codes)
+        weights = np.asarray(values, dtype=np.float64)[keep]
+        sums = np.bincount(flat, weights=weights, minlength=self.n_clusters * n_cells)
+        self.numerators.append(sums.reshape(n_cells, self.n_clusters).astype(np.float32))
+        self.full_numerators.append(np.bincount(cells[keep], weights=weights, minlength=n_cells))
+        self.denominator_of.extend(range(denominator_first, denominator_first + n_cells))
+        first = self._width
+        self._width += n_cells
+        return first
+
+    def run(self, B: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+        """(full-sample estimate per statistic, ``B × K`` replicates); ``B = 0`` gives no
+        replicates (intervals are then undefined)."""
+        index = np.asarray(self.denominator_of, dtype=np.int64)
+        top = np.concatenate(self.full_numerators)
+        bottom = np.concatenate(self.full_denominators)[index]
+        with np.errstate(invalid="ignore", divide="ignore"):
+            estimate = np.where(bottom > 0, top / np.where(bottom > 0, bottom, 1), np.nan)
+        # blocks are (cells × clusters), so stacking them is a plain copy; the products take the
+        # transposed views
+        if B == 0:
+            return estimate, np.empty((0, len(index)))
+        replicates = ratio_of_sums_replicates(np.concatenate(self.numerators, axis=0).T,
+                                              np.concatenate(self.denominators, axis=0).T,
+                                              B=B, seed=seed, denominator_of=index)
+        return estimate, replicates

@@ -33,11 +33,11 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
-from ..errors import InputFormatError, MissingResourceError
-from ..text import normalize_c1, normalize_c1_array
+from biovqa.errors import InputFormatError, MissingResourceError
+from biovqa.text import normalize_c1, normalize_c1_array
 
 if TYPE_CHECKING:
-    from .index import TaxonomyIndex
+    from biovqa.taxonomy.index import TaxonomyIndex
 
 #: Accept a catalog name when at least this share of its tokens are English words [DEFAULT].
 ENGLISH_WORD_SHARE = 0.5

@@ -46,11 +46,11 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from .._version import __version__
-from ..errors import InputFormatError, MissingResourceError
-from ..manifests.bench import read_parquet, sha256_file, write_json, write_parquet
-from ..sources import gbif
-from ..text import _C1_PREFIX, normalize_c1_array
+from biovqa._version import __version__
+from biovqa.errors import InputFormatError, MissingResourceError
+from biovqa.bench.folder import read_parquet, sha256_file, write_json, write_parquet
+from biovqa.sources import gbif
+from biovqa.text import _C1_PREFIX, normalize_c1_array
 
 INDEX_CARD = "index.json"
 TAXA_FILE = "taxa.parquet"

@@ -22,9 +22,9 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from ..errors import InputFormatError
-from ..records import TREE_RANKS
-from ..text import normalize_c1_array
+from biovqa.errors import InputFormatError
+from biovqa.records import TREE_RANKS
+from biovqa.text import normalize_c1_array
 
 ROOT = 0
 MAX_DEPTH = len(TREE_RANKS)  # species depth (6)

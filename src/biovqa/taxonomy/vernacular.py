@@ -18,10 +18,10 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..errors import InputFormatError
-from ..manifests.bench import read_parquet, write_parquet
-from ..text import normalize_c1_array
-from .tree import MAX_DEPTH, BenchmarkTree
+from biovqa.errors import InputFormatError
+from biovqa.bench.folder import read_parquet, write_parquet
+from biovqa.text import normalize_c1_array
+from biovqa.taxonomy.tree import MAX_DEPTH, BenchmarkTree
 
 
 @dataclass(frozen=True, eq=False)

@@ -1,0 +1,82 @@
+"""The verification contract of a built benchmark (paper L.2), checked before any run.
+
+A row exists iff its image exists and every field its question needs is present. The audit
+re-checks that on disk: item ids are unique, the items file is the one the manifest hashed, counts
+equal the manifest, every image exists and matches its recorded sha256, and the component's own
+rules hold (C1: every rank an item needs is non-null). Any violation fails the audit.
+"""
+
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pyarrow.compute as pc
+
+from biovqa.components.registry import get_component
+from biovqa.errors import AuditError
+from biovqa.bench.folder import Bench, count_items, open_bench, sha256_file
+
+
+def audit_bench(path: str | Path, *, check_images: bool = True, workers: int = 8) -> str:
+    """Audit a benchmark folder; returns a one-line summary or raises :class:`AuditError`."""
+    bench = open_bench(path)
+    violations = audit_violations(bench, check_images=check_images, workers=workers)
+    if violations:
+        raise AuditError(violations, file=bench.root)
+    n_images = len(set(bench.items.column("image").to_pylist()))
+    return f"{bench.items.num_rows:,} items, {n_images:,} images, component {bench.component}"
+
+
+def audit_violations(bench: Bench, *, check_images: bool = True, workers: int = 8) -> list[str]:
+    violations: list[str] = []
+    items = bench.items
+    recorded = bench.manifest.get("items_sha256")
+    if recorded and recorded != sha256_file(bench.items_path):
+        violations.append("items.parquet: sha256 differs from the manifest (file changed after build)")
+    ids = items.column("item_id")
+    if pc.count_distinct(ids).as_py() != items.num_rows:
+        counts = pc.value_counts(ids)
+        dupes = [v["values"] for v in counts.to_pylist() if v["counts"] > 1]
+        violations.append(f"item_id not unique: {len(dupes)} duplicated, e.g. {dupes[:5]}")
+    if pc.any(pc.is_null(ids)).as_py():
+        violations.append("item_id: null values")
+    expected = bench.manifest.get("counts", {})
+    actual = count_items(items)
+    for key, value in sorted(expected.items()):
+        if actual.get(key) != value:
+            violations.append(f"counts.{key}: manifest says {value}, items hold {actual.get(key)}")
+    answers = items.column("answer")
+    empty = pc.or_(pc.is_null(answers), pc.equal(pc.utf8_trim_whitespace(answers), "")).fill_null(True)
+    for item_id in pc.filter(ids, empty).to_pylist()[:20]:
+        violations.append(f"{item_id}: empty gold answer")
+    if check_images:
+        violations.extend(_check_images(bench, workers))
+    component = get_component(bench.component)
+    if component.auditor:
+        violations.extend(component.load("auditor")(bench))
+    return violations
+
+
+def _check_images(bench: Bench, workers: int) -> list[str]:
+    table = bench.items.select(["image", "image_sha256"])
+    pairs = sorted({(r["image"], r["image_sha256"]) for r in table.to_pylist()},
+                   key=lambda p: (p[0] or "", p[1] or ""))
+    problems: list[str] = []
+    paths = [bench.resolve_image(image) if image else None for image, _ in pairs]
+
+    def check(args: tuple[tuple[str, str | None], Path | None]) -> str | None:
+        (image, digest), path = args
+        if path is None:
+            return "an item has no image"
+        if not path.is_file():
+            return f"{image}: image missing ({path})"
+        if digest and sha256_file(path) != digest:
+            return f"{image}: sha256 differs from the recorded content hash"
+        return None
+
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        for result in pool.map(check, zip(pairs, paths)):
+            if result:
+                problems.append(result)
+    return problems

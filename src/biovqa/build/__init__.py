@@ -1,1 +1,0 @@
-"""Item generators per component (and rendering of the images a component draws)."""

@@ -1,0 +1,190 @@
+"""The ``biovqa`` command line: build → audit → run → score → report, and ``demo``.
+
+Each command is a thin shell over a library function. Nothing heavy is imported until a command
+runs: ``biovqa --help`` reads only the component declarations.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any, Optional
+
+import typer
+from typer.core import TyperGroup
+
+from biovqa._version import __version__
+from biovqa.cli._app import console, run_app
+from biovqa.errors import BiovqaError
+
+
+class _ComponentBuildGroup(TyperGroup):
+    """``biovqa build <component>``: one sub-command per registered component, whose builder
+    module is imported only when that sub-command runs or shows its help."""
+
+    def list_commands(self, ctx: Any) -> list[str]:
+        from biovqa.components import list_components
+
+        return [component.name for component in list_components()]
+
+    def get_command(self, ctx: Any, name: str) -> Any:
+        from biovqa.components import list_components
+
+        component = next((c for c in list_components() if c.name == name.lower()), None)
+        if component is None:
+            return None
+        function = component.load("builder")
+        single = typer.Typer(add_completion=False)
+        single.command(component.name, help=function.__doc__ or component.title)(function)
+        return typer.main.get_command(single)
+
+    def format_commands(self, ctx: Any, formatter: Any) -> None:
+        from biovqa.components import list_components
+
+        rows = [(component.name, component.title) for component in list_components()]
+        with formatter.section("Components"):
+            formatter.write_dl(rows)
+
+
+app = typer.Typer(
+    name="biovqa",
+    help="Bio-VQA: build, run, score and report the biological VQA benchmark.",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    add_completion=False,
+    rich_markup_mode=None,
+)
+build_app = typer.Typer(cls=_ComponentBuildGroup, no_args_is_help=True, rich_markup_mode=None,
+                        help="Build a component's benchmark from its native source files.")
+taxonomy_app = typer.Typer(help="GBIF Backbone taxonomy: build and inspect the cached index.",
+                           no_args_is_help=True, rich_markup_mode=None)
+app.add_typer(build_app, name="build")
+app.add_typer(taxonomy_app, name="taxonomy")
+
+
+def _show_version(value: bool) -> None:
+    if value:
+        typer.echo(f"biovqa {__version__}")
+        raise typer.Exit(0)
+
+
+@app.callback()
+def _root(
+    version: Annotated[bool, typer.Option("--version", callback=_show_version, is_eager=True,
+                                          help="print the version and exit")] = False,
+) -> None:
+    """Bio-VQA: build, run, score and report the biological VQA benchmark."""
+
+
+@app.command()
+def audit(
+    bench: Annotated[Path, typer.Argument(help="benchmark folder")],
+) -> None:
+    """Check a built benchmark against the verification contract (paper L.2)."""
+    from biovqa.bench.audit import audit_bench
+
+    report = audit_bench(bench)
+    console.print(f"[green]audit passed[/green]: {report}")
+
+
+def _score_options_help() -> str:
+    """The score options of every registered component, from their declarations."""
+    from biovqa.components import list_components
+    from biovqa.components.registry import COMMON_SCORE_OPTIONS
+
+    lines = ["Component options (--option NAME=VALUE):"]
+    for component in list_components():
+        lines.append(f"  {component.name.upper()}:")
+        lines.extend(f"    {option.describe()}" for option in component.score_options)
+    common = ", ".join(option.name for option in COMMON_SCORE_OPTIONS)
+    lines.append(f"  every component: {common} (also as --bootstrap, --seed, --level)")
+    return "\b\n" + "\n".join(lines)  # \b: click keeps the lines as written
+
+
+def parse_option_pairs(pairs: list[str] | None, *, flag: str = "--option") -> dict[str, str]:
+    """``["tau=20", "prefer_text=true"]`` → ``{"tau": "20", "prefer_text": "true"}``; each
+    value is typed later by the option's declaration."""
+    options: dict[str, str] = {}
+    for pair in pairs or []:
+        name, sep, value = pair.partition("=")
+        if not sep or not name.strip():
+            raise BiovqaError(f"an option must look like NAME=VALUE, got {pair!r}", field=flag)
+        key = name.strip().replace("-", "_")
+        if key in options:
+            raise BiovqaError(f"option {key!r} is given twice", field=flag)
+        options[key] = value.strip()
+    return options
+
+
+@app.command(epilog="Run `biovqa score --help` to see each component's options.")
+def score(
+    bench: Annotated[Path, typer.Argument(help="benchmark folder")],
+    predictions: Annotated[list[Path], typer.Option("--predictions", "-p", help="predictions .parquet or .jsonl (item_id, response); repeat with --sweep")],
+    out: Annotated[Path, typer.Option("--out", "-o", help="output folder for items.parquet + summary.json")],
+    option: Annotated[Optional[list[str]], typer.Option("--option", "-O", help="component score option NAME=VALUE (repeatable; listed below)")] = None,
+    bootstrap: Annotated[Optional[int], typer.Option(help="bootstrap resamples for the intervals (0: no intervals) [default: 1000]")] = None,
+    seed: Annotated[Optional[int], typer.Option(help="bootstrap seed [default: 42]")] = None,
+    level: Annotated[Optional[float], typer.Option(help="confidence level [default: 0.95]")] = None,
+    sweep: Annotated[bool, typer.Option("--sweep", help="run the component's sensitivity sweep over several predictions files")] = False,
+    label: Annotated[Optional[str], typer.Option(help="model label shown in reports (default: from predictions)")] = None,
+) -> None:
+    """Score a predictions file against a benchmark (a pure function of both)."""
+    from biovqa.scoring.pipeline import score_predictions, sweep_predictions
+
+    options: dict[str, Any] = parse_option_pairs(option)
+    for name, value in (("bootstrap", bootstrap), ("seed", seed), ("level", level)):
+        if value is not None:
+            if name in options:
+                raise BiovqaError(f"{name} is given both as --{name} and as --option", field=name)
+            options[name] = value
+    if sweep:
+        path = sweep_predictions(bench, list(predictions), out, options=options)
+        console.print(f"[green]sweep written[/green] to {path}")
+        return
+    if len(predictions) != 1:
+        raise BiovqaError("give one --predictions file (several only with --sweep)")
+    result_dir = score_predictions(bench, predictions[0], out, options=options, label=label,
+                                   console=console)
+    console.print(f"[green]scores written[/green] to {result_dir}")
+
+
+@app.command()
+def report(
+    scores: Annotated[list[Path], typer.Argument(help="one or more score folders")],
+    out: Annotated[Path, typer.Option("--out", "-o", help="report folder")],
+) -> None:
+    """Turn score folders into leaderboard tables (Markdown, CSV), plots and an HTML page."""
+    from biovqa.reporting import write_report
+
+    index = write_report(scores, out)
+    console.print(f"[green]report written[/green]: {index}")
+
+
+@app.command()
+def demo(
+    out: Annotated[Path, typer.Option("--out", "-o", help="where to write the demo (a new or empty folder, or an earlier demo's)")] = Path("biovqa-demo"),
+) -> None:
+    """Build a small benchmark from bundled data, run the baseline, score it and write the report."""
+    from biovqa.demo import run_demo
+
+    run_demo(out, console=console)
+
+
+def _register_commands() -> None:
+    from biovqa.cli import run as run_commands
+    from biovqa.cli import taxonomy as taxonomy_commands
+
+    run_commands.register(app)
+    taxonomy_commands.register(taxonomy_app)
+    score_command = next(info for info in app.registered_commands if info.callback is score)
+    score_command.epilog = _score_options_help()
+
+
+_register_commands()
+
+
+def main(argv: list[str] | None = None) -> None:
+    run_app(app, argv)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,164 @@
+"""``biovqa run``, ``biovqa merge`` and ``biovqa plan``: thin shells over :mod:`biovqa.engine`.
+
+Nothing heavy is imported here; a backend's library loads only when that backend is selected.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from biovqa.cli._app import console
+from biovqa.errors import BiovqaError
+
+
+def _split_list(values: list[str] | None) -> tuple[str, ...] | None:
+    if not values:
+        return None
+    parts = [p.strip() for v in values for p in v.split(",") if p.strip()]
+    return tuple(parts) or None
+
+
+def _parse_value(text: str) -> Any:
+    for cast in (int, float):
+        try:
+            return cast(text)
+        except ValueError:
+            pass
+    lowered = text.lower()
+    if lowered in ("true", "false"):
+        return lowered == "true"
+    if lowered in ("none", "null"):
+        return None
+    return text
+
+
+def parse_backend_options(pairs: list[str] | None) -> dict[str, Any]:
+    """``["dtype=bfloat16", "max_pixels=1003520"]`` → ``{"dtype": "bfloat16", "max_pixels": 1003520}``."""
+    options: dict[str, Any] = {}
+    for pair in pairs or []:
+        name, sep, value = pair.partition("=")
+        if not sep or not name.strip():
+            raise BiovqaError(f"backend option must look like NAME=VALUE, got {pair!r}",
+                              field="--option")
+        options[name.strip()] = _parse_value(value.strip())
+    return options
+
+
+def _selection(components: list[str] | None, tasks: list[str] | None, limit: int | None,
+               seed: int, shard: str | None) -> Any:
+    from biovqa.engine.runner import Selection, parse_shard
+
+    return Selection(components=_split_list(components), tasks=_split_list(tasks), limit=limit,
+                     seed=seed, shard=None if shard is None else parse_shard(shard))
+
+
+def run_command(
+    bench: Annotated[Path, typer.Argument(help="benchmark folder (items.parquet + manifest.json)")],
+    out: Annotated[Path, typer.Option("--out", "-o", help="run folder: predictions.parquet, run.json, store/ (re-run the same command to resume)")],
+    model: Annotated[str | None, typer.Option("--model", "-m", help="HF id, local checkpoint folder or served model name (preset names work too)")] = None,
+    backend: Annotated[str, typer.Option(help="transformers | vllm | openai | baseline | echo | module:factory")] = "transformers",
+    components: Annotated[list[str] | None, typer.Option("--components", help="only these components (comma list or repeated)")] = None,
+    tasks: Annotated[list[str] | None, typer.Option("--tasks", help="only these tasks (comma list or repeated)")] = None,
+    limit: Annotated[int | None, typer.Option(help="at most N items per task, stratified by group × tier, deterministic")] = None,
+    seed: Annotated[int, typer.Option(help="seed of the --limit sample")] = 42,
+    shard: Annotated[str | None, typer.Option(help="run shard i of n (i/n, counting from 0); images are dealt to shards")] = None,
+    executor: Annotated[str, typer.Option(help="inprocess | ray (one replica per GPU)")] = "inprocess",
+    replicas: Annotated[int | None, typer.Option(help="ray: model replicas (default: one per GPU)")] = None,
+    gpus_per_replica: Annotated[float | None, typer.Option(help="ray: GPUs per replica (default 1 when GPUs exist)")] = None,
+    ray_address: Annotated[str | None, typer.Option(help="ray: cluster address (default: start or join a local one)")] = None,
+    base_url: Annotated[str | None, typer.Option(help="openai: endpoint, e.g. http://127.0.0.1:8000/v1")] = None,
+    api_key_env: Annotated[str | None, typer.Option(help="openai: NAME of the environment variable holding the API key")] = None,
+    concurrency: Annotated[int | None, typer.Option(help="openai: requests in flight")] = None,
+    rpm: Annotated[float | None, typer.Option(help="openai: requests-per-minute limit")] = None,
+    timeout: Annotated[float | None, typer.Option(help="openai: per-request timeout (s)")] = None,
+    max_retries: Annotated[int | None, typer.Option(help="openai: retries per request")] = None,
+    dtype: Annotated[str | None, typer.Option(help="transformers/vllm: torch dtype, e.g. bfloat16")] = None,
+    device: Annotated[str | None, typer.Option(help="transformers: device, e.g. cuda:0 or cpu")] = None,
+    revision: Annotated[str | None, typer.Option(help="model revision (branch, tag or commit)")] = None,
+    option: Annotated[list[str] | None, typer.Option("--option", help="extra backend option NAME=VALUE (repeatable)")] = None,
+    batch_tokens: Annotated[int | None, typer.Option(help="token budget of one batch (default: the backend's, else 32768)")] = None,
+    max_batch: Annotated[int | None, typer.Option(help="most requests in one batch (default: the backend's, else 64)")] = None,
+    max_new_tokens: Annotated[int | None, typer.Option(help="override the per-component token caps")] = None,
+    retry_failed: Annotated[bool, typer.Option(help="on resume, ask again the items that failed")] = False,
+    flush_rows: Annotated[int, typer.Option(help="write a store segment every N replies …")] = 4096,
+    flush_seconds: Annotated[float, typer.Option(help="… or every S seconds, whichever comes first")] = 10.0,
+    progress: Annotated[bool, typer.Option(help="live progress on stderr")] = True,
+) -> None:
+    """Run a model on a benchmark: predictions.parquet + run.json in --out (resumable)."""
+    from biovqa.engine.runner import RunOptions, run_benchmark
+
+    backend_options = parse_backend_options(option)
+    named = {"base_url": base_url, "api_key_env": api_key_env, "concurrency": concurrency,
+             "rpm": rpm, "timeout_s": timeout, "max_retries": max_retries, "dtype": dtype,
+             "device": device, "revision": revision}
+    backend_options.update({k: v for k, v in named.items() if v is not None})
+    if backend == "openai":
+        if "base_url" not in backend_options:
+            raise BiovqaError("the openai backend needs an endpoint", field="--base-url",
+                              hint="e.g. --base-url http://127.0.0.1:8000/v1")
+        backend_options.setdefault("api_key_env", None)  # a local server needs no key
+    options = RunOptions(
+        model=model, backend=backend, backend_options=backend_options,
+        selection=_selection(components, tasks, limit, seed, shard), executor=executor,
+        replicas=replicas, gpus_per_replica=gpus_per_replica, ray_address=ray_address,
+        batch_tokens=batch_tokens, max_batch_items=max_batch, max_new_tokens=max_new_tokens,
+        revision=revision, retry_failed=retry_failed, flush_rows=flush_rows,
+        flush_seconds=flush_seconds, progress=progress,
+    )
+    result = run_benchmark(bench, out, options)
+    console.print(
+        f"[green]predictions written[/green] to {result.predictions_path}: {result.selected} items "
+        f"({result.resumed} resumed, {result.asked} asked, {result.failed} failed)",
+        highlight=False,
+    )
+
+
+def merge_command(
+    runs: Annotated[list[Path], typer.Argument(help="run folders to combine (shards, machines)")],
+    out: Annotated[Path, typer.Option("--out", "-o", help="merged run folder")],
+) -> None:
+    """Combine run folders; refuses folders made with different benchmark/model/prompts/decoding."""
+    from biovqa.engine.card import build_merge_card, write_card
+    from biovqa.engine.store import merge_runs
+
+    table = merge_runs(runs, out)
+    write_card(out, build_merge_card(runs, out, table))
+    console.print(f"[green]merged[/green] {len(runs)} run(s) into {out}: {table.num_rows} items",
+                  highlight=False)
+
+
+def plan_command(
+    bench: Annotated[Path, typer.Argument(help="benchmark folder")],
+    model: Annotated[str, typer.Option("--model", "-m", help="model (preset name, HF id or path)")],
+    components: Annotated[list[str] | None, typer.Option("--components")] = None,
+    tasks: Annotated[list[str] | None, typer.Option("--tasks")] = None,
+    limit: Annotated[int | None, typer.Option(help="at most N items per task")] = None,
+    seed: Annotated[int, typer.Option()] = 42,
+    shard: Annotated[str | None, typer.Option(help="i/n")] = None,
+    throughput: Annotated[float | None, typer.Option(help="items/s per GPU for the GPU-hours estimate (default 10)")] = None,
+    price_in: Annotated[float, typer.Option(help="API price per 1M prompt tokens")] = 0.0,
+    price_out: Annotated[float, typer.Option(help="API price per 1M completion tokens")] = 0.0,
+    max_new_tokens: Annotated[int | None, typer.Option(help="override the token caps")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="print JSON instead of a table")] = False,
+) -> None:
+    """Dry run: items, images, prompt/completion tokens, GPU-hours and API cost of a run."""
+    from biovqa.engine.plan import plan_run, render_plan
+
+    estimate = plan_run(bench, model, _selection(components, tasks, limit, seed, shard),
+                        throughput=throughput, price_in=price_in, price_out=price_out,
+                        max_new_tokens=max_new_tokens)
+    if as_json:
+        typer.echo(json.dumps(estimate.to_json(), indent=2, sort_keys=True, ensure_ascii=False))
+    else:
+        typer.echo(render_plan(estimate))
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``run``, ``merge`` and ``plan`` to the main ``biovqa`` app."""
+    app.command("run")(run_command)
+    app.command("merge")(merge_command)
+    app.command("plan")(plan_command)

@@ -1,0 +1,31 @@
+"""C1 hierarchical taxonomic reasoning (TreeOfLife-200M images, GBIF Backbone taxonomy).
+
+Modules: :mod:`.tasks` (question types, templates, ranks), :mod:`.build` (selection, items,
+floor, audit), :mod:`.tiers` (prevalence and confusability tiers), :mod:`.resolve` (a reply
+to a tree node), :mod:`.hierarchy` (HCA, POR, TOR), :mod:`.score` (per-item metrics),
+:mod:`.summary` (aggregates with cluster-bootstrap intervals), :mod:`.report` (tables, plots).
+"""
+
+from pathlib import Path
+
+from biovqa.components.registry import Component, Option
+
+COMPONENT = Component(
+    name="c1",
+    title="C1 hierarchical taxonomic reasoning",
+    tasks=("phylum", "class", "order", "family", "genus", "species", "scientific_name",
+           "common_name", "common_name_mcq"),
+    builder="biovqa.components.c1.build:build_command",
+    build_function="biovqa.components.c1.build:build_c1",
+    floor="biovqa.components.c1.build:floor_responses",
+    scorer="biovqa.components.c1.score:score",
+    reporter="biovqa.components.c1.report:tables",
+    auditor="biovqa.components.c1.build:audit_items",
+    score_options=(
+        Option("backbone", Path, None,
+               "taxonomy index for EM_soft (default: the one recorded when the benchmark was built)"),
+        Option("epithet_last_word", bool, True,
+               "keep only the last word of a species-epithet reply (the paper's parser)"),
+    ),
+    table3=("phy", "cls", "ord", "fam", "gen", "spc", "sci", "com"),
+)

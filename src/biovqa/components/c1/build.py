@@ -1,0 +1,784 @@
+"""C1 — hierarchical taxonomic reasoning: build the benchmark from a TreeOfLife-200M catalog.
+
+Pipeline (components.md §1.3–1.6):
+
+1. read the catalog and assign each row to one of the ten organismal groups (Table 5);
+2. keep rows with a complete lineage phylum→species and a common name (reptiles: no order),
+   resolving common names to English (Backbone vernaculars, user overrides);
+3. per group, order candidates deterministically (sort by uuid, seeded shuffle), apply the
+   per-species cap, and walk the order checking each image on disk (exists, shorter side ≥
+   ``min_side``) until ``per_group`` images are taken — relaxing the cap first, then the
+   resolution, where a group runs short (Gymnosperms in the paper);
+4. ask each image at eight ranks plus the common-name MCQ (reptiles: no order question), with
+   templates and instructions verbatim from prompts.md §2;
+5. attach difficulty tiers (metrics.md §2.12) and write the benchmark folder.
+
+Rows are excluded, never silently: every exclusion is counted per reason in the manifest.
+"""
+
+from __future__ import annotations
+
+import os
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Annotated, Any, Iterable, Optional
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
+import typer
+
+from biovqa.errors import BiovqaError, MissingResourceError
+from biovqa.bench.folder import Bench, write_bench, write_parquet
+from biovqa.records import TREE_RANKS
+from biovqa.sources.treeoflife import read_catalog
+from biovqa.taxonomy.tree import RANK_DEPTH, BenchmarkTree, build_tree
+from biovqa.text import normalize_c1_array
+
+GENERATOR = "biovqa.components.c1.build"
+SIDE_FOLDER = "c1"
+TREE_FILE = "tree.parquet"
+VERNACULAR_FILE = "vernacular.parquet"
+COMMON_NAMES_FILE = "common_names.parquet"
+
+#: Table 5: organismal group → (filter rank, accepted values).
+GROUPS: dict[str, tuple[str, frozenset[str]]] = {
+    "Amphibians": ("class", frozenset({"Amphibia"})),
+    "Angiosperms": ("class", frozenset({"Magnoliopsida", "Liliopsida"})),
+    "Arachnids": ("class", frozenset({"Arachnida"})),
+    "Birds": ("class", frozenset({"Aves"})),
+    "Bryophytes": ("phylum", frozenset({"Bryophyta"})),
+    "Fish": (
+        "class",
+        frozenset({"Actinopterygii", "Teleostei", "Elasmobranchii", "Holocephali", "Coelacanthi",
+                   "Dipneusti"}),
+    ),
+    "Gymnosperms": ("class", frozenset({"Pinopsida"})),
+    "Insects": ("class", frozenset({"Insecta"})),
+    "Mammals": ("class", frozenset({"Mammalia"})),
+    "Reptiles": ("class", frozenset({"Squamata", "Testudines", "Crocodylia", "Sphenodontia"})),
+}
+#: Groups whose lineage has no order rank (family hangs from class).
+GROUPS_WITHOUT_ORDER = frozenset({"Reptiles"})
+
+#: Question types in the order they are asked for one image (Table 6).
+TASKS: tuple[str, ...] = (
+    "phylum", "class", "order", "family", "genus", "species",
+    "scientific_name", "common_name", "common_name_mcq",
+)
+
+# prompts.md §2.1–2.3, verbatim.
+RANK_TEMPLATES: tuple[str, ...] = (
+    "What is the {rank} of the {label} shown in this image?",
+    "Which {rank} does the {label} in this image belong to?",
+    "Identify the {rank} of the {label} shown in this image.",
+    "Name the {rank} of the {label} in this image.",
+    "What is the correct {rank} label for the {label} in this image?",
+)
+NAME_TEMPLATES: tuple[str, ...] = (
+    "What is the {rank} of the {label} shown in this image?",
+    "Identify the {rank} of the {label} shown in this image.",
+    "Name the {rank} of the {label} shown in this image.",
+)
+MCQ_TEMPLATE = (
+    "Among the four options, what is the common name of the {label} shown in this image? "
+    "{o1}, {o2}, {o3}, {o4}"
+)
+#: The rank word each question type puts into ``{rank}``.
+RANK_WORD: dict[str, str] = {
+    "phylum": "phylum", "class": "class", "order": "order", "family": "family", "genus": "genus",
+    "species": "species epithet", "scientific_name": "scientific name",
+    "common_name": "common name",
+}
+# prompts.md §2.4, verbatim.
+INSTRUCTIONS: dict[str, str] = {
+    "phylum": "Answer with ONLY the Phylum name (e.g., Arthropoda). Do not include class, order, or any other taxonomic ranks. Do not write full sentences.",
+    "class": "Answer with ONLY the Class name (e.g., Arachnida, Insecta). Do not include order, family, or any other taxonomic ranks. Do not write full sentences.",
+    "order": "Answer with ONLY the Order name (e.g., Araneae). Do not include family, genus, or any other taxonomic ranks. Do not write full sentences.",
+    "family": "Answer with ONLY the Family name (e.g., Araneidae). Do not include genus, species, or any other taxonomic ranks. Do not write full sentences.",
+    "genus": "Answer with ONLY the Genus name (capitalized, e.g., Argiope). Do not include the species epithet or family name. Do not write full sentences.",
+    "species": "Answer with ONLY the species epithet (the single, lowercase second word of the scientific name, e.g., aurantia). Absolutely DO NOT include the capitalized Genus name. Do not write full sentences.",
+    "scientific_name": "Answer with ONLY the full binomial scientific name (Genus and species, e.g., Argiope aurantia). Do not include the common name or higher taxonomic ranks. Do not write full sentences.",
+    "common_name_mcq": "Answer with ONLY the exact correct option from the four choices provided in the question. Absolutely DO NOT write full sentences, and do not provide any extra context or scientific names.",
+    "common_name": "Answer with ONLY the everyday English common name (e.g., Orb weavers). Absolutely DO NOT provide the Latin scientific name. Do not write full sentences.",
+}
+KINGDOM_LABEL = {"Animalia": "animal", "Plantae": "plant"}
+
+IMAGE_SUFFIXES = (".jpg", ".jpeg", ".png", ".webp", ".tif", ".tiff", ".bmp", ".gif")
+
+
+@dataclass(frozen=True, slots=True)
+class C1BuildOptions:
+    """Creation parameters of a C1 build (recorded in the manifest)."""
+
+    per_group: int = 10_000
+    seed: int = 42
+    min_side: int = 224
+    species_cap: int = 50
+    groups: tuple[str, ...] = tuple(GROUPS)
+    workers: int = 8
+
+    def as_manifest(self) -> dict[str, Any]:
+        return {
+            "per_group": self.per_group,
+            "seed": self.seed,
+            "min_side": self.min_side,
+            "species_cap": self.species_cap,
+            "groups": list(self.groups),
+        }
+
+
+# --------------------------------------------------------------------------------------------
+# candidates
+
+
+def assign_groups(frame: pd.DataFrame) -> pd.Series:
+    """Organismal group of each catalog row by the Table 5 filters (None when in no group)."""
+    group = pd.Series(None, index=frame.index, dtype=object)
+    for name, (rank, values) in GROUPS.items():
+        hit = frame[rank].isin(values) & group.isna()
+        group[hit] = name
+    return group
+
+
+def _candidates(catalog: pa.Table, options: C1BuildOptions) -> tuple[pd.DataFrame, dict[str, dict[str, int]]]:
+    columns = ["uuid", "kingdom", *TREE_RANKS, "scientific_name", "common_name"]
+    frame = catalog.select(columns).to_pandas()
+    frame["group"] = assign_groups(frame)
+    exclusions: dict[str, dict[str, int]] = {}
+
+    def exclude(mask: pd.Series, reason: str) -> None:
+        counts = frame.loc[mask, "group"].fillna("(no group)").value_counts()
+        for group, n in counts.items():
+            exclusions.setdefault(reason, {})[str(group)] = int(n)
+
+    in_group = frame["group"].isin(options.groups)
+    exclude(~in_group & frame["group"].notna(), "group_not_selected")
+    frame = frame[in_group].copy()
+    # Reptiles have no order in the Backbone (Reptilia is a pro-parte synonym of four classes).
+    frame.loc[frame["group"].isin(GROUPS_WITHOUT_ORDER), "order"] = None
+    required = ["kingdom", "phylum", "class", "order", "family", "genus", "species"]
+    needs = frame[required].notna()
+    needs["order"] |= frame["group"].isin(GROUPS_WITHOUT_ORDER)
+    epithet = frame["species"].str.split().str[1]
+    complete = needs.all(axis=1) & epithet.notna()
+    exclude(~complete, "incomplete_lineage")
+    frame = frame[complete].copy()
+    frame["epithet"] = epithet[complete]
+    frame["scientific_name"] = frame["species"]
+    return frame, exclusions
+
+
+def resolve_common_names(
+    frame: pd.DataFrame, index: Any | None, overrides: Path | None
+) -> pd.DataFrame:
+    """English common name per row (components.md §1.5): catalog name if English, else the
+    Backbone's English vernacular, an override CSV winning over both."""
+    from biovqa.taxonomy.english import english_common_names
+
+    pairs = frame[["species", "common_name"]].drop_duplicates().sort_values(["species", "common_name"], na_position="last")
+    names, sources = english_common_names(
+        pairs["common_name"].tolist(), pairs["species"].tolist(), index, overrides
+    )
+    pairs = pairs.assign(common_name_en=names, common_name_source=sources)
+    merged = frame.merge(pairs, on=["species", "common_name"], how="left", sort=False)
+    merged.index = frame.index
+    return merged
+
+
+# --------------------------------------------------------------------------------------------
+# images
+
+
+def index_images(images: Path) -> dict[str, str]:
+    """Map uuid → file name for ``<uuid>.<ext>`` files in the image folder."""
+    if not images.is_dir():
+        raise MissingResourceError("image folder not found", file=images)
+    found: dict[str, str] = {}
+    with os.scandir(images) as entries:
+        for entry in entries:
+            stem, dot, ext = entry.name.rpartition(".")
+            if dot and ("." + ext.lower()) in IMAGE_SUFFIXES and entry.is_file():
+                found.setdefault(stem, entry.name)
+    return found
+
+
+_PROBE_CHUNK = 256
+
+
+def image_size(data: bytes) -> tuple[int, int] | None:
+    """(width, height) read from the header of a PNG, JPEG, GIF or WebP file; None for other
+    formats (the caller then asks PIL). Reading a few header bytes is ~20× faster than opening
+    the file with PIL, which matters when 100K images are checked (benchmarks/build_c1.py)."""
+    import struct
+
+    if data[:8] == b"\x89PNG\r\n\x1a\n" and data[12:16] == b"IHDR":
+        return struct.unpack(">II", data[16:24])
+    if data[:6] in (b"GIF87a", b"GIF89a"):
+        return struct.unpack("<HH", data[6:10])
+    if data[:4] == b"RIFF" and data[8:12] == b"WEBP":
+        chunk = data[12:16]
+        if chunk == b"VP8 " and len(data) >= 30:
+            w, h = struct.unpack("<HH", data[26:30])
+            return w & 0x3FFF, h & 0x3FFF
+        if chunk == b"VP8L" and len(data) >= 25:
+            bits = int.from_bytes(data[21:25], "little")
+            return (bits & 0x3FFF) + 1, ((bits >> 14) & 0x3FFF) + 1
+        if chunk == b"VP8X" and len(data) >= 30:
+            return int.from_bytes(data[24:27], "little") + 1, int.from_bytes(data[27:30], "little") + 1
+        return None
+    if data[:2] == b"\xff\xd8":
+        position = 2
+        while position + 9 < len(data):
+            if data[position] != 0xFF:
+                return None
+            marker = data[position + 1]
+            if marker in (0xD8, 0x01) or 0xD0 <= marker <= 0xD7 or marker == 0xFF:
+                position += 1 if marker == 0xFF else 2
+                continue
+            length = struct.unpack(">H", data[position + 2:position + 4])[0]
+            if 0xC0 <= marker <= 0xCF and marker not in (0xC4, 0xC8, 0xCC):
+                height, width = struct.unpack(">HH", data[position + 5:position + 9])
+                return width, height
+            position += 2 + length
+    return None
+
+
+def _inspect_images(paths: list[str]) -> list[tuple[int, int, str] | None]:
+    """(width, height, sha256) of each file, None where it is not a readable image. One read per
+    file serves both; whole chunks go to a worker so thread hand-off costs little."""
+    import hashlib
+    import io
+
+    from PIL import Image, UnidentifiedImageError
+
+    out: list[tuple[int, int, str] | None] = []
+    for path in paths:
+        try:
+            with open(path, "rb") as handle:
+                data = handle.read()
+        except OSError:
+            out.append(None)
+            continue
+        size = image_size(data)
+        if size is None:
+            try:
+                with Image.open(io.BytesIO(data)) as image:
+                    size = image.size
+            except (UnidentifiedImageError, OSError):
+                out.append(None)
+                continue
+        out.append((size[0], size[1], hashlib.sha256(data).hexdigest()))
+    return out
+
+
+def _select(
+    frame: pd.DataFrame, images: Path, options: C1BuildOptions, exclusions: dict[str, dict[str, int]],
+    advance: Any = None,
+) -> tuple[pd.DataFrame, dict[str, Any]]:
+    files = index_images(images)
+    rng = np.random.default_rng(options.seed)
+    frame = frame.sort_values("uuid", kind="stable").reset_index(drop=True)
+    frame = frame.iloc[rng.permutation(len(frame))].reset_index(drop=True)
+    frame["species_rank"] = frame.groupby(["group", "species"], sort=False).cumcount()
+    frame["file"] = frame["uuid"].map(files)
+    chosen: list[pd.DataFrame] = []
+    relaxed: dict[str, Any] = {}
+    with ThreadPoolExecutor(max_workers=options.workers) as pool:
+        for group in sorted(frame["group"].unique()):
+            rows = frame[frame["group"] == group]
+            missing = rows["file"].isna()
+            if missing.any():
+                exclusions.setdefault("missing_image", {})[group] = int(missing.sum())
+            rows = rows[~missing]
+            within_cap = (rows["species_rank"] < options.species_cap).to_numpy()
+            ordered = pd.concat([rows[within_cap], rows[~within_cap]]).reset_index(drop=True)
+            over_cap_flags = np.concatenate([np.zeros(within_cap.sum(), bool), np.ones((~within_cap).sum(), bool)])
+            taken, low_res, broken = _take(ordered["file"].to_numpy(dtype=object), images, options, pool,
+                                           advance)
+            if broken:
+                exclusions.setdefault("unreadable_image", {})[group] = broken
+            if len(taken) < options.per_group and low_res:
+                # relax the resolution threshold last (components.md §1.3)
+                extra = low_res[: options.per_group - len(taken)]
+                relaxed.setdefault("resolution_relaxed", {})[group] = len(extra)
+                taken.extend(extra)
+                low_res = low_res[len(extra):]
+            if low_res:
+                exclusions.setdefault("low_resolution", {})[group] = len(low_res)
+            positions = np.array([p for p, _ in taken], dtype=np.int64)
+            over_cap = int(over_cap_flags[positions].sum()) if len(positions) else 0
+            if over_cap:
+                relaxed.setdefault("species_cap_relaxed", {})[group] = over_cap
+            chosen.append(ordered.iloc[positions].assign(
+                width=[info[0] for _, info in taken], height=[info[1] for _, info in taken],
+                image_sha256=[info[2] for _, info in taken]))
+            if len(taken) < options.per_group:
+                relaxed.setdefault("short_groups", {})[group] = len(taken)
+    selected = pd.concat(chosen) if chosen else frame.iloc[:0].assign(width=[], height=[], image_sha256=[])
+    return selected.sort_values(["group", "uuid"], kind="stable").reset_index(drop=True), relaxed
+
+
+def _take(
+    files: np.ndarray, images: Path, options: C1BuildOptions, pool: ThreadPoolExecutor,
+    advance: Any = None,
+) -> tuple[list[tuple[int, tuple[int, int, str]]], list[tuple[int, tuple[int, int, str]]], int]:
+    """Walk ``files`` in order, inspecting images in parallel chunks, until ``per_group`` pass."""
+    taken: list[tuple[int, tuple[int, int, str]]] = []
+    low_res: list[tuple[int, tuple[int, int, str]]] = []
+    broken = 0
+    position = 0
+    root = str(images)
+    while len(taken) < options.per_group and position < len(files):
+        need = options.per_group - len(taken)
+        stop = min(len(files), position + max(_PROBE_CHUNK, int(need * 1.1)))
+        paths = [os.path.join(root, f) for f in files[position:stop]]
+        chunks = [paths[i:i + _PROBE_CHUNK] for i in range(0, len(paths), _PROBE_CHUNK)]
+        infos = [info for part in pool.map(_inspect_images, chunks) for info in part]
+        for offset, info in enumerate(infos):
+            if len(taken) >= options.per_group:
+                break
+            if info is None:
+                broken += 1
+            elif min(info[0], info[1]) < options.min_side:
+                low_res.append((position + offset, info))
+            else:
+                taken.append((position + offset, info))
+        if advance is not None:
+            advance(min(len(taken), options.per_group) - (options.per_group - need))
+        position = stop
+    return taken, low_res, broken
+
+
+# --------------------------------------------------------------------------------------------
+# questions
+
+
+def _label(kingdoms: np.ndarray) -> np.ndarray:
+    return np.array([KINGDOM_LABEL.get(k, "organism") for k in kingdoms], dtype=object)
+
+
+def _mcq_options(
+    selected: pd.DataFrame, rng: np.random.Generator, draws: int = 10
+) -> tuple[np.ndarray, np.ndarray]:
+    """Gold + three distractor common names per image, drawn uniformly from the species of the
+    target's class (components.md §1.5), no two options equal after normalization, shuffled.
+
+    Vectorised: ``draws`` uniform candidates per image, the first three acceptable kept; the few
+    images left short (tiny classes, name collisions) fall back to a full permutation of the
+    class, then of all species. Returns (n, 4) arrays of option names and option species."""
+    species_table = (
+        selected[["class", "species", "common_name_en"]]
+        .drop_duplicates("species").sort_values("species").reset_index(drop=True)
+    )
+    pool_species = species_table["species"].to_numpy(dtype=object)
+    pool_names = species_table["common_name_en"].to_numpy(dtype=object)
+    norm = normalize_c1_array(pa.array(pool_names.tolist(), pa.string())).to_pylist()
+    name_id = pd.factorize(pd.Series(norm, dtype=object))[0].astype(np.int64)
+    species_id = {s: i for i, s in enumerate(pool_species)}
+    class_codes, class_names = pd.factorize(species_table["class"], sort=True)
+    order = np.argsort(class_codes, kind="stable")
+    class_start = np.searchsorted(class_codes[order], np.arange(len(class_names)))
+    class_size = np.bincount(class_codes, minlength=len(class_names))
+
+    gold = np.array([species_id[s] for s in selected["species"]], dtype=np.int64)
+    gold_name = name_id[gold]
+    klass = class_codes[gold]
+    n = len(gold)
+    candidates = order[class_start[klass][:, None] + (rng.random((n, draws)) * class_size[klass][:, None]).astype(np.int64)]
+    picks = np.full((n, 3), -1, dtype=np.int64)
+    count = np.zeros(n, dtype=np.int64)
+    for k in range(draws):
+        candidate = candidates[:, k]
+        name = name_id[candidate]
+        fresh = (name != gold_name) & (count < 3)
+        for j in range(3):
+            fresh &= ~((picks[:, j] >= 0) & (name_id[np.maximum(picks[:, j], 0)] == name))
+        rows = np.flatnonzero(fresh)
+        picks[rows, count[rows]] = candidate[rows]
+        count[rows] += 1
+    for row in np.flatnonzero(count < 3):
+        members = order[class_start[klass[row]]:class_start[klass[row]] + class_size[klass[row]]]
+        used = {gold_name[row], *(name_id[p] for p in picks[row] if p >= 0)}
+        for pool in (members, np.arange(len(pool_species))):
+            for candidate in rng.permutation(pool):
+                if count[row] == 3:
+                    break
+                if name_id[candidate] not in used:
+                    picks[row, count[row]] = candidate
+                    count[row] += 1
+                    used.add(name_id[candidate])
+        if count[row] < 3:
+            raise BiovqaError(
+                f"cannot draw three distinct distractor common names for {pool_species[gold[row]]!r}",
+                hint="the selection holds fewer than four species with distinct English common names",
+            )
+    option_ids = np.concatenate([gold[:, None], picks], axis=1)
+    option_ids = np.take_along_axis(option_ids, rng.permuted(np.tile(np.arange(4), (n, 1)), axis=1), axis=1)
+    gold_names = selected["common_name_en"].to_numpy(dtype=object)
+    names = pool_names[option_ids]
+    # the gold option carries this image's own common-name spelling
+    names[option_ids == gold[:, None]] = gold_names
+    return names, pool_species[option_ids]
+
+
+@dataclass(frozen=True)
+class ItemColumns:
+    """Item columns as arrays (one entry per question) plus the per-image context the tier
+    computation needs. Kept out of pandas on purpose: 890K-row string frames cost seconds."""
+
+    columns: dict[str, pa.Array]
+    context: dict[str, np.ndarray]  # per-question object arrays the tier code reads
+    task_index: np.ndarray  # question → position in TASKS
+    image_index: np.ndarray  # question → row of ``selected``
+    option_nodes: np.ndarray  # (n_images, 4) tree nodes of the MCQ options
+    gold_position: np.ndarray  # (n_images,) which option is the gold
+
+
+def _list_column(per_image: np.ndarray, image_index: np.ndarray, present: np.ndarray, value_type: pa.DataType) -> pa.Array:
+    """A list<value_type> column holding ``per_image[image_index]`` where ``present``, else null."""
+    rows = np.flatnonzero(present)
+    width = per_image.shape[1]
+    lengths = np.where(present, width, 0)
+    offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int32)
+    values = pa.array(per_image[image_index[rows]].ravel().tolist(), value_type)
+    return pa.ListArray.from_arrays(pa.array(offsets), values, mask=pa.array(~present))
+
+
+def make_items(selected: pd.DataFrame, tree: BenchmarkTree, leaf_nodes: np.ndarray, vernacular: Any,
+               seed: int) -> ItemColumns:
+    """One row per question, image-grouped (tasks in Table 6 order)."""
+    n = len(selected)
+    has_order = ~selected["group"].isin(GROUPS_WITHOUT_ORDER).to_numpy()
+    asked = np.ones((n, len(TASKS)), dtype=bool)
+    asked[:, TASKS.index("order")] = has_order
+    image_index, task_index = np.nonzero(asked)
+    tasks = np.array(TASKS, dtype=object)[task_index]
+    per_image = {c: selected[c].to_numpy(dtype=object) for c in (
+        "uuid", "kingdom", *TREE_RANKS, "epithet", "common_name_en", "common_name_source", "group",
+        "file", "image_sha256")}
+    labels = _label(per_image["kingdom"])[image_index]
+
+    template_rng = np.random.default_rng(seed)
+    rank_pick = template_rng.integers(0, len(RANK_TEMPLATES), size=len(tasks))
+    name_pick = template_rng.integers(0, len(NAME_TEMPLATES), size=len(tasks))
+    options, option_species = _mcq_options(selected, np.random.default_rng(seed))
+    species_leaf = dict(zip(per_image["species"].tolist(), leaf_nodes.tolist()))
+    option_leaves = np.vectorize(species_leaf.__getitem__, otypes=[np.int64])(option_species)
+    # options resolve like any common name (components.md §1.6: "MCQ distractors resolve through
+    # the same index"), falling back to the species they were drawn from
+    resolved = vernacular.lookup(normalize_c1_array(pa.array(options.ravel().tolist(), pa.string())))
+    option_nodes = np.where(resolved >= 0, resolved, option_leaves.ravel()).reshape(options.shape)
+    gold_position = np.argmax(option_species == per_image["species"][:, None], axis=1)
+
+    gold_source = {
+        "phylum": "phylum", "class": "class", "order": "order", "family": "family", "genus": "genus",
+        "species": "epithet", "scientific_name": "species", "common_name": "common_name_en",
+        "common_name_mcq": "common_name_en",
+    }
+    questions = np.empty(len(tasks), dtype=object)
+    answers = np.empty(len(tasks), dtype=object)
+    for task in TASKS:
+        where = np.flatnonzero(task_index == TASKS.index(task))
+        if not len(where):
+            continue
+        images_of = image_index[where]
+        answers[where] = per_image[gold_source[task]][images_of]
+        if task == "common_name_mcq":
+            questions[where] = [
+                MCQ_TEMPLATE.format(label=lab, o1=o[0], o2=o[1], o3=o[2], o4=o[3])
+                for lab, o in zip(labels[where].tolist(), options[images_of].tolist())
+            ]
+            continue
+        templates = NAME_TEMPLATES if task in ("scientific_name", "common_name") else RANK_TEMPLATES
+        picks = name_pick[where] if templates is NAME_TEMPLATES else rank_pick[where]
+        formatted = [t.format(rank=RANK_WORD[task], label=lab) for t in templates for lab in ("animal", "plant", "organism")]
+        label_code = np.searchsorted(np.array(["animal", "organism", "plant"]), labels[where].astype(str))
+        label_slot = np.array([0, 2, 1])[label_code]  # sorted order → formatted order
+        questions[where] = np.asarray(formatted, dtype=object)[picks * 3 + label_slot]
+
+    is_mcq = tasks == "common_name_mcq"
+    instruction_of = pa.array([INSTRUCTIONS[t] for t in TASKS], pa.string())
+    take_image = pa.array(image_index)
+
+    def from_image(column: str) -> pa.Array:  # Arrow's take beats object-array conversion
+        return pa.array(per_image[column], pa.string(), from_pandas=True).take(take_image)
+
+    columns: dict[str, Any] = {
+        "item_id": pc.binary_join_element_wise("c1", from_image("uuid"),
+                                               pa.array(tasks, pa.string()), ":"),
+        "component": pa.array(np.full(len(tasks), "c1", dtype=object), pa.string()),
+        "task": pa.array(tasks, pa.string()),
+        "question": pa.array(questions, pa.string()),
+        "instruction": instruction_of.take(pa.array(task_index)),
+        "options": _list_column(options, image_index, is_mcq, pa.string()),
+        "answer": pa.array(answers, pa.string(), from_pandas=True),
+        "image": from_image("file"),
+        "image_sha256": from_image("image_sha256"),
+        "source_id": from_image("uuid"),
+        "group": from_image("group"),
+        "kingdom": from_image("kingdom"),
+        **{rank: from_image(rank) for rank in TREE_RANKS},
+        "epithet": from_image("epithet"),
+        "scientific_name": from_image("species"),
+        "common_name": from_image("common_name_en"),
+        "common_name_source": from_image("common_name_source"),
+        "width": pa.array(selected["width"].to_numpy(np.int32)[image_index]),
+        "height": pa.array(selected["height"].to_numpy(np.int32)[image_index]),
+    }
+    context = {"group": per_image["group"][image_index],
+               "common_name": per_image["common_name_en"][image_index]}
+    return ItemColumns(columns, context, task_index, image_index, option_nodes, gold_position)
+
+
+def _attach_tiers(built: ItemColumns, tree: BenchmarkTree, image_leaves: np.ndarray,
+                  vernacular: Any, prevalence_method: str) -> pa.Table:
+    """Resolve each item's target node (Table 29: exact → vernacular → lineage → anchor) and
+    attach the 13 difficulty columns of components.md §1.5 (metrics.md §2.12)."""
+    from biovqa.components.c1 import tiers as c1_tiers
+
+    columns = built.columns
+    code = built.task_index
+    tasks = np.asarray(TASKS, dtype=object)[code]
+    leaf = image_leaves[built.image_index].astype(np.int64)
+    target = leaf.copy()
+    method = np.full(len(tasks), "exact", dtype=object)
+    for rank in ("phylum", "class", "order", "family", "genus"):
+        rows = code == TASKS.index(rank)
+        target[rows] = tree.node_at_depth(leaf[rows], RANK_DEPTH[rank])
+    method[code == TASKS.index("species")] = "lineage"  # the epithet is read off the lineage
+    is_mcq = code == TASKS.index("common_name_mcq")
+    named_rows = np.flatnonzero(is_mcq | (code == TASKS.index("common_name")))
+    common = normalize_c1_array(columns["common_name"].take(pa.array(named_rows)))
+    found = vernacular.lookup(common)
+    target[named_rows] = np.where(found >= 0, found, leaf[named_rows])
+    method[named_rows] = np.where(found >= 0, "vernacular", "lineage")
+    anchor = target < 0  # a rank the lineage lacks: fall back to the lowest lineage node
+    target[anchor] = leaf[anchor]
+    method[anchor] = "anchor"
+
+    exposure = c1_tiers.exposure_counts(tree, image_leaves)
+    item_exposure = exposure[target]
+    prevalence = c1_tiers.prevalence_tiers(
+        built.context["group"], tasks, target, item_exposure, tree.names[target], method=prevalence_method)
+
+    n = len(tasks)
+    mcq_rows = np.flatnonzero(is_mcq)
+    images_of = built.image_index[mcq_rows]
+    tiers = c1_tiers.confusability_tiers(
+        tree, target[mcq_rows],
+        c1_tiers.distractor_nodes(built.option_nodes[images_of], built.gold_position[images_of]))
+    ndd = np.zeros(n, dtype=np.int8)
+    ndd[mcq_rows] = tiers.ndd
+    meet = np.full(n, None, dtype=object)
+    meet[mcq_rows] = tiers.meet_rank
+    confusability = np.full(n, np.nan)
+    confusability[mcq_rows] = tiers.confusability
+    mcq_tier = np.full(n, None, dtype=object)
+    mcq_tier[mcq_rows] = tiers.tier
+    unified = c1_tiers.unified_tier(tasks, prevalence.tier, mcq_tier)
+    arrays = dict(columns) | {
+        "target_node": pa.array(target.astype(np.int32)),
+        "target_rank": pa.array(np.asarray(c1_tiers.DEPTH_RANK, dtype=object)[tree.depth[target]], pa.string()),
+        "reference_cell": pa.array(np.where(is_mcq, np.array(None, dtype=object), prevalence.reference_cell), pa.string()),
+        "resolution_method": pa.array(method, pa.string()),
+        "exposure": pa.array(item_exposure.astype(np.int64)),
+        "log10_exposure": pa.array(c1_tiers.log10_exposure(item_exposure)),
+        "prevalence_percentile": pa.array(prevalence.percentile, from_pandas=True),
+        "prevalence_tier": pa.array(prevalence.tier, pa.string()),
+        "ndd": pa.array(ndd, mask=~is_mcq),
+        "ndd_rank": pa.array(meet, pa.string()),
+        "confusability": pa.array(confusability, from_pandas=True),
+        "mcq_tier": pa.array(mcq_tier, pa.string()),
+        "tier": pa.array(unified, pa.string()),
+        "tier_method": pa.array(np.where(is_mcq, "confusability", "prevalence"), pa.string()),
+        "option_nodes": _list_column(built.option_nodes.astype(np.int32), built.image_index, is_mcq, pa.int32()),
+    }
+    return pa.table(arrays)
+
+
+# --------------------------------------------------------------------------------------------
+# entry points
+
+
+def build_c1(
+    catalog: str | Path,
+    backbone: str | Path,
+    images: str | Path,
+    out: str | Path,
+    *,
+    options: C1BuildOptions = C1BuildOptions(),
+    common_name_overrides: str | Path | None = None,
+    prevalence_method: str = "item_weighted",
+    console: Any | None = None,
+) -> Bench:
+    """Build a C1 benchmark folder; see the module docstring."""
+    from biovqa.taxonomy.index import TaxonomyIndex
+    from biovqa.taxonomy.vernacular import build_vernacular_index
+
+    catalog, backbone, images, out = Path(catalog), Path(backbone), Path(images), Path(out)
+    unknown_groups = [g for g in options.groups if g not in GROUPS]
+    if unknown_groups:
+        raise BiovqaError(f"unknown organismal group(s) {unknown_groups}", field="groups",
+                          hint=f"choose from {', '.join(GROUPS)}")
+    overrides = Path(common_name_overrides) if common_name_overrides else None
+    index = TaxonomyIndex.open(backbone)
+    say = console.print if console is not None else (lambda *a, **k: None)
+
+    say(f"reading catalog {catalog}")
+    table = read_catalog(catalog)
+    frame, exclusions = _candidates(table, options)
+    frame = resolve_common_names(frame, index, overrides)
+    unresolved = frame["common_name_source"] == "unresolved"
+    if unresolved.any():
+        counts = frame.loc[unresolved, "group"].value_counts()
+        exclusions["no_english_common_name"] = {str(g): int(n) for g, n in counts.items()}
+        frame = frame[~unresolved]
+    say(f"{len(frame):,} candidate images; checking image files in {images}")
+    if console is not None:
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
+
+        n_groups = frame["group"].nunique()
+        with Progress("[progress.description]{task.description}", BarColumn(), MofNCompleteColumn(),
+                      TimeElapsedColumn(), console=console, transient=True) as progress:
+            task = progress.add_task("images accepted", total=options.per_group * n_groups)
+            selected, relaxed = _select(frame, images, options, exclusions,
+                                        advance=lambda n: progress.advance(task, n))
+    else:
+        selected, relaxed = _select(frame, images, options, exclusions)
+    if selected.empty:
+        raise BiovqaError("no catalog row passed the filters", file=catalog,
+                          hint="check the image folder and the --per-group/--min-side options")
+    lineages = selected[list(TREE_RANKS)]
+    tree, leaf_nodes = build_tree(lineages)
+    vernacular = build_vernacular_index(selected["common_name_en"].tolist(), leaf_nodes, tree)
+    item_table = _attach_tiers(make_items(selected, tree, leaf_nodes, vernacular, options.seed), tree,
+                               leaf_nodes, vernacular, prevalence_method)
+
+    side = out / SIDE_FOLDER
+    side.mkdir(parents=True, exist_ok=True)
+    tree.save(side / TREE_FILE)
+    vernacular.save(side / VERNACULAR_FILE)
+    replaced = selected[selected["common_name_source"] != "catalog"][
+        ["uuid", "species", "common_name", "common_name_en", "common_name_source"]
+    ].rename(columns={"common_name": "catalog_common_name"})
+    write_parquet(pa.Table.from_pandas(replaced.reset_index(drop=True), preserve_index=False),
+                  side / COMMON_NAMES_FILE)
+
+    parameters = options.as_manifest() | {"prevalence_method": prevalence_method}
+    bench = write_bench(
+        out,
+        item_table,
+        component="c1",
+        generator=GENERATOR,
+        seed=options.seed,
+        sources={"catalog": catalog, "common_name_overrides": overrides} if overrides else {"catalog": catalog},
+        parameters=parameters,
+        extra={
+            "images_root": str(images.resolve()),
+            "taxonomy_index": str(backbone.resolve()),
+            "taxonomy_index_card": _index_card(backbone),
+            "images": int(len(selected)),
+            "exclusions": exclusions,
+            "relaxations": relaxed,
+            "common_names": {
+                "replaced": int((selected["common_name_source"] != "catalog").sum()),
+                "by_source": {str(k): int(v) for k, v in selected["common_name_source"].value_counts().sort_index().items()},
+                "file": f"{SIDE_FOLDER}/{COMMON_NAMES_FILE}",
+            },
+            "tree": {"file": f"{SIDE_FOLDER}/{TREE_FILE}", "nodes": tree.n_nodes},
+        },
+    )
+    return bench
+
+
+def _index_card(index_dir: Path) -> dict[str, Any]:
+    import json
+
+    card = index_dir / "index.json"
+    if not card.exists():
+        return {}
+    data = json.loads(card.read_text(encoding="utf-8"))
+    return {k: v for k, v in data.items() if k in ("sources", "rows", "biovqa_version", "source_sha256", "counts")}
+
+
+def build_command(
+    catalog: Annotated[Path, typer.Option(help="TreeOfLife-200M catalog (.parquet or .csv)")],
+    backbone: Annotated[Path, typer.Option(help="taxonomy index from `biovqa taxonomy index`")],
+    images: Annotated[Path, typer.Option(help="folder of <uuid>.<ext> images")],
+    out: Annotated[Path, typer.Option(help="benchmark folder to write")],
+    per_group: Annotated[int, typer.Option(help="images per organismal group")] = 10_000,
+    seed: Annotated[int, typer.Option(help="sampling, template and distractor seed")] = 42,
+    min_side: Annotated[int, typer.Option(help="minimum shorter image side in pixels")] = 224,
+    species_cap: Annotated[int, typer.Option(help="images per species per group before relaxing")] = 50,
+    group: Annotated[Optional[list[str]], typer.Option(help="restrict to these groups (repeatable)")] = None,
+    common_names: Annotated[Optional[Path], typer.Option(help="CSV scientific_name,common_name of overrides")] = None,
+    prevalence_method: Annotated[str, typer.Option(help="item_weighted (E.3) or taxon_rank (D.9)")] = "item_weighted",
+) -> None:
+    """Build C1 (hierarchical taxonomic reasoning) from a TreeOfLife-200M catalog."""
+    from rich.console import Console
+
+    console = Console(stderr=True, soft_wrap=True)
+    options = C1BuildOptions(per_group=per_group, seed=seed, min_side=min_side,
+                             species_cap=species_cap, groups=tuple(group) if group else tuple(GROUPS))
+    bench = build_c1(catalog, backbone, images, out, options=options,
+                     common_name_overrides=common_names, prevalence_method=prevalence_method,
+                     console=console)
+    counts = bench.manifest["counts"]
+    console.print(f"[green]built C1[/green]: {counts['total']:,} items over {bench.manifest['images']:,} images → {bench.root}")
+
+
+# --------------------------------------------------------------------------------------------
+# floor and audit hooks (registered in biovqa.components.registry)
+
+
+def floor_responses(items: pa.Table) -> pa.Array:
+    """Image-blind floor (Table 3): the most frequent taxon at each rank for every item; for the
+    MCQ, the option naming the most frequent common name (ties: first option)."""
+    from biovqa.components.c1.floor import floor_answers, mcq_floor_choice
+
+    answers = floor_answers(items)
+    tasks = items.column("task")
+    replies = np.asarray([answers.get(t) for t in tasks.to_pylist()], dtype=object)
+    mcq_rows = np.flatnonzero(pc.equal(tasks, "common_name_mcq").to_numpy(zero_copy_only=False))
+    if len(mcq_rows):
+        take = pa.array(mcq_rows)
+        options = items.column("options").take(take).combine_chunks()
+        flat = options.flatten()
+        choice = mcq_floor_choice(items.column("answer").take(take), flat)
+        width = len(flat) // len(mcq_rows)
+        replies[mcq_rows] = flat.take(pa.array(np.arange(len(mcq_rows)) * width + choice)).to_pylist()
+    return pa.array(replies.tolist(), pa.string())
+
+
+def audit_items(bench: Bench) -> list[str]:
+    """C1 part of the verification contract: every rank an item's image needs is present."""
+    table = bench.items
+    frame = table.select(["item_id", "task", "group", "kingdom", *TREE_RANKS, "epithet",
+                          "scientific_name", "common_name"]).to_pandas()
+    violations: list[str] = []
+    required = ["kingdom", "phylum", "class", "order", "family", "genus", "species", "epithet",
+                "scientific_name", "common_name"]
+    for column in required:
+        values = frame[column]
+        bad = values.isna() | (values.astype(str).str.strip() == "")
+        if column == "order":
+            bad &= ~frame["group"].isin(GROUPS_WITHOUT_ORDER)
+        for item_id in frame.loc[bad, "item_id"].head(20):
+            violations.append(f"{item_id}: required rank '{column}' is null or empty")
+        if bad.sum() > 20:
+            violations.append(f"… {int(bad.sum()) - 20} more items with empty '{column}'")
+    reptile_order = frame["group"].isin(GROUPS_WITHOUT_ORDER) & (frame["task"] == "order")
+    for item_id in frame.loc[reptile_order, "item_id"].head(20):
+        violations.append(f"{item_id}: reptiles have no order, but an order question exists")
+    side = bench.root / SIDE_FOLDER
+    for name in (TREE_FILE, VERNACULAR_FILE):
+        if not (side / name).exists():
+            violations.append(f"{SIDE_FOLDER}/{name}: missing (scoring needs it)")
+    return violations
+
+
+def iter_tasks() -> Iterable[str]:
+    return iter(TASKS)

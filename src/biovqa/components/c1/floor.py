@@ -1,0 +1,156 @@
+"""C1 image-blind floor (Table 3): the most frequent taxon at each rank, the MCQ option naming
+the most frequent common name; and the floor-relative quantities (headroom, recognition–recall)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from biovqa.components.c1.resolve import Vocabulary, encode_strings
+from biovqa.components.c1.tasks import MCQ_TASK, TASKS
+from biovqa.errors import InputFormatError
+from biovqa.text import normalize_c1
+
+
+def _task_index(column: pa.Array | pa.ChunkedArray, source: Path | None = None) -> np.ndarray:
+    """Index into :data:`TASKS` per row; an unknown task is an error naming the row."""
+    codes, dictionary = encode_strings(column)
+    labels = dictionary.to_pylist()
+    unknown = [label for label in labels if label not in TASKS]
+    if unknown or (codes < 0).any():
+        bad = np.flatnonzero((codes < 0) | np.isin(codes, [labels.index(u) for u in unknown]))
+        value = None if codes[bad[0]] < 0 else labels[codes[bad[0]]]
+        raise InputFormatError(f"unknown C1 task {value!r}", file=source, row=int(bad[0]) + 2, field="task",
+                               hint=f"C1 tasks: {', '.join(TASKS)}")
+    return np.asarray([TASKS.index(label) for label in labels], dtype=np.int64)[codes]
+
+
+def _sorted_codes(column: pa.Array | pa.ChunkedArray) -> tuple[np.ndarray, list[str]]:
+    """Codes numbered in sorted label order (−1 where null) and the sorted labels."""
+    codes, dictionary = encode_strings(column)
+    order = pc.sort_indices(dictionary).to_numpy(zero_copy_only=False).astype(np.int64)
+    rank = np.empty(len(order), dtype=np.int64)
+    rank[order] = np.arange(len(order))
+    labels = [str(v) for v in dictionary.take(pa.array(order, pa.int64())).to_pylist()]
+    return np.where(codes >= 0, rank[np.maximum(codes, 0)] if len(labels) else -1, -1), labels
+
+
+def _floors(task_index: np.ndarray, answers: pa.Array | pa.ChunkedArray) -> tuple[dict[str, str], dict[str, float]]:
+    """Floor answer and floor score φ per question type (see :func:`floor_answers`)."""
+    vocabulary = Vocabulary()
+    gold = vocabulary.normalized_ids(answers)
+    raw_codes, raw_dictionary = encode_strings(answers)
+    size = np.int64(len(vocabulary))
+    valid = (gold != 0) & (raw_codes >= 0)
+    all_counts = np.bincount(task_index[valid] * size + gold[valid], minlength=len(TASKS) * int(size))
+    keys = np.flatnonzero(all_counts)
+    counts = all_counts[keys]
+    frame = pd.DataFrame({"task": keys // size, "gold": keys % size, "n": counts})
+    frame["text"] = vocabulary.text(frame["gold"].to_numpy()).to_pylist()
+    frame = frame.sort_values(["task", "n", "text"], ascending=[True, False, True], kind="stable")
+    best = frame.drop_duplicates("task").set_index("task")["gold"]
+    raw_labels = raw_dictionary.to_pylist()
+    answers_out: dict[str, str] = {}
+    scores_out: dict[str, float] = {}
+    for task, gold_id in best.items():
+        rows = task_index == task
+        chosen = rows & (gold == gold_id) & (raw_codes >= 0)
+        spelled, spelled_counts = np.unique(raw_codes[chosen], return_counts=True)
+        options = sorted(zip(-spelled_counts, [raw_labels[c] for c in spelled]))
+        answers_out[TASKS[task]] = options[0][1]
+        scores_out[TASKS[task]] = float(chosen.sum() / rows.sum())
+    return answers_out, scores_out
+
+
+def floor_answers(items: pa.Table) -> dict[str, str]:
+    """The image-blind floor reply per question type (Table 3 floor row): the most frequent gold
+    answer of that type after normalization (ties: the smallest normalized string), spelled as
+    its most frequent written form (ties: the smallest string). The baseline backend answers it."""
+    return _floors(_task_index(items.column("task")), items.column("answer"))[0]
+
+
+def floor_scores(items: pa.Table, answers: Mapping[str, str] | None = None) -> dict[str, float]:
+    """φ per question type (§2.10): the share of its items whose gold equals the floor answer; for
+    the MCQ (when the items carry options), the share answered right by picking the option that
+    names the most frequent gold common name (ties: the first option) — what the baseline does."""
+    task_index = _task_index(items.column("task"))
+    if answers is None:
+        out = _floors(task_index, items.column("answer"))[1]
+    else:
+        vocabulary = Vocabulary()
+        gold = vocabulary.normalized_ids(items.column("answer"))
+        out = {}
+        for task, answer in answers.items():
+            rows = task_index == TASKS.index(task)
+            if rows.any():
+                out[task] = float((gold[rows] == vocabulary.ids([normalize_c1(answer)])[0]).mean())
+    is_mcq = task_index == TASKS.index(MCQ_TASK)
+    if is_mcq.any() and "options" in items.column_names:
+        options, _ = _mcq_arrays(items, is_mcq, None)
+        out[MCQ_TASK] = mcq_floor(items.column("answer").take(pa.array(np.flatnonzero(is_mcq))), options)
+    return out
+
+
+def mcq_floor_choice(answers: pa.Array | pa.ChunkedArray, options: pa.Array) -> np.ndarray:
+    """Image-blind MCQ rule: per item the index of the option naming the most frequent gold
+    answer of the MCQ items (ties: the first option). ``options`` is flattened, k per item."""
+    vocabulary = Vocabulary()
+    gold = vocabulary.normalized_ids(answers)
+    option_ids = vocabulary.normalized_ids(options).reshape(len(gold), -1)
+    frequency = np.bincount(gold, minlength=len(vocabulary))
+    return frequency[option_ids].argmax(axis=1)
+
+
+def mcq_floor(answers: pa.Array | pa.ChunkedArray, options: pa.Array) -> float:
+    """The share of MCQ items where :func:`mcq_floor_choice` picks the gold."""
+    vocabulary = Vocabulary()
+    gold = vocabulary.normalized_ids(answers)
+    option_ids = vocabulary.normalized_ids(options).reshape(len(gold), -1)
+    pick = option_ids[np.arange(len(gold)), mcq_floor_choice(answers, options)]
+    return float((pick == gold).mean()) if len(gold) else float("nan")
+
+
+def item_weighted_score(scores: Mapping[str, float], counts: Mapping[str, int]) -> float:
+    """Pooled C1 score (§2.9): ``Σ_t n_t·S_t / Σ_t n_t`` over question types."""
+    total = sum(counts[t] for t in scores)
+    return float(sum(scores[t] * counts[t] for t in scores) / total) if total else float("nan")
+
+
+def headroom(score_value: float, floor: float) -> float:
+    """Headroom recovered over the image-blind floor (§2.10): ``(S − φ)/(1 − φ)``."""
+    return float((score_value - floor) / (1.0 - floor)) if floor < 1 else float("nan")
+
+
+def recognition_recall_gap(mcq: float, open_recall: float) -> tuple[float, float]:
+    """Recognition–recall gap and ratio (§2.11): ``MCQ − open`` and ``MCQ / open``."""
+    ratio = mcq / open_recall if open_recall > 0 else float("nan")
+    return float(mcq - open_recall), float(ratio)
+
+
+def _mcq_arrays(items: pa.Table, is_mcq: np.ndarray, source: Path | None) -> tuple[pa.Array, np.ndarray]:
+    """Flattened option strings (n_mcq·k) and the (n_mcq × k) option nodes of the MCQ items."""
+    rows = np.flatnonzero(is_mcq)
+    if len(rows) == 0:
+        return pa.array([], pa.string()), np.empty((0, 0), dtype=np.int64)
+    if "options" not in items.column_names:
+        raise InputFormatError("MCQ items need an options column", file=source, field="options")
+    options = items.column("options").take(pa.array(rows)).combine_chunks()
+    lengths = pc.fill_null(pc.list_value_length(options), 0).to_numpy(zero_copy_only=False)
+    if (lengths != lengths[0]).any() or lengths[0] < 2:
+        bad = int(np.flatnonzero((lengths != lengths[0]) | (lengths < 2))[0])
+        raise InputFormatError("every MCQ item needs the same number (≥ 2) of options", file=source,
+                               row=int(rows[bad]) + 2, field="options")
+    width = int(lengths[0])
+    nodes = np.full((len(rows), width), -1, dtype=np.int64)
+    if "option_nodes" in items.column_names:
+        column = items.column("option_nodes").take(pa.array(rows)).combine_chunks()
+        present = pc.fill_null(pc.list_value_length(column), 0).to_numpy(zero_copy_only=False) == width
+        if present.any():
+            flat = pc.fill_null(column.filter(pa.array(present)).flatten(), -1).to_numpy(zero_copy_only=False)
+            nodes[present] = np.asarray(flat, dtype=np.int64).reshape(int(present.sum()), width)
+    return options.flatten(), nodes

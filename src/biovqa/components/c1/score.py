@@ -1,0 +1,274 @@
+"""C1 scorer: per-item EM / EM_soft / resolution / severity / Wu–Palmer / Lin (metrics.md §2,
+paper Tables 3, 18–24, 72–82); the aggregates are in :mod:`biovqa.components.c1.summary`.
+
+``score(bench, predictions, options)`` takes the predictions *aligned* with ``bench.items`` (same
+length and order; columns ``item_id``, ``response``, ``status`` ∈ ok | failed | missing) and
+returns a :class:`~biovqa.components.registry.ScoreResult`. Options: ``backbone`` (taxonomy index
+folder; default ``manifest["taxonomy_index"]``; without a usable index the scorer raises
+:class:`~biovqa.errors.MissingResourceError` — EM_soft never silently degrades to EM),
+``bootstrap`` (B, default 1000; 0: no intervals), ``seed`` (42), ``level`` (0.95),
+``epithet_last_word`` (True).
+
+Per-item table (one row per benchmark item, in order): the score schema's core columns
+(``item_id, component, task, status, response, parsed, score`` with ``score`` = EM), then
+``group, source_id, em, em_soft, resolved, resolution, resolved_node, lca_node, lca_rank,
+severity, wup, lin, mcq_choice`` plus the bench's difficulty columns (``target_node,
+target_rank, reference_cell, resolution_method, exposure, log10_exposure, prevalence_percentile,
+prevalence_tier, ndd, ndd_rank, confusability, mcq_tier, tier, tier_method``). See
+:mod:`biovqa.components.c1.resolve` for the per-item rules. Repetitive string columns are Arrow
+dictionary arrays (pandas reads them as categoricals).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from biovqa.bench.folder import Bench
+from biovqa.components.c1.floor import _floors, _mcq_arrays, _sorted_codes, _task_index, mcq_floor
+from biovqa.components.c1.resolve import (
+    RESOLUTIONS,
+    ReplyScores,
+    SynonymIndex,
+    VernacularLookup,
+    score_replies,
+)
+from biovqa.components.c1.summary import _ItemArrays, summarize
+from biovqa.components.c1.tasks import MCQ_TASK, TASKS
+from biovqa.components.c1.tiers import DEPTH_RANK
+from biovqa.components.registry import ScoreResult
+from biovqa.errors import InputFormatError, MissingResourceError
+from biovqa.scoring.schema import core_columns
+
+#: Prediction statuses, in the order of the integer codes used here.
+PREDICTION_STATUSES: tuple[str, ...] = ("ok", "failed", "missing")
+
+#: Per-item metrics averaged over every item of a cell.
+ITEM_METRICS: tuple[str, ...] = ("em", "em_soft", "revision_lag", "unresolved", "wup", "lin")
+DIFFICULTY_COLUMNS: tuple[str, ...] = (
+    "target_node", "target_rank", "reference_cell", "resolution_method", "exposure", "log10_exposure",
+    "prevalence_percentile", "prevalence_tier", "ndd", "ndd_rank", "confusability", "mcq_tier", "tier",
+    "tier_method",
+)
+REQUIRED_ITEM_COLUMNS: tuple[str, ...] = ("item_id", "task", "answer", "source_id", "group", "genus",
+                                          "species", "target_node")
+SIDE_FOLDER = "c1"
+TREE_FILE = "tree.parquet"
+VERNACULAR_FILE = "vernacular.parquet"
+
+
+@dataclass(frozen=True, slots=True)
+class C1ScoreOptions:
+    """The C1 scorer's settings (declared, with help, on :data:`biovqa.components.c1.COMPONENT`)."""
+
+    backbone: Path | None = None
+    bootstrap: int = 1000
+    seed: int = 42
+    level: float = 0.95
+    epithet_last_word: bool = True
+
+    @classmethod
+    def from_mapping(cls, options: Mapping[str, Any] | None) -> C1ScoreOptions:
+        """Settings from score options, checked against the component's declarations."""
+        from biovqa.components.c1 import COMPONENT
+
+        resolved = COMPONENT.resolve_score_options(dict(options or {}))
+        return cls(**{name: resolved[name] for name in cls.__dataclass_fields__})
+
+
+def _check_predictions(items: pa.Table, predictions: pa.Table) -> tuple[pa.Array, np.ndarray]:
+    """The replies and a status code per item (0 ok, 1 failed, 2 missing; an ``ok`` row without a
+    reply counts as missing)."""
+    for column in ("item_id", "response", "status"):
+        if column not in predictions.column_names:
+            raise InputFormatError("predictions lack a required column", field=column,
+                                   hint="align them with biovqa.scoring.pipeline.align_predictions")
+    if predictions.num_rows != items.num_rows:
+        raise InputFormatError(
+            f"predictions have {predictions.num_rows} rows, the benchmark has {items.num_rows} items",
+            field="item_id", hint="align them with biovqa.scoring.pipeline.align_predictions")
+    ids = predictions.column("item_id").cast(pa.string())
+    expected = items.column("item_id")
+    same = pc.fill_null(pc.equal(ids, expected), False)
+    if not pc.all(same).as_py():
+        row = int(pc.index(same, False).as_py())
+        raise InputFormatError(
+            f"prediction item_id {ids[row].as_py()!r} does not match benchmark item {expected[row].as_py()!r}",
+            row=row + 2, field="item_id", hint="predictions must be in benchmark item order")
+    status = predictions.column("status").cast(pa.string())
+    known = pc.fill_null(pc.is_in(status, value_set=pa.array(PREDICTION_STATUSES)), False)
+    if not pc.all(known).as_py():
+        row = int(pc.index(known, False).as_py())
+        raise InputFormatError(f"unknown status {status[row].as_py()!r}", row=row + 2, field="status",
+                               hint=f"use one of {', '.join(PREDICTION_STATUSES)}")
+    replies = predictions.column("response").cast(pa.string()).combine_chunks()
+    code = np.full(items.num_rows, PREDICTION_STATUSES.index("missing"), dtype=np.int8)
+    ok = pc.and_(pc.equal(status, "ok"), pc.is_valid(replies)).to_numpy(zero_copy_only=False)
+    code[ok] = PREDICTION_STATUSES.index("ok")
+    code[pc.equal(status, "failed").to_numpy(zero_copy_only=False)] = PREDICTION_STATUSES.index("failed")
+    return replies, code
+
+
+def _check_items(items: pa.Table, source: Path | None) -> np.ndarray:
+    missing = [c for c in REQUIRED_ITEM_COLUMNS if c not in items.column_names]
+    if missing:
+        raise InputFormatError("C1 items lack a required column", file=source, field=missing[0],
+                               hint="rebuild the benchmark with `biovqa build c1`")
+    task_index = _task_index(items.column("task"), source)
+    target = items.column("target_node")
+    if target.null_count:
+        row = int(np.flatnonzero(target.is_null().to_numpy(zero_copy_only=False))[0])
+        raise InputFormatError("item has no target node", file=source, row=row + 2, field="target_node")
+    return task_index
+
+
+def load_resources(bench: Bench, backbone: Path | None) -> tuple[Any, SynonymIndex, VernacularLookup, Path]:
+    """The benchmark tree, the synonym index and the vernacular index a C1 score needs."""
+    from biovqa.taxonomy.index import TaxonomyIndex
+    from biovqa.taxonomy.tree import BenchmarkTree
+    from biovqa.taxonomy.vernacular import VernacularIndex
+
+    recorded = bench.manifest.get("taxonomy_index")
+    path = backbone if backbone is not None else (Path(recorded) if recorded else None)
+    if path is None:
+        raise MissingResourceError(
+            "C1 scoring needs the taxonomy (synonym) index for EM_soft, and none was given",
+            file=bench.root / "manifest.json", field="taxonomy_index",
+            hint="pass --backbone INDEX (built with `biovqa taxonomy index`)")
+    if not path.is_absolute() and backbone is None:
+        path = bench.root / path
+    if not path.exists():
+        raise MissingResourceError("taxonomy index not found", file=path,
+                                   hint="pass --backbone INDEX (built with `biovqa taxonomy index`)")
+    synonyms = TaxonomyIndex.open(path)
+    tree_path = bench.root / SIDE_FOLDER / TREE_FILE
+    if not tree_path.exists():
+        raise MissingResourceError("benchmark tree not found", file=tree_path, hint="rebuild the benchmark")
+    tree = BenchmarkTree.load(tree_path)
+    vernacular = VernacularIndex.load(bench.root / SIDE_FOLDER / VERNACULAR_FILE)
+    return tree, synonyms, vernacular, path
+
+
+def score(bench: Bench, predictions: pa.Table, options: Mapping[str, Any] | None = None) -> ScoreResult:
+    """Score C1 predictions aligned with ``bench.items`` (see the module docstring)."""
+    settings = C1ScoreOptions.from_mapping(options)
+    tree, synonyms, vernacular, index_path = load_resources(bench, settings.backbone)
+    items = _scoring_columns(bench)
+    return score_items(items, predictions, tree=tree, synonyms=synonyms, vernacular=vernacular,
+                       settings=settings, backbone=index_path, source=bench.items_path)
+
+
+#: Item columns the scorer reads (plus the difficulty columns it copies); the rest stay on disk.
+SCORING_COLUMNS: tuple[str, ...] = (*REQUIRED_ITEM_COLUMNS, "tier", "options", "option_nodes")
+#: Repetitive string columns read as Arrow dictionaries (no per-row strings are materialised).
+DICTIONARY_COLUMNS: tuple[str, ...] = (
+    "task", "answer", "genus", "species", "group", "tier", "target_rank", "reference_cell", "resolution_method",
+    "prevalence_tier", "ndd_rank", "mcq_tier", "tier_method",
+)
+
+
+def _scoring_columns(bench: Bench) -> pa.Table:
+    """The items table restricted to what scoring needs (the cached full table if already read)."""
+    if "items" in vars(bench):
+        return bench.items
+    import pyarrow.parquet as pq
+
+    try:
+        schema = pq.read_schema(bench.items_path)
+        wanted = [c for c in dict.fromkeys((*SCORING_COLUMNS, *DIFFICULTY_COLUMNS)) if c in schema.names]
+        strings = [c for c in DICTIONARY_COLUMNS if c in wanted and pa.types.is_string(schema.field(c).type)]
+        return pq.read_table(bench.items_path, columns=wanted, read_dictionary=strings)
+    except (pa.ArrowInvalid, OSError) as exc:
+        raise InputFormatError(f"cannot read benchmark items: {exc}", file=bench.items_path,
+                               hint="the file looks truncated or is not Parquet; rebuild the benchmark") from None
+
+
+def score_items(items: pa.Table, predictions: pa.Table, *, tree: Any, synonyms: SynonymIndex,
+                vernacular: VernacularLookup, settings: C1ScoreOptions | None = None,
+                backbone: Path | None = None, source: Path | None = None) -> ScoreResult:
+    """Per-item scores and the summary from already-loaded resources (pure)."""
+    settings = settings or C1ScoreOptions()
+    task_index = _check_items(items, source)
+    replies, status = _check_predictions(items, predictions)
+    target = items.column("target_node").to_numpy(zero_copy_only=False).astype(np.int64)
+    if len(target) and (target.min() < 0 or target.max() >= len(tree.names)):
+        raise InputFormatError("target_node lies outside the benchmark tree", file=source, field="target_node",
+                               hint="the tree and the items come from different builds")
+    is_mcq = task_index == TASKS.index(MCQ_TASK)
+    mcq_options, mcq_option_nodes = _mcq_arrays(items, is_mcq, source)
+    result = score_replies(
+        task_index=task_index, task_names=TASKS, answers=items.column("answer"), genera=items.column("genus"),
+        binomials=items.column("species"), target_nodes=target, replies=replies,
+        answered=status == PREDICTION_STATUSES.index("ok"), failed=status == PREDICTION_STATUSES.index("failed"),
+        mcq_options=mcq_options, mcq_option_nodes=mcq_option_nodes, tree=tree, synonyms=synonyms,
+        vernacular=vernacular, epithet_last_word=settings.epithet_last_word)
+    group_codes, group_labels = _sorted_codes(items.column("group"))
+    if "tier" in items.column_names:
+        tier_codes, tier_labels = _sorted_codes(items.column("tier"))
+    else:
+        tier_codes, tier_labels = np.full(items.num_rows, -1, dtype=np.int64), []
+    cluster, cluster_labels = _sorted_codes(items.column("source_id"))
+    arrays = _ItemArrays(task=task_index, group=group_codes, group_labels=group_labels, tier=tier_codes,
+                         tier_labels=tier_labels, cluster=cluster, n_clusters=len(cluster_labels), status=status,
+                         scores=result)
+    answers, floors = _floors(task_index, items.column("answer"))
+    if is_mcq.any():
+        floors[MCQ_TASK] = mcq_floor(items.column("answer").take(pa.array(np.flatnonzero(is_mcq))), mcq_options)
+    summary = summarize(arrays, floors, answers, B=settings.bootstrap, seed=settings.seed, level=settings.level)
+    summary["taxonomy_index"] = None if backbone is None else str(backbone)
+    return ScoreResult(items=_item_table(items, predictions, result), summary=summary)
+
+
+def _label_array(codes: np.ndarray, labels: Sequence[str]) -> pa.Array:
+    """A dictionary array of ``labels`` from integer codes (null where the code is negative)."""
+    indices = pa.array(np.asarray(codes, dtype=np.int32), pa.int32(), mask=np.asarray(codes) < 0)
+    return pa.DictionaryArray.from_arrays(indices, pa.array(list(labels), pa.string()))
+
+
+def _item_table(items: pa.Table, predictions: pa.Table, result: ReplyScores) -> pa.Table:
+    resolved = result.resolved_node >= 0
+
+    def nullable(values: np.ndarray, valid: np.ndarray, kind: pa.DataType) -> pa.Array:
+        return pa.array(values, type=kind, mask=~valid)
+
+    out: dict[str, pa.Array | pa.ChunkedArray] = {
+        **core_columns(items, predictions, component="c1", parsed=result.parsed, score=result.em),
+        "group": _dictionary(items.column("group")),
+        "source_id": _plain(items.column("source_id")),
+        "em": pa.array(result.em, pa.int8()),
+        "em_soft": pa.array(result.em_soft, pa.int8()),
+        "resolved": pa.array(resolved, pa.bool_()),
+        "resolution": _label_array(result.resolution, RESOLUTIONS),
+        "resolved_node": nullable(result.resolved_node, resolved, pa.int32()),
+        "lca_node": nullable(result.lca_node, resolved, pa.int32()),
+        "lca_rank": _label_array(result.lca_depth, DEPTH_RANK),
+        "severity": pa.array(result.severity, pa.float64(), from_pandas=True),
+        "wup": pa.array(result.wup, pa.float64()),
+        "lin": pa.array(result.lin, pa.float64()),
+        "mcq_choice": nullable(result.mcq_choice, result.mcq_choice >= 0, pa.int8()),
+    }
+    for name in DIFFICULTY_COLUMNS:
+        if name in items.column_names:
+            column = items.column(name)
+            out[name] = _dictionary(column) if name in DICTIONARY_COLUMNS else _plain(column)
+    return pa.table(out)
+
+
+def _dictionary(column: pa.ChunkedArray | pa.Array) -> pa.ChunkedArray | pa.Array:
+    """A repetitive string column as a dictionary array (however the items were read)."""
+    if pa.types.is_dictionary(column.type):
+        return column
+    return column.cast(pa.string()).dictionary_encode()
+
+
+def _plain(column: pa.ChunkedArray | pa.Array) -> pa.ChunkedArray | pa.Array:
+    """A dictionary-encoded column decoded to its value type (the output schema never depends on
+    how the items were read)."""
+    return column.cast(column.type.value_type) if pa.types.is_dictionary(column.type) else column
+

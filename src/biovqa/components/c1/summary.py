@@ -1,0 +1,286 @@
+"""C1 aggregates: every mean of the C1 leaderboards with image-cluster bootstrap intervals
+(metrics.md §2.13, paper K.5), from the per-item arrays of :mod:`biovqa.components.c1.score`.
+
+Every estimate has the score schema's form ``{"value", "lo", "hi", "n"}``: the full-sample value,
+the percentile bootstrap bounds (B resamples of images, i.e. ``source_id`` clusters, one set of
+resamples for all), and the number of items (images for hierarchy metrics) behind it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from biovqa.components.c1.floor import headroom, item_weighted_score, recognition_recall_gap
+from biovqa.components.c1.hierarchy import HIERARCHICAL_METRICS, hierarchical_per_image, per_level_accuracy
+from biovqa.components.c1.resolve import RESOLUTIONS, ReplyScores
+from biovqa.components.c1.tasks import HIERARCHY_TASKS, MCQ_TASK, OPEN_COMMON_TASK, TABLE3_COLUMNS, TASKS
+from biovqa.errors import InputFormatError
+from biovqa.scoring.schema import estimate as _estimate
+from biovqa.stats.bootstrap import ClusterBootstrapPlan, percentile_interval
+
+@dataclass(frozen=True)
+class _ItemArrays:
+    """Per-item integer codes and scores the summary is computed from."""
+
+    task: np.ndarray
+    group: np.ndarray
+    group_labels: list[str]
+    tier: np.ndarray
+    tier_labels: list[str]
+    cluster: np.ndarray
+    n_clusters: int
+    status: np.ndarray
+    scores: ReplyScores
+
+
+def _intervals(replicates: np.ndarray, level: float) -> tuple[np.ndarray, np.ndarray]:
+    """Percentile bounds per column; NaN when no bootstrap ran (B = 0)."""
+    if replicates.shape[0] == 0:
+        empty = np.full(replicates.shape[1] if replicates.ndim == 2 else 1, np.nan)
+        return empty, empty.copy()
+    return percentile_interval(replicates, level)
+
+
+def summarize(arrays: _ItemArrays, floors: Mapping[str, float], floor_replies: Mapping[str, str], *,
+              B: int = 1000, seed: int = 42, level: float = 0.95) -> dict[str, Any]:
+    """The C1 summary (module docstring) from per-item codes and scores."""
+    scores = arrays.scores
+    n_items = len(arrays.task)
+    em = scores.em.astype(np.float64)
+    em_soft = scores.em_soft.astype(np.float64)
+    resolved = scores.resolved_node >= 0
+    with_severity = ~np.isnan(scores.severity)
+    values = {"em": em, "em_soft": em_soft, "unresolved": (~resolved).astype(np.float64),
+              "wup": scores.wup, "lin": scores.lin}
+    plan = ClusterBootstrapPlan(arrays.cluster, arrays.n_clusters)
+    everything = np.ones(n_items, dtype=bool)
+    severity_values = np.nan_to_num(scores.severity)
+
+    def full_block(cells: np.ndarray, n_cells: int) -> dict[str, int]:
+        count = plan.add_denominator(everything, cells, n_cells)
+        count_severity = plan.add_denominator(with_severity, cells, n_cells)
+        columns = {name: plan.add_mean(v, everything, cells, n_cells, count) for name, v in values.items()}
+        columns["severity"] = plan.add_mean(severity_values, with_severity, cells, n_cells, count_severity)
+        return columns
+
+    n_groups, n_tiers = len(arrays.group_labels), len(arrays.tier_labels)
+    task_codes = arrays.task
+    pooled_codes = np.zeros(n_items, dtype=np.int64)
+    open_codes = np.where(task_codes != TASKS.index(MCQ_TASK), 0, -1)
+    blocks = {
+        "tasks": (full_block(task_codes, len(TASKS)), list(TASKS), task_codes),
+        "pooled": (full_block(pooled_codes, 1), ["all"], pooled_codes),
+        "open_pooled": (full_block(open_codes, 1), ["all"], open_codes),
+        "groups": (full_block(arrays.group, n_groups), arrays.group_labels, arrays.group),
+        "tiers": (full_block(arrays.tier, n_tiers), arrays.tier_labels, arrays.tier),
+    }
+    task_group = np.where(arrays.group >= 0, task_codes * max(n_groups, 1) + arrays.group, -1)
+    task_tier = np.where(arrays.tier >= 0, task_codes * max(n_tiers, 1) + arrays.tier, -1)
+
+    hierarchy_inputs = _hierarchy_matrix(task_codes, em, arrays.cluster, arrays.n_clusters, arrays.group)
+    hierarchy_columns: dict[str, int] = {}
+    if hierarchy_inputs is not None:
+        correct, present, image_rows, image_group = hierarchy_inputs
+        per_image = hierarchical_per_image(correct, present)
+        every_image = np.ones(len(image_rows), dtype=bool)
+        for scope, cells, width in (("pooled", np.zeros(len(image_rows), dtype=np.int64), 1),
+                                    ("groups", image_group, n_groups)):
+            count = plan.add_denominator(every_image, cells, width, codes=image_rows)
+            for metric in HIERARCHICAL_METRICS:
+                hierarchy_columns[f"{scope}:{metric}"] = plan.add_mean(per_image[metric], every_image, cells,
+                                                                       width, count, codes=image_rows)
+
+    estimate, replicates = plan.run(B, seed)
+    lo, hi = _intervals(replicates, level)
+
+    def interval(column: int, n: int) -> dict[str, Any]:
+        return _estimate(estimate[column], lo[column], hi[column], n=n)
+
+    def difference(first: int, second: int, n: int) -> dict[str, Any]:
+        d_lo, d_hi = _intervals(replicates[:, first] - replicates[:, second], level)
+        return _estimate(estimate[first] - estimate[second], d_lo[0], d_hi[0], n=n)
+
+    summary: dict[str, Any] = {"n_images": int(arrays.n_clusters)}
+    summary["bootstrap"] = {"B": int(B), "seed": int(seed), "level": float(level), "unit": "image (source_id)"}
+
+    def metric_blocks(key: str) -> dict[str, dict[str, Any]]:
+        columns, labels, cells = blocks[key]
+        n = np.bincount(cells[cells >= 0], minlength=len(labels))
+        n_severity = np.bincount(cells[(cells >= 0) & with_severity], minlength=len(labels))
+        out: dict[str, dict[str, Any]] = {}
+        for position, label in enumerate(labels):
+            if n[position] == 0:
+                continue
+            block: dict[str, Any] = {"n": int(n[position]), "n_severity": int(n_severity[position])}
+            items = int(n[position])
+            for name in ("em", "em_soft"):
+                block[name] = interval(columns[name] + position, items)
+            block["revision_lag"] = difference(columns["em_soft"] + position, columns["em"] + position, items)
+            for name in ("unresolved", "wup", "lin"):
+                block[name] = interval(columns[name] + position, items)
+            block["severity"] = interval(columns["severity"] + position, int(n_severity[position]))
+            out[label] = block
+        return out
+
+    summary["tasks"] = metric_blocks("tasks")
+    em_first = blocks["tasks"][0]["em"]
+    for name, block in summary["tasks"].items():
+        phi = float(floors.get(name, np.nan))
+        block["floor"] = phi
+        block["floor_answer"] = floor_replies.get(name)
+        column = em_first + TASKS.index(name)
+        block["headroom"] = _headroom(estimate[column], replicates[:, column], phi, level, n=block["n"])
+    summary["pooled"] = metric_blocks("pooled").get("all", {})
+    summary["open_pooled"] = metric_blocks("open_pooled").get("all", {})
+    if summary["pooled"]:
+        n_by_task = {t: b["n"] for t, b in summary["tasks"].items()}
+        phi = item_weighted_score({t: float(floors.get(t, 0.0)) for t in n_by_task}, n_by_task)
+        summary["pooled"]["floor"] = float(phi)
+        column = blocks["pooled"][0]["em"]
+        summary["pooled"]["headroom"] = _headroom(estimate[column], replicates[:, column], phi, level,
+                                                   n=summary["pooled"]["n"])
+    summary["recognition_recall"] = _recognition_recall(
+        em_first, estimate, replicates, level, n_by_task={t: b["n"] for t, b in summary["tasks"].items()})
+    summary["groups"] = metric_blocks("groups")
+    summary["tiers"] = metric_blocks("tiers")
+
+    def em_cells(cells: np.ndarray, labels: list[str]) -> dict[str, dict[str, Any]]:
+        """EM per (task, label) cell, point estimates (the breakdown tables)."""
+        width = len(TASKS) * max(len(labels), 1)
+        n = np.bincount(cells[cells >= 0], minlength=width)
+        hits = np.bincount(cells[cells >= 0], weights=em[cells >= 0], minlength=width)
+        out: dict[str, dict[str, Any]] = {}
+        for t_index, t_name in enumerate(TASKS):
+            row: dict[str, Any] = {}
+            for l_index, l_name in enumerate(labels):
+                cell = t_index * len(labels) + l_index
+                if n[cell]:
+                    row[l_name] = {"n": int(n[cell]), "em": float(hits[cell] / n[cell])}
+            if row:
+                out[t_name] = row
+        return out
+
+    summary["task_group"] = em_cells(task_group, arrays.group_labels)
+    summary["task_tier"] = em_cells(task_tier, arrays.tier_labels)
+    summary["breakdown"] = _breakdown(arrays, values, scores.severity)
+    resolution_counts = np.bincount(task_codes * len(RESOLUTIONS) + scores.resolution,
+                                    minlength=len(TASKS) * len(RESOLUTIONS)).reshape(len(TASKS), len(RESOLUTIONS))
+    summary["resolution"] = {
+        TASKS[t]: {RESOLUTIONS[r]: int(resolution_counts[t, r]) for r in np.argsort(RESOLUTIONS)
+                   if resolution_counts[t, r]}
+        for t in range(len(TASKS)) if resolution_counts[t].any()
+    }
+    summary["table3"] = {column: summary["tasks"][task]["em"] for column, task in TABLE3_COLUMNS.items()
+                         if task in summary["tasks"]}
+    summary["hierarchy"] = _hierarchy_summary(hierarchy_inputs, hierarchy_columns, interval, arrays.group_labels)
+    return summary
+
+
+def _headroom(estimate: float, replicates: np.ndarray, phi: float, level: float, *, n: int) -> dict[str, Any]:
+    """Headroom recovered over the floor, (S − φ)/(1 − φ) (§2.10), with the transformed interval."""
+    if not np.isfinite(phi) or phi >= 1:
+        return _estimate(np.nan, n=n)
+    lo, hi = _intervals((replicates - phi) / (1 - phi), level)
+    return _estimate(headroom(estimate, phi), lo[0], hi[0], n=n)
+
+
+def _recognition_recall(em_first: int, estimate: np.ndarray, replicates: np.ndarray, level: float,
+                        n_by_task: Mapping[str, int]) -> dict[str, Any]:
+    """gap = EM(MCQ) − EM(open common name); ratio = MCQ / open (§2.11)."""
+    if MCQ_TASK not in n_by_task or OPEN_COMMON_TASK not in n_by_task:
+        return {}
+    mcq = em_first + TASKS.index(MCQ_TASK)
+    open_ = em_first + TASKS.index(OPEN_COMMON_TASK)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        ratio_reps = np.where(replicates[:, open_] > 0, replicates[:, mcq] / replicates[:, open_], np.nan)
+    gap, ratio = recognition_recall_gap(float(estimate[mcq]), float(estimate[open_]))
+    gap_lo, gap_hi = _intervals(replicates[:, mcq] - replicates[:, open_], level)
+    ratio_lo, ratio_hi = _intervals(ratio_reps, level)
+    m_lo, m_hi = _intervals(replicates[:, [mcq, open_]], level)
+    return {
+        "mcq": _estimate(estimate[mcq], m_lo[0], m_hi[0], n=n_by_task[MCQ_TASK]),
+        "open": _estimate(estimate[open_], m_lo[1], m_hi[1], n=n_by_task[OPEN_COMMON_TASK]),
+        "gap": _estimate(gap, gap_lo[0], gap_hi[0], n=n_by_task[MCQ_TASK] + n_by_task[OPEN_COMMON_TASK]),
+        "ratio": _estimate(ratio, ratio_lo[0], ratio_hi[0], n=n_by_task[MCQ_TASK] + n_by_task[OPEN_COMMON_TASK]),
+    }
+
+
+def _breakdown(arrays: _ItemArrays, values: dict[str, np.ndarray], severity: np.ndarray) -> list[dict[str, Any]]:
+    """Point estimates for every (task, group, tier) cell with items (tier "none" where unset)."""
+    n_groups = max(len(arrays.group_labels), 1)
+    n_tiers = len(arrays.tier_labels) + 1  # last slot: no tier
+    tier = np.where(arrays.tier >= 0, arrays.tier, n_tiers - 1)
+    valid = arrays.group >= 0
+    cells = (arrays.task * n_groups + arrays.group) * n_tiers + tier
+    cells, width = cells[valid], len(TASKS) * n_groups * n_tiers
+    n = np.bincount(cells, minlength=width)
+    has_severity = ~np.isnan(severity[valid])
+    n_severity = np.bincount(cells[has_severity], minlength=width)
+    sums = {name: np.bincount(cells, weights=v[valid], minlength=width) for name, v in values.items()}
+    severity_sum = np.bincount(cells[has_severity], weights=severity[valid][has_severity], minlength=width)
+    tier_labels = [*arrays.tier_labels, "none"]
+    records = []
+    for cell in np.flatnonzero(n):
+        task, rest = divmod(int(cell), n_groups * n_tiers)
+        group, tier_code = divmod(rest, n_tiers)
+        record: dict[str, Any] = {"task": TASKS[task], "group": arrays.group_labels[group],
+                                  "tier": tier_labels[tier_code], "n": int(n[cell]),
+                                  "n_severity": int(n_severity[cell])}
+        for name, total in sums.items():
+            record[name] = float(total[cell] / n[cell])
+        record["severity"] = float(severity_sum[cell] / n_severity[cell]) if n_severity[cell] else float("nan")
+        records.append(record)
+    return records
+
+
+def _hierarchy_matrix(task: np.ndarray, em: np.ndarray, codes: np.ndarray, n_clusters: int,
+                      group: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None:
+    """Per image (cluster): EM at phylum … species, which levels it was asked, its group code."""
+    level_of_task = np.asarray([HIERARCHY_TASKS.index(t) if t in HIERARCHY_TASKS else -1 for t in TASKS])
+    level = level_of_task[task]
+    rows = np.flatnonzero(level >= 0)
+    if len(rows) == 0:
+        return None
+    flat = codes[rows] * len(HIERARCHY_TASKS) + level[rows]
+    if np.bincount(flat, minlength=1).max() > 1:
+        raise InputFormatError("an image has two questions at the same rank", field="source_id",
+                               hint="hierarchical consistency needs one question per image and rank")
+    present_flat = np.zeros(n_clusters * len(HIERARCHY_TASKS), dtype=bool)
+    correct_flat = np.zeros_like(present_flat)
+    present_flat[flat] = True
+    correct_flat[flat] = em[rows] > 0
+    present = present_flat.reshape(n_clusters, len(HIERARCHY_TASKS))
+    correct = correct_flat.reshape(n_clusters, len(HIERARCHY_TASKS))
+    image_group = np.full(n_clusters, -1, dtype=np.int64)
+    image_group[codes[rows]] = group[rows]
+    image_rows = np.flatnonzero(present.any(axis=1))
+    return correct[image_rows], present[image_rows], image_rows, image_group[image_rows]
+
+
+def _hierarchy_summary(inputs: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None,
+                       columns: dict[str, int], interval: Any, group_labels: list[str]) -> dict[str, Any]:
+    if inputs is None:
+        return {}
+    correct, present, _, image_group = inputs
+    levels = list(HIERARCHY_TASKS)
+
+    def block(scope: str, position: int, mask: np.ndarray) -> dict[str, Any]:
+        out: dict[str, Any] = {"n_images": int(mask.sum())}
+        for name in HIERARCHICAL_METRICS:
+            out[name] = interval(columns[f"{scope}:{name}"] + position, int(mask.sum()))
+        accuracy = per_level_accuracy(correct[mask], present[mask])
+        out["per_level"] = {level: float(acc) for level, acc in zip(levels, accuracy)}
+        return out
+
+    return {
+        "levels": levels,
+        "correctness": "em",
+        "n_images": len(correct),
+        "pooled": block("pooled", 0, np.ones(len(correct), dtype=bool)),
+        "groups": {label: block("groups", i, image_group == i) for i, label in enumerate(group_labels)
+                   if (image_group == i).any()},
+    }

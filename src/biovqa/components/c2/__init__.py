@@ -1,0 +1,35 @@
+"""C2 fine-grained attribute grounding (CUB-200-2011).
+
+Modules: :mod:`.families` (the ten question families and their prompts), :mod:`.build`
+(items, floor), :mod:`.render` (part markers), :mod:`.parser` (the five-step reply parser),
+:mod:`.kernels` and :mod:`.naming` (similarity kernels), :mod:`.cags` (per-item scores),
+:mod:`.summary` (aggregates), :mod:`.sweep` (kernel sensitivity), :mod:`.report`.
+"""
+
+from biovqa.components.registry import Component, Option
+
+COMPONENT = Component(
+    name="c2",
+    title="C2 fine-grained attribute grounding",
+    tasks=("attr_bare_value", "attr_group_value", "marker_localization", "visibility_partset",
+           "visibility_side", "category_mcq", "open_common_name", "open_scientific_name",
+           "open_genus", "open_kind_of"),
+    builder="biovqa.components.c2.build:build_command",
+    build_function="biovqa.components.c2.build:build_c2",
+    floor="biovqa.components.c2.build:floor_responses",
+    scorer="biovqa.components.c2.score:score",
+    reporter="biovqa.components.c2.report:tables",
+    sweep="biovqa.components.c2.sweep:run_sweep",
+    score_options=(
+        Option("prefer_text", bool, False,
+               "when an MCQ reply's letter and option text disagree, take the text (default: the letter)"),
+        Option("tau", float, 30.0, "colour kernel scale τ in CIEDE2000 units (Eq. 13)", low=1e-9, high=1e9),
+        Option("alpha", float, 0.5, "weight of the graded part of the salience kernel", low=0.0, high=1.0),
+        Option("colour_kernel", str, "exponential", "colour similarity kernel",
+               choices=("exponential", "linear")),
+        Option("visibility_kernel", str, "exact", "visibility kernel (anatomy: partial credit by part distance)",
+               choices=("exact", "anatomy")),
+        Option("sweep_size", int, 60000, "items drawn for the kernel sweep (--sweep)", low=1),
+    ),
+    table3=("sal", "mrp", "loc", "nam"),
+)

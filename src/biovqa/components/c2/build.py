@@ -1,0 +1,433 @@
+"""C2 — fine-grained attribute grounding: build the benchmark from CUB-200-2011.
+
+Pipeline (components.md §2, prompts.md §3):
+
+1. read the native CUB archive (:mod:`biovqa.sources.cub`) and the class → scientific name map;
+2. derive per-image attribute truth under the certainty rule (:data:`CERTAINTY_RULE`);
+3. generate the ten families image by image with one seeded generator per family;
+4. render one marker copy per image (:mod:`biovqa.components.c2.render`) into ``rendered/c2/markers/``;
+5. write ``items.parquet``, ``c2/part_layout.json``, ``c2/vocabulary.json`` and the manifest,
+   which records the exclusions per reason, the certainty rule and, per family, the produced count
+   beside the paper's (Table 7).
+
+Source-photo items point at the CUB ``images/`` folder (``images_root`` in the manifest); marker
+items point at ``rendered/…`` inside the benchmark folder (``Bench.resolve_image`` resolves both).
+"""
+
+from __future__ import annotations
+
+import csv
+import zlib
+from importlib import resources
+from pathlib import Path
+from typing import Annotated, Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import typer
+
+from biovqa.errors import InputFormatError, MissingResourceError
+from biovqa.bench.folder import Bench, sha256_file, write_bench, write_json
+from biovqa.records import ITEM_COLUMNS
+from biovqa.sources.cub import CubDataset, read_cub
+from biovqa.text import normalize_c2
+from biovqa.components.c2 import families as fam
+from biovqa.components.c2.render import (
+    MARKER_COLORS,
+    MARKER_SHAPES,
+    PNG_SAVE_OPTIONS,
+    RADIUS_FRACTION,
+    Marker,
+    RenderJob,
+    marker_radius,
+    render_all,
+)
+
+GENERATOR = "biovqa.components.c2.build"
+SIDE_FOLDER = "c2"
+PART_LAYOUT_FILE = "part_layout.json"
+VOCABULARY_FILE = "vocabulary.json"
+MARKER_FOLDER = "rendered/c2/markers"
+COLOUR_WORDS_KEY = "colour_words"
+#: Images whose items are generated before their rows are turned into Arrow (bounds memory).
+IMAGES_PER_CHUNK = 1000
+
+#: items.parquet columns beyond records.ITEM_COLUMNS (the C2 contract with the scorer).
+C2_COLUMNS: tuple[tuple[str, pa.DataType], ...] = (
+    ("family", pa.string()),
+    ("category", pa.string()),
+    ("answer_letter", pa.string()),
+    ("part", pa.string()),
+    ("property", pa.string()),
+    ("attribute_group", pa.string()),
+    ("gold_set", pa.list_(pa.string())),
+    ("class_id", pa.int32()),
+    ("class_name", pa.string()),
+    ("scientific_name", pa.string()),
+    ("genus", pa.string()),
+    ("kind_category", pa.string()),
+    ("kind_modifier", pa.string()),
+    ("marker_color", pa.string()),
+    ("marker_shape", pa.string()),
+)
+ITEM_SCHEMA = pa.schema([*ITEM_COLUMNS, *C2_COLUMNS])
+
+
+def default_names_path() -> Path:
+    """The CUB class → scientific name map shipped with biovqa."""
+    return Path(str(resources.files("biovqa").joinpath("data", "cub", "cub_names.csv")))
+
+
+# --------------------------------------------------------------------------------------------
+# name map
+
+
+def read_name_map(path: str | Path, cub: CubDataset) -> dict[int, fam.ClassNaming]:
+    """Read ``class_id,common_name,scientific_name`` (header required) and check it against
+    ``classes.txt``: every CUB class must have a row whose common name matches the CUB name
+    (after C2 normalization). A scientific name of one word is a genus-only mapping: it gives the
+    genus but no binomial (no open_scientific_name item)."""
+    path = Path(path)
+    if not path.is_file():
+        raise MissingResourceError("CUB name map not found", file=path,
+                                   hint="omit --names to use the map shipped with biovqa")
+    with open(path, encoding="utf-8", newline="") as handle:
+        reader = csv.reader(handle)
+        header = next(reader, None)
+        expected = ["class_id", "common_name", "scientific_name"]
+        if header is None or [h.strip() for h in header] != expected:
+            raise InputFormatError(f"header must be {','.join(expected)}; found {header}", file=path, row=1)
+        rows: dict[int, tuple[str, str]] = {}
+        for line_no, record in enumerate(reader, start=2):
+            if not record:
+                continue
+            if len(record) != 3:
+                raise InputFormatError(f"expected 3 fields, found {len(record)}", file=path, row=line_no)
+            try:
+                class_id = int(record[0])
+            except ValueError:
+                raise InputFormatError(f"class id is not an integer: {record[0]!r}", file=path,
+                                       row=line_no, field="class_id") from None
+            if class_id not in cub.class_folders:
+                raise InputFormatError(f"class id {class_id} is not in classes.txt", file=path,
+                                       row=line_no, field="class_id")
+            if class_id in rows:
+                raise InputFormatError(f"class id {class_id} appears twice", file=path, row=line_no,
+                                       field="class_id")
+            if normalize_c2(record[1]) != normalize_c2(cub.class_name(class_id)):
+                raise InputFormatError(
+                    f"common name {record[1]!r} does not match CUB class {cub.class_folders[class_id]!r}",
+                    file=path, row=line_no, field="common_name",
+                    hint="the map must follow the CUB classes.txt ids and names",
+                )
+            rows[class_id] = (record[1].strip(), record[2].strip())
+    missing = sorted(set(cub.class_folders) - set(rows))
+    if missing:
+        raise InputFormatError(f"no row for CUB class id(s) {missing[:10]}", file=path,
+                               field="class_id", hint="add one row per class of classes.txt")
+    class_names = [cub.class_name(c) for c in sorted(cub.class_folders)]
+    categories = set(fam.name_categories(class_names))
+    naming = {}
+    for class_id in sorted(cub.class_folders):
+        name = cub.class_name(class_id)
+        scientific = rows[class_id][1]
+        words = scientific.split()
+        head = fam.head_noun(name)
+        in_category = head in categories
+        naming[class_id] = fam.ClassNaming(
+            class_id=class_id,
+            class_name=name,
+            scientific_name=scientific if len(words) >= 2 else None,
+            genus=words[0] if words else None,
+            kind_category=head if in_category else None,
+            kind_modifier=name[: -len(head)].strip() if in_category else None,
+        )
+    return naming
+
+
+# --------------------------------------------------------------------------------------------
+# side files
+
+
+def part_layout(cub: CubDataset) -> dict[str, list[float]]:
+    """Mean location of each part, normalised by the bounding box, over the images where the part
+    is visible: ((x − box_x)/box_w, (y − box_y)/box_h) averaged (the anatomy-kernel layout,
+    metrics.md §3.7). Parts never visible get null."""
+    boxes = cub.bounding_boxes
+    width = np.where(boxes[:, 2] > 0, boxes[:, 2], 1.0)[:, None]
+    height = np.where(boxes[:, 3] > 0, boxes[:, 3], 1.0)[:, None]
+    nx = (cub.part_xy[:, :, 0] - boxes[:, 0:1]) / width
+    ny = (cub.part_xy[:, :, 1] - boxes[:, 1:2]) / height
+    visible = cub.part_visible
+    counts = visible.sum(axis=0)
+    layout: dict[str, Any] = {}
+    for p, name in enumerate(cub.part_names):
+        if counts[p] == 0:
+            layout[fam.part_text(name)] = None
+            continue
+        layout[fam.part_text(name)] = [round(float(nx[visible[:, p], p].mean()), 6),
+                                       round(float(ny[visible[:, p], p].mean()), 6)]
+    return layout
+
+
+# --------------------------------------------------------------------------------------------
+# build
+
+
+def _family_rng(seed: int, family: str) -> np.random.Generator:
+    return np.random.default_rng([seed, zlib.crc32(family.encode("utf-8"))])
+
+
+def build_c2(
+    cub_dir: str | Path,
+    out: str | Path,
+    *,
+    names: str | Path | None = None,
+    seed: int = 42,
+    workers: int = 1,
+) -> Bench:
+    """Build the C2 benchmark folder ``out`` from the CUB archive at ``cub_dir``."""
+    out = Path(out)
+    cub = read_cub(cub_dir)
+    names_path = Path(names) if names is not None else default_names_path()
+    naming = read_name_map(names_path, cub)
+    truth = fam.AttributeTruth.from_cub(cub)
+    categories = fam.name_categories([naming[c].class_name for c in sorted(naming)])
+    skipped: dict[str, int] = {}
+
+    rngs = {f: _family_rng(seed, f) for f in ("attr_bare_value", "attr_group_value",
+                                               "visibility_partset", "marker_localization", "naming")}
+    colors = tuple(MARKER_COLORS)
+    from PIL import Image
+
+    rows: dict[str, list[dict[str, Any]]] = {f: [] for f in fam.FAMILIES}
+    tables: dict[str, list[pa.Table]] = {f: [] for f in fam.FAMILIES}
+    produced = dict.fromkeys(fam.FAMILIES, 0)
+    jobs: list[RenderJob] = []
+    marker_rows: list[dict[str, Any]] = []
+    for chunk_start in range(0, cub.n_images, IMAGES_PER_CHUNK):
+        chunk = range(chunk_start, min(cub.n_images, chunk_start + IMAGES_PER_CHUNK))
+        bare = fam.attr_bare_value(cub, truth, rngs["attr_bare_value"], skipped, image_rows=chunk)
+        group = fam.attr_group_value(cub, truth, rngs["attr_group_value"], skipped, image_rows=chunk)
+        partset = fam.visibility_partset(cub, rngs["visibility_partset"], skipped, image_rows=chunk)
+        side = fam.visibility_side(cub, image_rows=chunk)
+        for r in chunk:
+            k_chunk = r - chunk_start
+            image_id = int(cub.image_ids[r])
+            rel = cub.image_paths[r]
+            source = cub.images_dir / rel
+            digest = sha256_file(source)
+            class_id = int(cub.image_class_ids[r])
+            info = naming[class_id]
+            common = {
+                "image": rel, "image_sha256": digest, "source_id": str(image_id), "class_id": class_id,
+                "class_name": info.class_name, "scientific_name": info.scientific_name,
+                "genus": info.genus, "kind_category": info.kind_category,
+                "kind_modifier": info.kind_modifier,
+            }
+
+            def add(family_rows: list[dict[str, Any]], family: str, image_id: int = image_id,
+                    common: dict[str, Any] = common) -> None:
+                for k, item in enumerate(family_rows):
+                    rows[family].append({"item_id": f"c2-{family}-{image_id:05d}-{k:02d}", **common, **item})
+
+            add(bare[k_chunk], "attr_bare_value")
+            add(group[k_chunk], "attr_group_value")
+            with Image.open(source) as picture:
+                width, height = picture.size
+            plan = fam.plan_markers(cub.part_visible[r], cub.part_xy[r], marker_radius(width, height),
+                                    rngs["marker_localization"], colors, MARKER_SHAPES)
+            if plan is None:
+                skipped["marker_localization: no visible part"] = skipped.get(
+                    "marker_localization: no visible part", 0) + 1
+            else:
+                item = fam.marker_item(plan, cub.part_visible[r], cub.part_names,
+                                       rngs["marker_localization"])
+                rendered = f"{MARKER_FOLDER}/{image_id:05d}.png"
+                markers = []  # controls first, the target last (on top where markers touch)
+                if plan.color_control is not None:
+                    markers.append(_marker(cub, r, plan.color_control, plan.color,
+                                           str(plan.color_control_shape)))
+                if plan.shape_control is not None:
+                    markers.append(_marker(cub, r, plan.shape_control, str(plan.shape_control_color),
+                                           plan.shape))
+                markers.append(_marker(cub, r, plan.target, plan.color, plan.shape))
+                if len(markers) < 3:
+                    skipped["marker_localization: fewer than 2 control markers"] = skipped.get(
+                        "marker_localization: fewer than 2 control markers", 0) + 1
+                jobs.append(RenderJob(source, out / rendered, tuple(markers)))
+                marker_rows.append({"item_id": f"c2-marker_localization-{image_id:05d}-00", **common,
+                                    **item, "image": rendered})
+            add(partset[k_chunk], "visibility_partset")
+            add(side[k_chunk], "visibility_side")
+            for item in fam.naming_items(info, categories, rngs["naming"]):
+                add([item], item["task"])
+        for family, family_rows in rows.items():  # bound memory: dict rows → Arrow per chunk
+            if family_rows:
+                tables[family].append(_items_table(family_rows))
+                produced[family] += len(family_rows)
+                family_rows.clear()
+
+    digests = render_all(jobs, workers=workers)
+    for row, digest in zip(marker_rows, digests):
+        row["image_sha256"] = digest
+    if marker_rows:
+        tables["marker_localization"] = [_items_table(marker_rows)]
+    produced["marker_localization"] = len(marker_rows)
+    ordered = [t for family in fam.FAMILIES for t in tables[family]]
+    table = (pa.concat_tables(ordered) if ordered else ITEM_SCHEMA.empty_table()).combine_chunks()
+
+    side_dir = out / SIDE_FOLDER
+    side_dir.mkdir(parents=True, exist_ok=True)
+    write_json(side_dir / PART_LAYOUT_FILE, part_layout(cub))
+    vocabulary: dict[str, Any] = dict(truth.vocabulary())
+    vocabulary[COLOUR_WORDS_KEY] = list(fam.COLOUR_WORDS)
+    write_json(side_dir / VOCABULARY_FILE, vocabulary)
+
+    family_counts = {
+        f: {"expected_paper_count": fam.PAPER_COUNTS[f], "produced": produced[f],
+            "difference": produced[f] - fam.PAPER_COUNTS[f]}
+        for f in fam.FAMILIES
+    }
+    sources: dict[str, str | Path] = {name: path for name, path in cub.files.items()}
+    sources["cub_names"] = names_path
+    parameters = {
+        "seed": seed,
+        "certainty_rule": fam.CERTAINTY_RULE,
+        "max_options": fam.MAX_OPTIONS,
+        "partset_triples_per_image": fam.PARTSET_TRIPLES_PER_IMAGE,
+        "category_rule": "head noun (last word) of a multi-word CUB common name; one-word names have no category",
+        "markers": {"colors": list(MARKER_COLORS), "shapes": list(MARKER_SHAPES),
+                    "radius_fraction_of_diagonal": RADIUS_FRACTION, "outline_px": 1,
+                    "png": {k: v for k, v in PNG_SAVE_OPTIONS.items()}},
+    }
+    return write_bench(
+        out, table, component="c2", generator=GENERATOR, seed=seed, sources=sources,
+        parameters=parameters,
+        extra={
+            "images_root": str(cub.images_dir.resolve()),
+            "images": {"source": cub.n_images, "rendered": len(jobs), "total": cub.n_images + len(jobs)},
+            "exclusions": dict(sorted(cub.exclusions.items())),
+            "skipped": dict(sorted(skipped.items())),
+            "family_counts": family_counts,
+            "categories": categories,
+            "side_files": {"part_layout": f"{SIDE_FOLDER}/{PART_LAYOUT_FILE}",
+                           "vocabulary": f"{SIDE_FOLDER}/{VOCABULARY_FILE}"},
+        },
+    )
+
+
+def _marker(cub: CubDataset, row: int, part: int, color: str, shape: str) -> Marker:
+    x, y = cub.part_xy[row, part]
+    return Marker(float(x), float(y), color, shape)
+
+
+def _items_table(rows: list[dict[str, Any]]) -> pa.Table:
+    columns: dict[str, list[Any]] = {name: [] for name in ITEM_SCHEMA.names}
+    for row in rows:
+        family = row["task"]
+        row = {**row, "component": "c2", "family": family, "category": fam.FAMILY_CATEGORY[family]}
+        for name, values in columns.items():
+            values.append(row.get(name))
+    return pa.Table.from_pydict(columns, schema=ITEM_SCHEMA)
+
+
+def build_command(
+    cub: Annotated[Path, typer.Option("--cub", help="extracted CUB_200_2011 folder")],
+    out: Annotated[Path, typer.Option(help="benchmark folder to write")],
+    names: Annotated[Path | None, typer.Option(help="CSV class_id,common_name,scientific_name (default: the map shipped with biovqa)")] = None,
+    seed: Annotated[int, typer.Option(help="distractor, option-order and marker seed")] = 42,
+    workers: Annotated[int, typer.Option(help="processes for marker rendering (output is identical for any number)")] = 1,
+) -> None:
+    """Build C2 (fine-grained attribute grounding) from CUB-200-2011."""
+    from rich.console import Console
+
+    console = Console(stderr=True)
+    bench = build_c2(cub, out, names=names, seed=seed, workers=workers)
+    counts = bench.manifest["counts"]
+    console.print(f"[green]built C2[/green]: {counts['total']:,} items over "
+                  f"{bench.manifest['images']['total']:,} images → {bench.root}")
+    for family, entry in bench.manifest["family_counts"].items():
+        console.print(f"  {family:22s} {entry['produced']:>9,}  (paper {entry['expected_paper_count']:,})")
+
+
+# --------------------------------------------------------------------------------------------
+# floor (registered in biovqa.components.registry)
+
+
+def question_stem(question: str) -> str:
+    """The question without its ``Options:`` list."""
+    head, _, _ = question.partition(" Options:")
+    return head
+
+
+def floor_responses(items: pa.Table) -> pa.Array:
+    """Image-blind baseline replies, one per item.
+
+    MCQ: among the item's options, the one most often gold across the benchmark's items of the
+    same family and question stem (the question without its options); ties go to the earlier
+    letter; the reply is ``(X) option text`` as the instruction asks. Open families: the most
+    frequent gold of the family (ties: alphabetically first).
+    """
+    n = items.num_rows
+    task = _strings(items.column("task"))
+    answer = _strings(items.column("answer"))
+    options = items.column("options").combine_chunks() if n else pa.array([], pa.list_(pa.string()))
+    stem = pc.replace_substring_regex(_strings(items.column("question")), pattern=r" Options:.*$",
+                                      replacement="", max_replacements=1)
+    replies = np.empty(n, dtype=object)
+    is_open = np.asarray(pc.is_null(options).to_numpy(zero_copy_only=False), dtype=bool)
+
+    if is_open.any():
+        open_rows = np.flatnonzero(is_open)
+        counts: dict[str, dict[str, int]] = {}
+        for t, a in zip(task.take(open_rows).to_pylist(), answer.take(open_rows).to_pylist()):
+            counts.setdefault(t, {})[a] = counts.setdefault(t, {}).get(a, 0) + 1
+        best = {t: min(c.items(), key=_most_frequent_first)[0] for t, c in counts.items()}
+        replies[open_rows] = [best[t] for t in task.take(open_rows).to_pylist()]
+
+    mcq_rows = np.flatnonzero(~is_open)
+    if mcq_rows.size:
+        separator = "\x1f"
+        prefix = pc.binary_join_element_wise(task.take(mcq_rows), stem.take(mcq_rows), "", separator)
+        gold_keys = pc.binary_join_element_wise(prefix, answer.take(mcq_rows), separator)
+        encoded = gold_keys.dictionary_encode()
+        key_counts = np.bincount(encoded.indices.to_numpy(), minlength=len(encoded.dictionary))
+        mcq_options = options.take(pa.array(mcq_rows))
+        flat = pc.list_flatten(mcq_options)
+        parent = pc.list_parent_indices(mcq_options).to_numpy()
+        offsets = mcq_options.offsets.to_numpy()
+        letter_index = np.arange(len(flat)) - (offsets[parent] - offsets[0])
+        option_keys = pc.binary_join_element_wise(prefix.take(pa.array(parent)), flat, separator)
+        found = pc.index_in(option_keys, value_set=encoded.dictionary)
+        found_np = pc.fill_null(found, -1).to_numpy()
+        option_counts = np.where(found_np >= 0, key_counts[np.maximum(found_np, 0)], 0)
+        order = np.lexsort((letter_index, -option_counts, parent))
+        first = order[np.r_[True, parent[order][1:] != parent[order][:-1]]]
+        letters = np.array(list(fam.LETTERS), dtype=object)[letter_index[first]]
+        texts = flat.take(pa.array(first)).to_pylist()
+        replies[mcq_rows[parent[first]]] = [f"({letter}) {text}" for letter, text in zip(letters, texts)]
+    return pa.array(replies.tolist(), type=pa.string())
+
+
+def _most_frequent_first(entry: tuple[str, int]) -> tuple[int, str]:
+    return -entry[1], entry[0]
+
+
+def _strings(column: pa.ChunkedArray | pa.Array) -> pa.Array:
+    array = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
+    return pc.fill_null(array.cast(pa.string()), "")
+
+
+__all__ = [
+    "C2_COLUMNS",
+    "ITEM_SCHEMA",
+    "build_c2",
+    "build_command",
+    "default_names_path",
+    "floor_responses",
+    "part_layout",
+    "question_stem",
+    "read_name_map",
+]

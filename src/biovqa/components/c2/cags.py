@@ -1,0 +1,767 @@
+"""Per-item C2 scores: parse, s, b, cags, EM (metrics.md §3.1–3.2; paper Eqs. 2, 11, 12, 22).
+
+For item i with kernel s, prediction ŷᵢ and gold yᵢ::
+
+    sᵢ = s(ŷᵢ, yᵢ)                         raw graded similarity (GS_raw = mean sᵢ)
+    bᵢ = (1/|Dᵢ|) Σ_{d ∈ Dᵢ} s(d, yᵢ)       chance baseline over the item's own distractors
+                                            (MCQ) or 40 other gold answers of the family (open)
+    cagsᵢ = (sᵢ − bᵢ) / (1 − bᵢ)            never clipped; 1 if sᵢ = 1 and 1 − bᵢ < 1e-12
+    severityᵢ = 1 − cagsᵢ                   on items with EMᵢ = 0 (Eq. 22)
+
+A parse failure or a missing reply scores sᵢ = cagsᵢ = EMᵢ = 0 [DEFAULT].
+
+:func:`score_items` is vectorised: replies are analyzed once per distinct string, option texts
+once per distinct text, and each kernel is evaluated once per distinct (option, gold) pair; the
+remaining work is array arithmetic. The per-item Python reference in ``benchmarks/score_c2.py``
+must agree with it item by item.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from biovqa.components.c2.families import FAMILIES, FAMILY_CATEGORY
+from biovqa.components.c2.families import OPEN_FAMILIES as _OPEN
+from biovqa.errors import InputFormatError
+from biovqa.scoring.schema import core_columns
+from biovqa.components.c2 import kernels
+from biovqa.components.c2 import naming
+from biovqa.components.c2 import parser
+from biovqa.components.c2.kernels import DEFAULT_CONFIG, KernelConfig, PartLayout, normalize_c2
+
+CATEGORIES: tuple[str, ...] = ("morphological", "relative_salience", "anatomical", "naming")
+CATEGORY_OF: dict[str, str] = FAMILY_CATEGORY
+MCQ_FAMILIES: tuple[str, ...] = tuple(f for f in FAMILIES if f not in _OPEN)
+OPEN_FAMILIES: tuple[str, ...] = tuple(f for f in FAMILIES if f in _OPEN)
+#: Size of the open-item chance sample (metrics.md §3.1).
+OPEN_BASELINE_SAMPLE = 40
+#: Seed of the open-item chance sample (42 + stable hash of the item id).
+OPEN_BASELINE_SEED = 42
+DEGENERATE_BASELINE = 1e-12
+
+_GOLD_LETTER_RE = re.compile(r"^\(([A-J])\)\s*(.*)$", re.DOTALL)
+
+
+# ---------------------------------------------------------------------------------------------
+# bench-level context
+
+
+@dataclass(frozen=True)
+class C2Context:
+    """What scoring needs beyond one item: the part layout, the common-name → genus index of the
+    genus lift, and each open family's distinct gold answers (the pool of the chance baseline).
+    Built from the whole benchmark, so a subsample scores every item exactly as the full run."""
+
+    layout: PartLayout | None
+    genus_index: naming.GenusIndex
+    open_gold_pool: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    #: open baselines per family and gold (naming kernels ignore the sweep's settings)
+    pool_similarity_cache: dict[str, dict[str, float]] = field(
+        default_factory=dict, compare=False, repr=False)
+
+    @classmethod
+    def from_items(cls, items: pa.Table, layout: PartLayout | None) -> C2Context:
+        codes, _unknown = family_codes(items)
+        columns = items.column_names
+        pairs: list[tuple[str | None, str | None]] = []
+        if "class_name" in columns and "genus" in columns:
+            distinct = items.select(["class_name", "genus"]).group_by(
+                ["class_name", "genus"], use_threads=False).aggregate([])
+            pairs = list(zip(distinct.column("class_name").to_pylist(),
+                             distinct.column("genus").to_pylist()))
+        genus_index = naming.GenusIndex.from_pairs(sorted(pairs, key=lambda p: (str(p[0]), str(p[1]))))
+        pool: dict[str, tuple[str, ...]] = {}
+        for family in OPEN_FAMILIES:
+            rows = np.flatnonzero(codes == FAMILIES.index(family))
+            if len(rows) == 0:
+                continue
+            golds = _open_gold_texts(items, rows, family)
+            pool[family] = tuple(sorted({g for g in golds if g}))
+        return cls(layout=layout, genus_index=genus_index, open_gold_pool=pool)
+
+
+def family_column(items: pa.Table) -> np.ndarray:
+    """The family of every item as an object array (``family``, else ``task``)."""
+    return np.array(FAMILIES + ("",), dtype=object)[family_codes(items)[0]]
+
+
+def family_codes(items: pa.Table) -> tuple[np.ndarray, list[str]]:
+    """Index into FAMILIES of every item (-1 for an unknown family) and the unknown names."""
+    name = "family" if "family" in items.column_names else "task"
+    encoded = pc.dictionary_encode(items.column(name).combine_chunks())
+    names = encoded.dictionary.to_pylist()
+    lookup = np.array([FAMILIES.index(f) if f in FAMILIES else -1 for f in names] or [-1], dtype=np.int64)
+    index = encoded.indices.to_numpy(zero_copy_only=False)
+    index = np.nan_to_num(np.asarray(index, dtype=float), nan=-1).astype(np.int64) \
+        if encoded.indices.null_count else np.asarray(index, dtype=np.int64)
+    codes = np.where(index >= 0, lookup[np.maximum(index, 0)], -1)
+    unknown = sorted({str(f) for f, code in zip(names, lookup) if code < 0})
+    if encoded.indices.null_count:
+        unknown.append("None")
+    return codes, unknown
+
+
+def _open_gold_texts(items: pa.Table, rows: np.ndarray, family: str) -> list[str]:
+    """Normalized gold strings the open kernels compare against (open_kind_of: the full CUB
+    common name [DEFAULT])."""
+    answers = items.column("answer").take(pa.array(rows)).to_pylist()
+    if family == "open_kind_of" and "class_name" in items.column_names:
+        full = items.column("class_name").take(pa.array(rows)).to_pylist()
+        categories = items.column("kind_category").take(pa.array(rows)).to_pylist() \
+            if "kind_category" in items.column_names else [None] * len(rows)
+        return [normalize_c2(f) if f else naming.complete_kind_of(a or "", c)
+                for f, a, c in zip(full, answers, categories)]
+    return [normalize_c2(a) for a in answers]
+
+
+# ---------------------------------------------------------------------------------------------
+# helpers
+
+
+def stable_item_hash(item_id: str) -> int:
+    """A 64-bit hash of an item id that is the same on every machine and run."""
+    return int.from_bytes(hashlib.blake2b(item_id.encode("utf-8"), digest_size=8).digest(), "little")
+
+
+_MASK64 = (1 << 64) - 1
+
+
+def splitmix64(values: np.ndarray) -> np.ndarray:
+    """SplitMix64 finalizer on uint64 arrays (wrapping arithmetic): a fast, well-mixed hash."""
+    z = values.astype(np.uint64, copy=True)
+    with np.errstate(over="ignore"):
+        z += np.uint64(0x9E3779B97F4A7C15)
+        z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+        z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+    return z ^ (z >> np.uint64(31))
+
+
+def open_baseline_sample(family: str, gold: str, pool: Sequence[str],
+                         sample_size: int = OPEN_BASELINE_SAMPLE) -> list[int]:
+    """Indices into the family's sorted gold pool of the open-item chance sample for ``gold``:
+    the ``sample_size`` other golds with the smallest
+    ``splitmix64(seed 42 ⊕ hash(family, gold), pool index)`` keys — a fixed-seed sample without
+    replacement (all others when fewer exist). [DEFAULT] The sample is drawn per gold answer,
+    not per item, so items that share a gold share their chance baseline (see docs)."""
+    gold_index = list(pool).index(gold) if gold in pool else -1
+    seed = stable_item_hash(f"{family}\x1f{gold}")
+    keys = _baseline_keys(np.array([seed], dtype=np.uint64), len(pool))[0]
+    order = [int(i) for i in np.argsort(keys, kind="stable") if int(i) != gold_index]
+    return order[:sample_size]
+
+
+def open_baseline(family: str, gold: str, context: C2Context) -> float:
+    """b of an open item: mean s(d, gold) over the gold's chance sample (metrics.md §3.1)."""
+    cache = context.pool_similarity_cache.setdefault(family, {})
+    if gold not in cache:
+        pool = context.open_gold_pool.get(family, ())
+        sample = open_baseline_sample(family, gold, pool)
+        cache[gold] = (sum(open_similarity(family, pool[d], gold, context) for d in sample)
+                       / len(sample)) if sample else 0.0
+    return cache[gold]
+
+
+def _baseline_keys(item_hashes: np.ndarray, pool_size: int) -> np.ndarray:
+    seeded = splitmix64(item_hashes.astype(np.uint64) ^ np.uint64(OPEN_BASELINE_SEED))
+    columns = splitmix64(np.arange(pool_size, dtype=np.uint64))
+    return splitmix64(seeded[:, None] ^ columns[None, :])
+
+
+def chance_adjusted(s: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """cags = (s − b)/(1 − b), Eq. 12; where 1 − b < 1e-12: 1 if s = 1 else 0 [DEFAULT]."""
+    s = np.asarray(s, dtype=float)
+    b = np.asarray(b, dtype=float)
+    denominator = 1.0 - b
+    degenerate = denominator < DEGENERATE_BASELINE
+    safe = np.where(degenerate, 1.0, denominator)
+    out = (s - b) / safe
+    return np.where(degenerate, np.where(s == 1.0, 1.0, 0.0), out)
+
+
+def pair_similarities(a_keys: np.ndarray, b_keys: np.ndarray,
+                      evaluate: Callable[[int, int], float]) -> np.ndarray:
+    """s for each (a, b) key pair, calling ``evaluate`` once per distinct pair. Keys are
+    non-negative integers; pairs with a negative key get NaN."""
+    a = np.asarray(a_keys, dtype=np.int64).ravel()
+    b = np.asarray(b_keys, dtype=np.int64).ravel()
+    out = np.full(a.shape, np.nan)
+    valid = (a >= 0) & (b >= 0)
+    if not valid.any():
+        return out.reshape(np.shape(a_keys))
+    base = int(max(a[valid].max(), b[valid].max())) + 1
+    combined = a[valid] * base + b[valid]
+    unique, inverse = np.unique(combined, return_inverse=True)
+    values = np.array([evaluate(int(k // base), int(k % base)) for k in unique], dtype=float)
+    out[valid] = values[inverse]
+    return out.reshape(np.shape(a_keys))
+
+
+class _Vocabulary:
+    """Normalized strings ↔ dense integer ids."""
+
+    def __init__(self) -> None:
+        self.texts: list[str] = []
+        self.ids: dict[str, int] = {}
+
+    def add(self, text: str) -> int:
+        found = self.ids.get(text)
+        if found is None:
+            found = self.ids[text] = len(self.texts)
+            self.texts.append(text)
+        return found
+
+    def get(self, text: str) -> int:
+        return self.ids.get(text, -1)
+
+
+def _encode_strings(values: pa.ChunkedArray | pa.Array, transform: Callable[[str], Any]
+                    ) -> tuple[np.ndarray, list[Any]]:
+    """Dictionary-encode a string column: (index per row, -1 for null; transform(distinct))."""
+    array = values.combine_chunks() if isinstance(values, pa.ChunkedArray) else values
+    encoded = pc.dictionary_encode(array)
+    indices = encoded.indices.to_numpy(zero_copy_only=False)
+    indices = np.where(pc.is_null(encoded.indices).to_numpy(zero_copy_only=False), -1,
+                       np.nan_to_num(indices, nan=-1)).astype(np.int64)
+    return indices, [transform(text) for text in encoded.dictionary.to_pylist()]
+
+
+# ---------------------------------------------------------------------------------------------
+# the scorer
+
+
+def _option_matrix(items: pa.Table, vocab: _Vocabulary) -> tuple[np.ndarray, np.ndarray]:
+    n = items.num_rows
+    column = items.column("options").combine_chunks()
+    if column.null_count == len(column):
+        return np.full((n, 1), -1, dtype=np.int64), np.zeros(n, dtype=np.int64)
+    counts = pc.fill_null(pc.list_value_length(column), 0).to_numpy(zero_copy_only=False).astype(np.int64)
+    flat = pc.list_flatten(column)
+    flat_index, normalized = _encode_strings(flat, normalize_c2)
+    lookup = np.array([vocab.add(t) for t in normalized] or [0], dtype=np.int64)
+    width = max(1, int(counts.max()) if n else 1)
+    ids = np.full((n, width), -1, dtype=np.int64)
+    rows = np.repeat(np.arange(n), counts)
+    starts = np.repeat(np.cumsum(counts) - counts, counts)
+    cols = np.arange(len(flat)) - starts
+    ids[rows, cols] = np.where(flat_index >= 0, lookup[np.maximum(flat_index, 0)], -1)
+    return ids, counts
+
+
+def _gold_indices(items: pa.Table, option_ids: np.ndarray, counts: np.ndarray,
+                  vocab: _Vocabulary, mcq: np.ndarray) -> np.ndarray:
+    """Step 3 for every MCQ row: the gold's option index (from ``(A) text`` or a bare value,
+    falling back on ``answer_letter``)."""
+    def parse(text: str) -> tuple[int, int]:
+        match = _GOLD_LETTER_RE.match(text.strip())
+        letter = -1
+        if match:
+            letter = parser.LETTERS.index(match.group(1))
+            text = match.group(2)
+        return vocab.get(normalize_c2(text)), letter
+
+    index, parsed = _encode_strings(items.column("answer"), parse)
+    gold_ids = np.array([p[0] for p in parsed] or [-1], dtype=np.int64)[np.maximum(index, 0)]
+    gold_letters = np.array([p[1] for p in parsed] or [-1], dtype=np.int64)[np.maximum(index, 0)]
+    gold_ids[index < 0] = -1
+    gold_letters[index < 0] = -1
+    hit = (option_ids == gold_ids[:, None]) & (gold_ids[:, None] >= 0)
+    gold = np.where(hit.any(axis=1), hit.argmax(axis=1), -1)
+    use_letter = (gold < 0) & (gold_letters >= 0) & (gold_letters < counts)
+    gold = np.where(use_letter, gold_letters, gold)
+    if "answer_letter" in items.column_names:
+        letters = items.column("answer_letter").to_pylist()
+        for row in np.flatnonzero(mcq & (gold < 0)):
+            letter = letters[row]
+            if letter and letter in parser.LETTERS and parser.LETTERS.index(letter) < counts[row]:
+                gold[row] = parser.LETTERS.index(letter)
+    bad = np.flatnonzero(mcq & (gold < 0))
+    if len(bad):
+        first_bad = int(bad[0])
+        raise InputFormatError(
+            f"gold answer {items.column('answer')[first_bad].as_py()!r} of item "
+            f"{items.column('item_id')[first_bad].as_py()!r} is not one of its options "
+            f"({len(bad)} such item(s))",
+            file="items.parquet", row=first_bad + 1, field="answer",
+            hint="the C2 builder must store the gold option text (or '(A) text') in 'answer'")
+    return gold
+
+
+def _check_predictions(items: pa.Table, predictions: pa.Table) -> None:
+    if predictions.num_rows != items.num_rows:
+        raise InputFormatError(
+            f"predictions have {predictions.num_rows} rows, the benchmark has {items.num_rows}",
+            field="item_id", hint="pass predictions aligned with bench.items (same order)")
+    for name in ("item_id", "response", "status"):
+        if name not in predictions.column_names:
+            raise InputFormatError("predictions lack a required column", field=name)
+    same = pc.all(pc.equal(items.column("item_id"), predictions.column("item_id"))).as_py()
+    if not same:
+        diff = pc.not_equal(items.column("item_id"), predictions.column("item_id"))
+        row = int(np.flatnonzero(diff.to_numpy(zero_copy_only=False))[0])
+        raise InputFormatError(
+            f"prediction item_id {predictions.column('item_id')[row].as_py()!r} does not match "
+            f"benchmark item {items.column('item_id')[row].as_py()!r}",
+            row=row + 1, field="item_id", hint="align predictions with bench.items first")
+
+
+def _check_routing(items: pa.Table, families: np.ndarray, option_ids: np.ndarray,
+                   counts: np.ndarray, vocab: _Vocabulary) -> None:
+    """Step 5: the template phrases must route every question to the family it is stored as."""
+    side_ids = np.sort([vocab.get(label) for label in parser.SIDE_LABELS])
+    width = option_ids.shape[1]
+    if width >= 4 and (side_ids >= 0).all():
+        first4 = np.sort(option_ids[:, :4], axis=1)
+        is_side = (counts == 4) & (first4 == side_ids[None, :]).all(axis=1)
+    else:
+        is_side = np.zeros(len(families), dtype=bool)
+    routed, has_token = parser.route_and_detect(items.column("question"), is_side, counts > 0)
+    wrong = np.flatnonzero((routed != families) | (has_token != (counts > 0)))
+    if len(wrong):
+        row = int(wrong[0])
+        raise InputFormatError(
+            f"question of item {items.column('item_id')[row].as_py()!r} routes to "
+            f"{routed[row]!r}, but the item is stored as {families[row]!r} "
+            f"({len(wrong)} such item(s))",
+            file="items.parquet", row=row + 1, field="question",
+            hint="questions must follow the Table 69 templates (prompts.md §3.1), with an "
+                 "'Options:' list exactly for multiple-choice items")
+
+
+def score_items(items: pa.Table, predictions: pa.Table, context: C2Context,
+                config: KernelConfig = DEFAULT_CONFIG) -> pa.Table:
+    """Per-item C2 scores for ``predictions`` aligned with ``items``.
+
+    Columns: the score schema's core (item_id, component, task, status, response, parsed = the
+    answer the parser recovered, score = cags), then family, category, gold, gold_letter,
+    pred_letter, parse_status, em (0/1), s, b, cags, severity (1 − cags on EM = 0 items, else
+    null).
+    """
+    _check_predictions(items, predictions)
+    n = items.num_rows
+    codes, unknown = family_codes(items)
+    if unknown:
+        row = int(np.flatnonzero(codes < 0)[0])
+        raise InputFormatError(f"unknown C2 family {unknown[0]!r}", file="items.parquet",
+                               row=row + 1, field="family", hint=f"expected one of {FAMILIES}")
+    families = np.array(FAMILIES, dtype=object)[codes]
+    vocab = _Vocabulary()
+    option_ids, counts = _option_matrix(items, vocab)
+    mcq = counts > 0
+    _check_routing(items, families, option_ids, counts, vocab)
+    gold_idx = _gold_indices(items, option_ids, counts, vocab, mcq)
+
+    # replies: analyzed once per distinct string
+    status = pc.fill_null(predictions.column("status"), "missing")
+    reply_index, reply_parts = _encode_strings(predictions.column("response"), parser.analyze_reply)
+    is_ok = np.asarray(pc.equal(status, "ok").to_numpy(zero_copy_only=False), dtype=bool)
+    has_reply = is_ok & (reply_index >= 0)
+    parts_text = [p.text for p in reply_parts]
+    letter_of = np.array([p.letter for p in reply_parts] or [-1], dtype=np.int64)
+    remainder_of = np.array([vocab.get(p.remainder) if p.remainder else -1 for p in reply_parts]
+                            or [-1], dtype=np.int64)
+    empty_of = np.array([not p.text for p in reply_parts] or [True], dtype=bool)
+    remainder_empty_of = np.array([not p.remainder for p in reply_parts] or [True], dtype=bool)
+    safe_reply = np.maximum(reply_index, 0)
+
+    pred_idx = np.full(n, -1, dtype=np.int64)
+    parse_code = np.full(n, _CODE[parser.MISSING], dtype=np.int8)
+
+    # MCQ resolution: common cases with arrays, the rest through the scalar resolver
+    rows = np.flatnonzero(mcq & has_reply)
+    if len(rows):
+        ridx = safe_reply[rows]
+        letter = letter_of[ridx]
+        valid_letter = (letter >= 0) & (letter < counts[rows])
+        remainder = remainder_of[ridx]
+        eq = (option_ids[rows] == remainder[:, None]) & (remainder[:, None] >= 0)
+        has_eq = eq.any(axis=1)
+        eq_idx = np.where(has_eq, eq.argmax(axis=1), -1)
+        empty = empty_of[ridx]
+        chosen = np.full(len(rows), -1, dtype=np.int64)
+        code = np.full(len(rows), _CODE[parser.FAILED], dtype=np.int8)
+        agree = has_eq & valid_letter & (eq_idx == letter)
+        disagree = has_eq & valid_letter & (eq_idx != letter)
+        text_only = has_eq & ~valid_letter
+        letter_only = ~has_eq & valid_letter & remainder_empty_of[ridx]
+        chosen[agree | text_only] = eq_idx[agree | text_only]
+        chosen[letter_only] = letter[letter_only]
+        chosen[disagree] = eq_idx[disagree] if config.prefer_text else letter[disagree]
+        code[agree | text_only | letter_only] = _CODE[parser.PARSED]
+        code[disagree] = _CODE[parser.MISMATCH]
+        slow = np.flatnonzero(~empty & ~(agree | disagree | text_only | letter_only))
+        if len(slow):
+            _resolve_slow_rows(rows[slow], slow, option_ids, counts, reply_index, reply_parts,
+                               letter[slow], valid_letter[slow], vocab, config, chosen, code)
+        pred_idx[rows] = chosen
+        parse_code[rows] = code
+
+    # open items: the cleaned reply is the prediction
+    open_rows = np.flatnonzero(~mcq & has_reply)
+    parse_code[open_rows] = np.where(empty_of[safe_reply[open_rows]], _CODE[parser.FAILED],
+                                     _CODE[parser.PARSED])
+    recovered = np.zeros(n, dtype=bool)
+    for name in parser.RECOVERED:
+        recovered |= parse_code == _CODE[name]
+
+    s = np.zeros(n)
+    b = np.zeros(n)
+    em = np.zeros(n, dtype=np.int8)
+    open_pred_text = np.full(n, None, dtype=object)
+
+    for family in MCQ_FAMILIES:
+        frows = np.flatnonzero((codes == FAMILIES.index(family)) & mcq)
+        if len(frows) == 0:
+            continue
+        sims = _mcq_similarities(family, items, frows, option_ids, counts, gold_idx, vocab,
+                                 context, config)
+        k = counts[frows]
+        valid = np.arange(sims.shape[1])[None, :] < k[:, None]
+        gold_sim = sims[np.arange(len(frows)), gold_idx[frows]]
+        distractor_sum = np.where(valid, sims, 0.0).sum(axis=1) - gold_sim
+        b[frows] = np.where(k > 1, distractor_sum / np.maximum(k - 1, 1), 0.0)
+        chosen = pred_idx[frows]
+        picked = sims[np.arange(len(frows)), np.maximum(chosen, 0)]
+        s[frows] = np.where(chosen >= 0, picked, 0.0)
+        em[frows] = (chosen >= 0) & (chosen == gold_idx[frows])
+
+    for family in OPEN_FAMILIES:
+        frows = np.flatnonzero(codes == FAMILIES.index(family))
+        if len(frows) == 0:
+            continue
+        golds = _open_gold_texts(items, frows, family)
+        _score_open_family(family, items, frows, golds, reply_index, parts_text, has_reply,
+                           context, s, b, em, open_pred_text)
+
+    cags = chance_adjusted(s, b)
+    not_recovered = ~recovered
+    s[not_recovered] = 0.0
+    cags[not_recovered] = 0.0
+    em[not_recovered] = 0
+    severity = np.where(em == 0, 1.0 - cags, np.nan)
+
+    gold_text, pred_text = _display_texts(items, mcq, counts, gold_idx, pred_idx, open_pred_text)
+    letters = pa.array(list(parser.LETTERS))
+    gold_letter = letters.take(pa.array(np.clip(gold_idx, 0, len(letters) - 1), mask=~mcq))
+    pred_letter = letters.take(pa.array(np.clip(pred_idx, 0, len(letters) - 1), mask=~mcq | (pred_idx < 0)))
+    family_array = pa.array(list(FAMILIES)).take(pa.array(codes))
+    category_array = pa.array([CATEGORY_OF[f] for f in FAMILIES]).take(pa.array(codes))
+    return pa.table({
+        **core_columns(items, predictions.set_column(predictions.schema.get_field_index("status"),
+                                                     "status", status),
+                       component="c2", parsed=pred_text, score=cags),
+        "family": family_array,
+        "category": category_array,
+        "gold": gold_text,
+        "gold_letter": gold_letter,
+        "pred_letter": pred_letter,
+        "parse_status": pa.array(list(_STATUS_BY_CODE)).take(pa.array(parse_code.astype(np.int64))),
+        "em": pa.array(em, pa.int8()),
+        "s": pa.array(s, pa.float64()),
+        "b": pa.array(b, pa.float64()),
+        "cags": pa.array(cags, pa.float64()),
+        "severity": pa.array(severity, pa.float64(), from_pandas=True),
+    })
+
+
+def _resolve_slow_rows(rows: np.ndarray, local: np.ndarray, option_ids: np.ndarray,
+                       counts: np.ndarray, reply_index: np.ndarray,
+                       reply_parts: Sequence[parser.ReplyParts], letter: np.ndarray,
+                       valid_letter: np.ndarray, vocab: _Vocabulary, config: KernelConfig,
+                       chosen: np.ndarray, code: np.ndarray) -> None:
+    """Steps 4c–4f for MCQ rows whose remainder is not verbatim an option: the longest option
+    contained in the reply (word runs, found once per distinct reply), reconciliation with the
+    letter, then the fuzzy fallback once per distinct (reply, option) pair. Writes ``chosen`` and
+    ``code`` at positions ``local``; agrees with :func:`parser.resolve_parts` row by row."""
+    size = max(len(vocab.texts), 1)
+    longest = max((len(text.split()) for text in vocab.texts), default=1)
+    contained: list[int] = []
+    for rid in np.unique(reply_index[rows]):
+        for phrase in set(parser.word_ngrams(reply_parts[rid].text, longest)):
+            vid = vocab.get(phrase)
+            if vid >= 0:
+                contained.append(int(rid) * size + vid)
+    contained_keys = np.unique(np.array(contained, dtype=np.int64))
+    opts = option_ids[rows]
+    keys = reply_index[rows][:, None] * size + opts
+    present = (opts >= 0) & np.isin(keys, contained_keys)
+    lengths = np.array([len(text) for text in vocab.texts] or [0], dtype=np.int64)
+    weighted = np.where(present, lengths[np.maximum(opts, 0)], -1)
+    text_idx = np.where(present.any(axis=1), weighted.argmax(axis=1), -1)
+
+    pick = np.full(len(rows), -1, dtype=np.int64)
+    status = np.full(len(rows), _CODE[parser.FAILED], dtype=np.int8)
+    both = valid_letter & (text_idx >= 0)
+    agree = both & (text_idx == letter)
+    disagree = both & (text_idx != letter)
+    pick[agree] = letter[agree]
+    pick[disagree] = text_idx[disagree] if config.prefer_text else letter[disagree]
+    status[agree] = _CODE[parser.PARSED]
+    status[disagree] = _CODE[parser.MISMATCH]
+    letter_only = valid_letter & (text_idx < 0)
+    text_only = ~valid_letter & (text_idx >= 0)
+    pick[letter_only] = letter[letter_only]
+    pick[text_only] = text_idx[text_only]
+    status[letter_only | text_only] = _CODE[parser.PARSED]
+
+    fuzzy_rows = np.flatnonzero(~valid_letter & (text_idx < 0))
+    if len(fuzzy_rows):
+        fopts = opts[fuzzy_rows]
+        texts = vocab.texts
+        ratios = pair_similarities(
+            np.repeat(reply_index[rows][fuzzy_rows][:, None], fopts.shape[1], axis=1), fopts,
+            lambda rid, vid: parser.bounded_ratio(reply_parts[rid].text, texts[vid]))
+        ratios = np.where(np.isnan(ratios), -1.0, ratios)
+        best = ratios.argmax(axis=1)
+        best_ratio = ratios[np.arange(len(fuzzy_rows)), best]
+        hit = best_ratio >= parser.FUZZY_THRESHOLD
+        pick[fuzzy_rows[hit]] = best[hit]
+        status[fuzzy_rows[hit]] = _CODE[parser.FUZZY]
+    chosen[local] = pick
+    code[local] = status
+
+
+def _display_texts(items: pa.Table, mcq: np.ndarray, counts: np.ndarray, gold_idx: np.ndarray,
+                   pred_idx: np.ndarray, open_pred_text: np.ndarray) -> tuple[pa.Array, pa.Array]:
+    """The gold and predicted texts as shown per item: option texts for MCQ items (as written
+    in the benchmark), the gold answer and the cleaned reply for open items."""
+    answers = items.column("answer").combine_chunks()
+    open_pred = pa.array(open_pred_text, pa.string())
+    if not mcq.any():
+        return answers, open_pred
+    flat = pc.list_flatten(items.column("options").combine_chunks())
+    starts = np.cumsum(counts) - counts
+    gold_from_options = flat.take(pa.array(starts + np.maximum(gold_idx, 0), mask=~mcq))
+    pred_from_options = flat.take(pa.array(starts + np.maximum(pred_idx, 0),
+                                           mask=~mcq | (pred_idx < 0)))
+    mask = pa.array(mcq)
+    return (pc.if_else(mask, gold_from_options, answers),
+            pc.if_else(mask, pred_from_options, open_pred))
+
+
+_STATUS_BY_CODE = parser.PARSE_STATUSES
+_CODE = {name: code for code, name in enumerate(_STATUS_BY_CODE)}
+
+
+def _side_part(value: Any) -> str:
+    text = normalize_c2(value or "")
+    return text[:-1] if text in ("eyes", "legs", "wings") else text
+
+
+def attribute_group_of(group: Any, part: Any, prop: Any) -> str:
+    """The CUB attribute group of an attr_bare_value item (``attribute_group``, or rebuilt from
+    ``part`` and ``property``)."""
+    if group:
+        return str(group)
+    words = [w for w in (normalize_c2(part or ""), normalize_c2(prop or "")) if w]
+    return "has_" + "_".join(" ".join(words).split())
+
+
+def _row_codes(items: pa.Table, rows: np.ndarray, columns: Sequence[str],
+               derive: Callable[..., str]) -> tuple[list[str], np.ndarray]:
+    """``derive(*column values)`` for the given rows, computed once per distinct combination:
+    (sorted distinct results, code of each row into them)."""
+    n = len(rows)
+    take = pa.array(rows)
+    key = np.zeros(n, dtype=np.int64)
+    dictionaries: list[list[Any]] = []
+    for column in columns:
+        if column in items.column_names:
+            encoded = pc.dictionary_encode(items.column(column).take(take).combine_chunks())
+            values = [None, *encoded.dictionary.to_pylist()]
+            codes = pc.fill_null(encoded.indices, -1).to_numpy(zero_copy_only=False).astype(np.int64) + 1
+        else:
+            values, codes = [None], np.zeros(n, dtype=np.int64)
+        key = key * len(values) + codes
+        dictionaries.append(values)
+    distinct, inverse = np.unique(key, return_inverse=True)
+    derived = []
+    for combined in distinct.tolist():
+        parts = []
+        for values in reversed(dictionaries):
+            combined, code = divmod(combined, len(values))
+            parts.append(values[code])
+        derived.append(derive(*reversed(parts)))
+    names = sorted(set(derived))
+    position = np.array([names.index(d) for d in derived], dtype=np.int64)
+    return names, position[inverse.ravel()]
+
+
+def _mcq_similarities(family: str, items: pa.Table, rows: np.ndarray, option_ids: np.ndarray,
+                      counts: np.ndarray, gold_idx: np.ndarray, vocab: _Vocabulary,
+                      context: C2Context, config: KernelConfig) -> np.ndarray:
+    """(len(rows), K) matrix of s(option_j, gold) for one MCQ family (NaN beyond the options)."""
+    opt = option_ids[rows]
+    gold = opt[np.arange(len(rows)), gold_idx[rows]]
+    texts = vocab.texts
+    width = opt.shape[1]
+    if family == "attr_bare_value":
+        group_names, group_id = _row_codes(
+            items, rows, ("attribute_group", "part", "property"),
+            lambda g, p, q: attribute_group_of(g, p, q))
+        return _grouped_similarities(opt, gold, group_id, group_names, texts,
+                                     lambda group, a, g: kernels.value_similarity(group, a, g, config))
+    if family == "attr_group_value":
+        layout = _require_layout(context, family)
+        local = np.unique(opt[opt >= 0])
+        matrix = kernels.paired_attribute_matrix([texts[v] for v in local], layout, config)
+        position = np.searchsorted(local, np.maximum(opt, 0))
+        gold_position = np.searchsorted(local, gold)
+        return np.where(opt >= 0, matrix[position, gold_position[:, None]], np.nan)
+    if family == "marker_localization":
+        layout = _require_layout(context, family)
+
+        def evaluate(a: int, g: int) -> float:
+            return layout.part_similarity(texts[a], texts[g])
+        return pair_similarities(opt, np.repeat(gold[:, None], width, axis=1), evaluate)
+    if family == "category_mcq":
+        return np.where(opt >= 0, (opt == gold[:, None]).astype(float), np.nan)
+    if family == "visibility_side":
+        part_names, part_id = _row_codes(items, rows, ("part",), _side_part)
+        size = len(texts)
+        keys = np.where(opt >= 0, part_id[:, None] * size + opt, -1)
+        gold_keys = part_id * size + gold
+
+        def evaluate(a: int, g: int) -> float:
+            part = part_names[a // size]
+            kappa = kernels.visibility_element_similarity(context.layout, config, part or None)
+            return kernels.soft_jaccard(kernels.side_option_set(texts[a % size]),
+                                        kernels.side_option_set(texts[g % size]), kappa)
+        return pair_similarities(keys, np.repeat(gold_keys[:, None], width, axis=1), evaluate)
+    if family == "visibility_partset":
+        return _partset_similarities(opt, gold, texts, context, config)
+    raise AssertionError(family)
+
+
+def _grouped_similarities(opt: np.ndarray, gold: np.ndarray, group_id: np.ndarray,
+                          group_names: Sequence[str], texts: Sequence[str],
+                          kernel: Callable[[str, str, str], float]) -> np.ndarray:
+    """s(option, gold) where the kernel depends on the row's group: one small matrix per group
+    over the values it offers, gathered into a (rows, K) array (NaN beyond the options)."""
+    n_groups, size = len(group_names), len(texts)
+    present = np.zeros((n_groups, size + 1), dtype=bool)
+    present[np.repeat(group_id, opt.shape[1]), np.where(opt >= 0, opt, size).ravel()] = True
+    present[:, size] = False
+    local = np.cumsum(present, axis=1) - 1
+    widest = int(present.sum(axis=1).max()) if n_groups else 0
+    table = np.zeros((n_groups, max(widest, 1), max(widest, 1)))
+    for g, name in enumerate(group_names):
+        values = np.flatnonzero(present[g])
+        for i, a in enumerate(values):
+            for j, b in enumerate(values):
+                table[g, i, j] = kernel(name, texts[int(a)], texts[int(b)])
+    rows_group = group_id[:, None]
+    option_local = local[rows_group, np.maximum(opt, 0)]
+    gold_local = local[group_id, gold][:, None]
+    return np.where(opt >= 0, table[rows_group, option_local, gold_local], np.nan)
+
+
+def _partset_similarities(opt: np.ndarray, gold: np.ndarray, texts: Sequence[str],
+                          context: C2Context, config: KernelConfig) -> np.ndarray:
+    """visibility_partset: options as bit masks over the offered parts (None = ∅, All three =
+    the row's three parts), soft Jaccard per distinct (mask, mask) pair."""
+    special = {"none", "all three"}
+    used = sorted({texts[v] for v in np.unique(opt[opt >= 0])} - special)
+    if len(used) > 62:
+        raise InputFormatError(f"visibility_partset offers {len(used)} distinct parts (max 62)",
+                               file="items.parquet", field="options")
+    bit = np.zeros(len(texts) + 1, dtype=np.int64)
+    for index, name in enumerate(used):
+        bit[_text_id(texts, name)] = 1 << index
+    all_three_id = _text_id(texts, "all three")
+    safe = np.where(opt >= 0, opt, len(texts))
+    masks = bit[safe]
+    row_all = np.bitwise_or.reduce(masks, axis=1)
+    is_all = opt == all_three_id if all_three_id >= 0 else np.zeros_like(opt, dtype=bool)
+    masks = np.where(is_all, row_all[:, None], masks)
+    masks = np.where(opt >= 0, masks, -1)
+    gold_masks = masks[np.arange(len(opt)), (opt == gold[:, None]).argmax(axis=1)]
+
+    def members(mask: int) -> list[str]:
+        return [name for index, name in enumerate(used) if mask >> index & 1]
+
+    kappa = kernels.visibility_element_similarity(context.layout, config)
+
+    # masks can use 62 bits, so pair them through their distinct values
+    distinct, inverse = np.unique(np.concatenate([masks.ravel(), gold_masks]), return_inverse=True)
+    mask_keys = inverse[: masks.size].reshape(masks.shape)
+    gold_keys = inverse[masks.size:]
+    mask_keys = np.where(masks >= 0, mask_keys, -1)
+
+    def evaluate(a: int, g: int) -> float:
+        return kernels.soft_jaccard(members(int(distinct[a])), members(int(distinct[g])), kappa)
+    return pair_similarities(mask_keys, np.repeat(gold_keys[:, None], opt.shape[1], axis=1), evaluate)
+
+
+def _text_id(texts: Sequence[str], text: str) -> int:
+    try:
+        return texts.index(text)
+    except ValueError:
+        return -1
+
+
+def _require_layout(context: C2Context, family: str) -> PartLayout:
+    if context.layout is None:
+        from biovqa.errors import MissingResourceError
+
+        raise MissingResourceError(
+            f"{family} items need the part layout c2/part_layout.json",
+            file="c2/part_layout.json", hint="re-build the benchmark with `biovqa build c2`")
+    return context.layout
+
+
+def open_similarity(family: str, prediction: str, gold: str, context: C2Context) -> float:
+    """s of one open item (prediction already normalized; kind_of prediction completed)."""
+    if family in ("open_common_name", "open_kind_of"):
+        return naming.common_name_similarity(prediction, gold, context.genus_index)
+    if family == "open_scientific_name":
+        return naming.scientific_name_similarity(prediction, gold)
+    if family == "open_genus":
+        return naming.genus_similarity(prediction, gold)
+    raise AssertionError(family)
+
+
+def _score_open_family(family: str, items: pa.Table, rows: np.ndarray, golds: list[str],
+                       reply_index: np.ndarray, parts_text: list[str], has_reply: np.ndarray,
+                       context: C2Context, s: np.ndarray, b: np.ndarray, em: np.ndarray,
+                       pred_text: np.ndarray) -> None:
+    take = pa.array(rows)
+    answers = [normalize_c2(a) for a in items.column("answer").take(take).to_pylist()]
+    categories = (items.column("kind_category").take(take).to_pylist()
+                  if "kind_category" in items.column_names else [None] * len(rows))
+    preds: list[str] = []
+    for local, row in enumerate(rows):
+        text = parts_text[reply_index[row]] if has_reply[row] else ""
+        if has_reply[row]:
+            pred_text[row] = text
+        if family == "open_kind_of":
+            text = naming.complete_kind_of(text, categories[local]) if text else ""
+        preds.append(text)
+    # s on distinct (prediction, gold) pairs
+    strings = _Vocabulary()
+    pred_keys = np.array([strings.add(p) for p in preds], dtype=np.int64)
+    gold_keys = np.array([strings.add(g) for g in golds], dtype=np.int64)
+    texts = strings.texts
+    s[rows] = pair_similarities(pred_keys, gold_keys,
+                                lambda a, g: open_similarity(family, texts[a], texts[g], context)
+                                if texts[a] else 0.0)
+    matched = np.array([p == g and bool(p) for p, g in zip(preds, golds)], dtype=bool)
+    if family == "open_kind_of":
+        raw = [parts_text[reply_index[r]] if has_reply[r] else "" for r in rows]
+        matched |= np.array([bool(r) and r == a for r, a in zip(raw, answers)], dtype=bool)
+    em[rows] = matched
+    # b over a fixed-seed sample of 40 other golds of the family
+    pool = set(context.open_gold_pool.get(family, ()))
+    missing = [g for g in golds if g not in pool]
+    if missing:
+        raise InputFormatError(f"{family} gold {missing[0]!r} is not in the benchmark's gold pool",
+                               hint="build the scoring context from the whole benchmark")
+    baseline = {g: open_baseline(family, g, context) for g in set(golds)}
+    b[rows] = [baseline[g] for g in golds]

@@ -1,0 +1,525 @@
+"""The ten C2 question families (components.md §2.2–2.3, prompts.md §3).
+
+Each generator takes the parsed CUB archive (:class:`biovqa.sources.cub.CubDataset`), the
+derived per-image truth (:class:`AttributeTruth`), naming facts and a seeded generator, and
+returns a list of item rows (dicts with the C2 item columns). Generators are pure: the same
+inputs and seed give the same rows in the same order. ``image_rows`` restricts a generator to a
+range of images; calling it on consecutive ranges with the same generator object gives the same
+rows as one call over all images (the builder works in chunks to bound memory).
+
+Certainty rule [DEFAULT, components.md §2.1], recorded in the manifest:
+
+* a value is **true** of an image if ``is_present = 1`` and certainty ≥ 3 ("probably",
+  "definitely");
+* a value with ``is_present = 1`` and certainty ≤ 2 ("not visible", "guessing") is
+  **uncertain**: never a gold, never a distractor, and a group whose only positives are uncertain
+  asks no question;
+* a value is **false** (an eligible distractor) if ``is_present = 0`` — i.e. it is absent from the
+  image's positive set at every certainty;
+* only **attested** values are offered: values true of at least one image of the archive.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from biovqa.sources.cub import CubDataset
+
+# --------------------------------------------------------------------------------------------
+# prompts (prompts.md §3, verbatim)
+
+MCQ_INSTRUCTION = (
+    "[CRITICAL INSTRUCTIONS - NO VIOLATIONS ALLOWED]:\n"
+    "1. Locate the 'Options:' section in the question above.\n"
+    "2. Identify the single correct choice from that list.\n"
+    "3. Output ONLY the matching option letter in parentheses and its exact trailing text string. "
+    "For example, if the correct option is '(X) alpha bravo charlie', your entire response must be "
+    "exactly: (X) alpha bravo charlie\n"
+    "4. DO NOT truncate the response to just the option letter (e.g., do not output just '(X)').\n"
+    "5. DO NOT invent, hallucinate, or insert any placeholder words from external examples. "
+    "Absolutely DO NOT output any word unless it is explicitly written inside the chosen option "
+    "string above.\n"
+    "6. Output exactly zero extra words, zero markdown formatting, and zero punctuation outside the "
+    "option string."
+)
+OPEN_INSTRUCTIONS: dict[str, str] = {
+    "open_scientific_name": "Answer with ONLY the scientific name of the bird. Do not write full sentences.",
+    "open_genus": "Answer with ONLY the capitalized Genus name of the bird. Do not write full sentences.",
+    "open_common_name": "Answer with ONLY the everyday English common name of the bird. Do not write full sentences.",
+    "open_kind_of": "Answer with ONLY the everyday English common name of the bird. Do not write full sentences.",
+}
+OPEN_FALLBACK_INSTRUCTION = (
+    "Answer directly and concisely with only the exact terms requested. Do not write full sentences."
+)
+#: System message for Gemma models on C1 and C2 (prompts.md §1); applied by the run stage.
+GEMMA_SYSTEM_MESSAGE = "You are a precise taxonomy expert. Reply with only the requested term."
+
+#: Question stems of Table 69 (the MCQ stems are followed by " Options: (A) …").
+TEMPLATES: dict[str, str] = {
+    "attr_bare_value": "What is the {part_property} of this bird?",
+    "attr_group_value": "Which of the following is the most prominently visible physical trait of the bird in this image?",
+    "marker_localization": "What is the body part of this bird marked with the {color} {shape}?",
+    "visibility_partset": "Which of the following parts of the bird are visible in this image?",
+    "visibility_side": "Which of the {side_part}s of the bird are visible in this image?",
+    "category_mcq": "What type of bird is this in the image?",
+    "open_common_name": "What is the common name of the bird?",
+    "open_scientific_name": "What is the scientific name of the bird?",
+    "open_genus": "What is the genus of the bird?",
+    "open_kind_of": "What kind of {category} is the bird in this image?",
+}
+
+FAMILIES: tuple[str, ...] = tuple(TEMPLATES)
+OPEN_FAMILIES: frozenset[str] = frozenset(
+    {"open_common_name", "open_scientific_name", "open_genus", "open_kind_of"}
+)
+FAMILY_CATEGORY: dict[str, str] = {
+    "attr_bare_value": "morphological",
+    "attr_group_value": "relative_salience",
+    "marker_localization": "anatomical",
+    "visibility_partset": "anatomical",
+    "visibility_side": "anatomical",
+    "category_mcq": "naming",
+    "open_common_name": "naming",
+    "open_scientific_name": "naming",
+    "open_genus": "naming",
+    "open_kind_of": "naming",
+}
+#: Table 7 counts on the full CUB-200-2011 [PAPER].
+PAPER_COUNTS: dict[str, int] = {
+    "attr_bare_value": 280_433,
+    "attr_group_value": 321_073,
+    "marker_localization": 11_788,
+    "visibility_partset": 117_880,
+    "visibility_side": 35_364,
+    "category_mcq": 11_191,
+    "open_common_name": 11_788,
+    "open_scientific_name": 11_668,
+    "open_genus": 11_728,
+    "open_kind_of": 11_191,
+}
+
+LETTERS = "ABCDEFGHIJ"
+SIDE_LABELS: tuple[str, ...] = ("Left", "Right", "Both", "None")
+SIDE_PARTS: tuple[str, ...] = ("eye", "leg", "wing")
+PARTSET_NONE = "None"
+PARTSET_ALL = "All three"
+PARTSET_TRIPLES_PER_IMAGE = 10
+MAX_OPTIONS = 5
+TRUE_MIN_CERTAINTY = 3
+PROPERTIES: tuple[str, ...] = ("color", "pattern", "shape", "length", "size")
+#: The 15 CUB colour words (components.md §2.1).
+COLOUR_WORDS: tuple[str, ...] = (
+    "blue", "brown", "iridescent", "purple", "rufous", "grey", "yellow", "olive", "green", "pink",
+    "orange", "black", "white", "red", "buff",
+)
+
+CERTAINTY_RULE: dict[str, Any] = {
+    "true": f"is_present = 1 and certainty >= {TRUE_MIN_CERTAINTY} (probably, definitely)",
+    "uncertain": f"is_present = 1 and certainty < {TRUE_MIN_CERTAINTY}: never gold, never a distractor",
+    "false": "is_present = 0 (absent from the positive set at every certainty): eligible distractor",
+    "attested": "a value is offered only if it is true of at least one image of the archive",
+    "attr_bare_value_gold": "the true value with the highest certainty; ties broken by the seeded generator",
+    "attr_group_value_gold": "one item per true trait of the image",
+    "true_min_certainty": TRUE_MIN_CERTAINTY,
+}
+
+
+def format_options(options: list[str]) -> str:
+    """``Options: (A) v1, (B) v2, …`` (prompts.md §3.1)."""
+    return "Options: " + ", ".join(f"({LETTERS[i]}) {text}" for i, text in enumerate(options))
+
+
+def mcq_question(stem: str, options: list[str]) -> str:
+    return f"{stem} {format_options(options)}"
+
+
+def split_group(group: str) -> tuple[str | None, str]:
+    """``has_upper_tail_color`` → (``upper tail``, ``color``); ``has_size`` → (None, ``size``)."""
+    tokens = group.removeprefix("has_").split("_")
+    part = " ".join(tokens[:-1]) or None
+    return part, tokens[-1]
+
+
+def group_label(group: str) -> str:
+    """Natural-language ``{part} {property}``: ``has_bill_color`` → ``bill color``."""
+    part, prop = split_group(group)
+    return prop if part is None else f"{part} {prop}"
+
+
+def value_text(value: str) -> str:
+    """``curved_(up_or_down)`` → ``curved (up or down)``."""
+    return value.replace("_", " ").strip()
+
+
+def part_text(native: str) -> str:
+    """``left_eye`` → ``left eye``."""
+    return native.replace("_", " ")
+
+
+# --------------------------------------------------------------------------------------------
+# derived facts
+
+
+@dataclass(frozen=True)
+class AttributeTruth:
+    """Per-image truth of every attribute under :data:`CERTAINTY_RULE`."""
+
+    true: np.ndarray  # bool (n_images, n_attributes)
+    false: np.ndarray  # bool (n_images, n_attributes)
+    attested: np.ndarray  # bool (n_attributes,)
+    group_index: np.ndarray  # int (n_attributes,), index into groups
+    groups: tuple[str, ...]  # in first-appearance order
+    values: tuple[str, ...]  # natural-language value text per attribute
+
+    @classmethod
+    def from_cub(cls, cub: CubDataset, *, true_min_certainty: int = TRUE_MIN_CERTAINTY) -> AttributeTruth:
+        true = cub.is_present & (cub.certainty >= true_min_certainty)
+        false = ~cub.is_present
+        groups: list[str] = []
+        index = []
+        for group in cub.attribute_groups:
+            if group not in groups:
+                groups.append(group)
+            index.append(groups.index(group))
+        return cls(
+            true=true,
+            false=false,
+            attested=np.asarray(true.any(axis=0), dtype=bool),
+            group_index=np.asarray(index, dtype=np.int64),
+            groups=tuple(groups),
+            values=tuple(value_text(v) for v in cub.attribute_values),
+        )
+
+    def vocabulary(self) -> dict[str, list[str]]:
+        """Attested values per group, in attribute order."""
+        out: dict[str, list[str]] = {g: [] for g in self.groups}
+        for a, group in enumerate(self.group_index):
+            if self.attested[a]:
+                out[self.groups[group]].append(self.values[a])
+        return out
+
+
+@dataclass(frozen=True)
+class ClassNaming:
+    """Naming facts of one CUB class (components.md §2.3, naming families)."""
+
+    class_id: int
+    class_name: str  # CUB display name
+    scientific_name: str | None  # the mapped binomial (None where the map gives none)
+    genus: str | None
+    kind_category: str | None  # head noun of a multi-word CUB name (see name_categories)
+    kind_modifier: str | None  # the class name without its head noun
+
+
+def head_noun(class_name: str) -> str:
+    """Category of a CUB common name: its last word (``California Gull`` → ``Gull``)."""
+    return class_name.split()[-1]
+
+
+def name_categories(class_names: list[str]) -> list[str]:
+    """The naming categories: head nouns of the multi-word CUB names, sorted [DERIVED].
+
+    A one-word name (Cardinal, Mallard, Sayornis, …: 10 CUB classes) has no head noun apart from
+    itself, so it has no category and no "kind" modifier. This reproduces the paper's 11 191
+    category_mcq / open_kind_of items (11 788 images minus the ≈597 of those 10 classes) and its
+    Table 8 example, where "Nutcracker" (one CUB class) is offered as a category. The spec's
+    default "categories spanning ≥ 2 classes" covers only 167 classes (≈9 850 images).
+    """
+    return sorted({head_noun(name) for name in class_names if len(name.split()) >= 2})
+
+
+# --------------------------------------------------------------------------------------------
+# generators
+
+
+def _shuffled(options: list[str], rng: np.random.Generator) -> list[str]:
+    order = rng.permutation(len(options))
+    return [options[i] for i in order]
+
+
+def _mcq_row(family: str, stem: str, options: list[str], gold: str, **fields: Any) -> dict[str, Any]:
+    return {
+        "task": family,
+        "question": mcq_question(stem, options),
+        "instruction": MCQ_INSTRUCTION,
+        "options": options,
+        "answer": gold,
+        "answer_letter": LETTERS[options.index(gold)],
+        **fields,
+    }
+
+
+def _open_row(family: str, question: str, gold: str, **fields: Any) -> dict[str, Any]:
+    return {
+        "task": family,
+        "question": question,
+        "instruction": OPEN_INSTRUCTIONS.get(family, OPEN_FALLBACK_INSTRUCTION),
+        "options": None,
+        "answer": gold,
+        "answer_letter": None,
+        **fields,
+    }
+
+
+def _group_members(truth: AttributeTruth) -> np.ndarray:
+    """(n_groups, max_group_size) attribute indexes per group, padded with -1."""
+    sizes = np.bincount(truth.group_index, minlength=len(truth.groups))
+    members = np.full((len(truth.groups), int(sizes.max())), -1, dtype=np.int64)
+    for g in range(len(truth.groups)):
+        found = np.flatnonzero(truth.group_index == g)
+        members[g, : found.size] = found
+    return members
+
+
+def _keys_by_group(keys: np.ndarray, members: np.ndarray, allowed: np.ndarray) -> np.ndarray:
+    """Random keys arranged ``[..., group, slot]``; +inf where the slot is padding or not allowed."""
+    picked = np.where(members >= 0, keys[..., np.maximum(members, 0)], np.inf)
+    return np.where((members >= 0) & allowed[..., np.maximum(members, 0)], picked, np.inf)
+
+
+def _bump(skipped: dict[str, int], reason: str, n: int = 1) -> None:
+    skipped[reason] = skipped.get(reason, 0) + n
+
+
+def attr_bare_value(cub: CubDataset, truth: AttributeTruth, rng: np.random.Generator,
+                    skipped: dict[str, int],
+        image_rows: range | None = None) -> list[list[dict[str, Any]]]:
+    """One item per (image, group) with a true value; gold = the most certain true value (ties:
+    seeded); distractors = up to four attested values false of the image, so options =
+    min(5, 1 + #eligible). Random choices are smallest-random-key selections (vectorised)."""
+    members = _group_members(truth)
+    n_groups = len(truth.groups)
+    labels = [group_label(g) for g in truth.groups]
+    parts = [split_group(g) for g in truth.groups]
+    per_image: list[list[dict[str, Any]]] = []
+    for row in image_rows if image_rows is not None else range(cub.n_images):
+        keys = rng.random((2, truth.true.shape[1]))
+        shuffle_keys = rng.random((n_groups, MAX_OPTIONS))
+        # gold: highest certainty among true values, then smallest key
+        gold_score = np.where(truth.true[row], cub.certainty[row] * 2.0 - keys[0], -np.inf)
+        gold_by_group = np.where(members >= 0, gold_score[np.maximum(members, 0)], -np.inf)
+        has_true = np.asarray(np.isfinite(gold_by_group).any(axis=1), dtype=bool)
+        gold_slot = gold_by_group.argmax(axis=1)
+        eligible = truth.false[row] & truth.attested
+        distractor_keys = _keys_by_group(keys[1], members, eligible)
+        n_eligible = np.isfinite(distractor_keys).sum(axis=1)
+        order = np.argsort(distractor_keys, axis=1, kind="stable")
+        items: list[dict[str, Any]] = []
+        for g in range(n_groups):
+            if not has_true[g]:
+                continue
+            if n_eligible[g] == 0:
+                _bump(skipped, "attr_bare_value: no eligible distractor")
+                continue
+            gold_attr = int(members[g, gold_slot[g]])
+            chosen = members[g, order[g, : min(MAX_OPTIONS - 1, int(n_eligible[g]))]]
+            gold = truth.values[gold_attr]
+            candidates = [gold, *(truth.values[a] for a in chosen)]
+            shuffle = np.argsort(shuffle_keys[g, : len(candidates)], kind="stable")
+            options = [candidates[i] for i in shuffle]
+            part, prop = parts[g]
+            items.append(_mcq_row(
+                "attr_bare_value", TEMPLATES["attr_bare_value"].format(part_property=labels[g]),
+                options, gold, part=part, property=prop, attribute_group=truth.groups[g],
+            ))
+        per_image.append(items)
+    return per_image
+
+
+def attr_group_value(cub: CubDataset, truth: AttributeTruth, rng: np.random.Generator,
+                     skipped: dict[str, int],
+        image_rows: range | None = None) -> list[list[dict[str, Any]]]:
+    """One item per true trait of the image; options are ``{part} {property}: {value}``; the four
+    distractors are attested traits false of the image, from four distinct other groups (groups
+    and values chosen by smallest random key, vectorised over the image's items)."""
+    members = _group_members(truth)
+    n_groups = len(truth.groups)
+    n_attributes = truth.true.shape[1]
+    labels = [group_label(g) for g in truth.groups]
+    parts = [split_group(g) for g in truth.groups]
+    trait_text = [f"{labels[truth.group_index[a]]}: {truth.values[a]}" for a in range(n_attributes)]
+    per_image: list[list[dict[str, Any]]] = []
+    for row in image_rows if image_rows is not None else range(cub.n_images):
+        gold_attrs = np.flatnonzero(truth.true[row])
+        if gold_attrs.size == 0:
+            per_image.append([])
+            continue
+        eligible = truth.false[row] & truth.attested
+        n_items = gold_attrs.size
+        value_keys = _keys_by_group(rng.random((n_items, n_attributes)), members, eligible)
+        best_slot = value_keys.argmin(axis=2)  # (items, groups)
+        group_ok = np.isfinite(value_keys.min(axis=2))
+        gold_groups = truth.group_index[gold_attrs]
+        group_ok[np.arange(n_items), gold_groups] = False
+        group_keys = np.where(group_ok, rng.random((n_items, n_groups)), np.inf)
+        group_order = np.argsort(group_keys, axis=1, kind="stable")[:, : MAX_OPTIONS - 1]
+        enough = group_ok.sum(axis=1) >= MAX_OPTIONS - 1
+        shuffles = np.argsort(rng.random((n_items, MAX_OPTIONS)), axis=1, kind="stable")
+        items: list[dict[str, Any]] = []
+        for k, gold_attr in enumerate(gold_attrs):
+            if not enough[k]:
+                _bump(skipped, "attr_group_value: fewer than 4 distractor groups")
+                continue
+            distractors = [int(members[g, best_slot[k, g]]) for g in group_order[k]]
+            candidates = [trait_text[int(gold_attr)], *(trait_text[a] for a in distractors)]
+            options = [candidates[i] for i in shuffles[k]]
+            g = int(gold_groups[k])
+            part, prop = parts[g]
+            items.append(_mcq_row("attr_group_value", TEMPLATES["attr_group_value"], options,
+                                  candidates[0], part=part, property=prop,
+                                  attribute_group=truth.groups[g]))
+        per_image.append(items)
+    return per_image
+
+
+@dataclass(frozen=True)
+class MarkerPlan:
+    """Where the three markers of one image go (part indexes into ``cub.part_names``)."""
+
+    target: int
+    color: str
+    shape: str
+    color_control: int | None  # same colour, other shape
+    color_control_shape: str | None
+    shape_control: int | None  # same shape, other colour
+    shape_control_color: str | None
+
+
+def plan_markers(visible: np.ndarray, xy: np.ndarray, radius: float, rng: np.random.Generator,
+                 colors: tuple[str, ...], shapes: tuple[str, ...]) -> MarkerPlan | None:
+    """Target on a random visible part; each control on another visible part, preferring parts at
+    least three marker radii from the markers already placed (so markers do not overlap)."""
+    parts = np.flatnonzero(visible)
+    if parts.size == 0:
+        return None
+    target = int(rng.choice(parts))
+    color = colors[int(rng.integers(len(colors)))]
+    shape = shapes[int(rng.integers(len(shapes)))]
+    placed = [target]
+
+    def pick() -> int | None:
+        free = [int(p) for p in parts if p not in placed]
+        if not free:
+            return None
+        far = [p for p in free
+               if min(float(np.hypot(*(xy[p] - xy[q]))) for q in placed) >= 3 * radius]
+        choice = int(rng.choice(far if far else free))
+        placed.append(choice)
+        return choice
+
+    color_control = pick()
+    shape_control = pick()
+    other_shapes = [s for s in shapes if s != shape]
+    other_colors = [c for c in colors if c != color]
+    return MarkerPlan(
+        target=target, color=color, shape=shape,
+        color_control=color_control,
+        color_control_shape=None if color_control is None else other_shapes[int(rng.integers(len(other_shapes)))],
+        shape_control=shape_control,
+        shape_control_color=None if shape_control is None else other_colors[int(rng.integers(len(other_colors)))],
+    )
+
+
+def marker_item(plan: MarkerPlan, visible: np.ndarray, part_names: tuple[str, ...],
+                rng: np.random.Generator) -> dict[str, Any]:
+    """Options: the target part, the control parts, further visible parts, then (only if the bird
+    shows fewer than five parts) invisible ones — five in all, shuffled."""
+    chosen = [plan.target] + [p for p in (plan.color_control, plan.shape_control) if p is not None]
+    rest_visible = [int(p) for p in rng.permutation(np.flatnonzero(visible)) if p not in chosen]
+    rest_hidden = [int(p) for p in rng.permutation(np.flatnonzero(~visible)) if p not in chosen]
+    options_idx = (chosen + rest_visible + rest_hidden)[:MAX_OPTIONS]
+    options = _shuffled([part_text(part_names[p]) for p in options_idx], rng)
+    gold = part_text(part_names[plan.target])
+    stem = TEMPLATES["marker_localization"].format(color=plan.color, shape=plan.shape)
+    return _mcq_row("marker_localization", stem, options, gold, part=gold,
+                    marker_color=plan.color, marker_shape=plan.shape)
+
+
+def visibility_partset(cub: CubDataset, rng: np.random.Generator,
+                       skipped: dict[str, int],
+        image_rows: range | None = None) -> list[list[dict[str, Any]]]:
+    """Ten distinct part triples per image with exactly one correct option: one of the three
+    visible (gold = that part), none visible (None), or all three (All three). The kind of triple
+    is drawn uniformly among the kinds the image allows, then the triple uniformly within it."""
+    per_image = []
+    names = [part_text(p) for p in cub.part_names]
+    for row in image_rows if image_rows is not None else range(cub.n_images):
+        visible = np.flatnonzero(cub.part_visible[row])
+        hidden = np.flatnonzero(~cub.part_visible[row])
+        kinds = []
+        if visible.size >= 1 and hidden.size >= 2:
+            kinds.append("one")
+        if hidden.size >= 3:
+            kinds.append("none")
+        if visible.size >= 3:
+            kinds.append("all")
+        seen: set[tuple[int, ...]] = set()
+        items: list[dict[str, Any]] = []
+        attempts = 0
+        while len(items) < PARTSET_TRIPLES_PER_IMAGE and kinds and attempts < 2000:
+            attempts += 1
+            kind = kinds[int(rng.integers(len(kinds)))]
+            if kind == "one":
+                triple = [int(rng.choice(visible)), *(int(p) for p in rng.choice(hidden, 2, replace=False))]
+            elif kind == "none":
+                triple = [int(p) for p in rng.choice(hidden, 3, replace=False)]
+            else:
+                triple = [int(p) for p in rng.choice(visible, 3, replace=False)]
+            key = tuple(sorted(triple))
+            if key in seen:
+                continue
+            seen.add(key)
+            order = [triple[i] for i in rng.permutation(3)]
+            offered = [names[p] for p in order]
+            shown = [names[p] for p in order if cub.part_visible[row, p]]
+            gold = PARTSET_NONE if not shown else PARTSET_ALL if len(shown) == 3 else shown[0]
+            options = [*offered, PARTSET_NONE, PARTSET_ALL]
+            items.append(_mcq_row("visibility_partset", TEMPLATES["visibility_partset"], options, gold,
+                                  gold_set=shown))
+        if len(items) < PARTSET_TRIPLES_PER_IMAGE:
+            skipped["visibility_partset: image allows fewer than 10 triples"] = skipped.get(
+                "visibility_partset: image allows fewer than 10 triples", 0) + 1
+        per_image.append(items)
+    return per_image
+
+
+def visibility_side(cub: CubDataset, image_rows: range | None = None) -> list[list[dict[str, Any]]]:
+    """Eye, leg and wing: gold = Left / Right / Both / None from the CUB visibility flags."""
+    index = {name: i for i, name in enumerate(cub.part_names)}
+    per_image = []
+    for row in image_rows if image_rows is not None else range(cub.n_images):
+        items: list[dict[str, Any]] = []
+        for part in SIDE_PARTS:
+            left = bool(cub.part_visible[row, index[f"left_{part}"]])
+            right = bool(cub.part_visible[row, index[f"right_{part}"]])
+            gold = "Both" if left and right else "Left" if left else "Right" if right else "None"
+            shown = [s for s, v in (("Left", left), ("Right", right)) if v]
+            items.append(_mcq_row("visibility_side", TEMPLATES["visibility_side"].format(side_part=part),
+                                  list(SIDE_LABELS), gold, part=part, gold_set=shown))
+        per_image.append(items)
+    return per_image
+
+
+def naming_items(naming: ClassNaming, categories: list[str], rng: np.random.Generator) -> list[dict[str, Any]]:
+    """category_mcq, open_common_name, open_scientific_name, open_genus, open_kind_of for one
+    image (families whose gold the class lacks are not asked)."""
+    items: list[dict[str, Any]] = []
+    if naming.kind_category is not None:
+        others = [c for c in categories if c != naming.kind_category]
+        distractors = [others[i] for i in rng.choice(len(others), size=min(4, len(others)), replace=False)]
+        options = _shuffled([naming.kind_category, *distractors], rng)
+        items.append(_mcq_row("category_mcq", TEMPLATES["category_mcq"], options, naming.kind_category))
+    items.append(_open_row("open_common_name", TEMPLATES["open_common_name"], naming.class_name))
+    if naming.scientific_name is not None:
+        items.append(_open_row("open_scientific_name", TEMPLATES["open_scientific_name"],
+                               naming.scientific_name))
+    if naming.genus is not None:
+        items.append(_open_row("open_genus", TEMPLATES["open_genus"], naming.genus))
+    if naming.kind_category is not None and naming.kind_modifier:
+        items.append(_open_row("open_kind_of",
+                               TEMPLATES["open_kind_of"].format(category=naming.kind_category.lower()),
+                               naming.kind_modifier))
+    return items

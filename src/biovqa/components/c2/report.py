@@ -1,0 +1,189 @@
+"""C2 leaderboard tables and figure from score summaries (paper Table 3 C2 block, Tables 30–35,
+83–84).
+
+``tables(summaries)`` takes ``[(model label, summary dict), …]`` as written by ``biovqa score``
+(shape documented in :mod:`biovqa.components.c2.score`; NaN may arrive as ``None`` from JSON) and returns
+named pandas DataFrames:
+
+* ``table3_c2`` — cags of the four categories in Table 3's order: sal (relative salience), mrp
+  (morphological), loc (anatomical), nam (naming); models in the given order, then the floor (0);
+* ``table30_leaderboard`` — EM, GS_raw, pooled cags with its 95 % CI and severity, ranked by cags;
+* ``table31_em_format`` — EM (%) over all / MCQ / open items, parse %, letter–text mismatch %,
+  choose-A %, ranked by EM;
+* ``table32_categories`` — cags per category (4 decimals, as printed);
+* ``table33_cags_by_family`` / ``table34_em_by_family`` (%) / ``table83_severity_by_family`` /
+  ``table84_gs_raw_by_family`` — one column per family, the ``mean`` row last;
+* ``table35_family_difficulty`` — per family the mean, min and max cags over the models, easiest
+  last (ascending mean).
+
+``figures(summaries, out_dir)`` draws cags per family, one bar per model, into
+``out_dir/c2_cags_by_family.png`` (matplotlib, Agg backend).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from biovqa.components.c2.cags import CATEGORIES, FAMILIES, MCQ_FAMILIES
+
+#: Table 33/34 column labels of the families.
+FAMILY_SHORT: dict[str, str] = {
+    "attr_bare_value": "attr_bare", "attr_group_value": "attr_group", "category_mcq": "cat_mcq",
+    "marker_localization": "marker", "open_common_name": "common", "open_genus": "genus",
+    "open_kind_of": "kind_of", "open_scientific_name": "sci", "visibility_partset": "vis_set",
+    "visibility_side": "vis_side",
+}
+#: Table 33's column order.
+FAMILY_COLUMNS: tuple[str, ...] = (
+    "attr_bare_value", "attr_group_value", "category_mcq", "marker_localization", "open_common_name",
+    "open_genus", "open_kind_of", "open_scientific_name", "visibility_partset", "visibility_side",
+)
+#: Table 3's C2 block: label → category.
+TABLE3_COLUMNS: tuple[tuple[str, str], ...] = (
+    ("sal", "relative_salience"), ("mrp", "morphological"), ("loc", "anatomical"), ("nam", "naming"),
+)
+TABLE32_COLUMNS: tuple[tuple[str, str], ...] = (
+    ("anatomical", "anatomical"), ("morphological", "morphological"), ("salience", "relative_salience"),
+    ("naming", "naming"),
+)
+DECIMALS = 3
+
+
+def _number(value: Any) -> float:
+    """A float from a number or an estimate ``{value, lo, hi, n}`` (NaN for null)."""
+    if isinstance(value, dict):
+        value = value.get("value")
+    return float("nan") if value is None else float(value)
+
+
+def _bounds(block: dict[str, Any] | None, key: str) -> list[Any]:
+    estimate = (block or {}).get(key) or {}
+    return [estimate.get("lo"), estimate.get("hi")]
+
+
+def _get(block: dict[str, Any] | None, key: str) -> float:
+    if not block:
+        return float("nan")
+    return _number(block.get(key))
+
+
+def _percent(value: Any) -> float:
+    return _number(value) * 100.0
+
+
+def _family_frame(summaries: list[tuple[str, dict]], metric: str, scale: float = 1.0,
+                  decimals: int = DECIMALS) -> pd.DataFrame:
+    rows = []
+    for label, summary in summaries:
+        families = summary.get("families", {})
+        row: dict[str, Any] = {"model": label}
+        for family in FAMILY_COLUMNS:
+            row[FAMILY_SHORT[family]] = _get(families.get(family), metric) * scale
+        rows.append(row)
+    frame = pd.DataFrame(rows, columns=["model", *(FAMILY_SHORT[f] for f in FAMILY_COLUMNS)])
+    if len(frame):
+        mean = {"model": "mean", **{c: frame[c].mean() for c in frame.columns[1:]}}
+        frame = pd.concat([frame, pd.DataFrame([mean])], ignore_index=True)
+    return frame.round(decimals)
+
+
+def tables(summaries: list[tuple[str, dict]]) -> dict[str, pd.DataFrame]:
+    """The C2 report tables (see the module docstring)."""
+    out: dict[str, pd.DataFrame] = {}
+
+    rows = []
+    for label, summary in summaries:
+        categories = summary.get("categories", {})
+        rows.append({"model": label, **{short: _get(categories.get(cat), "cags") for short, cat in TABLE3_COLUMNS}})
+    rows.append({"model": "Floor", **{short: 0.0 for short, _ in TABLE3_COLUMNS}})
+    out["table3_c2"] = pd.DataFrame(rows, columns=["model", *(s for s, _ in TABLE3_COLUMNS)]).round(DECIMALS)
+
+    rows = []
+    for label, summary in summaries:
+        pooled = summary.get("pooled", {})
+        ci = _bounds(pooled, "cags")
+        rows.append({"model": label, "EM": _get(pooled, "em"), "GS_raw": _get(pooled, "gs_raw"),
+                     "cags": _get(pooled, "cags"), "ci95_lo": _number(ci[0]), "ci95_hi": _number(ci[1]),
+                     "severity": _get(pooled, "severity")})
+    frame = pd.DataFrame(rows, columns=["model", "EM", "GS_raw", "cags", "ci95_lo", "ci95_hi", "severity"])
+    frame = frame.sort_values("cags", ascending=False, kind="stable").reset_index(drop=True)
+    frame.insert(0, "rank", np.arange(1, len(frame) + 1))
+    out["table30_leaderboard"] = frame.round(DECIMALS)
+
+    rows = []
+    for label, summary in summaries:
+        pooled = summary.get("pooled", {})
+        fmt = summary.get("format", {})
+        rows.append({"model": label, "acc_all": _percent(pooled.get("em")),
+                     "acc_mcq": _percent(fmt.get("em_mcq")), "acc_open": _percent(fmt.get("em_open")),
+                     "parse_pct": _percent(fmt.get("parse_rate")),
+                     "mismatch_pct": _percent(fmt.get("mismatch_rate")),
+                     "choose_A_pct": _percent(fmt.get("choose_a_rate"))})
+    frame = pd.DataFrame(rows, columns=["model", "acc_all", "acc_mcq", "acc_open", "parse_pct",
+                                        "mismatch_pct", "choose_A_pct"])
+    out["table31_em_format"] = frame.sort_values("acc_all", ascending=False, kind="stable") \
+        .reset_index(drop=True).round(2)
+
+    rows = []
+    for label, summary in summaries:
+        categories = summary.get("categories", {})
+        rows.append({"model": label, **{name: _get(categories.get(cat), "cags") for name, cat in TABLE32_COLUMNS}})
+    out["table32_categories"] = pd.DataFrame(rows, columns=["model", *(n for n, _ in TABLE32_COLUMNS)]).round(4)
+
+    out["table33_cags_by_family"] = _family_frame(summaries, "cags")
+    out["table34_em_by_family"] = _family_frame(summaries, "em", scale=100.0, decimals=2)
+    out["table83_severity_by_family"] = _family_frame(summaries, "severity")
+    out["table84_gs_raw_by_family"] = _family_frame(summaries, "gs_raw")
+
+    rows = []
+    for family in FAMILIES:
+        values = [_get(summary.get("families", {}).get(family), "cags") for _, summary in summaries]
+        values = [v for v in values if not np.isnan(v)]
+        if values:
+            rows.append({"family": family, "mean": float(np.mean(values)), "min": float(np.min(values)),
+                         "max": float(np.max(values)), "format": "MCQ" if family in MCQ_FAMILIES else "open"})
+    frame = pd.DataFrame(rows, columns=["family", "mean", "min", "max", "format"])
+    out["table35_family_difficulty"] = frame.sort_values("mean", kind="stable").reset_index(drop=True).round(DECIMALS)
+    assert set(CATEGORIES) == {cat for _, cat in TABLE3_COLUMNS}
+    return out
+
+
+def figures(summaries: list[tuple[str, dict]], out_dir: str | Path) -> list[Path]:
+    """cags per family, one bar per model, with 95 % CIs; returns the written PNG path."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    path = out_dir / "c2_cags_by_family.png"
+    n_models = max(1, len(summaries))
+    width = 0.8 / n_models
+    x = np.arange(len(FAMILY_COLUMNS))
+    fig, ax = plt.subplots(figsize=(max(8.0, 1.1 * len(FAMILY_COLUMNS) + 0.3 * n_models), 4.5))
+    for k, (label, summary) in enumerate(summaries):
+        families = summary.get("families", {})
+        values = np.array([_get(families.get(f), "cags") for f in FAMILY_COLUMNS])
+        cis = [_bounds(families.get(f), "cags") for f in FAMILY_COLUMNS]
+        lo = np.array([_number(c[0]) for c in cis])
+        hi = np.array([_number(c[1]) for c in cis])
+        errors = np.vstack([np.where(np.isnan(lo), 0.0, values - lo), np.where(np.isnan(hi), 0.0, hi - values)])
+        errors = np.clip(np.nan_to_num(errors), 0.0, None)
+        ax.bar(x + (k - (n_models - 1) / 2) * width, np.nan_to_num(values), width, label=label,
+               yerr=np.nan_to_num(errors), capsize=2)
+    ax.axhline(0.0, color="black", linewidth=0.8)
+    ax.set_xticks(x)
+    ax.set_xticklabels([FAMILY_SHORT[f] for f in FAMILY_COLUMNS], rotation=30, ha="right")
+    ax.set_ylabel("cags (0 = chance)")
+    ax.set_title("C2 cags by family")
+    if summaries:
+        ax.legend(fontsize="small", ncol=min(3, n_models))
+    fig.tight_layout()
+    fig.savefig(path, dpi=120, metadata={"Software": None})
+    plt.close(fig)
+    return [path]

@@ -1,0 +1,99 @@
+"""C2 scoring: the five-step parser, the six similarity kernels, the naming kernels, cags and
+its companions (metrics.md §3; prompts.md §6.3).
+
+``score(bench, predictions, options) -> ScoreResult`` is registered as ``biovqa.components.c2.score:score``.
+
+Options: declared on :data:`biovqa.components.c2.COMPONENT` (``bootstrap``, ``seed``, ``level``,
+``prefer_text``, ``tau``, ``alpha``, ``colour_kernel``, ``visibility_kernel``, ``sweep_size``).
+
+Per-item table: the score schema's core columns (``parsed`` = the recovered answer text,
+``score`` = cags), then family, category, gold, gold_letter, pred_letter, parse_status (parsed /
+mismatch / fuzzy / failed / missing), em, s, b, cags, severity.
+
+Summary sections (every mean item-weighted; every estimate ``{value, lo, hi, n}`` with a 95 %
+percentile bootstrap over items)::
+
+    {
+      "table3":     {sal, mrp, loc, nam: cags estimate of the category},
+      "pooled":     {n, cags, em, gs_raw, severity: estimate, n_wrong},
+      "categories": {morphological|relative_salience|anatomical|naming: <same as pooled>},
+      "families":   {<family>: <same as pooled> + category, n_replies, n_missing,
+                     n_failed_requests, n_parse_failed, n_fuzzy, n_mismatch, parse_rate,
+                     mismatch_rate, choose_a_rate},
+      "format":     {parse_rate, mismatch_rate, choose_a_rate, em_mcq, em_open, n_mcq, n_open,
+                     n_replies, n_missing, n_failed_requests, n_parse_failed, n_fuzzy, n_mismatch},
+      "laterality": {n_lateral, n_mirror_offered, mirror_confusion_rate, mirror_baseline,
+                     n_part_named, laterality_given_part, laterality_chance,
+                     laterality_p_below_chance, laterality_below_chance},
+      "bootstrap":  {resamples, seed, level, unit: "items"}
+    }
+
+Rates are fractions in [0, 1] (reports print percentages); families without items are absent.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+
+from biovqa.components.registry import ScoreResult
+from biovqa.bench.folder import Bench
+from biovqa.components.c2.summary import summarize
+from biovqa.components.c2.cags import C2Context, score_items
+from biovqa.components.c2.kernels import KernelConfig, PartLayout
+
+PART_LAYOUT_FILE = Path("c2") / "part_layout.json"
+
+__all__ = ["C2Context", "KernelConfig", "kernel_config", "load_context", "score"]
+
+
+def kernel_config(options: Mapping[str, Any] | None = None) -> KernelConfig:
+    """The kernel configuration named by score options (defaults = the paper's)."""
+    resolved = resolve_options(options)
+    return KernelConfig(**{name: resolved[name] for name in KernelConfig.__dataclass_fields__})
+
+
+def resolve_options(options: Mapping[str, Any] | None) -> dict[str, Any]:
+    """Every C2 score option, checked against the component's declarations."""
+    from biovqa.components.c2 import COMPONENT
+
+    return COMPONENT.resolve_score_options(dict(options or {}))
+
+
+def load_context(bench: Bench) -> C2Context:
+    """Scoring context of a C2 benchmark folder: part layout (if written) + name index + gold pools."""
+    layout_path = bench.root / PART_LAYOUT_FILE
+    layout = PartLayout.from_file(layout_path) if layout_path.exists() else None
+    return C2Context.from_items(bench.items, layout)
+
+
+def score(bench: Bench, predictions: pa.Table, options: Mapping[str, Any] | None = None
+          ) -> ScoreResult:
+    """Score C2 predictions (aligned with ``bench.items``): per-item table + summary."""
+    options = resolve_options(options)
+    config = kernel_config(options)
+    resamples, seed, level = options["bootstrap"], options["seed"], options["level"]
+    items = bench.items
+    context = load_context(bench)
+    table = score_items(items, predictions, context, config)
+    option_lists = None
+    if "marker_localization" in set(table.column("family").unique().to_pylist()):
+        option_lists = _marker_options(items, table)
+    summary = summarize(table, options=option_lists, resamples=resamples, seed=seed, level=level)
+    return ScoreResult(items=table, summary=summary)
+
+
+def _marker_options(items: pa.Table, table: pa.Table) -> list[Any]:
+    """Option lists of marker_localization rows (None elsewhere) for the laterality analysis."""
+    import numpy as np
+    import pyarrow.compute as pc
+
+    mask = pc.equal(table.column("family"), "marker_localization").to_numpy(zero_copy_only=False)
+    rows = np.flatnonzero(mask)
+    out: list[Any] = [None] * items.num_rows
+    for row, opts in zip(rows, items.column("options").take(pa.array(rows)).to_pylist()):
+        out[row] = opts
+    return out

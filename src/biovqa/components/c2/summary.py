@@ -1,0 +1,274 @@
+"""Aggregation of per-item C2 scores (metrics.md §3.2, §3.11, §3.12, §6.1).
+
+* family score = mean over its items; category score = item-weighted mean over its families
+  (= mean over all items of the category); pooled = mean over every item, marker_localization
+  included [DERIVED, CONFLICT resolved as "included"];
+* GS_raw = mean s; EM = mean em; severity (Eq. 22) = mean (1 − cags) over items with EM = 0;
+* 95 % percentile bootstrap CIs over items (B = 1000, seeded) for cags, EM and GS_raw;
+* format diagnostics per family: parse rate, letter–text mismatch rate, choose-A rate;
+* laterality / mirror confusion on EM (marker_localization items with a left/right gold part).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from biovqa.components.c2 import parser
+from biovqa.components.c2.cags import CATEGORIES, CATEGORY_OF, FAMILIES, MCQ_FAMILIES
+from biovqa.scoring.schema import estimate
+
+CI_LEVEL = 0.95
+#: Table 3's C2 columns: cags per category.
+TABLE3_COLUMNS: dict[str, str] = {"sal": "relative_salience", "mrp": "morphological",
+                                  "loc": "anatomical", "nam": "naming"}
+METRICS = ("cags", "em", "gs_raw")
+
+
+def bootstrap_ci(values: np.ndarray, *, resamples: int, seed: int, level: float = CI_LEVEL
+                 ) -> tuple[np.ndarray, np.ndarray]:
+    """Percentile bootstrap CIs of the column means of ``values`` (n × k; NaN = the item is not
+    in that statistic), resampling items with replacement, B = ``resamples``, seeded
+    (metrics.md §6.1) — one set of resamples serves every column."""
+    from biovqa.stats.bootstrap import cluster_bootstrap_means
+
+    values = np.asarray(values, dtype=float)
+    if values.ndim == 1:
+        values = values[:, None]
+    n = len(values)
+    if n == 0 or resamples <= 0:
+        nan = np.full(values.shape[1], np.nan)
+        return nan, nan.copy()
+    lo, hi = cluster_bootstrap_means(values, np.arange(n), B=resamples, seed=seed, level=level)
+    return np.atleast_1d(np.asarray(lo, dtype=float)), np.atleast_1d(np.asarray(hi, dtype=float))
+
+
+def _number(value: float) -> float | None:
+    """A JSON-safe float (None for NaN)."""
+    value = float(value)
+    return None if math.isnan(value) else value
+
+
+def group_summary(cags: np.ndarray, em: np.ndarray, s: np.ndarray,
+                  ci: tuple[np.ndarray, np.ndarray] | None = None) -> dict[str, Any]:
+    """n and the estimates of cags/EM/GS_raw (bounds ``ci`` = (lo[3], hi[3]) when given) and
+    of severity (Eq. 22: mean 1 − cags over the EM = 0 items, no interval)."""
+    n = len(cags)
+    out: dict[str, Any] = {"n": int(n)}
+    values = np.column_stack([cags, em, s]).astype(float) if n else np.zeros((0, 3))
+    for index, name in enumerate(METRICS):
+        mean = values[:, index].mean() if n else math.nan
+        lo, hi = (None, None) if ci is None else (ci[0][index], ci[1][index])
+        out[name] = estimate(mean, lo, hi, n=n)
+    wrong = em == 0
+    out["n_wrong"] = int(wrong.sum())
+    out["severity"] = estimate((1.0 - cags[wrong]).mean() if wrong.any() else math.nan, n=int(wrong.sum()))
+    return out
+
+
+def grouped_intervals(cags: np.ndarray, em: np.ndarray, s: np.ndarray,
+                      groups: Sequence[np.ndarray], *, resamples: int, seed: int,
+                      level: float = CI_LEVEL) -> list[tuple[np.ndarray, np.ndarray] | None]:
+    """Bootstrap CIs of (cags, EM, GS_raw) for every group mask, from one set of item resamples
+    (the shared :mod:`biovqa.stats.bootstrap` draws): each group's mean is a ratio of resampled
+    sums, the three metrics of a group share its denominator. Identical to
+    ``cluster_bootstrap_means`` on NaN-masked columns with the items as clusters."""
+    from biovqa.stats.bootstrap import percentile_interval, ratio_of_sums_replicates
+
+    if resamples <= 0 or len(cags) == 0:
+        return [None] * len(groups)
+    numerators = np.column_stack([np.where(mask, metric, 0.0) for mask in groups
+                                  for metric in (cags, em, s)])
+    denominators = np.column_stack([mask.astype(float) for mask in groups])
+    replicates = ratio_of_sums_replicates(numerators, denominators, B=resamples, seed=seed,
+                                          denominator_of=np.repeat(np.arange(len(groups)), 3))
+    lo, hi = percentile_interval(replicates, level)
+    return [(lo[3 * g:3 * g + 3], hi[3 * g:3 * g + 3]) for g in range(len(groups))]
+
+
+def _rate(numerator: int, denominator: int) -> float | None:
+    return numerator / denominator if denominator else None
+
+
+def _coded(column: pa.ChunkedArray | pa.Array, names: Sequence[str]) -> np.ndarray:
+    """Index of every value in ``names`` (-1 for null or another value), via dictionary encoding."""
+    array = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
+    encoded = pc.dictionary_encode(array)
+    lookup = np.array([names.index(v) if v in names else -1 for v in encoded.dictionary.to_pylist()]
+                      or [-1], dtype=np.int64)
+    index = encoded.indices
+    raw = pc.fill_null(index, -1).to_numpy(zero_copy_only=False).astype(np.int64)
+    return np.where(raw >= 0, lookup[np.maximum(raw, 0)], -1)
+
+
+_PARSE = {name: code for code, name in enumerate(parser.PARSE_STATUSES)}
+
+
+def format_diagnostics(parse_status: np.ndarray, response_status: np.ndarray,
+                       letters: tuple[np.ndarray, np.ndarray], mcq: bool) -> dict[str, Any]:
+    """Parse rate over replies, letter–text mismatch rate over replies, choose-A rate over
+    recovered MCQ answers, and the counts of missing replies and failed requests (§3.11).
+    ``parse_status``/``response_status`` are codes (parser.PARSE_STATUSES / ok, failed, missing);
+    ``letters`` = (an option was chosen, option A was chosen) per item."""
+    replies = parse_status != _PARSE[parser.MISSING]
+    n_replies = int(replies.sum())
+    recovered = np.zeros(len(parse_status), dtype=bool)
+    for name in parser.RECOVERED:
+        recovered |= parse_status == _PARSE[name]
+    out: dict[str, Any] = {
+        "n_replies": n_replies,
+        "n_missing": int((parse_status == _PARSE[parser.MISSING]).sum()),
+        "n_failed_requests": int((response_status == 1).sum()),
+        "n_parse_failed": int((parse_status == _PARSE[parser.FAILED]).sum()),
+        "n_fuzzy": int((parse_status == _PARSE[parser.FUZZY]).sum()),
+        "n_mismatch": int((parse_status == _PARSE[parser.MISMATCH]).sum()),
+        "parse_rate": _rate(int(recovered.sum()), n_replies),
+    }
+    if mcq:
+        answered, chose_a = letters
+        answered = answered & recovered
+        out["mismatch_rate"] = _rate(out["n_mismatch"], n_replies)
+        out["choose_a_rate"] = _rate(int((chose_a & answered).sum()), int(answered.sum()))
+    else:
+        out["mismatch_rate"] = None
+        out["choose_a_rate"] = None
+    return out
+
+
+def _side_and_part(text: Any) -> tuple[str, str] | None:
+    words = str(text or "").strip().lower().split()
+    if len(words) >= 2 and words[0] in ("left", "right"):
+        return words[0], " ".join(words[1:])
+    return None
+
+
+def laterality(gold: Sequence[Any], pred: Sequence[Any], options: Sequence[Sequence[str] | None],
+               em: np.ndarray) -> dict[str, Any]:
+    """Laterality on EM (metrics.md §3.12 [DEFAULT details]) over marker_localization items
+    whose gold is a left/right part:
+
+    * ``mirror_confusion_rate`` = share answered with the mirror part (e.g. right wing for left
+      wing), over the items that offer the mirror part; uniform baseline = mean 1/|options|;
+    * ``laterality_given_part`` = EM among items where the model named the right part type
+      (either side); one-sided exact binomial test against chance 0.5 ("significantly below").
+    """
+    from scipy.stats import binomtest
+
+    lateral = mirror_offered = mirror_hits = part_named = side_right = 0
+    baseline: list[float] = []
+    for g, p, opts, correct in zip(gold, pred, options, em):
+        gold_side = _side_and_part(g)
+        if gold_side is None:
+            continue
+        lateral += 1
+        mirror = ("right" if gold_side[0] == "left" else "left") + " " + gold_side[1]
+        offered = [str(o).strip().lower() for o in (opts or ())]
+        pred_side = _side_and_part(p)
+        if mirror in offered:
+            mirror_offered += 1
+            baseline.append(1.0 / len(offered))
+            if pred_side is not None and f"{pred_side[0]} {pred_side[1]}" == mirror:
+                mirror_hits += 1
+        if pred_side is not None and pred_side[1] == gold_side[1]:
+            part_named += 1
+            side_right += int(correct)
+    out: dict[str, Any] = {
+        "n_lateral": lateral,
+        "n_mirror_offered": mirror_offered,
+        "mirror_confusion_rate": _rate(mirror_hits, mirror_offered),
+        "mirror_baseline": float(np.mean(baseline)) if baseline else None,
+        "n_part_named": part_named,
+        "laterality_given_part": _rate(side_right, part_named),
+        "laterality_chance": 0.5,
+    }
+    if part_named:
+        test = binomtest(side_right, part_named, 0.5, alternative="less")
+        out["laterality_p_below_chance"] = float(test.pvalue)
+        out["laterality_below_chance"] = bool(test.pvalue < 0.05)
+    else:
+        out["laterality_p_below_chance"] = None
+        out["laterality_below_chance"] = None
+    return out
+
+
+def summarize(scores: pa.Table, *, options: Sequence[Sequence[str] | None] | None = None,
+              resamples: int = 1000, seed: int = 42, level: float = CI_LEVEL) -> dict[str, Any]:
+    """The C2 summary dict from per-item scores (see :mod:`biovqa.components.c2.score` for its shape).
+    ``options`` (per item, aligned) feeds the laterality analysis."""
+    family = _coded(scores.column("family"), FAMILIES)
+    cags = scores.column("cags").to_numpy()
+    em = scores.column("em").to_numpy().astype(float)
+    s = scores.column("s").to_numpy()
+    parse_status = _coded(scores.column("parse_status"), parser.PARSE_STATUSES)
+    response_status = _coded(scores.column("status"), ("ok", "failed", "missing"))
+    chose_a = np.asarray(pc.fill_null(pc.equal(scores.column("pred_letter"), "A"), False)
+                         .to_numpy(zero_copy_only=False), dtype=bool)
+    answered = np.asarray(pc.is_valid(scores.column("pred_letter")).to_numpy(zero_copy_only=False), dtype=bool)
+    pred_letter = (answered, chose_a)
+
+    masks = {name: family == index for index, name in enumerate(FAMILIES)}
+    category_masks = {}
+    for category in CATEGORIES:
+        mask = np.zeros(len(family), dtype=bool)
+        for name in FAMILIES:
+            if CATEGORY_OF[name] == category:
+                mask |= masks[name]
+        category_masks[category] = mask
+    present_families = [f for f in FAMILIES if masks[f].any()]
+    present_categories = [c for c in CATEGORIES if category_masks[c].any()]
+    group_masks = ([np.ones(len(family), dtype=bool)] + [category_masks[c] for c in present_categories]
+                   + [masks[f] for f in present_families])
+    intervals = grouped_intervals(cags, em, s, group_masks, resamples=resamples, seed=seed,
+                                  level=level)
+    pooled = group_summary(cags, em, s, intervals[0])
+    categories: dict[str, Any] = {}
+    for offset, category in enumerate(present_categories, start=1):
+        mask = category_masks[category]
+        categories[category] = group_summary(cags[mask], em[mask], s[mask], intervals[offset])
+    families: dict[str, Any] = {}
+    for offset, name in enumerate(present_families, start=1 + len(present_categories)):
+        mask = masks[name]
+        entry = group_summary(cags[mask], em[mask], s[mask], intervals[offset])
+        entry["category"] = CATEGORY_OF[name]
+        entry.update(format_diagnostics(parse_status[mask], response_status[mask],
+                                        (answered[mask], chose_a[mask]), name in MCQ_FAMILIES))
+        families[name] = entry
+    mcq_mask = np.zeros(len(family), dtype=bool)
+    for name in MCQ_FAMILIES:
+        mcq_mask |= masks[name]
+    open_mask = (family >= 0) & ~mcq_mask
+    fmt = format_diagnostics(parse_status, response_status, pred_letter, True)
+    mcq_fmt = format_diagnostics(parse_status[mcq_mask], response_status[mcq_mask],
+                                 (answered[mcq_mask], chose_a[mcq_mask]), True)
+    fmt["mismatch_rate"] = mcq_fmt["mismatch_rate"]
+    fmt["choose_a_rate"] = mcq_fmt["choose_a_rate"]
+    fmt["em_mcq"] = _number(em[mcq_mask].mean()) if mcq_mask.any() else None
+    fmt["em_open"] = _number(em[open_mask].mean()) if open_mask.any() else None
+    fmt["n_mcq"] = int(mcq_mask.sum())
+    fmt["n_open"] = int(open_mask.sum())
+
+    marker = masks["marker_localization"]
+    if marker.any():
+        rows = np.flatnonzero(marker)
+        gold = scores.column("gold").take(pa.array(rows)).to_pylist()
+        pred = scores.column("parsed").take(pa.array(rows)).to_pylist()
+        offered = [options[int(r)] for r in rows] if options is not None else [None] * len(rows)
+        lat = laterality(gold, pred, offered, em[rows])
+    else:
+        lat = laterality([], [], [], np.zeros(0))
+    return {
+        "table3": {column: categories[category]["cags"] for column, category in TABLE3_COLUMNS.items()
+                   if category in categories},
+        "pooled": pooled,
+        "categories": categories,
+        "families": families,
+        "format": fmt,
+        "laterality": lat,
+        "bootstrap": {"resamples": int(resamples), "seed": int(seed), "level": float(level),
+                      "unit": "items"},
+    }

@@ -1,0 +1,233 @@
+"""The component registry: one entry per benchmark component (C1–C4, text-only suites).
+
+A component is a package ``biovqa/components/<name>/`` whose ``__init__`` declares one
+:class:`Component`. The declaration names, as ``"module:attribute"`` strings, the callables that
+build, floor, score and report it, so that listing components imports nothing heavy. Each
+callable follows a contract:
+
+* ``builder``: a Typer command function (its parameters are the component's build options,
+  typed, with defaults and help: ``biovqa build <name> --help`` shows them); it writes a
+  benchmark folder through :func:`biovqa.bench.write_bench`.
+* ``build_function``: the same build as a Python function returning the opened
+  :class:`~biovqa.bench.Bench` (what :func:`biovqa.build` calls).
+* ``floor``: ``floor(items: pa.Table) -> pa.Array`` of image-blind replies, one per item, in
+  order (the component's floor rules; used by the ``baseline`` backend).
+* ``scorer``: ``score(bench: Bench, predictions: pa.Table, options: dict) -> ScoreResult``, a
+  pure function of its inputs. ``predictions`` is aligned with ``bench.items`` (columns
+  ``item_id, response, status``); ``options`` holds every declared score option, defaults
+  filled in. The result follows the score schema (:mod:`biovqa.scoring.schema`).
+* ``reporter``: ``tables(summaries: list[tuple[str, dict]]) -> dict[str, pandas.DataFrame]``,
+  leaderboard tables from score summaries keyed by model label, and optional
+  ``figures(summaries, out_dir) -> list[Path]`` in the same module.
+* ``auditor`` (optional): ``audit(bench: Bench) -> list[str]``, the component's own
+  verification-contract violations (e.g. C1: a rank its question needs is empty).
+* ``sweep`` (optional): ``sweep(bench, predictions_by_model: dict[str, pa.Table], options) ->
+  dict``, a sensitivity analysis over several models (C2: the kernel sweep).
+
+Components shipped with biovqa are listed in :data:`BUILTIN`; another installed package adds
+its own through the ``biovqa.components`` entry-point group (the entry point names a
+:class:`Component`).
+"""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Callable, Mapping
+
+from biovqa.errors import BiovqaError
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+#: The components shipped with biovqa: adding one is one line here.
+BUILTIN: tuple[str, ...] = (
+    "biovqa.components.c1:COMPONENT",
+    "biovqa.components.c2:COMPONENT",
+)
+ENTRY_POINT_GROUP = "biovqa.components"
+
+_TRUE = {"true", "1", "yes", "on"}
+_FALSE = {"false", "0", "no", "off"}
+
+
+@dataclass(frozen=True, slots=True)
+class Option:
+    """One typed option of a component's scorer, with its default and help text."""
+
+    name: str
+    type: type
+    default: Any
+    help: str
+    choices: tuple[str, ...] | None = None
+    #: the value must lie in [low, high] (numbers only)
+    low: float | None = None
+    high: float | None = None
+
+    def parse(self, value: Any) -> Any:
+        """``value`` (text from the command line or a Python value) as this option's type; a bad
+        value is a :class:`BiovqaError` naming the option and what it accepts."""
+        if value is None:
+            return self.default
+        try:
+            parsed = self._convert(value)
+        except (TypeError, ValueError):
+            raise BiovqaError(f"option {self.name!r} takes {self._expects()}, got {value!r}",
+                              field=self.name) from None
+        if self.choices is not None and parsed not in self.choices:
+            raise BiovqaError(f"option {self.name!r} takes one of {', '.join(self.choices)}, got {value!r}",
+                              field=self.name)
+        if self.low is not None and parsed < self.low or self.high is not None and parsed > self.high:
+            raise BiovqaError(f"option {self.name!r} must lie in [{self.low}, {self.high}], got {value!r}",
+                              field=self.name)
+        return parsed
+
+    def _convert(self, value: Any) -> Any:
+        if self.type is bool:
+            if isinstance(value, bool):
+                return value
+            text = str(value).strip().lower()
+            if text in _TRUE | _FALSE:
+                return text in _TRUE
+            raise ValueError(value)
+        if self.type is int:
+            if isinstance(value, bool) or isinstance(value, float) and not value.is_integer():
+                raise ValueError(value)
+            return int(value)
+        if self.type is float:
+            if isinstance(value, bool):
+                raise ValueError(value)
+            return float(value)
+        if self.type is Path:
+            return Path(value)
+        return str(value)
+
+    def _expects(self) -> str:
+        names = {bool: "true or false", int: "a whole number", float: "a number", Path: "a path"}
+        return names.get(self.type, "text")
+
+    def describe(self) -> str:
+        """One line for help texts: ``name=TYPE (default …): help``."""
+        kind = "|".join(self.choices) if self.choices else self._expects()
+        default = "none" if self.default is None else str(self.default).lower() if isinstance(self.default, bool) else self.default
+        return f"{self.name}=<{kind}> (default {default}): {self.help}"
+
+
+#: Options every scorer takes.
+COMMON_SCORE_OPTIONS: tuple[Option, ...] = (
+    Option("bootstrap", int, 1000, "bootstrap resamples for the confidence intervals (0: none)", low=0),
+    Option("seed", int, 42, "bootstrap seed"),
+    Option("level", float, 0.95, "confidence level of the intervals", low=0.5, high=0.999),
+)
+
+
+@dataclass(frozen=True, slots=True)
+class ScoreResult:
+    """Per-item scores (one row per benchmark item) and the aggregate summary (JSON-able)."""
+
+    items: pa.Table
+    summary: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class Component:
+    """A benchmark component: its tasks, the callables of each stage, its score options."""
+
+    name: str
+    title: str
+    tasks: tuple[str, ...]
+    builder: str
+    build_function: str
+    floor: str
+    scorer: str
+    reporter: str
+    auditor: str | None = None
+    sweep: str | None = None
+    #: options of this component's scorer, besides :data:`COMMON_SCORE_OPTIONS`
+    score_options: tuple[Option, ...] = ()
+    #: the leaderboard's short column names for this component (Table 3), in order
+    table3: tuple[str, ...] = field(default=())
+
+    def load(self, role: str) -> Callable[..., Any]:
+        """Import and return the callable registered for ``role`` (builder/floor/scorer/…)."""
+        target = getattr(self, role)
+        if target is None:
+            raise BiovqaError(f"component {self.name!r} has no {role}")
+        return _load_target(target)
+
+    def all_score_options(self) -> tuple[Option, ...]:
+        return COMMON_SCORE_OPTIONS + self.score_options
+
+    def resolve_score_options(self, given: Mapping[str, Any]) -> dict[str, Any]:
+        """Every score option of this component, ``given`` values parsed and checked, defaults
+        for the rest; an option this component does not declare is an error naming it."""
+        declared = {option.name: option for option in self.all_score_options()}
+        unknown = sorted(set(given) - set(declared))
+        if unknown:
+            raise BiovqaError(
+                f"{self.name.upper()} scoring has no option {unknown[0]!r}", field=unknown[0],
+                hint="its options: " + ", ".join(sorted(declared)) + " (see `biovqa score --help`)")
+        return {name: option.parse(given.get(name)) for name, option in declared.items()}
+
+
+def _load_target(target: str) -> Any:
+    module_name, _, attribute = target.partition(":")
+    return getattr(importlib.import_module(module_name), attribute)
+
+
+_REGISTRY: dict[str, Component] = {}
+_LOADED = False
+
+
+def register(component: Component) -> Component:
+    """Add a component (e.g. from a test or a notebook); its name must be new."""
+    _load_all()
+    return _add(component)
+
+
+def _add(component: Component) -> Component:
+    if not isinstance(component, Component):
+        raise BiovqaError(f"not a biovqa Component: {component!r}")
+    key = component.name.lower()
+    if key in _REGISTRY:
+        raise BiovqaError(f"component {component.name!r} is already registered")
+    _REGISTRY[key] = component
+    return component
+
+
+def _load_all() -> None:
+    global _LOADED
+    if _LOADED:
+        return
+    _LOADED = True
+    for target in BUILTIN:
+        _add(_load_target(target))
+    from importlib.metadata import entry_points
+
+    for entry in entry_points(group=ENTRY_POINT_GROUP):
+        try:
+            component = entry.load()
+        except Exception as exc:  # a broken plug-in must not take the toolkit down
+            raise BiovqaError(f"the component plug-in {entry.name!r} ({entry.value}) failed to load: {exc}",
+                              hint="fix or uninstall the package that provides it") from exc
+        _add(component)
+
+
+def get_component(name: str) -> Component:
+    _load_all()
+    key = name.lower()
+    if key not in _REGISTRY:
+        known = ", ".join(sorted(_REGISTRY))
+        raise BiovqaError(f"unknown component {name!r}", hint=f"known components: {known}")
+    return _REGISTRY[key]
+
+
+def list_components() -> tuple[Component, ...]:
+    _load_all()
+    return tuple(_REGISTRY[k] for k in sorted(_REGISTRY))
+
+
+def unregister(name: str) -> None:
+    """Remove a component registered with :func:`register` (tests)."""
+    _REGISTRY.pop(name.lower(), None)

@@ -1,0 +1,326 @@
+"""The ``transformers`` backend: a local VLM through ``AutoModelForImageTextToText``.
+
+Each batch is rendered with the checkpoint's chat template (the image before the text in the user
+turn, prompts.md §1), tokenised left-padded by ``AutoProcessor`` and decoded greedily
+(``do_sample=False``, one beam) with ``max_new_tokens`` from the requests. Requests in one batch
+may have different caps: the batch generates up to the largest cap and each reply keeps only its
+own first ``max_new_tokens`` tokens, which for greedy decoding equals generating with that cap.
+
+Failures stay per request: an unreadable image fails that request only; an error inside
+``generate`` (out of memory, say) retries the batch one request at a time, and a request that
+still fails becomes ``status="failed"`` with the error text.
+
+torch and transformers are imported inside :func:`create`, never at package import.
+"""
+
+from __future__ import annotations
+
+import time
+import warnings
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from biovqa.errors import BiovqaError, MissingResourceError
+from biovqa.engine.presets import ModelPreset, get_preset
+from biovqa.engine.backends.base import Reply, Request
+
+#: Options :func:`create` understands; anything else is reported in ``describe()``.
+KNOWN_OPTIONS = (
+    "dtype",
+    "device",
+    "batch_size",
+    "revision",
+    "trust_remote_code",
+    "min_pixels",
+    "max_pixels",
+    "attn_implementation",
+    "preset",
+)
+
+_DTYPE_NAMES = ("auto", "float32", "float16", "bfloat16")
+
+
+def build_messages(request: Request) -> list[dict[str, Any]]:
+    """Chat messages for one request: optional system turn, then a user turn whose content is the
+    image (if any) followed by the prompt text."""
+    messages: list[dict[str, Any]] = []
+    if request.system:
+        messages.append({"role": "system", "content": [{"type": "text", "text": request.system}]})
+    content: list[dict[str, Any]] = []
+    if request.image_path is not None:
+        content.append({"type": "image"})
+    content.append({"type": "text", "text": request.prompt})
+    messages.append({"role": "user", "content": content})
+    return messages
+
+
+def _load_image(path: Path):  # -> PIL.Image.Image
+    from PIL import Image
+
+    with Image.open(path) as image:
+        return image.convert("RGB")
+
+
+class TransformersBackend:
+    """Greedy batched generation with a Hugging Face image-text-to-text model."""
+
+    name = "transformers"
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        preset: ModelPreset,
+        dtype: str = "auto",
+        device: str = "auto",
+        batch_size: int = 8,
+        revision: str | None = None,
+        trust_remote_code: bool | None = None,
+        min_pixels: int | None = None,
+        max_pixels: int | None = None,
+        attn_implementation: str | None = None,
+        ignored_options: dict[str, Any] | None = None,
+    ) -> None:
+        import torch
+        import transformers
+        from transformers import AutoModelForImageTextToText, AutoProcessor
+
+        if dtype not in _DTYPE_NAMES:
+            raise BiovqaError(
+                f"unknown dtype {dtype!r}", field="dtype", hint=f"use one of {', '.join(_DTYPE_NAMES)}"
+            )
+        if batch_size < 1:
+            raise BiovqaError(f"batch_size must be ≥ 1, got {batch_size}", field="batch_size")
+        self._torch = torch
+        self._transformers_version = transformers.__version__
+        self.preset = preset
+        self.model_id = model
+        self.batch_size = int(batch_size)
+        #: Batch hint for the engine: hand over batches of about one generate call each.
+        self.max_batch_items = self.batch_size
+        self.ignored_options = dict(ignored_options or {})
+        if device == "auto":
+            device = "cuda" if torch.cuda.is_available() else "cpu"
+        self.device = device
+        if dtype == "auto":
+            dtype = preset.dtype if device.startswith("cuda") else "float32"
+        self.dtype_name = dtype
+        revision = revision or preset.revision
+        trust = preset.trust_remote_code if trust_remote_code is None else bool(trust_remote_code)
+        processor_options: dict[str, Any] = dict(preset.processor_options())
+        if min_pixels is not None:
+            processor_options["min_pixels"] = int(min_pixels)
+        if max_pixels is not None:
+            processor_options["max_pixels"] = int(max_pixels)
+        load_options: dict[str, Any] = {"trust_remote_code": trust}
+        if revision:
+            load_options["revision"] = revision
+        try:
+            self.processor = AutoProcessor.from_pretrained(model, **load_options, **processor_options)
+            model_options: dict[str, Any] = dict(load_options, dtype=getattr(torch, dtype))
+            if attn_implementation:
+                model_options["attn_implementation"] = attn_implementation
+            loaded: Any = AutoModelForImageTextToText.from_pretrained(model, **model_options)
+        except ValueError as error:
+            # A custom-code checkpoint not registered for image-text-to-text (Phi-3.5-Vision,
+            # Molmo2): transformers says "Unrecognized configuration class ...".
+            raise BiovqaError(
+                f"{model!r} cannot be loaded as an image-text-to-text model: {error}",
+                field="model",
+                hint="run it with --backend vllm, or serve it and use --backend openai",
+            ) from error
+        except OSError as error:
+            raise MissingResourceError(
+                f"cannot load model {model!r}: {error}",
+                field="model",
+                hint="pass a local checkpoint folder or a Hugging Face id that is cached "
+                "(HF_HUB_OFFLINE=1 needs the files on disk)",
+            ) from error
+        self.model: Any = loaded.to(device).eval()
+        tokenizer = getattr(self.processor, "tokenizer", None)
+        if tokenizer is None:
+            raise BiovqaError(f"the processor of {model!r} has no tokenizer", field="model")
+        tokenizer.padding_side = "left"
+        self.tokenizer = tokenizer
+        self.pad_token_id = (
+            tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
+        )
+        eos = self.model.generation_config.eos_token_id
+        eos_ids = eos if isinstance(eos, list) else [eos]
+        if tokenizer.eos_token_id is not None:
+            eos_ids.append(tokenizer.eos_token_id)
+        self.stop_token_ids = frozenset(int(t) for t in eos_ids if t is not None)
+        self.resolved_revision = self._resolve_revision(model, revision)
+
+    # ---------------------------------------------------------------------------------- describe
+    def _resolve_revision(self, model: str, revision: str | None) -> str:
+        commit = getattr(self.model.config, "_commit_hash", None)
+        if commit:
+            return str(commit)
+        if Path(model).exists():
+            return f"local:{Path(model).resolve()}"
+        return revision or "unknown"
+
+    def _pixel_limits(self) -> dict[str, Any]:
+        image_processor = getattr(self.processor, "image_processor", None)
+        if image_processor is None:
+            return {"min_pixels": None, "max_pixels": None, "size": None}
+        size = getattr(image_processor, "size", None)
+        if size is None or isinstance(size, dict):
+            size_dict = size
+        elif hasattr(size, "__dict__") or hasattr(size, "__dataclass_fields__"):
+            fields = getattr(size, "__dataclass_fields__", None) or vars(size)
+            size_dict = {name: getattr(size, name) for name in fields if getattr(size, name) is not None}
+        else:
+            size_dict = {"value": str(size)}
+        min_pixels = getattr(image_processor, "min_pixels", None)
+        max_pixels = getattr(image_processor, "max_pixels", None)
+        if size_dict and min_pixels is None:
+            min_pixels, max_pixels = size_dict.get("min_pixels"), size_dict.get("max_pixels")
+        if size_dict and min_pixels is None and set(size_dict) == {"shortest_edge", "longest_edge"}:
+            # Qwen-VL processors keep their pixel limits as size = {shortest_edge: min_pixels,
+            # longest_edge: max_pixels} (pixel counts, not side lengths).
+            min_pixels, max_pixels = size_dict["shortest_edge"], size_dict["longest_edge"]
+        return {"min_pixels": min_pixels, "max_pixels": max_pixels, "size": size_dict}
+
+    def describe(self) -> dict[str, Any]:
+        """Run-card facts: library versions, model id and resolved revision, dtype, device,
+        processor pixel limits, GPU."""
+        torch = self._torch
+        facts: dict[str, Any] = {
+            "backend": self.name,
+            "backend_version": self._transformers_version,
+            "transformers_version": self._transformers_version,
+            "torch_version": torch.__version__,
+            "cuda_version": torch.version.cuda,
+            "gpu": torch.cuda.get_device_name(0) if torch.cuda.is_available() else None,
+            "model": self.model_id,
+            "model_class": type(self.model).__name__,
+            "processor_class": type(self.processor).__name__,
+            "preset": self.preset.key,
+            "revision": self.resolved_revision,
+            "dtype": self.dtype_name,
+            "device": self.device,
+            "batch_size": self.batch_size,
+            "decoding": {"do_sample": False, "num_beams": 1},
+            "processor": self._pixel_limits(),
+        }
+        if self.ignored_options:
+            facts["ignored_options"] = sorted(self.ignored_options)
+        return facts
+
+    # ---------------------------------------------------------------------------------- generate
+    def generate(self, requests: Sequence[Request]) -> list[Reply]:
+        """One reply per request, in request order (see ``base.Backend``)."""
+        replies: dict[int, Reply] = {}
+        prepared: list[tuple[int, Request, Any]] = []
+        for index, request in enumerate(requests):
+            if request.image_path is None:
+                prepared.append((index, request, None))
+                continue
+            try:
+                prepared.append((index, request, _load_image(Path(request.image_path))))
+            except Exception as error:  # noqa: BLE001 - any unreadable image fails its request only
+                replies[index] = Reply(
+                    key=request.key, text=None, status="failed", error=f"image: {error}"
+                )
+        with_images = [entry for entry in prepared if entry[2] is not None]
+        text_only = [entry for entry in prepared if entry[2] is None]
+        for group in (with_images, text_only):
+            for start in range(0, len(group), self.batch_size):
+                chunk = group[start : start + self.batch_size]
+                for index, reply in zip((e[0] for e in chunk), self._generate_robust(chunk)):
+                    replies[index] = reply
+        return [replies[index] for index in range(len(requests))]
+
+    def _generate_robust(self, chunk: list[tuple[int, Request, Any]]) -> list[Reply]:
+        try:
+            return self._generate_batch(chunk)
+        except Exception as error:  # noqa: BLE001 - retry alone, then record the failure
+            if self.device.startswith("cuda"):
+                self._torch.cuda.empty_cache()
+            if len(chunk) == 1:
+                request = chunk[0][1]
+                return [Reply(key=request.key, text=None, status="failed", error=repr(error))]
+            replies: list[Reply] = []
+            for entry in chunk:
+                replies.extend(self._generate_robust([entry]))
+            return replies
+
+    def _generate_batch(self, chunk: list[tuple[int, Request, Any]]) -> list[Reply]:
+        torch = self._torch
+        started = time.perf_counter()
+        requests = [entry[1] for entry in chunk]
+        texts = [
+            self.processor.apply_chat_template(
+                build_messages(request), add_generation_prompt=True, tokenize=False
+            )
+            for request in requests
+        ]
+        images = [entry[2] for entry in chunk if entry[2] is not None]
+        processor_inputs: dict[str, Any] = {"text": texts, "padding": True, "return_tensors": "pt"}
+        if images:
+            # One list per sample: Gemma3 and Mllama processors need it, the others accept it.
+            processor_inputs["images"] = [[image] for image in images]
+        inputs = self.processor(**processor_inputs).to(self.device)
+        if "pixel_values" in inputs and inputs["pixel_values"].is_floating_point():
+            inputs["pixel_values"] = inputs["pixel_values"].to(self.model.dtype)
+        cap = max(request.max_new_tokens for request in requests)
+        with torch.inference_mode():
+            output = self.model.generate(
+                **inputs,
+                max_new_tokens=cap,
+                do_sample=False,
+                num_beams=1,
+                temperature=None,
+                top_p=None,
+                top_k=None,
+                pad_token_id=self.pad_token_id,
+            )
+        prompt_length = inputs["input_ids"].shape[1]
+        generated = output[:, prompt_length:].tolist()
+        prompt_tokens = inputs["attention_mask"].sum(dim=1).tolist()
+        latency = (time.perf_counter() - started) / len(requests)
+        replies = []
+        for request, token_ids, prompt_count in zip(requests, generated, prompt_tokens):
+            kept: list[int] = []
+            for token_id in token_ids[: request.max_new_tokens]:
+                if token_id in self.stop_token_ids or token_id == self.pad_token_id:
+                    break
+                kept.append(token_id)
+            text = self.tokenizer.decode(kept, skip_special_tokens=True)
+            replies.append(
+                Reply(
+                    key=request.key,
+                    text=text,
+                    latency_s=latency,
+                    prompt_tokens=int(prompt_count),
+                    completion_tokens=len(kept),
+                )
+            )
+        return replies
+
+    def close(self) -> None:
+        """Drop the model and free GPU memory."""
+        self.model = None
+        if self._torch.cuda.is_available():
+            self._torch.cuda.empty_cache()
+
+
+def create(model: str, **options: Any) -> TransformersBackend:
+    """Load ``model`` (HF id, preset key or local folder) with its preset's limits.
+
+    Options: ``dtype`` (auto|float32|float16|bfloat16; auto = the preset's dtype on CUDA, float32
+    on CPU), ``device`` (auto|cpu|cuda|cuda:N), ``batch_size`` (default 8, a cap inside the
+    engine's batch), ``revision``, ``trust_remote_code``, ``min_pixels``/``max_pixels`` (override
+    the preset), ``attn_implementation``; ``preset`` (a ModelPreset) overrides the lookup.
+    """
+    preset = options.pop("preset", None) or get_preset(model)
+    ignored = {key: options.pop(key) for key in list(options) if key not in KNOWN_OPTIONS}
+    if ignored:
+        warnings.warn(
+            f"transformers backend ignores options {sorted(ignored)}", RuntimeWarning, stacklevel=2
+        )
+    checkpoint = preset.checkpoint if model.lower() in (preset.key, preset.display_name.lower()) else model
+    return TransformersBackend(checkpoint, preset=preset, ignored_options=ignored, **options)

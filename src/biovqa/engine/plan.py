@@ -1,0 +1,163 @@
+"""``biovqa plan``: what a run would cost, before it starts.
+
+From the same selection and requests a run would make: items, distinct images, estimated prompt
+tokens (each request's image tokens by the model preset's rule and pixel limits, plus its text at
+about 4 characters a token), completion tokens at the token caps (an upper bound), GPU-hours at a
+stated throughput and API cost at stated prices per million tokens:
+
+    gpu_hours = items / throughput / 3600
+    api_cost  = prompt_tokens / 1e6 · price_in + completion_tokens / 1e6 · price_out
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from biovqa.errors import BiovqaError
+from biovqa.bench import Bench, open_bench
+from biovqa.engine.runner import (
+    CHARS_PER_TOKEN,
+    DEFAULT_IMAGE_SIZE,
+    Selection,
+    build_requests,
+    image_keys,
+    resolve_preset,
+    select_items,
+)
+
+#: Items per second per GPU assumed when ``--throughput`` is not given [DEFAULT]: a 7–8B VLM on
+#: one H100-class GPU with prefix caching answers C1-length questions at roughly this rate.
+DEFAULT_THROUGHPUT = 10.0
+
+
+@dataclass(frozen=True)
+class PlanEstimate:
+    """The dry-run numbers for one model on one selection."""
+
+    model: str
+    items: int
+    images: int
+    items_by_task: dict[str, int]
+    image_sizes_from: str
+    images_missing: int
+    image_tokens: int
+    text_tokens: int
+    prompt_tokens: int
+    completion_tokens_max: int
+    throughput_items_per_s: float
+    gpu_hours: float
+    price_in_per_million: float
+    price_out_per_million: float
+    api_cost: float
+    notes: list[str] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def image_sizes(bench: Bench, items: pa.Table) -> tuple[pa.Table, str]:
+    """``items`` with ``width``/``height`` columns: the recorded ones, else read from the image
+    files' headers, else :data:`DEFAULT_IMAGE_SIZE`. Returns the table and where sizes came from."""
+    if "width" in items.column_names and "height" in items.column_names:
+        return items, "items table"
+    from PIL import Image
+
+    sizes: dict[str, tuple[int, int] | None] = {}
+    for image in set(items.column("image").to_pylist()):
+        path = bench.resolve_image(image)
+        try:
+            with Image.open(path) as handle:
+                sizes[image] = handle.size
+        except (OSError, ValueError):
+            sizes[image] = None
+    found = sum(v is not None for v in sizes.values())
+    source = ("image files" if found == len(sizes) else
+              f"image files ({found}/{len(sizes)}), default {DEFAULT_IMAGE_SIZE} for the rest"
+              if found else f"default {DEFAULT_IMAGE_SIZE[0]}×{DEFAULT_IMAGE_SIZE[1]}")
+    column = [sizes[i] or DEFAULT_IMAGE_SIZE for i in items.column("image").to_pylist()]
+    items = items.append_column("width", pa.array([w for w, _ in column], pa.int64()))
+    items = items.append_column("height", pa.array([h for _, h in column], pa.int64()))
+    return items, source
+
+
+def plan_run(bench_path: str | Path, model: str, selection: Selection | None = None, *,
+             throughput: float | None = None, price_in: float = 0.0, price_out: float = 0.0,
+             max_new_tokens: int | None = None) -> PlanEstimate:
+    """Estimate a run of ``model`` on the selected items of a benchmark (nothing is run)."""
+    throughput = DEFAULT_THROUGHPUT if throughput is None else throughput
+    selection = Selection() if selection is None else selection
+    if throughput <= 0:
+        raise BiovqaError("throughput must be positive", field="--throughput")
+    if price_in < 0 or price_out < 0:
+        raise BiovqaError("prices must not be negative", field="--price-in/--price-out")
+    bench = open_bench(bench_path)
+    items = select_items(bench.items, selection)
+    if items.num_rows == 0:
+        raise BiovqaError("the selection holds no items", file=bench.root,
+                          hint="check --components/--tasks/--limit/--shard")
+    preset, wrap = resolve_preset(model)
+    items, sizes_from = image_sizes(bench, items)
+    missing = sum(not bench.resolve_image(image).is_file()
+                  for image in set(items.column("image").to_pylist()))
+    requests = build_requests(bench, items, preset, wrap, model, "plan",
+                              max_new_tokens=max_new_tokens)
+    text_tokens = int(sum(
+        np.ceil((len(r.prompt) + len(r.system or "")) / CHARS_PER_TOKEN) for r in requests.requests
+    ))
+    completion = int(sum(r.max_new_tokens for r in requests.requests))
+    prompt_tokens = int(requests.token_estimates.sum()) - completion
+    image_tokens = prompt_tokens - text_tokens
+    gpu_hours = items.num_rows / throughput / 3600.0
+    cost = prompt_tokens / 1e6 * price_in + completion / 1e6 * price_out
+    notes = [
+        "text tokens ≈ characters / 4; image tokens by the model's image-token rule",
+        "completion tokens are the token caps, an upper bound",
+    ]
+    if missing:
+        notes.append(f"{missing} image file(s) not found under {bench.images_root()}: their "
+                     "requests would fail; check the benchmark's images_root")
+    if throughput == DEFAULT_THROUGHPUT:
+        notes.append(f"throughput {DEFAULT_THROUGHPUT:g} items/s is a default; give --throughput")
+    return PlanEstimate(
+        model=str(getattr(preset, "key", model)),
+        items=items.num_rows,
+        images=len(set(image_keys(items).to_pylist())),
+        items_by_task=dict(sorted(Counter(items.column("task").to_pylist()).items())),
+        image_sizes_from=sizes_from,
+        images_missing=missing,
+        image_tokens=image_tokens,
+        text_tokens=text_tokens,
+        prompt_tokens=prompt_tokens,
+        completion_tokens_max=completion,
+        throughput_items_per_s=throughput,
+        gpu_hours=gpu_hours,
+        price_in_per_million=price_in,
+        price_out_per_million=price_out,
+        api_cost=cost,
+        notes=notes,
+    )
+
+
+def render_plan(plan: PlanEstimate) -> str:
+    """A short human-readable summary."""
+    lines = [
+        f"model               {plan.model}",
+        f"items               {plan.items:,}",
+        (f"distinct images     {plan.images:,}  (sizes from {plan.image_sizes_from}; "
+         f"{plan.images_missing:,} missing on disk)"),
+        (f"prompt tokens       {plan.prompt_tokens:,}  (image {plan.image_tokens:,}, "
+         f"text {plan.text_tokens:,})"),
+        f"completion tokens   ≤ {plan.completion_tokens_max:,}",
+        f"GPU-hours           {plan.gpu_hours:,.2f}  at {plan.throughput_items_per_s:g} items/s",
+        (f"API cost            {plan.api_cost:,.2f}  at {plan.price_in_per_million:g} in / "
+         f"{plan.price_out_per_million:g} out per 1M tokens"),
+        "items by task       " + ", ".join(f"{k} {v:,}" for k, v in plan.items_by_task.items()),
+    ]
+    lines += [f"note: {n}" for n in plan.notes]
+    return "\n".join(lines)

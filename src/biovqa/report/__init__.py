@@ -1,5 +1,0 @@
-"""Leaderboards from score folders: Markdown/CSV tables, plots, a self-contained HTML page."""
-
-from .writer import write_report
-
-__all__ = ["write_report"]

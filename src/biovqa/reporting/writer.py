@@ -1,0 +1,149 @@
+"""Turn score folders into a report folder.
+
+For each component present, the component's reporter (registered in :mod:`biovqa.components.registry`)
+turns the score summaries into tables and figures; this module writes each table as Markdown and
+CSV, keeps the figures as PNG, and assembles ``index.md`` and a self-contained ``index.html``
+(figures embedded as data URLs, no external assets) that opens anywhere.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import importlib
+from collections import defaultdict
+from pathlib import Path
+from typing import Any, Sequence
+
+import pandas as pd
+
+from biovqa._version import __version__
+from biovqa.components.registry import get_component
+from biovqa.errors import BiovqaError
+from biovqa.scoring.pipeline import load_summary
+
+
+def write_report(score_dirs: Sequence[str | Path], out: str | Path) -> Path:
+    """Write the report for ``score_dirs`` into ``out``; returns the path of index.html."""
+    if not score_dirs:
+        raise BiovqaError("no score folders given", hint="pass one or more folders written by `biovqa score`")
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    by_component: dict[str, list[tuple[str, dict[str, Any]]]] = defaultdict(list)
+    labels_seen: dict[tuple[str, str], int] = defaultdict(int)
+    for score_dir in score_dirs:
+        summary = load_summary(score_dir)
+        meta = summary.get("meta", {})
+        label = str(meta.get("label") or Path(score_dir).name)
+        component_name = str(meta.get("component", "c1"))
+        labels_seen[component_name, label] += 1
+        if labels_seen[component_name, label] > 1:  # two runs of one model: keep both, named apart
+            label = f"{label} ({labels_seen[component_name, label]})"
+        by_component[component_name].append((label, summary))
+
+    runs = pd.DataFrame([
+        {"model": label, "component": component_name,
+         "items": sum(summary.get("meta", {}).get("statuses", {}).values()),
+         **{f"{k}": v for k, v in summary.get("meta", {}).get("statuses", {}).items() if k != "ok"},
+         "benchmark manifest": str(summary.get("meta", {}).get("benchmark_manifest_sha256", ""))[:12],
+         "predictions": str(summary.get("meta", {}).get("predictions_sha256", ""))[:12]}
+        for component_name, entries in sorted(by_component.items()) for label, summary in entries
+    ]).set_index("model")
+    sections: list[tuple[str, list[tuple[str, pd.DataFrame]], list[Path]]] = [
+        ("Runs scored", [("runs", runs)], [])]
+    runs.to_csv(out / "runs.csv")
+    for component_name in sorted(by_component):
+        component = get_component(component_name)
+        summaries = by_component[component_name]
+        tables = component.load("reporter")(summaries)
+        figures: list[Path] = []
+        figure_fn = _figures_function(component.reporter)
+        if figure_fn is not None:
+            figures = list(figure_fn(summaries, out))
+        written = []
+        for name, frame in tables.items():
+            stem = f"{component_name}_{name}"
+            frame.to_csv(out / f"{stem}.csv", index=True)
+            (out / f"{stem}.md").write_text(_markdown(frame) + "\n", encoding="utf-8")
+            written.append((name, frame))
+        sections.append((component.title, written, figures))
+
+    (out / "index.md").write_text(_index_markdown(sections), encoding="utf-8")
+    html_path = out / "index.html"
+    html_path.write_text(_index_html(sections), encoding="utf-8")
+    return html_path
+
+
+def _figures_function(reporter: str) -> Any:
+    module_name, _, _ = reporter.partition(":")
+    module = importlib.import_module(module_name)
+    return getattr(module, "figures", None)
+
+
+def _markdown(frame: pd.DataFrame) -> str:
+    shown = frame.copy()
+    shown = shown.map(_cell) if hasattr(shown, "map") else shown.applymap(_cell)
+    index_name = frame.index.name or ""
+    header = [index_name, *map(str, shown.columns)]
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    for idx, row in shown.iterrows():
+        lines.append("| " + " | ".join([str(idx), *map(str, row.tolist())]) + " |")
+    return "\n".join(lines)
+
+
+def _title(name: str) -> str:
+    """``table18_pooled`` → ``Table 18 — pooled``; ``em_by_group`` → ``em by group``."""
+    import re
+
+    match = re.fullmatch(r"table(\d+)_?(.*)", name)
+    if match:
+        rest = match.group(2).replace("_", " ")
+        return f"Table {match.group(1)}" + (f" — {rest}" if rest else "")
+    return name.replace("_", " ")
+
+
+def _cell(value: Any) -> str:
+    if value is None or (isinstance(value, float) and pd.isna(value)):
+        return "—"
+    if isinstance(value, float):
+        return f"{value:.3f}"
+    return str(value)
+
+
+def _index_markdown(sections: list[tuple[str, list[tuple[str, pd.DataFrame]], list[Path]]]) -> str:
+    parts = [f"# Bio-VQA report\n\nbiovqa {__version__}\n"]
+    for title, tables, figures in sections:
+        parts.append(f"\n## {title}\n")
+        for name, frame in tables:
+            parts.append(f"\n### {_title(name)}\n\n{_markdown(frame)}\n")
+        for figure in figures:
+            parts.append(f"\n![{figure.stem}]({figure.name})\n")
+    return "".join(parts)
+
+
+_STYLE = """
+body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:2rem auto;max-width:1100px;color:#1f2328;padding:0 1rem}
+h1{font-size:1.6rem} h2{margin-top:2.2rem;border-bottom:1px solid #d0d7de;padding-bottom:.3rem}
+table{border-collapse:collapse;margin:.8rem 0 1.6rem;font-size:.88rem}
+th,td{border:1px solid #d0d7de;padding:.3rem .6rem;text-align:right}
+th:first-child,td:first-child{text-align:left}
+thead th{background:#f6f8fa} tbody tr:nth-child(even){background:#fbfcfd}
+img{max-width:100%;border:1px solid #d0d7de;margin:.5rem 0}
+.meta{color:#57606a;font-size:.85rem}
+"""
+
+
+def _index_html(sections: list[tuple[str, list[tuple[str, pd.DataFrame]], list[Path]]]) -> str:
+    body = [f"<h1>Bio-VQA report</h1><p class='meta'>biovqa {html.escape(__version__)}</p>"]
+    for title, tables, figures in sections:
+        body.append(f"<h2>{html.escape(title)}</h2>")
+        for name, frame in tables:
+            flat = frame.reset_index() if frame.index.name or not isinstance(frame.index, pd.RangeIndex) else frame
+            shown = flat.map(_cell) if hasattr(flat, "map") else flat.applymap(_cell)
+            body.append(f"<h3>{html.escape(_title(name))}</h3>")
+            body.append(shown.to_html(escape=True, border=0, index=False))
+        for figure in figures:
+            data = base64.b64encode(figure.read_bytes()).decode("ascii")
+            body.append(f"<img alt='{html.escape(figure.stem)}' src='data:image/png;base64,{data}'>")
+    return ("<!doctype html><html lang='en'><head><meta charset='utf-8'><title>Bio-VQA report</title>"
+            f"<style>{_STYLE}</style></head><body>{''.join(body)}</body></html>\n")

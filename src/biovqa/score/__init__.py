@@ -1,1 +1,0 @@
-"""Per-component scorers: parse replies, compute per-item quantities, aggregate with CIs."""

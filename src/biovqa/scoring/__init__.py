@@ -1,0 +1,1 @@
+"""Scoring shared by every component: predictions in, one score schema out."""

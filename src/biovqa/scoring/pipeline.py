@@ -1,0 +1,193 @@
+"""``biovqa score``: read a predictions file, check it against the benchmark, run the component's
+scorer with its declared options, and write ``items.parquet`` + ``summary.json`` in the one score
+schema (:mod:`biovqa.scoring.schema`)."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any, Mapping
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from biovqa._version import __version__
+from biovqa.bench.folder import open_bench, sha256_file, write_json, write_parquet
+from biovqa.components.registry import Component, ScoreResult, get_component
+from biovqa.errors import BiovqaError, InputFormatError, MissingResourceError
+from biovqa.scoring.predictions import align_predictions, read_predictions
+from biovqa.scoring.schema import SCORE_STATUSES, SUMMARY_KEYS, check_items, check_summary
+
+SCORE_ITEMS_FILE = "items.parquet"
+SUMMARY_FILE = "summary.json"
+SWEEP_FILE = "sweep.json"
+
+
+def score_predictions(
+    bench_path: str | Path,
+    predictions_path: str | Path,
+    out: str | Path,
+    *,
+    options: Mapping[str, Any] | None = None,
+    label: str | None = None,
+    console: Any | None = None,
+) -> Path:
+    """Score one predictions file and write the score folder; returns its path.
+
+    ``options`` are the component's declared score options (text or typed values); anything
+    undeclared is an error naming it."""
+    bench = open_bench(bench_path)
+    component = get_component(bench.component)
+    resolved = component.resolve_score_options(dict(options or {}))
+    predictions = read_predictions(predictions_path)
+    aligned = align_predictions(bench, predictions, source=predictions_path)
+    result: ScoreResult = component.load("scorer")(bench, aligned, resolved)
+    check_items(result.items, component=component.name)
+    label = label or _model_label(predictions) or Path(predictions_path).parent.name
+    statuses = {status: 0 for status in SCORE_STATUSES}
+    for entry in pc.value_counts(aligned.column("status")).to_pylist():
+        statuses[entry["values"]] = int(entry["counts"])
+    head = {
+        "component": component.name,
+        "label": label,
+        "n_items": bench.items.num_rows,
+        "statuses": statuses,
+        "options": resolved,
+        "table3": result.summary.get("table3", {}),
+        "provenance": {
+            "benchmark": str(bench.root),
+            "benchmark_manifest_sha256": bench.manifest_sha256,
+            "predictions": str(predictions_path),
+            "predictions_sha256": sha256_file(predictions_path),
+            "biovqa_version": __version__,
+        },
+    }
+    summary = _jsonable({**head, **{k: v for k, v in result.summary.items() if k not in head}})
+    check_summary(summary)
+    out = _prepare_out(out)
+    write_parquet(result.items, out / SCORE_ITEMS_FILE)
+    write_json(out / SUMMARY_FILE, summary)
+    if console is not None:
+        print_headline(component, label, summary, console)
+        if statuses["missing"]:
+            console.print(f"[yellow]warning[/yellow]: {statuses['missing']:,} items have no prediction; "
+                          "they are scored as wrong (status 'missing')")
+    return out
+
+
+def sweep_predictions(
+    bench_path: str | Path,
+    predictions_paths: list[str | Path],
+    out: str | Path,
+    *,
+    options: Mapping[str, Any] | None = None,
+) -> Path:
+    """Run the component's sensitivity sweep (C2: the eleven kernel configurations of
+    metrics.md §3.13) over several models' predictions; writes ``sweep.json``."""
+    bench = open_bench(bench_path)
+    component = get_component(bench.component)
+    if component.sweep is None:
+        with_sweep = ", ".join(c.name for c in _components() if c.sweep) or "none"
+        raise BiovqaError(f"{component.name.upper()} has no sensitivity sweep",
+                          hint=f"components with a sweep: {with_sweep}")
+    if len(predictions_paths) < 2:
+        raise BiovqaError("a sweep compares models: give at least two --predictions files")
+    resolved = component.resolve_score_options(dict(options or {}))
+    by_model: dict[str, pa.Table] = {}
+    for path in predictions_paths:
+        predictions = read_predictions(path)
+        label = _model_label(predictions) or Path(path).parent.name or Path(path).stem
+        if label in by_model:
+            label = f"{label} ({Path(path).stem})"
+        by_model[label] = align_predictions(bench, predictions, source=path)
+    result = component.load("sweep")(bench, by_model, resolved)
+    out = _prepare_out(out)
+    write_json(out / SWEEP_FILE, _jsonable(result))
+    return out / SWEEP_FILE
+
+
+def _components() -> tuple[Component, ...]:
+    from biovqa.components.registry import list_components
+
+    return list_components()
+
+
+def _prepare_out(out: str | Path) -> Path:
+    """The score folder: new, or one that holds only score files (they are replaced)."""
+    out = Path(out)
+    if out.exists() and not out.is_dir():
+        raise BiovqaError("the output path is a file, not a folder", file=out,
+                          hint="give a folder for the scores with --out")
+    out.mkdir(parents=True, exist_ok=True)
+    return out
+
+
+def print_headline(component: Component, label: str, summary: dict[str, Any], console: Any) -> None:
+    """Show the component's Table 3 columns for this one model, with intervals."""
+    from rich.table import Table
+
+    table3 = summary.get("table3") or {}
+    if not table3:
+        return
+    table = Table(title=f"{component.title} — Table 3 columns ({label})", title_justify="left")
+    table.add_column("column")
+    table.add_column("value", justify="right")
+    table.add_column("95 % interval", justify="right")
+    table.add_column("n", justify="right")
+    for column, estimate in table3.items():
+        value = "—" if estimate["value"] is None else f"{estimate['value']:.3f}"
+        interval = ("" if estimate["lo"] is None or estimate["hi"] is None
+                    else f"[{estimate['lo']:.3f}, {estimate['hi']:.3f}]")
+        table.add_row(column, value, interval, f"{estimate['n']:,}")
+    console.print(table)
+
+
+def _model_label(predictions: pa.Table) -> str | None:
+    models = [m for m in pc.unique(predictions.column("model")).to_pylist() if m]
+    if len(models) == 1:
+        return str(models[0])
+    return None
+
+
+def _jsonable(value: Any) -> Any:
+    """Plain JSON values: NumPy scalars and arrays unwrapped, NaN as null, paths as text."""
+    if isinstance(value, dict):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_jsonable(v) for v in value]
+    if isinstance(value, (bool, np.bool_)):
+        return bool(value)
+    if isinstance(value, np.integer):
+        return int(value)
+    if isinstance(value, (np.floating, float)):
+        f = float(value)
+        return None if math.isnan(f) else f
+    if isinstance(value, np.ndarray):
+        return _jsonable(value.tolist())
+    if isinstance(value, Path):
+        return str(value)
+    return value
+
+
+def load_summary(score_dir: str | Path) -> dict[str, Any]:
+    """Read a score folder's summary.json, checking it has the score schema."""
+    path = Path(score_dir) / SUMMARY_FILE
+    if not path.exists():
+        raise MissingResourceError("not a score folder: summary.json is missing", file=path,
+                                   hint="create it with `biovqa score BENCH --predictions P --out DIR`")
+    try:
+        summary = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise InputFormatError(f"summary is not valid JSON: {exc.msg}", file=path, row=exc.lineno) from None
+    missing = [key for key in SUMMARY_KEYS if key not in summary]
+    if missing:
+        raise InputFormatError(f"summary lacks {', '.join(missing)}: it was written by another "
+                               "biovqa version or another tool", file=path, field=missing[0],
+                               hint="score the predictions again with this biovqa")
+    return summary
+
+
+__all__ = ["align_predictions", "load_summary", "read_predictions", "score_predictions",
+           "sweep_predictions"]

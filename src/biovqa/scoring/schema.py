@@ -1,0 +1,116 @@
+"""The one score schema every component writes (docs/architecture.md, "Score schema").
+
+``SCORES/items.parquet`` starts with :data:`ITEM_CORE_COLUMNS` — ``item_id, component, task,
+status, response, parsed, score`` — followed by the component's own columns. ``score`` is the
+item's value of the component's headline metric (C1 exact match, C2 cags, …).
+
+``SCORES/summary.json`` has ``component, label, n_items, statuses, options, table3`` at the top,
+then ``provenance`` and the component's own sections. Every estimate anywhere in it has the one
+form ``{"value", "lo", "hi", "n"}`` (:func:`estimate`); bounds are null when no bootstrap ran.
+Reports and the leaderboard read only this schema.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Mapping
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from biovqa.errors import BiovqaError
+
+#: Per-item columns every component writes first, in this order.
+ITEM_CORE_COLUMNS: tuple[tuple[str, pa.DataType], ...] = (
+    ("item_id", pa.string()),
+    ("component", pa.string()),
+    ("task", pa.string()),
+    ("status", pa.string()),
+    ("response", pa.string()),
+    ("parsed", pa.string()),
+    ("score", pa.float64()),
+)
+#: What ``status`` says: a reply was scored, the request finally failed, or no reply was given.
+SCORE_STATUSES: tuple[str, ...] = ("ok", "failed", "missing")
+#: Top-level keys of summary.json, in order.
+SUMMARY_KEYS: tuple[str, ...] = ("component", "label", "n_items", "statuses", "options", "table3")
+ESTIMATE_KEYS = frozenset({"value", "lo", "hi", "n"})
+
+
+def estimate(value: float, lo: float | None = None, hi: float | None = None, *, n: int) -> dict[str, Any]:
+    """An estimate in the schema's one form; NaN becomes null (JSON has no NaN)."""
+    return {"value": _number(value), "lo": _number(lo), "hi": _number(hi), "n": int(n)}
+
+
+def _number(value: float | None) -> float | None:
+    if value is None:
+        return None
+    value = float(value)
+    return None if math.isnan(value) else value
+
+
+def is_estimate(value: Any) -> bool:
+    return isinstance(value, dict) and set(value) == ESTIMATE_KEYS
+
+
+def core_columns(items: pa.Table, aligned: pa.Table, *, component: str,
+                 parsed: pa.Array | pa.ChunkedArray, score: Any) -> dict[str, Any]:
+    """The core columns for ``items`` and ``aligned`` predictions (one row each, same order):
+    a scorer starts its per-item table with these and appends its own columns."""
+    return {
+        "item_id": items.column("item_id"),
+        "component": pa.array([component] * items.num_rows, pa.string()).dictionary_encode(),
+        "task": _strings(items.column("task")).dictionary_encode(),
+        "status": _strings(aligned.column("status")).dictionary_encode(),
+        "response": _strings(aligned.column("response")),
+        "parsed": _strings(parsed),
+        "score": pa.array(score, pa.float64()) if not isinstance(score, (pa.Array, pa.ChunkedArray))
+        else score.cast(pa.float64()),
+    }
+
+
+def _strings(column: pa.Array | pa.ChunkedArray) -> pa.Array | pa.ChunkedArray:
+    if pa.types.is_dictionary(column.type):
+        column = column.cast(column.type.value_type)
+    return column.cast(pa.string())
+
+
+def check_items(table: pa.Table, *, component: str) -> None:
+    """Raise if a scorer's per-item table breaks the schema (a bug in that component)."""
+    names = [name for name, _ in ITEM_CORE_COLUMNS]
+    if table.column_names[: len(names)] != names:
+        raise BiovqaError(f"the {component} scorer wrote items columns {table.column_names[:len(names)]}, "
+                          f"the score schema needs {names} first")
+    for name, kind in ITEM_CORE_COLUMNS:
+        actual = table.schema.field(name).type
+        if pa.types.is_dictionary(actual):
+            actual = actual.value_type
+        if actual != kind:
+            raise BiovqaError(f"the {component} scorer wrote column {name!r} as {actual}, the schema says {kind}")
+    statuses = set(pc.unique(_strings(table.column("status"))).to_pylist())
+    if not statuses <= set(SCORE_STATUSES):
+        raise BiovqaError(f"the {component} scorer wrote statuses {sorted(statuses - set(SCORE_STATUSES))}")
+
+
+def check_summary(summary: Mapping[str, Any]) -> None:
+    """Raise if a summary breaks the schema: top-level keys, Table 3 as estimates, and every
+    mapping that looks like an estimate having exactly the estimate keys."""
+    missing = [key for key in SUMMARY_KEYS if key not in summary]
+    if missing:
+        raise BiovqaError(f"summary lacks {missing}")
+    table3 = summary["table3"]
+    if not isinstance(table3, dict) or not all(is_estimate(v) for v in table3.values()):
+        raise BiovqaError("summary table3 must map each column to an estimate {value, lo, hi, n}")
+
+    def walk(value: Any, path: str) -> None:
+        if isinstance(value, dict):
+            if "value" in value and ("lo" in value or "hi" in value) and not is_estimate(value):
+                raise BiovqaError(f"summary {path} is an estimate without the form {{value, lo, hi, n}}: "
+                                  f"{sorted(value)}")
+            for key, inner in value.items():
+                walk(inner, f"{path}.{key}")
+        elif isinstance(value, list):
+            for i, inner in enumerate(value):
+                walk(inner, f"{path}[{i}]")
+
+    walk(dict(summary), "summary")

@@ -1,0 +1,70 @@
+"""The command line as a user meets it: real subprocesses, exit codes, no tracebacks."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+
+def biovqa(*args: str | Path, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "biovqa", *map(str, args)], capture_output=True,
+                          text=True, cwd=cwd, timeout=600)
+
+
+@pytest.mark.slow
+def test_demo_runs_end_to_end(tmp_path: Path) -> None:
+    result = biovqa("demo", "--out", tmp_path / "demo")
+    assert result.returncode == 0, result.stderr
+    report = tmp_path / "demo" / "report" / "index.html"
+    assert report.exists() and str(report) in result.stderr.replace("\n", "")
+    html = report.read_text()
+    assert "<table" in html and "data:image/png;base64," in html
+
+
+def test_audit_failure_exits_non_zero_without_traceback(bench_copy: Path) -> None:
+    from biovqa.bench import open_bench
+
+    bench = open_bench(bench_copy)
+    bench.resolve_image(bench.items.column("image")[0].as_py()).unlink()
+    result = biovqa("audit", bench_copy)
+    assert result.returncode != 0
+    assert "Traceback" not in result.stderr and "image missing" in result.stderr
+
+
+def test_bad_predictions_exit_non_zero_without_traceback(tmp_path: Path, demo_bench: Path) -> None:
+    pq.write_table(pa.table({"item_id": ["nope", "nope"], "response": ["a", "b"]}), tmp_path / "p.parquet")
+    result = biovqa("score", demo_bench, "--predictions", tmp_path / "p.parquet", "--out", tmp_path / "s")
+    assert result.returncode == 2
+    assert "Traceback" not in result.stderr and "duplicate item_id" in result.stderr
+
+
+def test_missing_catalog_column_via_build(tmp_path: Path, demo_data: Path, demo_index: Path, demo_images: Path) -> None:
+    lines = (demo_data / "catalog.csv").read_text().splitlines()
+    header = lines[0].split(",")
+    drop = header.index("genus")
+    rows = [",".join(v for i, v in enumerate(line.split(",")) if i != drop) for line in lines]
+    (tmp_path / "catalog.csv").write_text("\n".join(rows) + "\n")
+    result = biovqa("build", "c1", "--catalog", tmp_path / "catalog.csv", "--backbone", demo_index,
+                    "--images", demo_images, "--out", tmp_path / "bench")
+    assert result.returncode == 2
+    assert "Traceback" not in result.stderr and "field 'genus'" in result.stderr
+
+
+def test_baseline_run_score_report(tmp_path: Path, demo_bench: Path) -> None:
+    run = biovqa("run", demo_bench, "--backend", "baseline", "--out", tmp_path / "run")
+    assert run.returncode == 0, run.stderr
+    predictions = tmp_path / "run" / "predictions.parquet"
+    assert pq.read_table(predictions).num_rows == pq.read_table(demo_bench / "items.parquet").num_rows
+    scored = biovqa("score", demo_bench, "-p", predictions, "--out", tmp_path / "scores", "--bootstrap", "100")
+    assert scored.returncode == 0, scored.stderr
+    assert "Table 3" in scored.stderr and "phy" in scored.stderr  # the headline table is shown
+    report = biovqa("report", tmp_path / "scores", "--out", tmp_path / "report")
+    assert report.returncode == 0, report.stderr
+    assert (tmp_path / "report" / "index.html").exists()
+    assert any(p.suffix == ".png" for p in (tmp_path / "report").iterdir())
+    assert any(p.suffix == ".csv" for p in (tmp_path / "report").iterdir())

@@ -1,0 +1,67 @@
+"""C2 report tables (Table 3 C2 block, Tables 30–35) and the per-family figure."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "score" / "c2"))
+from fixtures.c2_items import c2_item, predictions_for, write_c2_bench
+
+from biovqa.components.c2 import report
+from biovqa.components.c2.score import score
+
+
+@pytest.fixture
+def summaries(tmp_path):
+    options = ["purple", "blue", "green", "yellow"]
+    rows = [c2_item("attr_bare_value", f"a{k}", "blue", options, part="wing", property="color",
+                    attribute_group="has_wing_color") for k in range(6)]
+    rows += [c2_item("visibility_side", f"v{k}", "Both", ["Left", "Right", "Both", "None"], part="eye") for k in range(4)]
+    rows += [c2_item("open_genus", f"g{k}", g, class_name=c, genus=g)
+             for k, (c, g) in enumerate([("California Gull", "Larus"), ("Fox Sparrow", "Passerella")])]
+    bench = write_c2_bench(tmp_path / "bench", rows)
+    ids = bench.items.column("item_id").to_pylist()
+    strong = predictions_for(bench, ["(B) blue" if i[0] == "a" else "(C) Both" if i[0] == "v" else
+                                     ("Larus" if i == "g0" else "Passerella") for i in ids])
+    weak = predictions_for(bench, ["(A) purple" if i[0] == "a" else "(A) Left" if i[0] == "v" else "Corvus"
+                                   for i in ids])
+    return [("strong", score(bench, strong, {"bootstrap": 50}).summary),
+            ("weak", score(bench, weak, {"bootstrap": 50}).summary)]
+
+
+def test_tables_layout_and_values(summaries):
+    out = report.tables(summaries)
+    assert list(out["table3_c2"].columns) == ["model", "sal", "mrp", "loc", "nam"]
+    assert out["table3_c2"]["model"].tolist() == ["strong", "weak", "Floor"]
+    strong = summaries[0][1]
+    assert out["table3_c2"].loc[0, "mrp"] == round(strong["categories"]["morphological"]["cags"]["value"], 3)
+    lead = out["table30_leaderboard"]
+    assert list(lead.columns) == ["rank", "model", "EM", "GS_raw", "cags", "ci95_lo", "ci95_hi", "severity"]
+    assert lead["model"].tolist() == ["strong", "weak"] and lead["rank"].tolist() == [1, 2]
+    assert lead.loc[0, "cags"] == 1.0
+    assert list(out["table31_em_format"].columns) == ["model", "acc_all", "acc_mcq", "acc_open", "parse_pct",
+                                                      "mismatch_pct", "choose_A_pct"]
+    assert out["table31_em_format"].loc[0, "acc_all"] == 100.0
+    assert list(out["table32_categories"].columns) == ["model", "anatomical", "morphological", "salience", "naming"]
+    fam = out["table33_cags_by_family"]
+    assert fam.columns.tolist()[1:4] == ["attr_bare", "attr_group", "cat_mcq"]
+    assert fam["model"].tolist()[-1] == "mean"
+    assert fam.loc[2, "vis_side"] == round((1.0 + fam.loc[1, "vis_side"]) / 2, 3)
+    assert out["table34_em_by_family"].loc[0, "attr_bare"] == 100.0
+    difficulty = out["table35_family_difficulty"]
+    assert set(difficulty["family"]) == {"attr_bare_value", "visibility_side", "open_genus"}
+    assert difficulty["mean"].is_monotonic_increasing
+
+
+def test_figure_is_written(summaries, tmp_path):
+    paths = report.figures(summaries, tmp_path / "fig")
+    assert len(paths) == 1 and paths[0].exists() and paths[0].read_bytes()[:4] == b"\x89PNG"
+
+
+def test_tables_tolerate_missing_families():
+    out = report.tables([("empty", {"pooled": {}, "categories": {}, "families": {}, "format": {}})])
+    assert out["table30_leaderboard"].shape[0] == 1
+    assert out["table35_family_difficulty"].empty

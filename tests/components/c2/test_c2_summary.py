@@ -1,0 +1,118 @@
+"""Aggregation (metrics.md §3.2 checks), format diagnostics and laterality."""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+import pytest
+from fixtures.c2_items import c2_item, predictions_for
+
+from biovqa.components.c2.score import score
+from biovqa.components.c2.summary import laterality, summarize
+
+COUNTS = {
+    "attr_bare_value": 280_433, "attr_group_value": 321_073, "marker_localization": 11_788,
+    "visibility_partset": 117_880, "visibility_side": 35_364, "category_mcq": 11_191,
+    "open_common_name": 11_788, "open_scientific_name": 11_668, "open_genus": 11_728,
+    "open_kind_of": 11_191,
+}
+#: Table 33, Qwen3-VL-32B.
+QWEN32 = {
+    "attr_bare_value": .644, "attr_group_value": .584, "category_mcq": .959, "marker_localization": .727,
+    "open_common_name": .619, "open_genus": .696, "open_kind_of": .763, "open_scientific_name": .629,
+    "visibility_partset": .435, "visibility_side": .526,
+}
+
+
+def constant_family_scores(values: dict[str, float]) -> pa.Table:
+    families = np.repeat(np.array(list(COUNTS)), list(COUNTS.values()))
+    cags = np.repeat([values[f] for f in COUNTS], list(COUNTS.values())).astype(float)
+    n = len(families)
+    return pa.table({
+        "family": pa.array(families), "cags": cags, "em": np.zeros(n, dtype=np.int8), "s": cags,
+        "parse_status": pa.array(["parsed"] * n), "status": pa.array(["ok"] * n),
+        "pred_letter": pa.array([None] * n, pa.string()), "gold": pa.array([None] * n, pa.string()),
+        "parsed": pa.array([None] * n, pa.string()),
+    })
+
+
+def test_item_weighted_category_and_pooled():
+    summary = summarize(constant_family_scores(QWEN32), resamples=0)
+    assert summary["pooled"]["n"] == 824_104
+    assert summary["categories"]["anatomical"]["cags"]["value"] == pytest.approx(0.4754, abs=5e-5)
+    assert summary["categories"]["anatomical"]["n"] == 165_032
+    assert summary["pooled"]["cags"]["value"] == pytest.approx(0.5929, abs=5e-5)
+    unweighted = np.mean([QWEN32[f] for f in ("marker_localization", "visibility_partset", "visibility_side")])
+    assert unweighted == pytest.approx(0.5627, abs=5e-5)  # what an unweighted mean would give
+    assert summary["families"]["visibility_side"]["cags"]["value"] == pytest.approx(0.526)
+    assert summary["pooled"]["cags"]["lo"] is None and summary["pooled"]["cags"]["hi"] is None
+    assert summary["table3"]["loc"] == summary["categories"]["anatomical"]["cags"]
+
+
+def test_bootstrap_intervals_bracket_the_mean(make_bench):
+    options = ["purple", "blue", "green", "yellow"]
+    rows = [c2_item("attr_bare_value", f"i{k}", "blue", options, part="wing", property="color",
+                    attribute_group="has_wing_color") for k in range(40)]
+    rows += [c2_item("category_mcq", f"m{k}", "Gull", ["Gull", "Tern", "Grebe"]) for k in range(20)]
+    bench = make_bench(rows)
+    replies = [["(B) blue", "(A) purple", "(C) green"][k % 3] for k in range(40)] + \
+              [["(A) Gull", "(B) Tern"][k % 2] for k in range(20)]
+    summary = score(bench, predictions_for(bench, replies), {"bootstrap": 300, "seed": 7}).summary
+    for block in [summary["pooled"], *summary["categories"].values(), *summary["families"].values()]:
+        for metric in ("cags", "em", "gs_raw"):
+            estimate = block[metric]
+            assert estimate["lo"] <= estimate["value"] <= estimate["hi"]
+            assert estimate["n"] == block["n"]
+    assert summary["bootstrap"] == {"resamples": 300, "seed": 7, "level": 0.95, "unit": "items"}
+    assert summary["families"]["category_mcq"]["choose_a_rate"] == pytest.approx(0.5)
+    # severity: mean 1 − cags over wrong items
+    fam = summary["families"]["attr_bare_value"]
+    assert fam["n_wrong"] == 26 and fam["severity"]["value"] > 0 and fam["severity"]["n"] == 26
+
+
+def test_format_diagnostics(make_bench):
+    options = ["Red", "Blue", "Green"]
+    rows = [c2_item("category_mcq", f"m{k}", "Blue", options) for k in range(6)]
+    rows.append(c2_item("open_genus", "g0", "Larus", class_name="California Gull", genus="Larus"))
+    bench = make_bench(rows)
+    replies = ["(B) Red", "(A) Red", "nonsense", "Bluee", None, "(A)", "Larus"]
+    statuses = ["ok", "ok", "ok", "ok", "failed", "ok", "ok"]
+    summary = score(bench, predictions_for(bench, replies, statuses), {"bootstrap": 0}).summary
+    fam = summary["families"]["category_mcq"]
+    assert fam["n_replies"] == 5 and fam["n_missing"] == 1 and fam["n_failed_requests"] == 1
+    assert fam["parse_rate"] == pytest.approx(4 / 5)
+    assert fam["mismatch_rate"] == pytest.approx(1 / 5)
+    assert fam["n_fuzzy"] == 1
+    assert fam["choose_a_rate"] == pytest.approx(2 / 4)
+    assert summary["families"]["open_genus"]["mismatch_rate"] is None
+    assert summary["format"]["em_open"] == 1.0
+    assert summary["format"]["n_mcq"] == 6 and summary["format"]["n_open"] == 1
+
+
+def test_laterality_on_em():
+    gold = ["left wing", "left wing", "right eye", "beak", "left leg"]
+    pred = ["right wing", "left wing", "left eye", "beak", "breast"]
+    options = [["left wing", "right wing", "beak"], ["left wing", "right wing"], ["right eye", "left eye"],
+               ["beak", "tail"], ["left leg", "breast"]]
+    em = np.array([0, 1, 0, 1, 0])
+    out = laterality(gold, pred, options, em)
+    assert out["n_lateral"] == 4
+    assert out["n_mirror_offered"] == 3
+    assert out["mirror_confusion_rate"] == pytest.approx(2 / 3)
+    assert out["n_part_named"] == 3
+    assert out["laterality_given_part"] == pytest.approx(1 / 3)
+    assert 0 <= out["laterality_p_below_chance"] <= 1
+
+
+def test_summary_is_json_clean(make_bench):
+    import json
+
+    options = ["beak", "breast", "left leg", "left eye", "left wing"]
+    rows = [c2_item("marker_localization", f"k{k}", "left eye", options, marker_color="red", marker_shape="dot")
+            for k in range(4)]
+    bench = make_bench(rows)
+    summary = score(bench, predictions_for(bench, ["(D) left eye", "(A) beak", "left eye", "(E) left wing"]),
+                    {"bootstrap": 20}).summary
+    text = json.dumps(summary, allow_nan=False)
+    assert json.loads(text) == summary
+    assert summary["laterality"]["n_lateral"] == 4

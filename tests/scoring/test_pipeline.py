@@ -1,0 +1,96 @@
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from biovqa.errors import InputFormatError, MissingResourceError
+from biovqa.bench import open_bench
+from biovqa.scoring.pipeline import align_predictions, read_predictions, score_predictions
+
+
+def gold_predictions(bench_dir: Path) -> pa.Table:
+    items = open_bench(bench_dir).items
+    return pa.table({"item_id": items.column("item_id"), "response": items.column("answer")})
+
+
+def test_jsonl_and_parquet_read_alike(tmp_path: Path, demo_bench: Path) -> None:
+    table = gold_predictions(demo_bench).slice(0, 20)
+    pq.write_table(table, tmp_path / "p.parquet")
+    with open(tmp_path / "p.jsonl", "w") as handle:
+        for row in table.to_pylist():
+            handle.write(json.dumps(row) + "\n")
+    assert read_predictions(tmp_path / "p.parquet").to_pylist() == read_predictions(tmp_path / "p.jsonl").to_pylist()
+
+
+def test_duplicate_item_ids_are_named(tmp_path: Path, demo_bench: Path) -> None:
+    table = gold_predictions(demo_bench).slice(0, 5)
+    pq.write_table(pa.concat_tables([table, table.slice(2, 1)]), tmp_path / "p.parquet")
+    with pytest.raises(InputFormatError) as info:
+        read_predictions(tmp_path / "p.parquet")
+    assert "duplicate" in info.value.render() and "rows 3 and 6" in info.value.render()
+
+
+def test_unknown_item_is_refused(tmp_path: Path, demo_bench: Path) -> None:
+    table = gold_predictions(demo_bench).slice(0, 3)
+    extra = pa.table({"item_id": ["c1:not-a-uuid:phylum"], "response": ["Chordata"]})
+    pq.write_table(pa.concat_tables([table, extra]), tmp_path / "p.parquet")
+    predictions = read_predictions(tmp_path / "p.parquet")
+    with pytest.raises(InputFormatError) as info:
+        align_predictions(open_bench(demo_bench), predictions, source=tmp_path / "p.parquet")
+    assert "not-a-uuid" in info.value.render() and "row 4" in info.value.render()
+
+
+def test_bad_jsonl_line_is_named(tmp_path: Path) -> None:
+    (tmp_path / "p.jsonl").write_text('{"item_id": "a", "response": "x"}\n{"item_id": "b", resp\n')
+    with pytest.raises(InputFormatError) as info:
+        read_predictions(tmp_path / "p.jsonl")
+    assert info.value.row == 2
+
+
+def test_missing_response_column(tmp_path: Path) -> None:
+    pq.write_table(pa.table({"item_id": ["a"], "text": ["x"]}), tmp_path / "p.parquet")
+    with pytest.raises(InputFormatError) as info:
+        read_predictions(tmp_path / "p.parquet")
+    assert info.value.field == "response"
+
+
+def test_missing_items_are_scored_as_missing(tmp_path: Path, demo_bench: Path) -> None:
+    table = gold_predictions(demo_bench)
+    pq.write_table(table.slice(0, 100), tmp_path / "p.parquet")
+    aligned = align_predictions(open_bench(demo_bench), read_predictions(tmp_path / "p.parquet"))
+    assert aligned.num_rows == table.num_rows
+    statuses = aligned.column("status").to_pylist()
+    assert statuses[:100] == ["ok"] * 100 and set(statuses[100:]) == {"missing"}
+
+
+def test_failed_predictions_are_not_answers(tmp_path: Path, demo_bench: Path) -> None:
+    table = gold_predictions(demo_bench).slice(0, 2)
+    table = table.append_column("status", pa.array(["ok", "failed"]))
+    pq.write_table(table, tmp_path / "p.parquet")
+    aligned = align_predictions(open_bench(demo_bench), read_predictions(tmp_path / "p.parquet"))
+    assert aligned.column("response").to_pylist()[:2] == [table.column("response")[0].as_py(), None]
+
+
+def test_scoring_is_deterministic_and_perfect_on_gold(tmp_path: Path, demo_bench: Path) -> None:
+    pq.write_table(gold_predictions(demo_bench), tmp_path / "p.parquet")
+    for name in ("a", "b"):
+        score_predictions(demo_bench, tmp_path / "p.parquet", tmp_path / name, options={"bootstrap": 50})
+    for file in ("items.parquet", "summary.json"):
+        assert (tmp_path / "a" / file).read_bytes() == (tmp_path / "b" / file).read_bytes()
+    scored = pq.read_table(tmp_path / "a" / "items.parquet")
+    assert scored.num_rows == open_bench(demo_bench).items.num_rows
+    assert all(v == 1 for v in scored.column("em").to_pylist())
+
+
+def test_missing_synonym_index_is_an_error(tmp_path: Path, bench_copy: Path) -> None:
+    manifest_path = bench_copy / "manifest.json"
+    manifest = json.loads(manifest_path.read_text())
+    manifest["taxonomy_index"] = str(tmp_path / "gone")
+    manifest_path.write_text(json.dumps(manifest))
+    pq.write_table(gold_predictions(bench_copy).slice(0, 5), tmp_path / "p.parquet")
+    with pytest.raises(MissingResourceError):
+        score_predictions(bench_copy, tmp_path / "p.parquet", tmp_path / "s")
