@@ -68,3 +68,70 @@ def test_baseline_run_score_report(tmp_path: Path, demo_bench: Path) -> None:
     assert (tmp_path / "report" / "index.html").exists()
     assert any(p.suffix == ".png" for p in (tmp_path / "report").iterdir())
     assert any(p.suffix == ".csv" for p in (tmp_path / "report").iterdir())
+
+
+# --- usage errors are click's, exit 2; only bugs say "internal error" -------------------------
+
+
+@pytest.mark.parametrize(("argv", "says"), [
+    (["scor"], "No such command"),
+    (["score", "--bogus"], "No such option"),
+    (["score"], "Missing argument"),
+    (["report"], "Missing"),
+    (["run", "bench", "--out", "o", "--limit", "many"], "Invalid value"),
+    (["build", "c9"], "No such command"),
+])
+def test_usage_errors_exit_2_with_click_usage(argv: list[str], says: str) -> None:
+    result = biovqa(*argv)
+    assert result.returncode == 2, result.stderr
+    assert says in result.stderr and "Usage:" in result.stderr
+    assert "internal error" not in result.stderr and "Traceback" not in result.stderr
+
+
+def test_version_and_module_and_console_script() -> None:
+    from biovqa import __version__
+
+    assert biovqa("--version").stdout.strip() == f"biovqa {__version__}"
+    script = Path(sys.executable).parent / "biovqa"  # the installed console script
+    result = subprocess.run([str(script), "--version"], capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0 and result.stdout.strip() == f"biovqa {__version__}"
+    help_text = biovqa("--help").stdout
+    for command in ("build", "audit", "run", "score", "report", "demo", "merge", "plan", "taxonomy"):
+        assert command in help_text
+    build_help = biovqa("build", "--help").stdout
+    assert "c1" in build_help and "c2" in build_help
+
+
+def test_score_options_are_declared_and_checked(tmp_path: Path, demo_bench: Path) -> None:
+    run = biovqa("run", demo_bench, "--backend", "baseline", "--out", tmp_path / "run")
+    predictions = tmp_path / "run" / "predictions.parquet"
+    unknown = biovqa("score", demo_bench, "-p", predictions, "-o", tmp_path / "s", "-O", "tau=20")
+    assert run.returncode == 0 and unknown.returncode == 2
+    assert "C1 scoring has no option 'tau'" in unknown.stderr and "epithet_last_word" in unknown.stderr
+    bad = biovqa("score", demo_bench, "-p", predictions, "-o", tmp_path / "s", "-O", "epithet_last_word=maybe")
+    assert bad.returncode == 2 and "takes true or false" in bad.stderr
+    assert "tau=<a number>" in biovqa("score", "--help").stdout
+
+
+# --- nothing of the user's is deleted ---------------------------------------------------------
+
+
+def test_demo_refuses_a_folder_it_did_not_make(tmp_path: Path) -> None:
+    (tmp_path / "mine").mkdir()
+    (tmp_path / "mine" / "thesis.tex").write_text("keep me")
+    result = biovqa("demo", "--out", tmp_path / "mine")
+    assert result.returncode == 2 and "not written by `biovqa demo`" in result.stderr
+    assert (tmp_path / "mine" / "thesis.tex").read_text() == "keep me"
+    assert sorted(p.name for p in (tmp_path / "mine").iterdir()) == ["thesis.tex"]
+
+
+@pytest.mark.slow
+def test_demo_reruns_into_its_own_folder_and_keeps_other_files(tmp_path: Path) -> None:
+    out = tmp_path / "demo"
+    assert biovqa("demo", "--out", out).returncode == 0
+    (out / "notes.txt").write_text("mine")
+    first = (out / "scores-baseline-c1" / "summary.json").read_bytes()
+    again = biovqa("demo", "--out", out)
+    assert again.returncode == 0, again.stderr
+    assert (out / "notes.txt").read_text() == "mine"
+    assert (out / "scores-baseline-c1" / "summary.json").read_bytes() == first

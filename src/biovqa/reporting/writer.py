@@ -11,6 +11,8 @@ from __future__ import annotations
 import base64
 import html
 import importlib
+import os
+import shutil
 from collections import defaultdict
 from pathlib import Path
 from typing import Any, Sequence
@@ -24,29 +26,49 @@ from biovqa.scoring.pipeline import load_summary
 
 
 def write_report(score_dirs: Sequence[str | Path], out: str | Path) -> Path:
-    """Write the report for ``score_dirs`` into ``out``; returns the path of index.html."""
+    """Write the report for ``score_dirs`` into ``out``; returns the path of index.html.
+
+    The report is written into a staging folder beside ``out`` and each file is then renamed
+    into place, so an interrupted run leaves no half-written file; files in ``out`` that the
+    report does not write are left alone."""
     if not score_dirs:
         raise BiovqaError("no score folders given", hint="pass one or more folders written by `biovqa score`")
     out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
+    if out.exists() and not out.is_dir():
+        raise BiovqaError("the report output is a file, not a folder", file=out,
+                          hint="give a folder with --out")
     by_component: dict[str, list[tuple[str, dict[str, Any]]]] = defaultdict(list)
     labels_seen: dict[tuple[str, str], int] = defaultdict(int)
     for score_dir in score_dirs:
         summary = load_summary(score_dir)
-        meta = summary.get("meta", {})
-        label = str(meta.get("label") or Path(score_dir).name)
-        component_name = str(meta.get("component", "c1"))
+        label = str(summary["label"] or Path(score_dir).name)
+        component_name = str(summary["component"])
+        get_component(component_name)  # an unknown component is an error naming it
         labels_seen[component_name, label] += 1
         if labels_seen[component_name, label] > 1:  # two runs of one model: keep both, named apart
             label = f"{label} ({labels_seen[component_name, label]})"
         by_component[component_name].append((label, summary))
 
+    stage = out.parent / f".{out.name}.partial-{os.getpid()}"
+    if stage.exists():
+        shutil.rmtree(stage)
+    stage.mkdir(parents=True)
+    try:
+        _write_into(stage, by_component)
+        out.mkdir(parents=True, exist_ok=True)
+        for path in sorted(stage.iterdir()):
+            os.replace(path, out / path.name)
+    finally:
+        shutil.rmtree(stage, ignore_errors=True)
+    return out / "index.html"
+
+
+def _write_into(out: Path, by_component: dict[str, list[tuple[str, dict[str, Any]]]]) -> None:
     runs = pd.DataFrame([
-        {"model": label, "component": component_name,
-         "items": sum(summary.get("meta", {}).get("statuses", {}).values()),
-         **{f"{k}": v for k, v in summary.get("meta", {}).get("statuses", {}).items() if k != "ok"},
-         "benchmark manifest": str(summary.get("meta", {}).get("benchmark_manifest_sha256", ""))[:12],
-         "predictions": str(summary.get("meta", {}).get("predictions_sha256", ""))[:12]}
+        {"model": label, "component": component_name, "items": summary["n_items"],
+         **{status: count for status, count in summary["statuses"].items() if status != "ok"},
+         "benchmark manifest": str(summary.get("provenance", {}).get("benchmark_manifest_sha256", ""))[:12],
+         "predictions": str(summary.get("provenance", {}).get("predictions_sha256", ""))[:12]}
         for component_name, entries in sorted(by_component.items()) for label, summary in entries
     ]).set_index("model")
     sections: list[tuple[str, list[tuple[str, pd.DataFrame]], list[Path]]] = [
@@ -69,9 +91,7 @@ def write_report(score_dirs: Sequence[str | Path], out: str | Path) -> Path:
         sections.append((component.title, written, figures))
 
     (out / "index.md").write_text(_index_markdown(sections), encoding="utf-8")
-    html_path = out / "index.html"
-    html_path.write_text(_index_html(sections), encoding="utf-8")
-    return html_path
+    (out / "index.html").write_text(_index_html(sections), encoding="utf-8")
 
 
 def _figures_function(reporter: str) -> Any:

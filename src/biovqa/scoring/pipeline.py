@@ -136,7 +136,9 @@ def print_headline(component: Component, label: str, summary: dict[str, Any], co
     table.add_column("value", justify="right")
     table.add_column("95 % interval", justify="right")
     table.add_column("n", justify="right")
-    for column, estimate in table3.items():
+    order = [c for c in component.table3 if c in table3] + [c for c in table3 if c not in component.table3]
+    for column in order:
+        estimate = table3[column]
         value = "—" if estimate["value"] is None else f"{estimate['value']:.3f}"
         interval = ("" if estimate["lo"] is None or estimate["hi"] is None
                     else f"[{estimate['lo']:.3f}, {estimate['hi']:.3f}]")

@@ -6,8 +6,10 @@ Registering a backend imports nothing, so ``biovqa run --backend baseline`` neve
 A factory that declares a ``bench`` parameter also receives the opened benchmark (the ``baseline``
 backend needs the whole items table for its floor rules).
 
-Besides the registered names, ``--backend`` accepts a ``"module:factory"`` string directly, so a
-user's own backend plugs in without touching biovqa.
+Besides the registered names, ``--backend`` accepts a ``"module:factory"`` string directly, and
+another installed package can add named backends through the ``biovqa.backends`` entry-point
+group (entry point name = backend name, value = ``module:factory``), so a lab's own backend
+plugs in without touching biovqa.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ __all__ = [
     "Backend",
     "Reply",
     "Request",
+    "available_backends",
     "create_backend",
     "load_factory",
     "register_backend",
@@ -50,14 +53,30 @@ def register_backend(name: str, target: str) -> None:
     BACKENDS[name] = target
 
 
+ENTRY_POINT_GROUP = "biovqa.backends"
+
+
+def _entry_point_targets() -> dict[str, str]:
+    """Backends that installed packages declare in the ``biovqa.backends`` entry-point group."""
+    from importlib.metadata import entry_points
+
+    return {entry.name: entry.value for entry in entry_points(group=ENTRY_POINT_GROUP)}
+
+
+def available_backends() -> dict[str, str]:
+    """Every backend name a user can pass to ``--backend`` → its ``module:factory``."""
+    return {**_entry_point_targets(), **BACKENDS}
+
+
 def load_factory(name: str) -> Callable[..., Backend]:
-    """Import and return the factory of backend ``name`` (a registered name or "module:factory")."""
-    target = BACKENDS.get(name, name if ":" in name else None)
+    """Import and return the factory of backend ``name`` (a registered name, an entry point of
+    the ``biovqa.backends`` group, or "module:factory")."""
+    target = available_backends().get(name, name if ":" in name else None)
     if target is None:
         raise BiovqaError(
             f"unknown backend {name!r}",
             field="--backend",
-            hint=f"known backends: {', '.join(sorted(BACKENDS))}, or give 'module:factory'",
+            hint=f"known backends: {', '.join(sorted(available_backends()))}, or give 'module:factory'",
         )
     module_name, _, attribute = target.partition(":")
     try:
