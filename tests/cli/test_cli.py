@@ -135,3 +135,28 @@ def test_demo_reruns_into_its_own_folder_and_keeps_other_files(tmp_path: Path) -
     assert again.returncode == 0, again.stderr
     assert (out / "notes.txt").read_text() == "mine"
     assert (out / "scores-baseline-c1" / "summary.json").read_bytes() == first
+
+
+def test_sweep_is_the_components_own(tmp_path: Path, demo_bench: Path) -> None:
+    from biovqa.synthetic import write_cub
+
+    run = biovqa("run", demo_bench, "--backend", "baseline", "--out", tmp_path / "run")
+    predictions = tmp_path / "run" / "predictions.parquet"
+    refused = biovqa("score", demo_bench, "-p", predictions, "-p", predictions, "-o", tmp_path / "s", "--sweep")
+    assert run.returncode == 0 and refused.returncode == 2
+    assert "C1 has no sensitivity sweep" in refused.stderr and "c2" in refused.stderr
+
+    cub = write_cub(tmp_path / "cub", n_classes=4, images_per_class=2, seed=5, image_size=(120, 90))
+    assert biovqa("build", "c2", "--cub", cub, "--out", tmp_path / "c2").returncode == 0
+    floor = biovqa("run", tmp_path / "c2", "--backend", "baseline", "--out", tmp_path / "floor")
+    echo = biovqa("run", tmp_path / "c2", "--backend", "echo", "--out", tmp_path / "echo")
+    assert floor.returncode == 0 and echo.returncode == 0
+    swept = biovqa("score", tmp_path / "c2", "-p", tmp_path / "floor" / "predictions.parquet",
+                   "-p", tmp_path / "echo" / "predictions.parquet", "-o", tmp_path / "sweep", "--sweep",
+                   "-O", "sweep_size=50")
+    assert swept.returncode == 0, swept.stderr
+    import json
+
+    result = json.loads((tmp_path / "sweep" / "sweep.json").read_text())
+    assert result["subsample"]["rows"] == 50 and len(result["models"]) == 2
+    assert len(result["configs"]) == 11  # the eleven kernel configurations

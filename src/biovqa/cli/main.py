@@ -33,7 +33,7 @@ class _ComponentBuildGroup(TyperGroup):
         if component is None:
             return None
         function = component.load("builder")
-        single = typer.Typer(add_completion=False)
+        single = typer.Typer(add_completion=False, rich_markup_mode=None)
         single.command(component.name, help=function.__doc__ or component.title)(function)
         return typer.main.get_command(single)
 
