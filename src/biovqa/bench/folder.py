@@ -28,7 +28,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from biovqa._version import __version__
-from biovqa.errors import BiovqaError, InputFormatError, MissingResourceError
+from biovqa.errors import InputFormatError, MissingResourceError
 from biovqa.records import ITEM_COLUMNS, Item, items_from_table
 
 ITEMS_FILE = "items.parquet"
@@ -210,8 +210,3 @@ def open_bench(path: str | Path) -> Bench:
     if not (root / ITEMS_FILE).exists():
         raise MissingResourceError("benchmark items are missing", file=root / ITEMS_FILE)
     return Bench(root=root, manifest=manifest)
-
-
-def require(condition: bool, message: str, **where: Any) -> None:
-    if not condition:
-        raise BiovqaError(message, **where)

@@ -226,8 +226,3 @@ def get_component(name: str) -> Component:
 def list_components() -> tuple[Component, ...]:
     _load_all()
     return tuple(_REGISTRY[k] for k in sorted(_REGISTRY))
-
-
-def unregister(name: str) -> None:
-    """Remove a component registered with :func:`register` (tests)."""
-    _REGISTRY.pop(name.lower(), None)

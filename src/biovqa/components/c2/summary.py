@@ -30,24 +30,6 @@ TABLE3_COLUMNS: dict[str, str] = {"sal": "relative_salience", "mrp": "morphologi
 METRICS = ("cags", "em", "gs_raw")
 
 
-def bootstrap_ci(values: np.ndarray, *, resamples: int, seed: int, level: float = CI_LEVEL
-                 ) -> tuple[np.ndarray, np.ndarray]:
-    """Percentile bootstrap CIs of the column means of ``values`` (n × k; NaN = the item is not
-    in that statistic), resampling items with replacement, B = ``resamples``, seeded
-    (metrics.md §6.1) — one set of resamples serves every column."""
-    from biovqa.stats.bootstrap import cluster_bootstrap_means
-
-    values = np.asarray(values, dtype=float)
-    if values.ndim == 1:
-        values = values[:, None]
-    n = len(values)
-    if n == 0 or resamples <= 0:
-        nan = np.full(values.shape[1], np.nan)
-        return nan, nan.copy()
-    lo, hi = cluster_bootstrap_means(values, np.arange(n), B=resamples, seed=seed, level=level)
-    return np.atleast_1d(np.asarray(lo, dtype=float)), np.atleast_1d(np.asarray(hi, dtype=float))
-
-
 def _number(value: float) -> float | None:
     """A JSON-safe float (None for NaN)."""
     value = float(value)
