@@ -17,6 +17,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shutil
 from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import cached_property
@@ -28,7 +29,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from biovqa._version import __version__
-from biovqa.errors import InputFormatError, MissingResourceError
+from biovqa.errors import BiovqaError, InputFormatError, MissingResourceError
 from biovqa.records import ITEM_COLUMNS, Item, items_from_table
 
 ITEMS_FILE = "items.parquet"
@@ -54,6 +55,35 @@ def atomic_path(path: str | Path) -> Iterator[Path]:
         temporary.unlink(missing_ok=True)
 
 
+@contextmanager
+def staged_folder(out: str | Path) -> Iterator[Path]:
+    """A staging folder beside ``out`` to write a whole output folder into; when the block
+    finishes each file is renamed into ``out`` (results first, so a reader never sees a new
+    summary beside old items), and on failure ``out`` is left exactly as it was. Files in ``out``
+    that the block did not write are kept."""
+    out = Path(out)
+    if out.exists() and not out.is_dir():
+        raise BiovqaError("the output path is a file, not a folder", file=out,
+                          hint="give a folder with --out")
+    stage = out.parent / f".{out.name}.partial-{os.getpid()}"
+    if stage.exists():
+        shutil.rmtree(stage)
+    stage.mkdir(parents=True)
+    try:
+        yield stage
+        out.mkdir(parents=True, exist_ok=True)
+        written = sorted(stage.iterdir(), key=lambda p: (p.suffix == ".json", p.name))
+        for path in written:
+            target = out / path.name
+            if target.is_dir() and not path.is_dir():
+                raise BiovqaError("a folder is in the way of an output file", file=target)
+            if path.is_dir() and target.exists():
+                shutil.rmtree(target) if target.is_dir() else target.unlink()
+            os.replace(path, target)
+    finally:
+        shutil.rmtree(stage, ignore_errors=True)
+
+
 def write_text(path: str | Path, text: str) -> None:
     """Write a text file atomically (UTF-8)."""
     with atomic_path(path) as temporary:
@@ -70,6 +100,23 @@ def write_parquet(table: pa.Table, path: str | Path) -> None:
     with atomic_path(path) as temporary:
         pq.write_table(table, temporary, compression="zstd", write_statistics=True,
                        row_group_size=1 << 20)
+
+
+def read_json_object(path: str | Path, *, what: str) -> dict[str, Any]:
+    """A JSON file holding one object; not UTF-8, not JSON or not an object is an
+    :class:`InputFormatError` naming the file (and line)."""
+    path = Path(path)
+    try:
+        text = path.read_bytes().decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise InputFormatError(f"{what} is not UTF-8 text (byte {exc.start + 1})", file=path) from None
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise InputFormatError(f"{what} is not valid JSON: {exc.msg}", file=path, row=exc.lineno) from None
+    if not isinstance(value, dict):
+        raise InputFormatError(f"{what} must be a JSON object, found {type(value).__name__}", file=path)
+    return value
 
 
 def read_parquet(path: str | Path, *, what: str = "Parquet file") -> pa.Table:
@@ -199,14 +246,13 @@ def open_bench(path: str | Path) -> Bench:
             file=manifest_path,
             hint="build one with `biovqa build …`",
         )
-    try:
-        manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as exc:
-        raise InputFormatError(f"manifest is not valid JSON: {exc.msg}", file=manifest_path,
-                               row=exc.lineno) from None
-    for key in ("component", "counts"):
+    manifest = read_json_object(manifest_path, what="manifest")
+    for key, kind in (("component", str), ("counts", dict)):
         if key not in manifest:
             raise InputFormatError("manifest lacks a required key", file=manifest_path, field=key)
+        if not isinstance(manifest[key], kind):
+            raise InputFormatError(f"manifest {key} must be a JSON {'text' if kind is str else 'object'}",
+                                   file=manifest_path, field=key)
     if not (root / ITEMS_FILE).exists():
         raise MissingResourceError("benchmark items are missing", file=root / ITEMS_FILE)
     return Bench(root=root, manifest=manifest)

@@ -40,7 +40,7 @@ def run_app(typer_app: typer.Typer, argv: list[str] | None = None) -> None:
     try:
         typer_app(args=argv, prog_name="biovqa", standalone_mode=False)
     except BiovqaError as exc:
-        console.print(f"[bold red]error:[/bold red] {exc.render()}", highlight=False)
+        console.print(f"[bold red]error:[/bold red] {_escape(exc.render())}", highlight=False)
         sys.exit(2)
     except KeyboardInterrupt:
         console.print("[yellow]interrupted[/yellow]: work written so far is kept; "
@@ -54,6 +54,13 @@ def run_app(typer_app: typer.Typer, argv: list[str] | None = None) -> None:
     except aborts:
         console.print("[yellow]aborted[/yellow]")
         sys.exit(1)
+    except OSError as exc:  # the file system said no: a path the user gave is not usable
+        where = f"{exc.filename}: " if exc.filename else ""
+        console.print(
+            f"[bold red]error:[/bold red] {_escape(where)}{_escape(exc.strerror or str(exc))}\n"
+            "  hint: check that the path exists, is the kind expected (file or folder) and is writable",
+            highlight=False)
+        sys.exit(2)
     except Exception as exc:
         if os.environ.get("BIOVQA_DEBUG"):
             raise
@@ -64,6 +71,12 @@ def run_app(typer_app: typer.Typer, argv: list[str] | None = None) -> None:
             highlight=False,
         )
         sys.exit(3)
+
+
+def _escape(text: str) -> str:
+    from rich.markup import escape
+
+    return escape(text)
 
 
 def _save_traceback() -> str:

@@ -11,8 +11,6 @@ from __future__ import annotations
 import base64
 import html
 import importlib
-import os
-import shutil
 from collections import defaultdict
 from pathlib import Path
 from typing import Any, Sequence
@@ -20,6 +18,7 @@ from typing import Any, Sequence
 import pandas as pd
 
 from biovqa._version import __version__
+from biovqa.bench.folder import staged_folder
 from biovqa.components.registry import get_component
 from biovqa.errors import BiovqaError
 from biovqa.scoring.pipeline import load_summary
@@ -29,14 +28,11 @@ def write_report(score_dirs: Sequence[str | Path], out: str | Path) -> Path:
     """Write the report for ``score_dirs`` into ``out``; returns the path of index.html.
 
     The report is written into a staging folder beside ``out`` and each file is then renamed
-    into place, so an interrupted run leaves no half-written file; files in ``out`` that the
-    report does not write are left alone."""
+    into place (:func:`~biovqa.bench.folder.staged_folder`), so an interrupted run leaves no
+    half-written file; files in ``out`` that the report does not write are left alone."""
     if not score_dirs:
         raise BiovqaError("no score folders given", hint="pass one or more folders written by `biovqa score`")
     out = Path(out)
-    if out.exists() and not out.is_dir():
-        raise BiovqaError("the report output is a file, not a folder", file=out,
-                          hint="give a folder with --out")
     by_component: dict[str, list[tuple[str, dict[str, Any]]]] = defaultdict(list)
     labels_seen: dict[tuple[str, str], int] = defaultdict(int)
     for score_dir in score_dirs:
@@ -49,17 +45,8 @@ def write_report(score_dirs: Sequence[str | Path], out: str | Path) -> Path:
             label = f"{label} ({labels_seen[component_name, label]})"
         by_component[component_name].append((label, summary))
 
-    stage = out.parent / f".{out.name}.partial-{os.getpid()}"
-    if stage.exists():
-        shutil.rmtree(stage)
-    stage.mkdir(parents=True)
-    try:
+    with staged_folder(out) as stage:
         _write_into(stage, by_component)
-        out.mkdir(parents=True, exist_ok=True)
-        for path in sorted(stage.iterdir()):
-            os.replace(path, out / path.name)
-    finally:
-        shutil.rmtree(stage, ignore_errors=True)
     return out / "index.html"
 
 
@@ -73,7 +60,7 @@ def _write_into(out: Path, by_component: dict[str, list[tuple[str, dict[str, Any
     ]).set_index("model")
     sections: list[tuple[str, list[tuple[str, pd.DataFrame]], list[Path]]] = [
         ("Runs scored", [("runs", runs)], [])]
-    runs.to_csv(out / "runs.csv")
+    _safe_csv(runs).to_csv(out / "runs.csv")
     for component_name in sorted(by_component):
         component = get_component(component_name)
         summaries = by_component[component_name]
@@ -85,7 +72,7 @@ def _write_into(out: Path, by_component: dict[str, list[tuple[str, dict[str, Any
         written = []
         for name, frame in tables.items():
             stem = f"{component_name}_{name}"
-            frame.to_csv(out / f"{stem}.csv", index=True)
+            _safe_csv(frame).to_csv(out / f"{stem}.csv", index=True)
             (out / f"{stem}.md").write_text(_markdown(frame) + "\n", encoding="utf-8")
             written.append((name, frame))
         sections.append((component.title, written, figures))
@@ -105,10 +92,34 @@ def _markdown(frame: pd.DataFrame) -> str:
     shown = shown.map(_cell) if hasattr(shown, "map") else shown.applymap(_cell)
     index_name = frame.index.name or ""
     header = [index_name, *map(str, shown.columns)]
-    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines = ["| " + " | ".join(map(_markdown_text, header)) + " |", "|" + "---|" * len(header)]
     for idx, row in shown.iterrows():
-        lines.append("| " + " | ".join([str(idx), *map(str, row.tolist())]) + " |")
+        lines.append("| " + " | ".join(map(_markdown_text, [str(idx), *map(str, row.tolist())])) + " |")
     return "\n".join(lines)
+
+
+def _markdown_text(text: str) -> str:
+    """A table cell that renders as the text it is: HTML characters escaped (a model label like
+    ``<script>`` stays text), pipes escaped, line breaks folded."""
+    text = html.escape(text, quote=False)
+    return " ".join(text.split()).replace("|", "\\|")
+
+
+_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+
+
+def _safe_csv(frame: pd.DataFrame) -> pd.DataFrame:
+    """Text cells that a spreadsheet would run as a formula (starting with = + - @) get a leading
+    apostrophe; numbers are left as they are."""
+    def neutral(value: Any) -> Any:
+        if isinstance(value, str) and value.startswith(_FORMULA_START):
+            return "'" + value
+        return value
+
+    safe = frame.map(neutral) if hasattr(frame, "map") else frame.applymap(neutral)
+    safe.index = pd.Index([neutral(v) for v in frame.index], name=neutral(frame.index.name) if frame.index.name else None)
+    safe.columns = [neutral(c) for c in frame.columns]
+    return safe
 
 
 def _title(name: str) -> str:

@@ -4,7 +4,6 @@ schema (:mod:`biovqa.scoring.schema`)."""
 
 from __future__ import annotations
 
-import json
 import math
 from pathlib import Path
 from typing import Any, Mapping
@@ -14,7 +13,14 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from biovqa._version import __version__
-from biovqa.bench.folder import open_bench, sha256_file, write_json, write_parquet
+from biovqa.bench.folder import (
+    open_bench,
+    read_json_object,
+    sha256_file,
+    staged_folder,
+    write_json,
+    write_parquet,
+)
 from biovqa.components.registry import Component, ScoreResult, get_component
 from biovqa.errors import BiovqaError, InputFormatError, MissingResourceError
 from biovqa.scoring.predictions import align_predictions, read_predictions
@@ -66,9 +72,10 @@ def score_predictions(
     }
     summary = _jsonable({**head, **{k: v for k, v in result.summary.items() if k not in head}})
     check_summary(summary)
-    out = _prepare_out(out)
-    write_parquet(result.items, out / SCORE_ITEMS_FILE)
-    write_json(out / SUMMARY_FILE, summary)
+    with staged_folder(out) as stage:
+        write_parquet(result.items, stage / SCORE_ITEMS_FILE)
+        write_json(stage / SUMMARY_FILE, summary)
+    out = Path(out)
     if console is not None:
         print_headline(component, label, summary, console)
         if statuses["missing"]:
@@ -103,25 +110,15 @@ def sweep_predictions(
             label = f"{label} ({Path(path).stem})"
         by_model[label] = align_predictions(bench, predictions, source=path)
     result = component.load("sweep")(bench, by_model, resolved)
-    out = _prepare_out(out)
-    write_json(out / SWEEP_FILE, _jsonable(result))
-    return out / SWEEP_FILE
+    with staged_folder(out) as stage:
+        write_json(stage / SWEEP_FILE, _jsonable(result))
+    return Path(out) / SWEEP_FILE
 
 
 def _components() -> tuple[Component, ...]:
     from biovqa.components.registry import list_components
 
     return list_components()
-
-
-def _prepare_out(out: str | Path) -> Path:
-    """The score folder: new, or one that holds only score files (they are replaced)."""
-    out = Path(out)
-    if out.exists() and not out.is_dir():
-        raise BiovqaError("the output path is a file, not a folder", file=out,
-                          hint="give a folder for the scores with --out")
-    out.mkdir(parents=True, exist_ok=True)
-    return out
 
 
 def print_headline(component: Component, label: str, summary: dict[str, Any], console: Any) -> None:
@@ -179,16 +176,27 @@ def load_summary(score_dir: str | Path) -> dict[str, Any]:
     if not path.exists():
         raise MissingResourceError("not a score folder: summary.json is missing", file=path,
                                    hint="create it with `biovqa score BENCH --predictions P --out DIR`")
-    try:
-        summary = json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as exc:
-        raise InputFormatError(f"summary is not valid JSON: {exc.msg}", file=path, row=exc.lineno) from None
+    summary = read_json_object(path, what="summary")
     missing = [key for key in SUMMARY_KEYS if key not in summary]
     if missing:
         raise InputFormatError(f"summary lacks {', '.join(missing)}: it was written by another "
                                "biovqa version or another tool", file=path, field=missing[0],
                                hint="score the predictions again with this biovqa")
+    for key, kinds in _SUMMARY_TYPES.items():
+        if not isinstance(summary[key], kinds):
+            raise InputFormatError(f"summary {key} has the wrong type ({type(summary[key]).__name__})",
+                                   file=path, field=key, hint="score the predictions again with this biovqa")
+    try:
+        check_summary(summary)
+    except BiovqaError as exc:
+        raise InputFormatError(exc.message, file=path, hint="score the predictions again with this biovqa") from None
     return summary
+
+
+_SUMMARY_TYPES: dict[str, type | tuple[type, ...]] = {
+    "component": str, "label": (str, type(None)), "n_items": int, "statuses": dict, "options": dict,
+    "table3": dict,
+}
 
 
 __all__ = ["align_predictions", "load_summary", "read_predictions", "score_predictions",

@@ -40,7 +40,7 @@ def read_predictions(path: str | Path) -> pa.Table:
         if column not in table.column_names:
             raise InputFormatError("predictions lack a required column", file=path, field=column,
                                    hint="each row needs item_id and response (the raw model text)")
-    ids = table.column("item_id").cast(pa.string())
+    ids = _text_column(table, "item_id", path)
     null_ids = pc.is_null(ids)
     if pc.any(null_ids).as_py():
         row = pc.index(null_ids, True).as_py() + 1 + row_offset
@@ -58,27 +58,39 @@ def read_predictions(path: str | Path) -> pa.Table:
             file=path, field="item_id",
             hint="keep one reply per item (biovqa merge de-duplicates shards)",
         )
-    responses = table.column("response")
-    if not pa.types.is_string(responses.type) and not pa.types.is_null(responses.type):
-        raise InputFormatError(f"response must be text, found {responses.type}", file=path,
-                               field="response")
-    status = (pc.fill_null(table.column("status").cast(pa.string()), "ok") if "status" in table.column_names
+    responses = _text_column(table, "response", path)
+    status = (pc.fill_null(_text_column(table, "status", path), "ok") if "status" in table.column_names
               else pa.array(["ok"] * table.num_rows, pa.string()))
     bad = pc.invert(pc.is_in(status, pa.array(PREDICTION_STATUSES)))
     if pc.any(bad).as_py():
         row = pc.index(bad, True).as_py()
         raise InputFormatError(f"unknown status {status[row].as_py()!r}", file=path, row=row + 1,
                                field="status", hint=f"use one of {', '.join(PREDICTION_STATUSES)}")
-    model = (table.column("model").cast(pa.string()) if "model" in table.column_names
+    model = (_text_column(table, "model", path) if "model" in table.column_names
              else pa.nulls(table.num_rows, pa.string()))
-    return pa.table({"item_id": ids, "response": responses.cast(pa.string()), "status": status,
-                     "model": model})
+    return pa.table({"item_id": ids, "response": responses, "status": status, "model": model})
+
+
+def _text_column(table: pa.Table, name: str, path: Path) -> pa.ChunkedArray:
+    """Column ``name`` as plain strings: any Arrow text type (string, large_string, a dictionary
+    of strings) or all-null is accepted; numbers or other types are an error naming the field."""
+    column = table.column(name)
+    kind = column.type.value_type if pa.types.is_dictionary(column.type) else column.type
+    if not (pa.types.is_string(kind) or pa.types.is_large_string(kind) or pa.types.is_null(kind)):
+        raise InputFormatError(f"{name} must be text, found {column.type}", file=path, field=name,
+                               hint="write the column as strings (e.g. item ids like 'c1:<uuid>:family')")
+    return column.cast(pa.string())
 
 
 def _read_jsonl(path: Path) -> pa.Table:
     rows: list[dict[str, Any]] = []
-    with open(path, encoding="utf-8") as handle:
-        for line_number, line in enumerate(handle, start=1):
+    with open(path, "rb") as handle:
+        for line_number, raw in enumerate(handle, start=1):
+            try:
+                line = raw.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                raise InputFormatError(f"not UTF-8 text (byte {exc.start + 1} of the line)", file=path,
+                                       row=line_number, hint="write the predictions file as UTF-8") from None
             if not line.strip():
                 continue
             try:
@@ -90,9 +102,18 @@ def _read_jsonl(path: Path) -> pa.Table:
             for field in ("item_id", "response"):
                 if field not in row:
                     raise InputFormatError("missing key", file=path, row=line_number, field=field)
-                if field == "response" and row[field] is not None and not isinstance(row[field], str):
-                    raise InputFormatError("response must be a string or null", file=path,
-                                           row=line_number, field="response")
+            for field in ("item_id", "response", "status", "model"):
+                value = row.get(field)
+                if value is None:
+                    continue
+                if not isinstance(value, str):
+                    raise InputFormatError(f"{field} must be a string or null, found {type(value).__name__}",
+                                           file=path, row=line_number, field=field)
+                try:
+                    value.encode("utf-8")
+                except UnicodeEncodeError:
+                    raise InputFormatError("text holds a lone surrogate (e.g. \\ud800), which is not valid "
+                                           "Unicode", file=path, row=line_number, field=field) from None
             rows.append({k: row.get(k) for k in ("item_id", "response", "status", "model")})
     if not rows:
         raise InputFormatError("predictions file holds no rows", file=path)
