@@ -159,8 +159,28 @@ MANIFEST_CASES: dict[str, tuple[Callable[[Path], None], list[str]]] = {
                                     ["field 'component'", "must be a JSON text"]),
     "items missing": (lambda b: (b / "items.parquet").unlink(), ["items.parquet", "missing"]),
     "items not parquet": (lambda b: (b / "items.parquet").write_text("item_id\n"),
-                          ["items.parquet", "cannot read benchmark items"]),
+                          ["items.parquet", "differs from the sha256"]),
+    "manifest without items_sha256": (lambda b: _edit_manifest(b, lambda m: m.pop("items_sha256")),
+                                      ["manifest records no items_sha256"]),
+    "items edited after build": (lambda b: _edit_items(b, lambda t: t.set_column(
+        t.schema.get_field_index("answer"), "answer", pa.array(["x"] * t.num_rows))), ["differs from the sha256"]),
+    "items without answer, hash updated": (lambda b: _edit_items(b, lambda t: t.drop(["answer"]), rehash=True),
+                                           ["items lack the column(s) answer"]),
 }
+
+
+def _edit_manifest(bench: Path, change: Callable[[dict], object]) -> None:
+    manifest = json.loads((bench / "manifest.json").read_text())
+    change(manifest)
+    (bench / "manifest.json").write_text(json.dumps(manifest))
+
+
+def _edit_items(bench: Path, change: Callable[[pa.Table], pa.Table], rehash: bool = False) -> None:
+    from biovqa.bench.folder import sha256_file
+
+    pq.write_table(change(pq.read_table(bench / "items.parquet")), bench / "items.parquet")
+    if rehash:
+        _edit_manifest(bench, lambda m: m.__setitem__("items_sha256", sha256_file(bench / "items.parquet")))
 
 
 @pytest.mark.parametrize("command", ["audit", "score", "run", "plan"])

@@ -233,7 +233,7 @@ class Bench:
         return self.root
 
 
-def open_bench(path: str | Path) -> Bench:
+def open_bench(path: str | Path, *, verify: bool = True) -> Bench:
     root = Path(path)
     manifest_path = root / MANIFEST_FILE
     if not root.is_dir():
@@ -255,4 +255,28 @@ def open_bench(path: str | Path) -> Bench:
                                    file=manifest_path, field=key)
     if not (root / ITEMS_FILE).exists():
         raise MissingResourceError("benchmark items are missing", file=root / ITEMS_FILE)
-    return Bench(root=root, manifest=manifest)
+    bench = Bench(root=root, manifest=manifest)
+    if verify:
+        problem = items_integrity_problem(bench)
+        if problem:
+            raise InputFormatError(problem, file=bench.items_path,
+                                   hint="rebuild the benchmark (`biovqa build …`); `biovqa audit` lists every problem")
+    return bench
+
+
+def items_integrity_problem(bench: Bench) -> str | None:
+    """Why the items file is not the one the manifest describes (None when it is): the manifest
+    must record its sha256, the file must match it and hold the core item columns."""
+    recorded = bench.manifest.get("items_sha256")
+    if not recorded:
+        return "the manifest records no items_sha256, so the items cannot be verified"
+    if recorded != sha256_file(bench.items_path):
+        return "items.parquet differs from the sha256 the manifest recorded (changed after build)"
+    try:
+        names = set(pq.read_schema(bench.items_path).names)
+    except (pa.ArrowInvalid, OSError) as exc:
+        return f"cannot read benchmark items: {exc}"
+    missing = [name for name, _ in ITEM_COLUMNS if name not in names]
+    if missing:
+        return f"items lack the column(s) {', '.join(missing)}"
+    return None
