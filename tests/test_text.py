@@ -17,7 +17,9 @@ from biovqa.text import normalize_c1, normalize_c1_array, normalize_c2
         ("the answer is the Order Anura", "anura"),
         ("Order", "order"),
         ("Åkergroda", "akergroda"),
-        ("Black-footed Albatross", "black footed albatross"),
+        # punctuation is removed, not turned into a space (metrics.md §1.1, paper C.1)
+        ("Black-footed Albatross", "blackfooted albatross"),
+        ("Blue_Jay", "blue jay"),
         ("Cooper's Hawk", "coopers hawk"),
         ("  Species epithet: cinereus ", "cinereus"),
         (None, ""),
@@ -26,6 +28,13 @@ from biovqa.text import normalize_c1, normalize_c1_array, normalize_c2
 def test_c1_normalizer(raw: str | None, expected: str) -> None:
     assert normalize_c1(raw) == expected
     assert normalize_c1_array([raw]).to_pylist() == [expected]
+
+
+def test_hyphenated_names_match_the_closed_spelling_only() -> None:
+    """Deliberate (paper C.1 "removes punctuation"): the hyphen is deleted, so the closed spelling
+    matches and the spaced one does not."""
+    assert normalize_c1("Red-tailed Hawk") == normalize_c1("Redtailed Hawk") == "redtailed hawk"
+    assert normalize_c1("Red tailed Hawk") != normalize_c1("Red-tailed Hawk")
 
 
 @settings(max_examples=300, deadline=None)

@@ -36,12 +36,17 @@ _C1_PREFIX_WORDS = (
 )
 _C1_PREFIX = r"^(?:(?:" + "|".join(w.replace(" ", r"\s+") for w in _C1_PREFIX_WORDS) + r")(?:\s+is)?\s+)+"
 _C1_PREFIX_RE = re.compile(_C1_PREFIX)
-# Apostrophes join ("Cooper's" -> "coopers"); every other punctuation mark separates words
-# ("black-footed" -> "black footed"), so hyphenated and spaced spellings compare equal.
+# Punctuation is *removed* (metrics.md §1.1 step 3; paper C.1 "removes punctuation", and the C2
+# parser of K.5 likewise strips it): every mark is deleted, so "Red-tailed Hawk" and "Redtailed
+# Hawk" compare equal and "Red tailed Hawk" does not (docs/c1-build.md, "Punctuation"). The one
+# exception is the underscore, a word separator in model output ("Blue_Jay"), which becomes a
+# space as in the C2 normalizer.
 _APOSTROPHES = "'\u2019\u02bc`"
 _APOSTROPHE_RE = re.compile("[" + re.escape(_APOSTROPHES) + "]")
-_PUNCT_PY = re.compile(r"[^\w\s]|_")
+_PUNCT_PY = re.compile(r"[^\w\s]")
 _SPACE_RE = re.compile(r"\s+")
+# Python's \s (str.isspace) spelled for RE2, whose \s is ASCII-only
+_RE2_SPACE = r"\s\p{Z}\x{0b}\x{1c}-\x{1f}\x{85}"
 
 
 def normalize_c1(text: str | None) -> str:
@@ -56,8 +61,9 @@ def normalize_c1(text: str | None) -> str:
     folded = unicodedata.normalize("NFKD", text)
     folded = "".join(ch for ch in folded if not unicodedata.category(ch).startswith("M"))
     folded = folded.lower().replace("ß", "ss")
-    folded = _APOSTROPHE_RE.sub("", folded)
-    folded = _PUNCT_PY.sub(" ", folded)
+    folded = _APOSTROPHE_RE.sub("", folded)  # U+02BC is a letter to the regex engines
+    folded = folded.replace("_", " ")
+    folded = _PUNCT_PY.sub("", folded)
     folded = _SPACE_RE.sub(" ", folded).strip()
     return _C1_PREFIX_RE.sub("", folded, count=1).strip()
 
@@ -73,8 +79,9 @@ def normalize_c1_array(values: pa.Array | pa.ChunkedArray | list[str | None]) ->
     arr = pc.utf8_lower(arr)
     arr = pc.replace_substring(arr, pattern="ß", replacement="ss")
     arr = pc.replace_substring_regex(arr, pattern="[" + re.escape(_APOSTROPHES) + "]", replacement="")
-    arr = pc.replace_substring_regex(arr, pattern=r"[^\p{L}\p{N}\p{M}\s]|_", replacement=" ")
-    arr = pc.replace_substring_regex(arr, pattern=r"\s+", replacement=" ")
+    arr = pc.replace_substring(arr, pattern="_", replacement=" ")
+    arr = pc.replace_substring_regex(arr, pattern=r"[^\p{L}\p{N}\p{M}" + _RE2_SPACE + "]", replacement="")
+    arr = pc.replace_substring_regex(arr, pattern="[" + _RE2_SPACE + "]+", replacement=" ")
     arr = pc.utf8_trim_whitespace(arr)
     arr = pc.replace_substring_regex(arr, pattern=_C1_PREFIX, replacement="", max_replacements=1)
     return pc.utf8_trim_whitespace(arr)

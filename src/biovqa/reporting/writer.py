@@ -87,9 +87,19 @@ def _figures_function(reporter: str) -> Any:
     return getattr(module, "figures", None)
 
 
+def _formatted(frame: pd.DataFrame) -> pd.DataFrame:
+    """Every cell as printed text: floats to the table's declared decimals per column
+    (``frame.attrs["decimals"]``, the paper's printed precision), else 3; missing values as —."""
+    decimals = frame.attrs.get("decimals") or {}
+    shown = frame.astype(object).copy()
+    for column in frame.columns:
+        places = int(decimals.get(str(column), 3))
+        shown[column] = [_cell(value, places) for value in frame[column].tolist()]
+    return shown
+
+
 def _markdown(frame: pd.DataFrame) -> str:
-    shown = frame.copy()
-    shown = shown.map(_cell) if hasattr(shown, "map") else shown.applymap(_cell)
+    shown = _formatted(frame)
     index_name = frame.index.name or ""
     header = [index_name, *map(str, shown.columns)]
     lines = ["| " + " | ".join(map(_markdown_text, header)) + " |", "|" + "---|" * len(header)]
@@ -122,10 +132,13 @@ def _safe_csv(frame: pd.DataFrame) -> pd.DataFrame:
     return safe
 
 
-def _title(name: str) -> str:
-    """``table18_pooled`` → ``Table 18 — pooled``; ``em_by_group`` → ``em by group``."""
+def _title(name: str, frame: pd.DataFrame | None = None) -> str:
+    """The table's own title (``frame.attrs["title"]``) or one made from its name:
+    ``table18_pooled`` → ``Table 18 — pooled``; ``em_by_group`` → ``em by group``."""
     import re
 
+    if frame is not None and frame.attrs.get("title"):
+        return str(frame.attrs["title"])
     match = re.fullmatch(r"table(\d+)_?(.*)", name)
     if match:
         rest = match.group(2).replace("_", " ")
@@ -133,11 +146,11 @@ def _title(name: str) -> str:
     return name.replace("_", " ")
 
 
-def _cell(value: Any) -> str:
-    if value is None or (isinstance(value, float) and pd.isna(value)):
+def _cell(value: Any, places: int = 3) -> str:
+    if value is None or (isinstance(value, float) and pd.isna(value)) or value is pd.NA:
         return "—"
     if isinstance(value, float):
-        return f"{value:.3f}"
+        return f"{value:.{places}f}"
     return str(value)
 
 
@@ -146,7 +159,7 @@ def _index_markdown(sections: list[tuple[str, list[tuple[str, pd.DataFrame]], li
     for title, tables, figures in sections:
         parts.append(f"\n## {title}\n")
         for name, frame in tables:
-            parts.append(f"\n### {_title(name)}\n\n{_markdown(frame)}\n")
+            parts.append(f"\n### {_markdown_text(_title(name, frame))}\n\n{_markdown(frame)}\n")
         for figure in figures:
             parts.append(f"\n![{figure.stem}]({figure.name})\n")
     return "".join(parts)
@@ -170,8 +183,9 @@ def _index_html(sections: list[tuple[str, list[tuple[str, pd.DataFrame]], list[P
         body.append(f"<h2>{html.escape(title)}</h2>")
         for name, frame in tables:
             flat = frame.reset_index() if frame.index.name or not isinstance(frame.index, pd.RangeIndex) else frame
-            shown = flat.map(_cell) if hasattr(flat, "map") else flat.applymap(_cell)
-            body.append(f"<h3>{html.escape(_title(name))}</h3>")
+            flat.attrs = dict(frame.attrs)
+            shown = _formatted(flat)
+            body.append(f"<h3>{html.escape(_title(name, frame))}</h3>")
             body.append(shown.to_html(escape=True, border=0, index=False))
         for figure in figures:
             data = base64.b64encode(figure.read_bytes()).decode("ascii")

@@ -6,17 +6,24 @@ settles it:
 
 0. **override** — a user CSV (``scientific_name,common_name``) of curated names wins over all
    (stage 3, manual curation);
-1. **catalog** — offline triage of the catalog name: if the Backbone lists that vernacular for the
-   species with language ``en`` → accept; tagged only with other languages → reject; otherwise any
-   non-ASCII letter → reject, else accept when at least half of its tokens are English words
-   (:data:`ENGLISH_WORD_SHARE`, [DEFAULT] 0.5). Reject before accept;
-2. **gbif_en** — the Backbone's English vernacular of the accepted species (synonyms followed to
-   the accepted name), best first by :meth:`TaxonomyIndex.english_vernacular_candidates`, the
-   first candidate that passes the gate (no rank words or taxonomic qualifiers, not an echo of the
-   scientific name);
+1. **catalog** — offline triage of the catalog name (stage 1), rejections first: any non-ASCII
+   letter → reject; the Backbone lists the name for this taxon only under languages other than
+   ``en`` → reject; the Backbone lists it with language ``en`` → accept (``en_tag``); otherwise
+   accept when at least half of its tokens are English vocabulary (``word_list``;
+   :data:`ENGLISH_WORD_SHARE`, [DEFAULT] 0.5). A word list is not a language detector: the
+   vocabulary is the bundled general list **plus every token of every ``en``-tagged Backbone
+   vernacular** (English vocabulary for organism names: Gharial, Capybara, Axolotl, Tuatara …);
+2. authorities (stage 2), the first clean candidate wins: **inaturalist** — the iNaturalist
+   taxonomy export's English names of the species or of its accepted name
+   (:mod:`biovqa.taxonomy.inaturalist`), when given; then **gbif_en** — the Backbone's English
+   vernacular of the accepted species (synonyms followed to the accepted name), best first by
+   :meth:`TaxonomyIndex.english_vernacular_candidates`. Every candidate passes the gate (no rank
+   words or taxonomic qualifiers, not an echo of the scientific name). Wikipedia, the paper's last
+   resort, needs the network and is not consulted;
 3. **unresolved** — nothing settled it (the caller decides; C1 drops such images).
 
-The iNaturalist and Wikipedia authorities of stage 2 need the network and are not consulted.
+:func:`english_common_names_detailed` also says, per pair, which test settled or rejected it;
+the C1 builder counts these in its manifest.
 """
 
 from __future__ import annotations
@@ -26,6 +33,7 @@ import gzip
 import math
 import re
 from collections.abc import Sequence
+from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
 from pathlib import Path
@@ -41,7 +49,10 @@ if TYPE_CHECKING:
 
 #: Accept a catalog name when at least this share of its tokens are English words [DEFAULT].
 ENGLISH_WORD_SHARE = 0.5
-SOURCES: tuple[str, ...] = ("catalog", "gbif_en", "override", "unresolved")
+SOURCES: tuple[str, ...] = ("catalog", "inaturalist", "gbif_en", "override", "unresolved")
+#: Stage-1 outcomes (``TriageResult.triage``): two acceptances, then the rejection reasons.
+TRIAGE_OUTCOMES: tuple[str, ...] = ("en_tag", "word_list", "empty", "non_ascii", "other_language",
+                                    "not_english")
 OVERRIDE_COLUMNS: tuple[str, ...] = ("scientific_name", "common_name")
 WORD_LIST_RESOURCE = "english_words.txt.gz"
 
@@ -79,27 +90,63 @@ def _is_word(token: str, words: frozenset[str]) -> bool:
     return (token.endswith("s") and token[:-1] in words) or (token.endswith("es") and token[:-2] in words)
 
 
-def english_word_share(name: str) -> float:
-    """Share of the name's ASCII-letter tokens that are English words (0.0 for no tokens)."""
+def english_word_share(name: str, vocabulary: frozenset[str] | None = None) -> float:
+    """Share of the name's ASCII-letter tokens that are English words (0.0 for no tokens);
+    ``vocabulary`` defaults to the bundled general list."""
     tokens = _tokens(name)
     if not tokens:
         return 0.0
-    words = english_words()
+    words = english_words() if vocabulary is None else vocabulary
     return sum(_is_word(t, words) for t in tokens) / len(tokens)
+
+
+def backbone_english_tokens(index: TaxonomyIndex) -> frozenset[str]:
+    """Every token of every ``en``-tagged vernacular in the Backbone (tokenized like the triage:
+    lower-case ASCII letter runs, possessive ``'s`` dropped)."""
+    import pyarrow.compute as pc
+
+    table = index.vernaculars
+    english = table.filter(pc.equal(table.column("language"), "en")).column("vernacular")
+    if len(english) == 0:
+        return frozenset()
+    text = pc.utf8_lower(pc.unique(english.combine_chunks()))
+    text = pc.replace_substring_regex(text, pattern=r"['\x{2019}]s\b", replacement="")
+    tokens = pc.list_flatten(pc.split_pattern_regex(text, pattern=r"[^a-z]+"))
+    tokens = pc.unique(tokens.filter(pc.not_equal(tokens, "")))
+    return frozenset(tokens.to_pylist())
+
+
+def english_vocabulary(index: TaxonomyIndex | None) -> frozenset[str]:
+    """The triage vocabulary: the bundled general word list plus the Backbone's English tokens."""
+    words = english_words()
+    return words if index is None else words | backbone_english_tokens(index)
 
 
 def has_non_ascii_letter(name: str) -> bool:
     return any(ord(ch) > 127 and ch.isalpha() for ch in name)
 
 
-def triage_common_name(name: str | None) -> str:
-    """Offline triage of one common name (stage 1, without the language tag): ``"accept"``,
-    or the reason for rejecting it: ``"empty"``, ``"non_ascii"``, ``"not_english"``."""
+def triage_common_name(name: str | None, languages: frozenset[str] = frozenset(),
+                       vocabulary: frozenset[str] | None = None) -> str:
+    """Offline triage of one common name (stage 1), rejections first: ``"empty"``,
+    ``"non_ascii"``, ``"other_language"`` (the Backbone lists it for this taxon only under other
+    languages), then the acceptances ``"en_tag"`` and ``"word_list"``, else ``"not_english"``.
+    ``languages``: the Backbone's language tags of this name for this taxon; ``vocabulary``
+    defaults to the bundled general word list (see :func:`english_vocabulary`)."""
     if name is None or not name.strip():
         return "empty"
     if has_non_ascii_letter(name):
         return "non_ascii"
-    return "accept" if english_word_share(name) >= ENGLISH_WORD_SHARE else "not_english"
+    if languages and "en" not in languages:
+        return "other_language"
+    if "en" in languages:
+        return "en_tag"
+    return "word_list" if english_word_share(name, vocabulary) >= ENGLISH_WORD_SHARE else "not_english"
+
+
+def is_accepted(triage: str) -> bool:
+    """Whether a :func:`triage_common_name` outcome accepts the name."""
+    return triage in ("en_tag", "word_list")
 
 
 def passes_gate(candidate: str, scientific_names: Sequence[str]) -> bool:
@@ -184,14 +231,42 @@ def _accepted_species(index: TaxonomyIndex, names: list[str]) -> dict[str, list[
     return {name: [n for _, n in sorted(set(pairs))] for name, pairs in resolved.items()}
 
 
+@dataclass(frozen=True)
+class EnglishNames:
+    """Per (catalog name, species) pair: the English name (None when unresolved), the stage that
+    settled it (:data:`SOURCES`) and the stage-1 triage outcome (:data:`TRIAGE_OUTCOMES`; None
+    for overrides, which skip triage)."""
+
+    names: list[str | None]
+    sources: list[str]
+    triage: list[str | None]
+
+
 def english_common_names(
     catalog_names: Sequence[str | None],
     accepted_species_names: Sequence[str | None],
     index: TaxonomyIndex | None,
     overrides: Path | None,
+    authorities: Sequence[Any] = (),
 ) -> tuple[list[str | None], list[str]]:
-    """English common name and its source ("catalog", "gbif_en", "override", "unresolved") for
-    each (catalog common name, species scientific name) pair; see the module docstring."""
+    """English common name and its source ("catalog", "inaturalist", "gbif_en", "override",
+    "unresolved") for each (catalog common name, species scientific name) pair; see the module
+    docstring."""
+    result = english_common_names_detailed(catalog_names, accepted_species_names, index, overrides,
+                                           authorities)
+    return result.names, result.sources
+
+
+def english_common_names_detailed(
+    catalog_names: Sequence[str | None],
+    accepted_species_names: Sequence[str | None],
+    index: TaxonomyIndex | None,
+    overrides: Path | None,
+    authorities: Sequence[Any] = (),
+) -> EnglishNames:
+    """:func:`english_common_names` with the stage-1 outcome of every pair. ``authorities``:
+    opened stage-2 authorities (e.g. :class:`~biovqa.taxonomy.inaturalist.INaturalistNames`), in
+    order; each offers ``name`` and ``candidates(normalized scientific names)``."""
     if len(catalog_names) != len(accepted_species_names):
         raise ValueError(f"{len(catalog_names)} catalog names but {len(accepted_species_names)} "
                          "species names")
@@ -199,6 +274,7 @@ def english_common_names(
     species = [_clean(v) for v in accepted_species_names]
     curated = read_overrides(overrides) if overrides is not None else {}
     species_key = normalize_c1_array(pa.array(species, pa.string())).to_pylist()
+    vocabulary = english_vocabulary(index)
 
     accepted: dict[str, list[str]] = _accepted_species(index, species_key) if index is not None else {}
     languages: list[frozenset[str]] = [frozenset()] * len(catalog)
@@ -211,38 +287,44 @@ def english_common_names(
 
     names: list[str | None] = []
     sources: list[str] = []
+    triages: list[str | None] = []
     for i, (common, scientific, key) in enumerate(zip(catalog, species, species_key)):
-        curated_key = next((k for k in (key, *map(normalize_c1, accepted.get(key, [])))
+        accepted_names = accepted.get(key, [])
+        curated_key = next((k for k in (key, *map(normalize_c1, accepted_names))
                             if k and k in curated), None)
         if curated_key is not None:
             names.append(curated[curated_key])
             sources.append("override")
+            triages.append(None)
             continue
-        if common is not None:
-            tags = languages[i]
-            if "en" in tags:
-                verdict = "accept"
-            elif tags:
-                verdict = "tagged_" + "_".join(sorted(tags))
-            else:
-                verdict = triage_common_name(common)
-            if verdict == "accept":
-                names.append(common)
-                sources.append("catalog")
-                continue
-        chosen: str | None = None
-        accepted_names = accepted.get(key, [])
-        for accepted_name in accepted_names:
-            for candidate in candidates.get(accepted_name, []):
-                if passes_gate(candidate, [scientific or "", *accepted_names]):
-                    chosen = candidate
+        verdict = triage_common_name(common, languages[i], vocabulary)
+        triages.append(verdict)
+        if is_accepted(verdict):
+            names.append(common)
+            sources.append("catalog")
+            continue
+        echoes = [scientific or "", *accepted_names]
+        chosen: tuple[str, str] | None = None
+        lookup_keys = [k for k in (key, *map(normalize_c1, accepted_names)) if k]
+        for authority in authorities:
+            for candidate in authority.candidates(lookup_keys):
+                if passes_gate(candidate, echoes):
+                    chosen = (candidate, authority.name)
                     break
             if chosen is not None:
                 break
+        if chosen is None:
+            for accepted_name in accepted_names:
+                for candidate in candidates.get(accepted_name, []):
+                    if passes_gate(candidate, echoes):
+                        chosen = (candidate, "gbif_en")
+                        break
+                if chosen is not None:
+                    break
         if chosen is not None:
-            names.append(chosen)
-            sources.append("gbif_en")
+            names.append(chosen[0])
+            sources.append(chosen[1])
         else:
             names.append(None)
             sources.append("unresolved")
-    return names, sources
+    return EnglishNames(names=names, sources=sources, triage=triages)

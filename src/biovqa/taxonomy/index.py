@@ -17,8 +17,12 @@ The synonym relation ``S(ŷ)`` maps a normalized name (:func:`biovqa.text.normal
 
 * a name borne by an accepted or doubtful taxon resolves to that taxon only (itself; several
   taxa when the name is a homonym across kingdoms) — synonym usages of the same name are ignored;
-* otherwise a synonym name (any ``taxonomicStatus`` other than accepted/doubtful, with an
-  ``acceptedNameUsageID``) resolves to its accepted taxon; a pro-parte synonym occurs as several
+* otherwise a synonym name (``taxonomicStatus`` in :data:`SYNONYM_STATUSES`, with an
+  ``acceptedNameUsageID``) resolves to its accepted taxon; a ``misapplied`` name is *not* a
+  synonym (paper C.2: a synonym is an older name for the same taxon, a misapplication is the name
+  of another taxon used in error) and earns no soft credit; such rows are counted in the card
+  (``counts.rows_not_synonym_by_status``) and the statuses used are recorded
+  (``accepted_statuses``, ``synonym_statuses``); a pro-parte synonym occurs as several
   rows with the same canonicalName and different ``acceptedNameUsageID`` and so resolves to all
   of them (``reptilia`` → {squamata, testudines, crocodylia, sphenodontia});
 * the relation is one-way: nothing maps an accepted name to its synonyms.
@@ -56,7 +60,7 @@ INDEX_CARD = "index.json"
 TAXA_FILE = "taxa.parquet"
 NAMES_FILE = "names.parquet"
 VERNACULARS_FILE = "vernaculars.parquet"
-INDEX_FORMAT = 1
+INDEX_FORMAT = 2  # 2: misapplied names are no longer synonyms
 
 #: Ranks kept as accepted targets, top to bottom.
 INDEX_RANKS: tuple[str, ...] = ("kingdom", "phylum", "class", "order", "family", "genus", "species")
@@ -64,6 +68,9 @@ INDEX_RANKS: tuple[str, ...] = ("kingdom", "phylum", "class", "order", "family",
 LINEAGE_RANKS: tuple[str, ...] = INDEX_RANKS[:-1]
 #: taxonomicStatus values of taxa that resolve to themselves.
 ACCEPTED_STATUSES: tuple[str, ...] = ("accepted", "doubtful")
+#: taxonomicStatus values of names that enter S(ŷ) as synonyms (GBIF TaxonomicStatus vocabulary).
+#: ``misapplied`` is deliberately absent.
+SYNONYM_STATUSES: tuple[str, ...] = ("synonym", "heterotypic synonym", "homotypic synonym", "proparte synonym")
 MAX_SYNONYM_HOPS = 4
 ENGLISH = "en"
 
@@ -227,7 +234,10 @@ def _build_tables(rows: pa.Table) -> tuple[pa.Table, pa.Table, pa.Table, dict[st
     is_accepted = pc.fill_null(pc.is_in(status, value_set=pa.array(ACCEPTED_STATUSES)), False)
     in_ranks = pc.fill_null(pc.is_in(rank, value_set=pa.array(INDEX_RANKS)), False)
     target_mask = pc.and_(pc.and_(is_accepted, in_ranks), named)
-    synonym_mask = pc.and_(pc.invert(is_accepted), pc.is_valid(rows.column("accepted_id")))
+    is_synonym = pc.fill_null(pc.is_in(status, value_set=pa.array(SYNONYM_STATUSES)), False)
+    synonym_mask = pc.and_(is_synonym, pc.is_valid(rows.column("accepted_id")))
+    other_status = pc.and_(pc.invert(pc.or_(is_accepted, is_synonym)), pc.is_valid(status))
+    not_synonym = int(pc.sum(other_status).as_py() or 0) if rows.num_rows else 0
 
     taxa = _decode(rows.filter(target_mask))
     taxa = taxa.append_column("normalized", _normalize(taxa.column("name")))
@@ -282,6 +292,7 @@ def _build_tables(rows: pa.Table) -> tuple[pa.Table, pa.Table, pa.Table, dict[st
         "synonym_rows_used": synonyms.num_rows,
         "synonym_rows_unresolved": unresolved,
         "synonym_rows_shadowed_by_accepted_name": shadowed,
+        "rows_not_synonym_by_status": not_synonym,
         "names": _count_runs(names.column("name")),
         "name_target_pairs": names.num_rows,
     }
@@ -371,6 +382,8 @@ def build_index(backbone: str | Path, out: str | Path, *, console: Any = None) -
         "sources": files,
         "source_sha256": _combined_sha256(files),
         "rows": counts["taxon_rows"],
+        "accepted_statuses": list(ACCEPTED_STATUSES),
+        "synonym_statuses": list(SYNONYM_STATUSES),
         "counts": counts | vernacular_counts,
         "files": {f: sha256_file(out / f) for f in (TAXA_FILE, NAMES_FILE, VERNACULARS_FILE)},
         "timing": {
@@ -532,4 +545,4 @@ def read_card(path: str | Path) -> dict[str, Any]:
     return TaxonomyIndex.open(path).card
 
 
-__all__ = ["INDEX_RANKS", "TARGET_COLUMNS", "TaxonomyIndex", "build_index", "read_card"]
+__all__ = ["ACCEPTED_STATUSES", "SYNONYM_STATUSES", "INDEX_RANKS", "TARGET_COLUMNS", "TaxonomyIndex", "build_index", "read_card"]

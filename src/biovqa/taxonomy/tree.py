@@ -1,7 +1,10 @@
 """The benchmark tree of metrics.md §2.3: depth, LCA, subtree sizes, information content.
 
 Nodes are the distinct taxa in the lineages (phylum … species) of the catalog a benchmark was
-built from, under one synthetic root. A node is identified by its full lineage path, so a genus
+built from, under one synthetic root: every catalog row with a complete lineage contributes, not
+only the images selected for questions (metrics.md §2.3; paper C.3 takes N = 900 000 nodes for
+Lin). Besides the node counts (``subtree_size``, N of Lin) the tree carries ``images``, the number
+of catalog images whose lineage passes through each node — the exposure c(t) of Eq. 29. A node is identified by its full lineage path, so a genus
 name used in two kingdoms gives two nodes. Depth is the rank index (root 0, phylum 1 … species 6)
 even where a rank is missing (reptiles have no order: a reptile family hangs directly from its
 class but keeps depth 4), so severity counts ranks, not edges.
@@ -16,10 +19,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from biovqa.errors import InputFormatError
@@ -40,6 +45,7 @@ class BenchmarkTree:
     parent: np.ndarray  # int32, nearest present ancestor (-1 for the root)
     ancestors: np.ndarray  # int32 [n_nodes, MAX_DEPTH + 1]
     subtree_size: np.ndarray  # int64, nodes in the subtree incl. itself; root: all non-root nodes
+    images: np.ndarray  # int64, catalog images whose lineage passes through the node (root: all)
 
     @property
     def n_nodes(self) -> int:
@@ -92,6 +98,7 @@ class BenchmarkTree:
                 "depth": pa.array(self.depth, pa.int8()),
                 "parent": pa.array(self.parent, pa.int32()),
                 "subtree_size": pa.array(self.subtree_size, pa.int64()),
+                "images": pa.array(self.images, pa.int64()),
             }
         )
 
@@ -100,14 +107,29 @@ class BenchmarkTree:
 
     @classmethod
     def load(cls, path: str | Path) -> "BenchmarkTree":
-        table = pq.read_table(path)
+        """Read a tree written by :meth:`save`. A tree without the ``images`` column (written
+        before exposure came from the catalog) is rejected: its exposures would be wrong."""
+        try:
+            table = pq.read_table(path)
+        except (pa.ArrowInvalid, OSError) as exc:
+            raise InputFormatError(f"cannot read benchmark tree: {exc}", file=path,
+                                   hint="rebuild the benchmark") from None
+        missing = [c for c in ("name", "depth", "parent", "images") if c not in table.column_names]
+        if missing:
+            raise InputFormatError(f"benchmark tree lacks column(s) {missing}", file=path, field=missing[0],
+                                   hint="the benchmark was built by an older biovqa; rebuild it")
         names = np.asarray(table.column("name").to_pylist(), dtype=object)
         depth = table.column("depth").to_numpy().astype(np.int8)
         parent = table.column("parent").to_numpy().astype(np.int32)
-        return cls._from_parent(names, depth, parent)
+        images = table.column("images").to_numpy().astype(np.int64)
+        tree = cls._from_parent(names, depth, parent, np.zeros(len(names), dtype=np.int64))
+        return cls(names=tree.names, depth=tree.depth, parent=tree.parent, ancestors=tree.ancestors,
+                   subtree_size=tree.subtree_size, images=images)
 
     @classmethod
-    def _from_parent(cls, names: np.ndarray, depth: np.ndarray, parent: np.ndarray) -> "BenchmarkTree":
+    def _from_parent(cls, names: np.ndarray, depth: np.ndarray, parent: np.ndarray,
+                     own_images: np.ndarray) -> "BenchmarkTree":
+        """Tree from parent pointers; ``own_images[node]`` counts images whose deepest node it is."""
         n = len(names)
         ancestors = np.full((n, MAX_DEPTH + 1), -1, dtype=np.int32)
         ancestors[:, 0] = ROOT
@@ -122,40 +144,73 @@ class BenchmarkTree:
             present = ancestors[:, d] >= 0
             np.add.at(subtree, ancestors[present, d], 1)
         subtree[ROOT] = n - 1
-        return cls(names=names, depth=depth, parent=parent, ancestors=ancestors, subtree_size=subtree)
+        images = np.zeros(n, dtype=np.int64)
+        own = np.asarray(own_images, dtype=np.int64)
+        for d in range(0, MAX_DEPTH + 1):
+            present = ancestors[:, d] >= 0
+            np.add.at(images, ancestors[present, d], own[present])
+        return cls(names=names, depth=depth, parent=parent, ancestors=ancestors, subtree_size=subtree,
+                   images=images)
 
 
-def build_tree(lineages: pd.DataFrame) -> tuple[BenchmarkTree, np.ndarray]:
+def _rank_column(values: Any) -> tuple[np.ndarray, np.ndarray]:
+    """(per-row code into the sorted distinct names, sorted distinct names) of one rank column;
+    null, empty and blank values get code -1. Arrow does the string work."""
+    array = values if isinstance(values, (pa.Array, pa.ChunkedArray)) else pa.array(
+        np.asarray(values, dtype=object), pa.string(), from_pandas=True)
+    if isinstance(array, pa.ChunkedArray):
+        array = array.combine_chunks()
+    array = pc.utf8_trim_whitespace(array.cast(pa.string()))
+    array = pc.if_else(pc.equal(array, ""), pa.scalar(None, pa.string()), array)
+    encoded = array.dictionary_encode()
+    dictionary = encoded.dictionary
+    order = pc.array_sort_indices(dictionary).to_numpy()
+    rank_of = np.empty(len(order), dtype=np.int64)
+    rank_of[order] = np.arange(len(order))
+    indices = encoded.indices
+    codes = np.full(len(array), -1, dtype=np.int64)
+    valid = pc.is_valid(indices).to_numpy(zero_copy_only=False)
+    codes[valid] = rank_of[indices.filter(pc.is_valid(indices)).to_numpy().astype(np.int64)]
+    names = np.asarray(dictionary.take(pa.array(order)).to_pylist(), dtype=object)
+    return codes, names
+
+
+def build_tree(lineages: pd.DataFrame | pa.Table,
+               images: np.ndarray | None = None) -> tuple[BenchmarkTree, np.ndarray]:
     """Build the tree from lineage rows (columns ``phylum … species``, species = binomial; null or
-    empty where a rank is absent). Returns the tree and, per input row, its deepest node id."""
-    missing = [rank for rank in TREE_RANKS if rank not in lineages.columns]
+    empty where a rank is absent). ``images[i]`` is how many catalog images row ``i`` stands for
+    (default 1 each: one row per image). Returns the tree and, per input row, its deepest node id
+    (0, the root, for a row with no rank at all).
+
+    Node ids are deterministic: at each depth, nodes are numbered by (parent id, name)."""
+    columns = lineages.column_names if isinstance(lineages, pa.Table) else list(lineages.columns)
+    missing = [rank for rank in TREE_RANKS if rank not in columns]
     if missing:
         raise InputFormatError(f"lineage table lacks rank columns {missing}")
-    frame = lineages[list(TREE_RANKS)].astype(object).where(lineages[list(TREE_RANKS)].notna(), "")
-    frame = frame.apply(lambda col: col.astype(str).str.strip())
-    n_rows = len(frame)
-    keys = np.full(n_rows, "", dtype=object)
-    names: list[str] = [""]
+    n_rows = len(lineages) if not isinstance(lineages, pa.Table) else lineages.num_rows
+    weights = np.ones(n_rows, dtype=np.int64) if images is None else np.asarray(images, dtype=np.int64)
+    if len(weights) != n_rows:
+        raise ValueError(f"{len(weights)} image counts for {n_rows} lineage rows")
+    names: list[Any] = [""]
     depths: list[int] = [0]
     parents: list[int] = [-1]
     row_node = np.zeros(n_rows, dtype=np.int64)  # deepest present node per row so far
     for depth, rank in enumerate(TREE_RANKS, start=1):
-        values = frame[rank].to_numpy(dtype=object)
-        present = values != ""
-        keys = np.where(present, keys + "\x1f" + values, keys + "\x1f")
+        codes, distinct = _rank_column(lineages.column(rank) if isinstance(lineages, pa.Table)
+                                       else lineages[rank].to_numpy(dtype=object))
+        present = codes >= 0
         if not present.any():
             continue
-        codes, uniques = pd.factorize(pd.Series(keys[present]), sort=True)
+        width = max(len(distinct), 1)
+        keys = row_node[present] * width + codes[present]
+        unique_keys, inverse = np.unique(keys, return_inverse=True)
         base = len(names)
-        # first row of each unique key gives its name and parent
-        first = np.zeros(len(uniques), dtype=np.int64)
-        first[codes[::-1]] = np.arange(len(codes))[::-1]
-        present_rows = np.nonzero(present)[0]
-        names.extend(values[present_rows[first]].tolist())
-        depths.extend([depth] * len(uniques))
-        parents.extend(row_node[present_rows[first]].tolist())
-        row_node[present_rows] = base + codes
+        names.extend(distinct[unique_keys % width].tolist())
+        depths.extend([depth] * len(unique_keys))
+        parents.extend((unique_keys // width).tolist())
+        row_node[present] = base + inverse.ravel()
+    own = np.bincount(row_node, weights=weights, minlength=len(names)).astype(np.int64)
     tree = BenchmarkTree._from_parent(
-        np.asarray(names, dtype=object), np.asarray(depths, dtype=np.int8), np.asarray(parents, dtype=np.int32)
-    )
+        np.asarray(names, dtype=object), np.asarray(depths, dtype=np.int8),
+        np.asarray(parents, dtype=np.int32), own)
     return tree, row_node.astype(np.int32)

@@ -14,6 +14,7 @@ from biovqa.components.c1.hierarchy import (
     hierarchical_summary,
     per_level_accuracy,
     por,
+    scaled_hca,
     spor,
     spor_prefix,
     tor,
@@ -97,3 +98,12 @@ def test_invariants(correct: np.ndarray, data: st.DataObject) -> None:
         assert ((values >= 0) & (values <= 1)).all()
     perfect = hierarchical_per_image(np.ones_like(correct), present)
     assert all((v == 1).all() for v in perfect.values())
+
+
+def test_scaled_hca_worked_example() -> None:
+    # hierarchy.md §6: Qwen2.5-VL-7B on iNat21-Animal, HCA 19.73, Acc_leaf 41.66 → 47.4 %
+    assert round(scaled_hca(19.73, 41.66) * 100, 1) == 47.4
+    matrix = np.array([ALBATROSS[k][0] for k in "ABC"], dtype=bool)
+    means = hierarchical_summary(matrix)
+    assert scaled_hca(means["hca"], means["acc_leaf"]) == pytest.approx(0.5)  # A of {A, B} leaf-correct
+    assert np.isnan(scaled_hca(0.0, 0.0))

@@ -65,7 +65,7 @@ def test_lin_uses_log_ratio_and_root_has_zero_information() -> None:
     ("The phylum is Chordata.", "chordata"),
     ("  Answer: Dryophytes   cinereus ", "dryophytes cinereus"),
     ("Cooper's Hawk", "coopers hawk"),
-    ("Black-footed albatross", "black footed albatross"),
+    ("Black-footed albatross", "blackfooted albatross"),  # punctuation removed (paper C.1)
     ("Épinette", "epinette"),
 ])
 def test_normalizer(reply: str, normalized: str) -> None:

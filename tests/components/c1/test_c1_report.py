@@ -1,88 +1,243 @@
+"""C1 report tables through the public path: the demo benchmark, predictions files,
+``score_predictions``, then ``tables``. Expectations come from the per-item score tables
+(``items.parquet``) with plain pandas / SciPy, never from the report code. The paper's printed
+numbers are checked in test_c1_paper_values.py."""
+
 from __future__ import annotations
 
-import json
 import math
 from pathlib import Path
 
+import numpy as np
+import pandas as pd
 import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
+from scipy.stats import spearmanr
 
-from biovqa.components.registry import get_component
 from biovqa.bench import open_bench
-from biovqa.components.c1.report import figures, tables
-from biovqa.components.c1.score import score
-from biovqa.scoring.pipeline import _jsonable
+from biovqa.components.c1.report import figures, model_info, tables
+from biovqa.components.registry import get_component
+from biovqa.scoring.pipeline import load_summary, score_predictions
 
-# Table 72 per-type EM of two models, as summary blocks
-PAPER_EM = {
-    "Qwen3-VL-30B-A3B": (.864, .731, .757, .612, .417, .072, .221, .107, .772),
-    "Qwen3-VL-32B": (.831, .615, .712, .612, .444, .066, .244, .078, .809),
-}
-TASKS = ("phylum", "class", "order", "family", "genus", "species", "scientific_name", "common_name",
-         "common_name_mcq")
-
-
-def paper_summary(values: tuple[float, ...]) -> dict:
-    tasks = {t: {"em": {"value": v, "lo": v - .01, "hi": v + .01}, "floor": .5} for t, v in zip(TASKS, values)}
-    mcq, open_ = values[-1], values[-2]
-    return {"tasks": tasks, "recognition_recall": {"mcq": {"value": mcq}, "open": {"value": open_},
-                                                   "gap": {"value": mcq - open_}, "ratio": {"value": mcq / open_}}}
+SHORT = ("phy", "cls", "ord", "fam", "gen", "spc", "sci", "com", "mcq")
+#: score labels (the tag convention of docs/c1-report.md) → row names in the tables
+#: half a unit of the third decimal (values are printed rounded half up), plus float slack
+HALF = 5.0001e-4
+LABELS = {"gold [specialist]": "gold", "floor": "floor", "Mixed-7B [family=Mixed]": "Mixed-7B"}
 
 
 @pytest.fixture(scope="module")
-def real_summaries(demo_bench: Path) -> list[tuple[str, dict]]:
-    """Two scored runs of the demo benchmark: every gold answer, and the floor replies; passed
-    through JSON like `biovqa report` reads them (NaN → null)."""
+def runs(demo_bench: Path, tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
+    """Three scored runs of the demo benchmark: every gold answer (tagged specialist), the floor
+    replies, and a mix (gold on two items of three, the floor reply on the third)."""
     from biovqa.components.c1.build import floor_responses
 
-    bench = open_bench(demo_bench)
-    items = bench.items
-    out = []
-    for label, replies in (("gold", items.column("answer")), ("floor", floor_responses(items))):
-        predictions = pa.table({"item_id": items.column("item_id"), "response": replies,
-                                "status": ["ok"] * items.num_rows})
-        summary = score(bench, predictions, {"bootstrap": 20}).summary
-        out.append((label, json.loads(json.dumps(_jsonable(summary)))))
-    return out
+    root = tmp_path_factory.mktemp("report-runs")
+    items = open_bench(demo_bench).items
+    gold = items.column("answer").to_pylist()
+    floor = floor_responses(items).to_pylist()
+    mixed = [g if k % 3 else f for k, (g, f) in enumerate(zip(gold, floor))]
+    folders = []
+    for k, (label, replies) in enumerate(zip(LABELS, (gold, floor, mixed))):
+        path = root / f"predictions-{k}.parquet"
+        pq.write_table(pa.table({"item_id": items.column("item_id"), "response": replies}), path)
+        folders.append(score_predictions(demo_bench, path, root / f"scores-{k}", options={"bootstrap": 20},
+                                         label=label))
+    return folders
 
 
-def test_table3_block_and_floor_row(real_summaries) -> None:
-    frame = tables(real_summaries)["table3"]
+@pytest.fixture(scope="module")
+def real_summaries(runs: list[Path]) -> list[tuple[str, dict]]:
+    """As `biovqa report` reads them: summary.json, NaN as null."""
+    return [(load_summary(folder)["label"], load_summary(folder)) for folder in runs]
+
+
+@pytest.fixture(scope="module")
+def result(real_summaries) -> dict[str, pd.DataFrame]:
+    return tables(real_summaries)
+
+
+@pytest.fixture(scope="module")
+def items(runs: list[Path]) -> pd.DataFrame:
+    """Every run's per-item scores, with the model's row name."""
+    frames = [pd.read_parquet(folder / "items.parquet").assign(model=name) for folder, name in zip(runs, LABELS.values())]
+    frame = pd.concat(frames, ignore_index=True)
+    for column in ("task", "group", "tier"):
+        frame[column] = frame[column].astype(str)
+    frame["unresolved"] = (~frame["resolved"].astype(bool)).astype(float)
+    return frame
+
+
+def test_model_info_reads_the_tag_convention() -> None:
+    info = model_info("BioCLIP-2 (tol) [specialist]")
+    assert (info.name, info.group) == ("BioCLIP-2 (tol)", "specialist")
+    info = model_info("Qwen3-VL-30B-A3B")
+    assert (info.name, info.group, info.family, info.params) == ("Qwen3-VL-30B-A3B", "vlm", "Qwen3-VL", 30.0)
+    info = model_info("Phi-3.5-Vision [generalist; family=Phi-3.5, params=4.2]")
+    assert (info.name, info.group, info.family, info.params) == ("Phi-3.5-Vision", "vlm", "Phi-3.5", 4.2)
+    info = model_info("Llama-3.2-Vision [group=Baseline]")
+    assert info.group == "baseline" and info.family is None and math.isnan(info.params)
+    assert model_info("InternVL3.5-8B").params == 8.0 and model_info("InternVL3.5-8B").family == "InternVL3.5"
+    assert model_info("X [specialist] (2)").name == "X (2)"  # the report writer's suffix for a repeated label
+
+
+def test_table3_block_and_floor_row(result, real_summaries) -> None:
+    frame = result["table3"]
     assert list(frame.columns) == ["phy", "cls", "ord", "fam", "gen", "spc", "sci", "com"]
-    assert list(frame.index) == ["gold", "floor", "Floor"]
+    assert list(frame.index) == ["gold", "floor", "Mixed-7B", "Floor"]
     assert (frame.loc["gold"] == 1.0).all()
     assert frame.loc["floor"].tolist() == frame.loc["Floor"].tolist()
-    floors = real_summaries[0][1]["tasks"]
-    assert frame.loc["Floor", "phy"] == round(floors["phylum"]["floor"], 3)
+    assert frame.loc["Floor", "phy"] == round(real_summaries[0][1]["tasks"]["phylum"]["floor"], 3)
 
 
-def test_pooled_and_per_type_tables(real_summaries) -> None:
-    result = tables(real_summaries)
-    pooled = result["table18_pooled"]
-    assert list(pooled.index) == ["gold", "floor"]  # sorted by EM_soft
-    assert pooled.loc["gold", "EM"] == 1.0 and pooled.loc["gold", "rank"] == 1
-    assert pooled.loc["floor", "EM"] == round(real_summaries[1][1]["pooled"]["em"]["value"], 3)
+def test_table18_ranks_generalists_and_counts_images(result, items) -> None:
+    frame = result["table18_pooled"]
+    assert list(frame.columns) == ["rank", "Img", "Ques", "EM", "EM_soft", "wup", "lin"]
+    assert list(frame.index) == ["gold", "Mixed-7B", "floor"]  # specialist first, then by EM_soft
+    assert frame["rank"].tolist() == [None, 1, 2]
+    assert frame.loc["gold", "EM"] == 1.0
+    one = items[items["model"] == "floor"]
+    assert frame.loc["floor", "Img"] == one["source_id"].nunique()
+    assert frame.loc["floor", "Ques"] == len(one)
+    assert frame.loc["floor", "EM"] == pytest.approx(one["em"].mean(), abs=HALF)
+    intervals = result["table18_intervals"]
+    assert list(intervals.index) == list(frame.index)
+    assert (intervals["EM_lo"] <= intervals["EM"]).all() and (intervals["EM"] <= intervals["EM_hi"]).all()
+
+
+def test_table19_blocks_and_gap(result, items) -> None:
+    frame = result["table19_per_rank"]
+    assert list(frame.columns) == ["EM_3cfg", "step_3cfg", "EM_2vlm", "step_2vlm", "gap"]
+    assert list(frame.index) == ["phylum", "class", "order", "family", "genus", "scientific name",
+                                 "species epithet", "common name MCQ", "common name"]
+    vlms = items[items["model"] != "gold"]
+    for task, row in (("class", "class"), ("species", "species epithet")):
+        assert frame.loc[row, "EM_3cfg"] == pytest.approx(items.loc[items["task"] == task, "em"].mean(), abs=HALF)
+        assert frame.loc[row, "EM_2vlm"] == pytest.approx(vlms.loc[vlms["task"] == task, "em"].mean(), abs=HALF)
+    # as printed in the paper: steps and the gap are differences of the printed means
+    assert (frame["gap"] == (frame["EM_3cfg"] - frame["EM_2vlm"]).round(3)).all()
+    assert frame.loc["class", "step_3cfg"] == round(frame.loc["class", "EM_3cfg"] - frame.loc["phylum", "EM_3cfg"], 3)
+    assert math.isnan(frame.loc["common name MCQ", "step_2vlm"])
+    fall = result["table19_fall"]
+    assert list(fall.index) == ["3 configurations", "2 VLMs"]
+    assert fall.loc["2 VLMs", "fall"] == round(frame.loc["phylum", "EM_2vlm"] / frame.loc["species epithet", "EM_2vlm"], 1)
+
+
+def test_table20_mean_rows_by_group(result) -> None:
+    frame = result["table20_recognition_recall"]
+    assert list(frame.index[-2:]) == ["2-VLM mean", "3-configuration mean"]
+    assert frame.loc["2-VLM mean", "mcq4"] == pytest.approx(frame.loc[["floor", "Mixed-7B"], "mcq4"].mean(), abs=HALF)
+
+
+def test_table21_severity_with_unresolved_share(result, items) -> None:
+    frame = result["table21_severity"]
+    assert list(frame.columns) == [*SHORT, "pooled", "unres"]
+    assert math.isnan(frame.loc["gold", "phy"])  # no wrong answer: undefined
+    floor = items[items["model"] == "floor"]
+    assert frame.loc["floor", "unres"] == pytest.approx(floor["unresolved"].mean(), abs=HALF)
+    assert frame.loc["floor", "pooled"] == pytest.approx(floor["severity"].mean(), abs=HALF)
+    fam = floor.loc[floor["task"] == "family", "severity"].mean()
+    assert frame.loc["floor", "fam"] == pytest.approx(fam, abs=5e-3)
+    assert frame.attrs["decimals"]["fam"] == 2 and frame.attrs["decimals"]["pooled"] == 3
+    per_type = result["unresolved_by_type"]
+    assert per_type.loc["floor", "spc"] == pytest.approx(
+        floor.loc[floor["task"] == "species", "unresolved"].mean(), abs=HALF)
+
+
+def test_table22_by_group_pooled_over_models(result, items) -> None:
+    frame = result["table22_by_group"]
+    assert list(frame.columns) == ["EM", "severity", "unresolved"]
+    assert frame["EM"].is_monotonic_increasing  # sorted by EM, as printed
+    by_group = items.groupby("group")
+    for group in frame.index:
+        assert frame.loc[group, "EM"] == pytest.approx(by_group.get_group(group)["em"].mean(), abs=HALF)
+        assert frame.loc[group, "severity"] == pytest.approx(by_group.get_group(group)["severity"].mean(), abs=HALF)
+        assert frame.loc[group, "unresolved"] == pytest.approx(by_group.get_group(group)["unresolved"].mean(),
+                                                               abs=HALF)
+
+
+def test_table23_revision_lag(result, items) -> None:
+    by_rank = result["table23_revision_lag_by_rank"]
+    assert list(by_rank.columns) == ["EM", "EM_soft", "gap"]
+    assert by_rank.index[-1] == "all ranks"
+    assert by_rank["gap"].iloc[:-1].is_monotonic_decreasing
+    assert by_rank.loc["all ranks", "EM"] == pytest.approx(items["em"].mean(), abs=HALF)
+    assert by_rank.loc["all ranks", "EM_soft"] == pytest.approx(items["em_soft"].mean(), abs=HALF)
+    by_group = result["table23_revision_lag_by_group"]
+    assert by_group["gap"].is_monotonic_decreasing and (by_group["gap"] >= 0).all()
+    assert len(by_group) == items["group"].nunique()
+
+
+def test_table24_spearman_between_groups(result, items) -> None:
+    frame = result["table24_group_spearman"]
+    groups = sorted(items["group"].unique())
+    assert list(frame.index) == groups
+    assert list(frame.columns)[-1] == "mean" and len(frame.columns) == len(groups) + 1
+    em = items.groupby(["model", "group"])["em"].mean().unstack()
+    rho = spearmanr(em[groups[0]], em[groups[1]]).statistic
+    assert frame.iloc[0, 1] == pytest.approx(rho, abs=5e-3)
+    assert (np.diag(frame.iloc[:, :-1].to_numpy()) == 1.0).all()
+    off = frame.iloc[0, 1:-1].to_numpy(dtype=float)
+    assert frame.iloc[0]["mean"] == pytest.approx(np.nanmean(off), abs=6e-3)  # cells printed at 2 decimals
+    assert frame.attrs["decimals"]["Amph"] == 2 and frame.attrs["decimals"]["mean"] == 3
+
+
+def test_table77_rank_by_tier(result, items) -> None:
+    frame = result["table77_em_by_rank_and_tier"]
+    assert set(frame.columns) <= {"Easy", "Medium", "Hard"} and "phylum" not in frame.index
+    assert list(frame.index) == [r for r in ("class", "order", "family", "genus", "species epithet",
+                                             "scientific name", "common name", "common name MCQ")
+                                 if r in frame.index]
+    cell = items[(items["task"] == "class") & (items["tier"] == frame.columns[0])]
+    assert frame.loc["class", frame.columns[0]] == pytest.approx(cell["em"].mean(), abs=HALF)
+
+
+def test_tables_79_to_82(result, items) -> None:
+    assert result["table79_unresolved"]["unresolved"].is_monotonic_decreasing
+    ranks = result["table80_em_vs_severity_rank"]
+    assert list(ranks.columns) == ["EM", "severity", "EM_rank", "sev_rank", "shift"]
+    assert list(ranks.index) == ["gold", "Mixed-7B", "floor"] and ranks["EM_rank"].tolist() == [1, 2, 3]
+    assert ranks.loc["gold", "sev_rank"] is None  # gold is never wrong: no severity, no rank
+    for model in ("Mixed-7B", "floor"):
+        assert ranks.loc[model, "shift"] == ranks.loc[model, "EM_rank"] - ranks.loc[model, "sev_rank"]
+    by_size = result["table81_by_size"]
+    assert list(by_size.columns) == ["family", "params_B", "EM", "severity"]
+    assert list(by_size.index) == ["Mixed-7B", "floor"]  # generalists only; unknown size last
+    assert by_size.loc["Mixed-7B", ["family", "params_B"]].tolist() == ["Mixed", 7.0]
+    spearman = result["table82_spearman_with_em"]
+    assert list(spearman.index) == ["wup", "lin", "severity", "unresolved"]
+    assert list(spearman.columns) == ["rho_with_EM"]
+    pooled = items.groupby("model")[["em", "wup"]].mean()
+    assert spearman.loc["wup", "rho_with_EM"] == pytest.approx(spearmanr(pooled["em"], pooled["wup"]).statistic,
+                                                               abs=HALF)
+
+
+def test_per_type_group_tier_and_hierarchy_tables(result) -> None:
     assert list(result["em_by_type"].columns)[-1] == "pooled"
-    assert math.isnan(result["severity_by_type"].loc["gold", "phy"])  # no wrong answer: undefined
-    assert result["em_by_group"].shape == (2, 10)
-    assert result["hierarchy"].loc["gold", "hca"] == 1.0
+    assert result["em_by_group"].shape == (3, 10)
     assert set(result["em_by_tier"].columns) <= {"Easy", "Medium", "Hard", "Degenerate"}
-    for frame in result.values():
-        assert frame.select_dtypes("number").apply(lambda c: (c.dropna().round(3) == c.dropna()).all()).all()
+    hierarchy = result["hierarchy"]
+    assert hierarchy.loc["gold", "hca"] == 1.0 and hierarchy.loc["gold", "hca_scaled"] == 1.0
+    assert (hierarchy["hca"] <= hierarchy["acc_leaf"]).all()
 
 
-def test_paper_layouts_from_table_72_values() -> None:
-    summaries = [(label, paper_summary(values)) for label, values in PAPER_EM.items()]
-    result = tables(summaries)
-    assert result["table3"].loc["Qwen3-VL-32B", "sci"] == .244
-    per_rank = result["table19_per_rank"]
-    assert per_rank.loc["phylum", "EM"] == pytest.approx((.864 + .831) / 2, abs=5e-4)
-    assert per_rank.loc["class", "step"] == pytest.approx((.731 + .615 - .864 - .831) / 2, abs=5e-4)
-    assert per_rank.loc["common name", "step"] == pytest.approx((.107 + .078 - .772 - .809) / 2, abs=5e-4)
-    gap = result["table20_recognition_recall"]
-    assert list(gap.index) == ["Qwen3-VL-32B", "Qwen3-VL-30B-A3B", "mean"]  # Table 20: sorted by gap
-    assert gap.loc["Qwen3-VL-32B", "gap"] == .731
-    assert gap.loc["Qwen3-VL-30B-A3B", "gap"] == .665
+def test_every_table_has_a_title_and_its_printed_precision(result) -> None:
+    for name, frame in result.items():
+        assert frame.attrs.get("title"), name
+        for column, places in frame.attrs["decimals"].items():
+            values = frame[column].dropna().astype(float)
+            assert (values.round(places) == values).all(), (name, column)
+
+
+def test_html_report_renders_every_table(runs: list[Path], result, tmp_path: Path) -> None:
+    from biovqa.reporting import write_report
+
+    page = write_report(runs, tmp_path / "report").read_text(encoding="utf-8")
+    assert page.count("<h3>") >= len(result) + 1  # + the runs table
+    for name in result:
+        assert (tmp_path / "report" / f"c1_{name}.md").exists(), name
+    assert "<NA>" not in page and ">nan<" not in page.lower()
 
 
 def test_figure_is_written(real_summaries, tmp_path: Path) -> None:

@@ -119,6 +119,14 @@ class C1BuildOptions:
     species_cap: int = 50
     groups: tuple[str, ...] = tuple(GROUPS)
     workers: int = 8
+    #: stage-2 common-name authorities, ``(name, path)`` in order of preference; today
+    #: ``("inaturalist", "inaturalist-taxonomy.dwca.zip")`` (components.md §1.5). A mapping is
+    #: accepted and turned into pairs.
+    authorities: tuple[tuple[str, str], ...] = ()
+
+    def __post_init__(self) -> None:
+        pairs = self.authorities.items() if isinstance(self.authorities, dict) else self.authorities
+        object.__setattr__(self, "authorities", tuple((str(n), str(p)) for n, p in pairs))
 
     def as_manifest(self) -> dict[str, Any]:
         return {
@@ -127,6 +135,7 @@ class C1BuildOptions:
             "min_side": self.min_side,
             "species_cap": self.species_cap,
             "groups": list(self.groups),
+            "authorities": [name for name, _ in self.authorities],
         }
 
 
@@ -143,9 +152,21 @@ def assign_groups(frame: pd.DataFrame) -> pd.Series:
     return group
 
 
-def _candidates(catalog: pa.Table, options: C1BuildOptions) -> tuple[pd.DataFrame, dict[str, dict[str, int]]]:
+def _candidates(
+    catalog: pa.Table, options: C1BuildOptions
+) -> tuple[pd.DataFrame, dict[str, dict[str, int]], BenchmarkTree, dict[str, int]]:
+    """Candidate rows of the selected groups, the exclusion counts, and the benchmark tree.
+
+    The tree (metrics.md §2.3) is built from **every** catalog row with a complete lineage —
+    all groups, rows in no group, before any sampling — so a reply naming a catalog taxon that
+    was not selected still resolves, N of Lin is the catalog's node count and each node carries
+    its catalog image count (exposure, Eq. 29). Each candidate row keeps its tree leaf."""
     columns = ["uuid", "kingdom", *TREE_RANKS, "scientific_name", "common_name"]
-    frame = catalog.select(columns).to_pandas()
+    table = catalog.select(columns)
+    epithet = pc.struct_field(pc.extract_regex(pc.fill_null(table.column("species"), ""),
+                                               r"^\S+\s+(?P<epithet>\S+)"), "epithet")
+    frame = table.to_pandas()
+    frame["epithet"] = epithet.to_pandas()
     frame["group"] = assign_groups(frame)
     exclusions: dict[str, dict[str, int]] = {}
 
@@ -154,38 +175,58 @@ def _candidates(catalog: pa.Table, options: C1BuildOptions) -> tuple[pd.DataFram
         for group, n in counts.items():
             exclusions.setdefault(reason, {})[str(group)] = int(n)
 
-    in_group = frame["group"].isin(options.groups)
-    exclude(~in_group & frame["group"].notna(), "group_not_selected")
-    frame = frame[in_group].copy()
     # Reptiles have no order in the Backbone (Reptilia is a pro-parte synonym of four classes).
-    frame.loc[frame["group"].isin(GROUPS_WITHOUT_ORDER), "order"] = None
+    no_order = frame["group"].isin(GROUPS_WITHOUT_ORDER)
+    frame.loc[no_order, "order"] = None
     required = ["kingdom", "phylum", "class", "order", "family", "genus", "species"]
     needs = frame[required].notna()
-    needs["order"] |= frame["group"].isin(GROUPS_WITHOUT_ORDER)
-    epithet = frame["species"].str.split().str[1]
-    complete = needs.all(axis=1) & epithet.notna()
-    exclude(~complete, "incomplete_lineage")
-    frame = frame[complete].copy()
-    frame["epithet"] = epithet[complete]
+    needs["order"] |= no_order
+    complete = needs.all(axis=1) & frame["epithet"].notna()
+    in_tree = np.flatnonzero(complete.to_numpy())
+    tree, leaves = build_tree(frame.iloc[in_tree][list(TREE_RANKS)])
+    leaf = np.full(len(frame), -1, dtype=np.int64)
+    leaf[in_tree] = leaves
+    frame["leaf"] = leaf
+    tree_card = {"nodes": tree.n_nodes, "images": int(tree.images[0]), "catalog_rows": int(len(frame))}
+
+    in_group = frame["group"].isin(options.groups)
+    exclude(~in_group & frame["group"].notna(), "group_not_selected")
+    exclude(in_group & ~complete, "incomplete_lineage")
+    frame = frame[in_group & complete].copy()
     frame["scientific_name"] = frame["species"]
-    return frame, exclusions
+    return frame, exclusions, tree, tree_card
 
 
 def resolve_common_names(
-    frame: pd.DataFrame, index: Any | None, overrides: Path | None
-) -> pd.DataFrame:
-    """English common name per row (components.md §1.5): catalog name if English, else the
-    Backbone's English vernacular, an override CSV winning over both."""
-    from biovqa.taxonomy.english import english_common_names
+    frame: pd.DataFrame, index: Any | None, overrides: Path | None, authorities: tuple[Any, ...] = ()
+) -> tuple[pd.DataFrame, dict[str, Any]]:
+    """English common name per row (components.md §1.5): the catalog name if stage-1 triage
+    accepts it, else the first stage-2 authority's clean candidate (iNaturalist when given, then
+    the Backbone's English vernaculars), an override CSV winning over all. Also returns, per
+    stage, how many distinct (species, catalog name) pairs it settled."""
+    from biovqa.taxonomy.english import english_common_names_detailed
 
     pairs = frame[["species", "common_name"]].drop_duplicates().sort_values(["species", "common_name"], na_position="last")
-    names, sources = english_common_names(
-        pairs["common_name"].tolist(), pairs["species"].tolist(), index, overrides
+    result = english_common_names_detailed(
+        pairs["common_name"].tolist(), pairs["species"].tolist(), index, overrides, authorities
     )
-    pairs = pairs.assign(common_name_en=names, common_name_source=sources)
+    pairs = pairs.assign(common_name_en=result.names, common_name_source=result.sources)
     merged = frame.merge(pairs, on=["species", "common_name"], how="left", sort=False)
     merged.index = frame.index
-    return merged
+    settled = pd.Series(result.sources, dtype=object)
+    triage = pd.Series(result.triage, dtype=object)
+    stages = {
+        "pairs": int(len(pairs)),
+        "override": int((settled == "override").sum()),
+        "triage_en_tag": int((triage == "en_tag").sum()),
+        "triage_word_list": int((triage == "word_list").sum()),
+        **{f"authority_{a.name}": int((settled == a.name).sum()) for a in authorities},
+        "authority_gbif_en": int((settled == "gbif_en").sum()),
+        "unresolved": int((settled == "unresolved").sum()),
+        "triage_rejected": {str(k): int(v) for k, v in triage[
+            triage.notna() & ~triage.isin(["en_tag", "word_list"])].value_counts().sort_index().items()},
+    }
+    return merged, stages
 
 
 # --------------------------------------------------------------------------------------------
@@ -559,8 +600,8 @@ def _attach_tiers(built: ItemColumns, tree: BenchmarkTree, image_leaves: np.ndar
     target[anchor] = leaf[anchor]
     method[anchor] = "anchor"
 
-    exposure = c1_tiers.exposure_counts(tree, image_leaves)
-    item_exposure = exposure[target]
+    # exposure c(t) counts catalog images beneath t (Eq. 29, E.3), not selected images
+    item_exposure = c1_tiers.catalog_exposure(tree)[target]
     prevalence = c1_tiers.prevalence_tiers(
         built.context["group"], tasks, target, item_exposure, tree.names[target], method=prevalence_method)
 
@@ -629,8 +670,11 @@ def build_c1(
 
     say(f"reading catalog {catalog}")
     table = read_catalog(catalog)
-    frame, exclusions = _candidates(table, options)
-    frame = resolve_common_names(frame, index, overrides)
+    frame, exclusions, tree, tree_card = _candidates(table, options)
+    from biovqa.taxonomy.inaturalist import open_authority
+
+    authorities = tuple(open_authority(name, path) for name, path in options.authorities)
+    frame, stages = resolve_common_names(frame, index, overrides, authorities)
     unresolved = frame["common_name_source"] == "unresolved"
     if unresolved.any():
         counts = frame.loc[unresolved, "group"].value_counts()
@@ -651,8 +695,7 @@ def build_c1(
     if selected.empty:
         raise BiovqaError("no catalog row passed the filters", file=catalog,
                           hint="check the image folder and the --per-group/--min-side options")
-    lineages = selected[list(TREE_RANKS)]
-    tree, leaf_nodes = build_tree(lineages)
+    leaf_nodes = selected["leaf"].to_numpy(np.int32)
     vernacular = build_vernacular_index(selected["common_name_en"].tolist(), leaf_nodes, tree)
     item_table = _attach_tiers(make_items(selected, tree, leaf_nodes, vernacular, options.seed), tree,
                                leaf_nodes, vernacular, prevalence_method)
@@ -687,8 +730,13 @@ def build_c1(
                 "replaced": int((selected["common_name_source"] != "catalog").sum()),
                 "by_source": {str(k): int(v) for k, v in selected["common_name_source"].value_counts().sort_index().items()},
                 "file": f"{SIDE_FOLDER}/{COMMON_NAMES_FILE}",
+                # distinct (species, catalog name) pairs settled by each stage, in stage order
+                "stages": stages,
+                "authorities": {a.name: a.card() for a in authorities},
             },
-            "tree": {"file": f"{SIDE_FOLDER}/{TREE_FILE}", "nodes": tree.n_nodes},
+            # the tree is the catalog's (every row with a complete lineage, all groups, before
+            # sampling): taxa (= N of Lin) and the catalog images it holds (= c(root))
+            "tree": {"file": f"{SIDE_FOLDER}/{TREE_FILE}", **tree_card},
         },
     )
     return bench
@@ -701,7 +749,9 @@ def _index_card(index_dir: Path) -> dict[str, Any]:
     if not card.exists():
         return {}
     data = json.loads(card.read_text(encoding="utf-8"))
-    return {k: v for k, v in data.items() if k in ("sources", "rows", "biovqa_version", "source_sha256", "counts")}
+    keep = ("sources", "rows", "biovqa_version", "source_sha256", "counts", "accepted_statuses",
+            "synonym_statuses")
+    return {k: v for k, v in data.items() if k in keep}
 
 
 def build_command(
@@ -716,13 +766,24 @@ def build_command(
     group: Annotated[Optional[list[str]], typer.Option(help="restrict to these groups (repeatable)")] = None,
     common_names: Annotated[Optional[Path], typer.Option(help="CSV scientific_name,common_name of overrides")] = None,
     prevalence_method: Annotated[str, typer.Option(help="item_weighted (E.3) or taxon_rank (D.9)")] = "item_weighted",
+    authority: Annotated[Optional[list[str]], typer.Option(
+        help="stage-2 common-name authority as NAME=PATH, repeatable, in order of preference; "
+             "inaturalist=inaturalist-taxonomy.dwca.zip (zip or unpacked folder)")] = None,
 ) -> None:
     """Build C1 (hierarchical taxonomic reasoning) from a TreeOfLife-200M catalog."""
     from rich.console import Console
 
     console = Console(stderr=True, soft_wrap=True)
+    pairs: list[tuple[str, str]] = []
+    for spec in authority or []:
+        name, sep, path = spec.partition("=")
+        if not sep or not name.strip() or not path.strip():
+            raise BiovqaError(f"--authority {spec!r} is not NAME=PATH", field="authority",
+                              hint="e.g. --authority inaturalist=inaturalist-taxonomy.dwca.zip")
+        pairs.append((name.strip(), path.strip()))
     options = C1BuildOptions(per_group=per_group, seed=seed, min_side=min_side,
-                             species_cap=species_cap, groups=tuple(group) if group else tuple(GROUPS))
+                             species_cap=species_cap, groups=tuple(group) if group else tuple(GROUPS),
+                             authorities=tuple(pairs))
     bench = build_c1(catalog, backbone, images, out, options=options,
                      common_name_overrides=common_names, prevalence_method=prevalence_method,
                      console=console)

@@ -14,6 +14,9 @@ of image ``i`` on its compacted path ``j = 1 … L_i``:
   reference code uses 0)
 
 Per image: HCA ≤ S-POR(prefix) ≤ S-POR ≤ POR, HCA ≤ Acc_leaf, HCA ≤ TOR.
+
+On the means, :func:`scaled_hca` gives HCA / Acc_leaf (hierarchy.md §6 item 9): the share of
+leaf-correct images whose whole path is right (19.73 / 41.66 = 47.4 % in the worked example).
 """
 
 from __future__ import annotations
@@ -130,3 +133,11 @@ def hierarchical_per_image(correct: np.ndarray, present: np.ndarray | None = Non
 def hierarchical_summary(correct: np.ndarray, present: np.ndarray | None = None) -> dict[str, float]:
     """Means over images of the six metrics (fractions, not percent)."""
     return {name: float(values.mean()) for name, values in hierarchical_per_image(correct, present).items()}
+
+
+def scaled_hca(hca_mean: float, acc_leaf_mean: float) -> float:
+    """Acc_leaf-scaled HCA = mean HCA / mean Acc_leaf (hierarchy.md §6 item 9); NaN when no image
+    is leaf-correct. Either both in percent or both as fractions; the result is a fraction."""
+    if not np.isfinite(acc_leaf_mean) or acc_leaf_mean <= 0:
+        return float("nan")
+    return float(hca_mean / acc_leaf_mean)

@@ -15,7 +15,12 @@ from typing import Any
 import numpy as np
 
 from biovqa.components.c1.floor import headroom, item_weighted_score, recognition_recall_gap
-from biovqa.components.c1.hierarchy import HIERARCHICAL_METRICS, hierarchical_per_image, per_level_accuracy
+from biovqa.components.c1.hierarchy import (
+    HIERARCHICAL_METRICS,
+    hierarchical_per_image,
+    per_level_accuracy,
+    scaled_hca,
+)
 from biovqa.components.c1.resolve import RESOLUTIONS, ReplyScores
 from biovqa.components.c1.tasks import HIERARCHY_TASKS, MCQ_TASK, OPEN_COMMON_TASK, TABLE3_COLUMNS, TASKS
 from biovqa.errors import InputFormatError
@@ -104,6 +109,16 @@ def summarize(arrays: _ItemArrays, floors: Mapping[str, float], floor_replies: M
         d_lo, d_hi = _intervals(replicates[:, first] - replicates[:, second], level)
         return _estimate(estimate[first] - estimate[second], d_lo[0], d_hi[0], n=n)
 
+    def ratio(numerator: int, denominator: int, n: int) -> dict[str, Any]:
+        """numerator / denominator with the percentile interval of the replicate ratios (NaN where
+        a replicate's denominator is 0)."""
+        with np.errstate(invalid="ignore", divide="ignore"):
+            reps = np.where(replicates[:, denominator] > 0,
+                            replicates[:, numerator] / replicates[:, denominator], np.nan)
+        r_lo, r_hi = _intervals(reps, level)
+        return _estimate(scaled_hca(float(estimate[numerator]), float(estimate[denominator])),
+                         r_lo[0], r_hi[0], n=n)
+
     summary: dict[str, Any] = {"n_images": int(arrays.n_clusters)}
     summary["bootstrap"] = {"B": int(B), "seed": int(seed), "level": float(level), "unit": "image (source_id)"}
 
@@ -176,7 +191,8 @@ def summarize(arrays: _ItemArrays, floors: Mapping[str, float], floor_replies: M
     }
     summary["table3"] = {column: summary["tasks"][task]["em"] for column, task in TABLE3_COLUMNS.items()
                          if task in summary["tasks"]}
-    summary["hierarchy"] = _hierarchy_summary(hierarchy_inputs, hierarchy_columns, interval, arrays.group_labels)
+    summary["hierarchy"] = _hierarchy_summary(hierarchy_inputs, hierarchy_columns, interval, ratio,
+                                              arrays.group_labels)
     return summary
 
 
@@ -262,7 +278,11 @@ def _hierarchy_matrix(task: np.ndarray, em: np.ndarray, codes: np.ndarray, n_clu
 
 
 def _hierarchy_summary(inputs: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None,
-                       columns: dict[str, int], interval: Any, group_labels: list[str]) -> dict[str, Any]:
+                       columns: dict[str, int], interval: Any, ratio: Any,
+                       group_labels: list[str]) -> dict[str, Any]:
+    """HCA family per scope (pooled, per group): the means of :data:`HIERARCHICAL_METRICS` over
+    images, ``hca_scaled`` = HCA / Acc_leaf (hierarchy.md §6 item 9: the share of leaf-correct
+    images whose whole path is right), and per-level accuracy."""
     if inputs is None:
         return {}
     correct, present, _, image_group = inputs
@@ -272,6 +292,8 @@ def _hierarchy_summary(inputs: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndar
         out: dict[str, Any] = {"n_images": int(mask.sum())}
         for name in HIERARCHICAL_METRICS:
             out[name] = interval(columns[f"{scope}:{name}"] + position, int(mask.sum()))
+        out["hca_scaled"] = ratio(columns[f"{scope}:hca"] + position, columns[f"{scope}:acc_leaf"] + position,
+                                  int(mask.sum()))
         accuracy = per_level_accuracy(correct[mask], present[mask])
         out["per_level"] = {level: float(acc) for level, acc in zip(levels, accuracy)}
         return out

@@ -4,8 +4,9 @@ Tiers come from the answer key and the taxonomy only (never from predictions), a
 benchmark and are taxon-deterministic: two items with the same target node in the same reference
 cell share a tier. Everything here is a pure, vectorised function the C1 builder calls.
 
-* Exposure (Eq. 29): ``c(t)`` = number of images whose lineage passes through node ``t``;
-  ``x(t) = log10(c(t) + 1)``.
+* Exposure (Eq. 29): ``c(t)`` = number of **catalog** images whose lineage passes through node
+  ``t`` (E.3 "catalog images beneath it"; D.9 counts in TreeOfLife-200M) — read off the tree,
+  which the builder makes from the whole catalog; ``x(t) = log10(c(t) + 1)``.
 * Prevalence tier of an open-recall item (Eq. 30): within its reference cell (organismal group,
   rank class), distinct target taxa sorted by exposure ascending (ties: accepted name ascending,
   then node id) get the item-weighted mid-rank percentile ``p(t) = (cum(t) + n(t)/2) / N_cell``;
@@ -62,6 +63,11 @@ def exposure_counts(tree: BenchmarkTree, image_nodes: np.ndarray) -> np.ndarray:
         raise ValueError("image_nodes holds ids outside the tree")
     lineage = tree.ancestors[image_nodes]
     return np.bincount(lineage[lineage >= 0], minlength=len(tree.names)).astype(np.int64)
+
+
+def catalog_exposure(tree: BenchmarkTree) -> np.ndarray:
+    """c(t) for every node (Eq. 29): the catalog images the tree counts beneath each node."""
+    return np.asarray(tree.images, dtype=np.int64)
 
 
 def log10_exposure(exposure: np.ndarray) -> np.ndarray:

@@ -45,6 +45,10 @@ from biovqa.components.c2.render import (
 )
 
 GENERATOR = "biovqa.components.c2.build"
+#: [CONFLICT resolved] The paper asks open_genus of 11 728 images = 11 788 − one 60-image class
+#: but does not say which class lacks a genus; Geococcyx (110, a genus-level CUB class like
+#: Sayornis) is our choice. Any one 60-image class reproduces the count.
+PAPER_NO_GENUS_CLASSES: tuple[int, ...] = (110,)
 SIDE_FOLDER = "c2"
 PART_LAYOUT_FILE = "part_layout.json"
 VOCABULARY_FILE = "vocabulary.json"
@@ -150,24 +154,77 @@ def read_name_map(path: str | Path, cub: CubDataset) -> dict[int, fam.ClassNamin
 # side files
 
 
-def part_layout(cub: CubDataset) -> dict[str, list[float]]:
-    """Mean location of each part, normalised by the bounding box, over the images where the part
-    is visible: ((x − box_x)/box_w, (y − box_y)/box_h) averaged (the anatomy-kernel layout,
-    metrics.md §3.7). Parts never visible get null."""
+#: Parts whose mean x stands for the head / the rear when the beak / the tail is not visible
+#: (facing rule of :func:`facing_left`).
+HEAD_PARTS = ("forehead", "crown", "left_eye", "right_eye", "nape", "throat")
+REAR_PARTS = ("back",)
+LAYOUT_STATISTICS = ("median", "mean")
+
+
+def normalized_part_xy(cub: CubDataset) -> np.ndarray:
+    """Part locations normalised by each image's bounding box: ((x − box_x)/box_w,
+    (y − box_y)/box_h), shape (n_images, n_parts, 2)."""
     boxes = cub.bounding_boxes
     width = np.where(boxes[:, 2] > 0, boxes[:, 2], 1.0)[:, None]
     height = np.where(boxes[:, 3] > 0, boxes[:, 3], 1.0)[:, None]
     nx = (cub.part_xy[:, :, 0] - boxes[:, 0:1]) / width
     ny = (cub.part_xy[:, :, 1] - boxes[:, 1:2]) / height
+    return np.stack([nx, ny], axis=-1)
+
+
+def _anchor_x(cub: CubDataset, xy: np.ndarray, first: str, fallback: tuple[str, ...]) -> np.ndarray:
+    """x of part ``first`` where visible, else the mean x of the visible ``fallback`` parts, else NaN."""
+    index = {name: i for i, name in enumerate(cub.part_names)}
     visible = cub.part_visible
-    counts = visible.sum(axis=0)
-    layout: dict[str, Any] = {}
+    out = np.full(cub.n_images, np.nan)
+    if first in index:
+        p = index[first]
+        out = np.where(visible[:, p], xy[:, p, 0], np.nan)
+    cols = [index[name] for name in fallback if name in index]
+    if cols:
+        seen = visible[:, cols]
+        count = seen.sum(axis=1)
+        total = np.where(seen, xy[:, cols, 0], 0.0).sum(axis=1)
+        mean = np.where(count > 0, total / np.maximum(count, 1), np.nan)
+        out = np.where(np.isnan(out), mean, out)
+    return out
+
+
+def facing_left(cub: CubDataset, xy: np.ndarray | None = None) -> np.ndarray:
+    """Images whose bird faces left: the beak lies left of the tail. Where the beak is not
+    visible the mean x of the visible head parts (forehead, crown, eyes, nape, throat) stands
+    for it; where the tail is not visible, the back stands for it. An image without a visible
+    front or rear anchor keeps its orientation [DEFAULT, metrics.md §3.7]."""
+    xy = normalized_part_xy(cub) if xy is None else xy
+    front = _anchor_x(cub, xy, "beak", HEAD_PARTS)
+    rear = _anchor_x(cub, xy, "tail", REAR_PARTS)
+    with np.errstate(invalid="ignore"):
+        return np.asarray(front < rear, dtype=bool)
+
+
+def part_layout(cub: CubDataset, *, statistic: str = "median", face_right: bool = True
+                ) -> dict[str, list[float] | None]:
+    """The anatomy-kernel layout (metrics.md §3.7; paper C.5): per part, the **median**
+    bounding-box-normalised location over the images where the part is visible, after mirroring
+    every bird that faces left (x → 1 − x, see :func:`facing_left`) so that all birds face right.
+    Part names are kept when mirroring (z, not x, separates left from right). Parts never visible
+    get null. ``statistic="mean"`` and ``face_right=False`` give the pre-0.x layout (diagnostics)."""
+    if statistic not in LAYOUT_STATISTICS:
+        raise ValueError(f"statistic must be one of {LAYOUT_STATISTICS}, not {statistic!r}")
+    xy = normalized_part_xy(cub)
+    if face_right:
+        flip = facing_left(cub, xy)
+        xy[flip, :, 0] = 1.0 - xy[flip, :, 0]
+    reduce = np.median if statistic == "median" else np.mean
+    visible = cub.part_visible
+    layout: dict[str, list[float] | None] = {}
     for p, name in enumerate(cub.part_names):
-        if counts[p] == 0:
+        seen = visible[:, p]
+        if not seen.any():
             layout[fam.part_text(name)] = None
             continue
-        layout[fam.part_text(name)] = [round(float(nx[visible[:, p], p].mean()), 6),
-                                       round(float(ny[visible[:, p], p].mean()), 6)]
+        layout[fam.part_text(name)] = [round(float(reduce(xy[seen, p, 0])), 6),
+                                       round(float(reduce(xy[seen, p, 1])), 6)]
     return layout
 
 
@@ -186,12 +243,33 @@ def build_c2(
     names: str | Path | None = None,
     seed: int = 42,
     workers: int = 1,
+    partset_mix: str | tuple[float, float, float] = "paper",
+    marker_distractors: str = "far",
+    no_genus_classes: tuple[int, ...] | list[int] | None = PAPER_NO_GENUS_CLASSES,
 ) -> Bench:
-    """Build the C2 benchmark folder ``out`` from the CUB archive at ``cub_dir``."""
+    """Build the C2 benchmark folder ``out`` from the CUB archive at ``cub_dir``.
+
+    Paper-fidelity options (defaults reproduce the paper's tables; docs/c2-paper-constraints.md):
+    ``partset_mix`` — visibility_partset gold kinds, "paper" (.8 single / .1 none / .1 all three),
+    "uniform" or three weights "single,none,all"; ``marker_distractors`` — "far" or "visible"
+    (how marker_localization picks its two further options); ``no_genus_classes`` — CUB class ids
+    asked no open_genus question (the paper's 11 728 = 11 788 − one 60-image class)."""
     out = Path(out)
+    try:
+        mix = fam.parse_partset_mix(partset_mix)
+    except ValueError as exc:
+        raise InputFormatError(str(exc), field="partset_mix") from None
+    if marker_distractors not in fam.MARKER_DISTRACTORS:
+        raise InputFormatError(f"marker_distractors must be one of {', '.join(fam.MARKER_DISTRACTORS)}, "
+                               f"not {marker_distractors!r}", field="marker_distractors")
     cub = read_cub(cub_dir)
     names_path = Path(names) if names is not None else default_names_path()
     naming = read_name_map(names_path, cub)
+    no_genus = tuple(sorted({int(c) for c in (no_genus_classes or ())}))
+    unknown = [c for c in no_genus if c not in cub.class_folders]
+    if unknown and set(no_genus) != set(PAPER_NO_GENUS_CLASSES):
+        raise InputFormatError(f"no_genus_classes names class id(s) {unknown} not in classes.txt",
+                               file=cub.files.get("classes"), field="no_genus_classes")
     truth = fam.AttributeTruth.from_cub(cub)
     categories = fam.name_categories([naming[c].class_name for c in sorted(naming)])
     skipped: dict[str, int] = {}
@@ -210,7 +288,8 @@ def build_c2(
         chunk = range(chunk_start, min(cub.n_images, chunk_start + IMAGES_PER_CHUNK))
         bare = fam.attr_bare_value(cub, truth, rngs["attr_bare_value"], skipped, image_rows=chunk)
         group = fam.attr_group_value(cub, truth, rngs["attr_group_value"], skipped, image_rows=chunk)
-        partset = fam.visibility_partset(cub, rngs["visibility_partset"], skipped, image_rows=chunk)
+        partset = fam.visibility_partset(cub, rngs["visibility_partset"], skipped, image_rows=chunk,
+                                         mix=mix)
         side = fam.visibility_side(cub, image_rows=chunk)
         for r in chunk:
             k_chunk = r - chunk_start
@@ -237,13 +316,15 @@ def build_c2(
             with Image.open(source) as picture:
                 width, height = picture.size
             plan = fam.plan_markers(cub.part_visible[r], cub.part_xy[r], marker_radius(width, height),
-                                    rngs["marker_localization"], colors, MARKER_SHAPES)
+                                    rngs["marker_localization"], colors, MARKER_SHAPES,
+                                    far=marker_distractors == "far")
             if plan is None:
                 skipped["marker_localization: no visible part"] = skipped.get(
                     "marker_localization: no visible part", 0) + 1
             else:
                 item = fam.marker_item(plan, cub.part_visible[r], cub.part_names,
-                                       rngs["marker_localization"])
+                                       rngs["marker_localization"], xy=cub.part_xy[r],
+                                       distractors=marker_distractors)
                 rendered = f"{MARKER_FOLDER}/{image_id:05d}.png"
                 markers = []  # controls first, the target last (on top where markers touch)
                 if plan.color_control is not None:
@@ -261,7 +342,8 @@ def build_c2(
                                     **item, "image": rendered})
             add(partset[k_chunk], "visibility_partset")
             add(side[k_chunk], "visibility_side")
-            for item in fam.naming_items(info, categories, rngs["naming"]):
+            for item in fam.naming_items(info, categories, rngs["naming"],
+                                         ask_genus=class_id not in no_genus):
                 add([item], item["task"])
         for family, family_rows in rows.items():  # bound memory: dict rows → Arrow per chunk
             if family_rows:
@@ -297,6 +379,11 @@ def build_c2(
         "certainty_rule": fam.CERTAINTY_RULE,
         "max_options": fam.MAX_OPTIONS,
         "partset_triples_per_image": fam.PARTSET_TRIPLES_PER_IMAGE,
+        "partset_mix": "uniform" if mix is None else dict(zip(("single", "none", "all_three"), mix)),
+        "marker_distractors": marker_distractors,
+        "no_genus_classes": list(no_genus),
+        "part_layout": {"statistic": "median", "orientation": "mirrored so every bird faces right "
+                        "(beak right of tail; head parts / back stand in when beak / tail are hidden)"},
         "category_rule": "head noun (last word) of a multi-word CUB common name; one-word names have no category",
         "markers": {"colors": list(MARKER_COLORS), "shapes": list(MARKER_SHAPES),
                     "radius_fraction_of_diagonal": RADIUS_FRACTION, "outline_px": 1,
@@ -339,12 +426,17 @@ def build_command(
     names: Annotated[Path | None, typer.Option(help="CSV class_id,common_name,scientific_name (default: the map shipped with biovqa)")] = None,
     seed: Annotated[int, typer.Option(help="distractor, option-order and marker seed")] = 42,
     workers: Annotated[int, typer.Option(help="processes for marker rendering (output is identical for any number)")] = 1,
+    partset_mix: Annotated[str, typer.Option(help="visibility_partset gold kinds: paper (.8 single/.1 none/.1 all three), uniform, or weights 'single,none,all'")] = "paper",
+    marker_distractors: Annotated[str, typer.Option(help="marker_localization further options: far (farthest visible parts from the target, paper) or visible (random visible parts)")] = "far",
+    no_genus_class: Annotated[list[int] | None, typer.Option(help="CUB class id asked no open_genus question (repeatable; default 110 reproduces the paper's 11 728; 0 = none)")] = None,
 ) -> None:
     """Build C2 (fine-grained attribute grounding) from CUB-200-2011."""
     from rich.console import Console
 
     console = Console(stderr=True)
-    bench = build_c2(cub, out, names=names, seed=seed, workers=workers)
+    no_genus = PAPER_NO_GENUS_CLASSES if not no_genus_class else tuple(c for c in no_genus_class if c)
+    bench = build_c2(cub, out, names=names, seed=seed, workers=workers, partset_mix=partset_mix,
+                     marker_distractors=marker_distractors, no_genus_classes=no_genus)
     counts = bench.manifest["counts"]
     console.print(f"[green]built C2[/green]: {counts['total']:,} items over "
                   f"{bench.manifest['images']['total']:,} images → {bench.root}")

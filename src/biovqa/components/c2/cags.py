@@ -63,6 +63,9 @@ class C2Context:
     layout: PartLayout | None
     genus_index: naming.GenusIndex
     open_gold_pool: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    #: open_genus: one (class key, normalized genus) per CUB class asked a genus, sorted (the
+    #: pool of the "exact" genus baseline)
+    genus_class_pool: tuple[tuple[str, str], ...] = ()
     #: open baselines per family and gold (naming kernels ignore the sweep's settings)
     pool_similarity_cache: dict[str, dict[str, float]] = field(
         default_factory=dict, compare=False, repr=False)
@@ -85,7 +88,25 @@ class C2Context:
                 continue
             golds = _open_gold_texts(items, rows, family)
             pool[family] = tuple(sorted({g for g in golds if g}))
-        return cls(layout=layout, genus_index=genus_index, open_gold_pool=pool)
+        genus_rows = np.flatnonzero(codes == FAMILIES.index("open_genus"))
+        class_pool: set[tuple[str, str]] = set()
+        if len(genus_rows):
+            keys = _class_keys(items, genus_rows)
+            golds = _open_gold_texts(items, genus_rows, "open_genus")
+            class_pool = {(k, g) for k, g in zip(keys, golds) if g}
+        return cls(layout=layout, genus_index=genus_index, open_gold_pool=pool,
+                   genus_class_pool=tuple(sorted(class_pool)))
+
+
+def _class_keys(items: pa.Table, rows: np.ndarray) -> list[str]:
+    """The CUB class of each row as a string key: class_id, else class_name, else the answer."""
+    take = pa.array(rows)
+    n = len(rows)
+    ids = items.column("class_id").take(take).to_pylist() if "class_id" in items.column_names else [None] * n
+    names = items.column("class_name").take(take).to_pylist() if "class_name" in items.column_names else [None] * n
+    answers = items.column("answer").take(take).to_pylist()
+    return [f"id:{i}" if i is not None else f"name:{normalize_c2(c)}" if c else f"answer:{normalize_c2(a or '')}"
+            for i, c, a in zip(ids, names, answers)]
 
 
 def family_column(items: pa.Table) -> np.ndarray:
@@ -167,6 +188,27 @@ def open_baseline(family: str, gold: str, context: C2Context) -> float:
         cache[gold] = (sum(open_similarity(family, pool[d], gold, context) for d in sample)
                        / len(sample)) if sample else 0.0
     return cache[gold]
+
+
+def genus_class_baseline(class_key: str, gold: str, context: C2Context,
+                         sample_size: int = OPEN_BASELINE_SAMPLE) -> float:
+    """b of an open_genus item under ``genus_baseline="exact"``: the share of a fixed-seed
+    sample of 40 *other CUB classes* (one gold each; congeneric classes included) whose genus is
+    the gold genus — the chance of naming the right genus by answering another class's genus
+    (paper b ≈ 0.01 on CUB; docs/c2-paper-constraints.md)."""
+    cache = context.pool_similarity_cache.setdefault("open_genus:exact", {})
+    key = f"{class_key}\x1f{gold}"
+    if key not in cache:
+        pool = context.genus_class_pool
+        others = [i for i, (k, _g) in enumerate(pool) if k != class_key]
+        if not others:
+            cache[key] = 0.0
+        else:
+            seed = stable_item_hash(f"open_genus\x1f{class_key}")
+            keys = _baseline_keys(np.array([seed], dtype=np.uint64), len(pool))[0]
+            order = sorted(others, key=lambda i: (int(keys[i]), i))[:sample_size]
+            cache[key] = sum(1.0 for i in order if pool[i][1] == gold) / len(order)
+    return cache[key]
 
 
 def _baseline_keys(item_hashes: np.ndarray, pool_size: int) -> np.ndarray:
@@ -364,11 +406,7 @@ def score_items(items: pa.Table, predictions: pa.Table, context: C2Context,
     is_ok = np.asarray(pc.equal(status, "ok").to_numpy(zero_copy_only=False), dtype=bool)
     has_reply = is_ok & (reply_index >= 0)
     parts_text = [p.text for p in reply_parts]
-    letter_of = np.array([p.letter for p in reply_parts] or [-1], dtype=np.int64)
-    remainder_of = np.array([vocab.get(p.remainder) if p.remainder else -1 for p in reply_parts]
-                            or [-1], dtype=np.int64)
     empty_of = np.array([not p.text for p in reply_parts] or [True], dtype=bool)
-    remainder_empty_of = np.array([not p.remainder for p in reply_parts] or [True], dtype=bool)
     safe_reply = np.maximum(reply_index, 0)
 
     pred_idx = np.full(n, -1, dtype=np.int64)
@@ -378,9 +416,8 @@ def score_items(items: pa.Table, predictions: pa.Table, context: C2Context,
     rows = np.flatnonzero(mcq & has_reply)
     if len(rows):
         ridx = safe_reply[rows]
-        letter = letter_of[ridx]
-        valid_letter = (letter >= 0) & (letter < counts[rows])
-        remainder = remainder_of[ridx]
+        letter, remainder, remainder_empty = _markers_in_range(ridx, counts[rows], reply_parts, vocab)
+        valid_letter = letter >= 0
         eq = (option_ids[rows] == remainder[:, None]) & (remainder[:, None] >= 0)
         has_eq = eq.any(axis=1)
         eq_idx = np.where(has_eq, eq.argmax(axis=1), -1)
@@ -390,7 +427,7 @@ def score_items(items: pa.Table, predictions: pa.Table, context: C2Context,
         agree = has_eq & valid_letter & (eq_idx == letter)
         disagree = has_eq & valid_letter & (eq_idx != letter)
         text_only = has_eq & ~valid_letter
-        letter_only = ~has_eq & valid_letter & remainder_empty_of[ridx]
+        letter_only = ~has_eq & valid_letter & remainder_empty
         chosen[agree | text_only] = eq_idx[agree | text_only]
         chosen[letter_only] = letter[letter_only]
         chosen[disagree] = eq_idx[disagree] if config.prefer_text else letter[disagree]
@@ -438,7 +475,7 @@ def score_items(items: pa.Table, predictions: pa.Table, context: C2Context,
             continue
         golds = _open_gold_texts(items, frows, family)
         _score_open_family(family, items, frows, golds, reply_index, parts_text, has_reply,
-                           context, s, b, em, open_pred_text)
+                           context, s, b, em, open_pred_text, config)
 
     cags = chance_adjusted(s, b)
     not_recovered = ~recovered
@@ -469,6 +506,28 @@ def score_items(items: pa.Table, predictions: pa.Table, context: C2Context,
         "cags": pa.array(cags, pa.float64()),
         "severity": pa.array(severity, pa.float64(), from_pandas=True),
     })
+
+
+def _markers_in_range(reply_rows: np.ndarray, n_options: np.ndarray,
+                      reply_parts: Sequence[parser.ReplyParts], vocab: _Vocabulary
+                      ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Step 4b per MCQ row: the first letter marker of the reply within the row's option range
+    (:meth:`parser.ReplyParts.for_options`), once per distinct (reply, option count). Returns
+    (letter or -1, vocabulary id of the remainder or -1, remainder empty)."""
+    width = len(parser.LETTERS) + 1
+    keys = reply_rows.astype(np.int64) * width + np.minimum(n_options, width - 1)
+    distinct, inverse = np.unique(keys, return_inverse=True)
+    letters = np.empty(len(distinct), dtype=np.int64)
+    remainders = np.empty(len(distinct), dtype=np.int64)
+    empty = np.empty(len(distinct), dtype=bool)
+    for j, key in enumerate(distinct.tolist()):
+        reply, count = divmod(key, width)
+        letter, remainder = reply_parts[reply].for_options(count)
+        letters[j] = letter
+        remainders[j] = vocab.get(remainder) if remainder else -1
+        empty[j] = not remainder
+    inverse = inverse.ravel()
+    return letters[inverse], remainders[inverse], empty[inverse]
 
 
 def _resolve_slow_rows(rows: np.ndarray, local: np.ndarray, option_ids: np.ndarray,
@@ -731,7 +790,7 @@ def open_similarity(family: str, prediction: str, gold: str, context: C2Context)
 def _score_open_family(family: str, items: pa.Table, rows: np.ndarray, golds: list[str],
                        reply_index: np.ndarray, parts_text: list[str], has_reply: np.ndarray,
                        context: C2Context, s: np.ndarray, b: np.ndarray, em: np.ndarray,
-                       pred_text: np.ndarray) -> None:
+                       pred_text: np.ndarray, config: KernelConfig = DEFAULT_CONFIG) -> None:
     take = pa.array(rows)
     answers = [normalize_c2(a) for a in items.column("answer").take(take).to_pylist()]
     categories = (items.column("kind_category").take(take).to_pylist()
@@ -763,5 +822,9 @@ def _score_open_family(family: str, items: pa.Table, rows: np.ndarray, golds: li
     if missing:
         raise InputFormatError(f"{family} gold {missing[0]!r} is not in the benchmark's gold pool",
                                hint="build the scoring context from the whole benchmark")
+    if family == "open_genus" and config.genus_baseline == "exact":
+        keys = _class_keys(items, rows)
+        b[rows] = [genus_class_baseline(k, g, context) for k, g in zip(keys, golds)]
+        return
     baseline = {g: open_baseline(family, g, context) for g in set(golds)}
     b[rows] = [baseline[g] for g in golds]

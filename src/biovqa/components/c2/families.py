@@ -389,9 +389,12 @@ class MarkerPlan:
 
 
 def plan_markers(visible: np.ndarray, xy: np.ndarray, radius: float, rng: np.random.Generator,
-                 colors: tuple[str, ...], shapes: tuple[str, ...]) -> MarkerPlan | None:
+                 colors: tuple[str, ...], shapes: tuple[str, ...], *, far: bool = False
+                 ) -> MarkerPlan | None:
     """Target on a random visible part; each control on another visible part, preferring parts at
-    least three marker radii from the markers already placed (so markers do not overlap)."""
+    least three marker radii from the markers already placed (so markers do not overlap). With
+    ``far`` the controls go on the visible parts farthest from the target (marker_distractors
+    "far"), otherwise on random ones."""
     parts = np.flatnonzero(visible)
     if parts.size == 0:
         return None
@@ -404,9 +407,13 @@ def plan_markers(visible: np.ndarray, xy: np.ndarray, radius: float, rng: np.ran
         free = [int(p) for p in parts if p not in placed]
         if not free:
             return None
-        far = [p for p in free
-               if min(float(np.hypot(*(xy[p] - xy[q]))) for q in placed) >= 3 * radius]
-        choice = int(rng.choice(far if far else free))
+        apart = [p for p in free
+                 if min(float(np.hypot(*(xy[p] - xy[q]))) for q in placed) >= 3 * radius]
+        if far:
+            pool = apart if apart else free
+            choice = max(pool, key=lambda p: (float(np.hypot(*(xy[p] - xy[target]))), -p))
+        else:
+            choice = int(rng.choice(apart if apart else free))
         placed.append(choice)
         return choice
 
@@ -423,12 +430,28 @@ def plan_markers(visible: np.ndarray, xy: np.ndarray, radius: float, rng: np.ran
     )
 
 
+#: How marker_localization picks its distractor parts (the two control markers and the two
+#: further options): "far" = the visible parts farthest from the target in the image (the
+#: paper's per-model (EM, GS_raw, cags) need a chance baseline b well below a random part's;
+#: docs/c2-paper-constraints.md), "visible" = random visible parts (pre-fidelity behaviour).
+MARKER_DISTRACTORS: tuple[str, ...] = ("far", "visible")
+
+
 def marker_item(plan: MarkerPlan, visible: np.ndarray, part_names: tuple[str, ...],
-                rng: np.random.Generator) -> dict[str, Any]:
-    """Options: the target part, the control parts, further visible parts, then (only if the bird
-    shows fewer than five parts) invisible ones — five in all, shuffled."""
+                rng: np.random.Generator, *, xy: np.ndarray | None = None,
+                distractors: str = "far") -> dict[str, Any]:
+    """Options: the target part, the control parts, two further visible parts (``distractors``:
+    the farthest from the target in pixels, ties in random order, or random ones), then (only
+    if the bird shows fewer than five parts) invisible ones — five in all, shuffled."""
+    if distractors not in MARKER_DISTRACTORS:
+        raise ValueError(f"marker distractors must be one of {MARKER_DISTRACTORS}, not {distractors!r}")
     chosen = [plan.target] + [p for p in (plan.color_control, plan.shape_control) if p is not None]
     rest_visible = [int(p) for p in rng.permutation(np.flatnonzero(visible)) if p not in chosen]
+    if distractors == "far":
+        if xy is None:
+            raise ValueError("far marker distractors need the part locations (xy)")
+        target_xy = xy[plan.target]
+        rest_visible.sort(key=lambda p: -float(np.hypot(*(xy[p] - target_xy))))  # stable: ties keep rng order
     rest_hidden = [int(p) for p in rng.permutation(np.flatnonzero(~visible)) if p not in chosen]
     options_idx = (chosen + rest_visible + rest_hidden)[:MAX_OPTIONS]
     options = _shuffled([part_text(part_names[p]) for p in options_idx], rng)
@@ -438,40 +461,92 @@ def marker_item(plan: MarkerPlan, visible: np.ndarray, part_names: tuple[str, ..
                     marker_color=plan.color, marker_shape=plan.shape)
 
 
+#: Named mixes of visibility_partset gold kinds (single visible part, none visible, all three).
+#: "paper" = .8/.1/.1 (8/1/1 triples per image), a mix inside the region where the published
+#: (EM, GS_raw, cags) of all 16 models are attainable (single ≈ .78–.83; .6/.1/.3 fits 13 of 16;
+#: docs/c2-paper-constraints.md); "uniform" = the kind drawn uniformly among those the image
+#: allows, with duplicates re-drawn (the pre-fidelity behaviour: ≈ .41/.10/.48 on CUB).
+PARTSET_MIXES: dict[str, tuple[float, float, float] | None] = {
+    "paper": (0.8, 0.1, 0.1),
+    "uniform": None,
+}
+PARTSET_KINDS: tuple[str, ...] = ("one", "none", "all")
+
+
+def parse_partset_mix(value: str | tuple[float, ...] | None) -> tuple[float, float, float] | None:
+    """A mix name of :data:`PARTSET_MIXES`, or three non-negative weights "single,none,all"
+    (normalized); None = "uniform"."""
+    if value is None:
+        return PARTSET_MIXES["paper"]
+    if isinstance(value, str):
+        key = value.strip().lower()
+        if key in PARTSET_MIXES:
+            return PARTSET_MIXES[key]
+        parts: list[str | float] = list(key.replace(":", ",").replace("/", ",").split(","))
+    else:
+        parts = list(value)
+    try:
+        weights = tuple(float(v) for v in parts)
+    except ValueError:
+        raise ValueError(f"partset mix must be one of {sorted(PARTSET_MIXES)} or three weights "
+                         f"'single,none,all', not {value!r}") from None
+    if len(weights) != 3 or min(weights) < 0 or sum(weights) <= 0:
+        raise ValueError(f"partset mix needs three non-negative weights 'single,none,all', not {value!r}")
+    total = sum(weights)
+    return (weights[0] / total, weights[1] / total, weights[2] / total)
+
+
+def partset_quotas(weights: tuple[float, float, float], capacity: tuple[int, int, int],
+                   total: int = PARTSET_TRIPLES_PER_IMAGE) -> tuple[int, int, int]:
+    """How many triples of each kind (single, none, all) one image gets: ``total`` split by the
+    weights with largest remainders (ties: single, none, all), each capped at the number of
+    distinct triples of that kind the image allows; the shortfall goes to the kinds with room,
+    again in proportion to their weights (then in kind order)."""
+    quotas = [0, 0, 0]
+    remaining = min(total, sum(capacity))
+    open_kinds = [k for k in range(3) if capacity[k] > 0]
+    while remaining > 0 and open_kinds:
+        weight = sum(weights[k] for k in open_kinds)
+        shares = [(remaining * weights[k] / weight) if weight > 0 else remaining / len(open_kinds)
+                  for k in open_kinds]
+        floors = [int(v) for v in shares]
+        order = sorted(range(len(open_kinds)), key=lambda i: (-(shares[i] - floors[i]), open_kinds[i]))
+        for i in order[: remaining - sum(floors)]:
+            floors[i] += 1
+        for i, k in enumerate(open_kinds):
+            take = min(floors[i], capacity[k] - quotas[k])
+            quotas[k] += take
+            remaining -= take
+        open_kinds = [k for k in open_kinds if quotas[k] < capacity[k]]
+    return quotas[0], quotas[1], quotas[2]
+
+
+def _comb(n: int, k: int) -> int:
+    from math import comb
+
+    return comb(n, k) if n >= k else 0
+
+
 def visibility_partset(cub: CubDataset, rng: np.random.Generator,
                        skipped: dict[str, int],
-        image_rows: range | None = None) -> list[list[dict[str, Any]]]:
+        image_rows: range | None = None,
+        mix: tuple[float, float, float] | None = PARTSET_MIXES["paper"]) -> list[list[dict[str, Any]]]:
     """Ten distinct part triples per image with exactly one correct option: one of the three
-    visible (gold = that part), none visible (None), or all three (All three). The kind of triple
+    visible (gold = that part), none visible (None), or all three (All three).
+
+    With a ``mix`` (weights of single / none / all) each image gets fixed quotas of the three
+    kinds (:func:`partset_quotas`, 6/1/3 for the paper's mix), its triples drawn without
+    duplicates within each kind and the ten items shuffled. With ``mix=None`` ("uniform") the kind
     is drawn uniformly among the kinds the image allows, then the triple uniformly within it."""
     per_image = []
     names = [part_text(p) for p in cub.part_names]
     for row in image_rows if image_rows is not None else range(cub.n_images):
         visible = np.flatnonzero(cub.part_visible[row])
         hidden = np.flatnonzero(~cub.part_visible[row])
-        kinds = []
-        if visible.size >= 1 and hidden.size >= 2:
-            kinds.append("one")
-        if hidden.size >= 3:
-            kinds.append("none")
-        if visible.size >= 3:
-            kinds.append("all")
-        seen: set[tuple[int, ...]] = set()
+        triples = (_partset_uniform(visible, hidden, rng) if mix is None
+                   else _partset_quota(visible, hidden, rng, mix))
         items: list[dict[str, Any]] = []
-        attempts = 0
-        while len(items) < PARTSET_TRIPLES_PER_IMAGE and kinds and attempts < 2000:
-            attempts += 1
-            kind = kinds[int(rng.integers(len(kinds)))]
-            if kind == "one":
-                triple = [int(rng.choice(visible)), *(int(p) for p in rng.choice(hidden, 2, replace=False))]
-            elif kind == "none":
-                triple = [int(p) for p in rng.choice(hidden, 3, replace=False)]
-            else:
-                triple = [int(p) for p in rng.choice(visible, 3, replace=False)]
-            key = tuple(sorted(triple))
-            if key in seen:
-                continue
-            seen.add(key)
+        for triple in triples:
             order = [triple[i] for i in rng.permutation(3)]
             offered = [names[p] for p in order]
             shown = [names[p] for p in order if cub.part_visible[row, p]]
@@ -484,6 +559,52 @@ def visibility_partset(cub: CubDataset, rng: np.random.Generator,
                 "visibility_partset: image allows fewer than 10 triples", 0) + 1
         per_image.append(items)
     return per_image
+
+
+def _draw_triple(kind: str, visible: np.ndarray, hidden: np.ndarray, rng: np.random.Generator) -> list[int]:
+    if kind == "one":
+        return [int(rng.choice(visible)), *(int(p) for p in rng.choice(hidden, 2, replace=False))]
+    if kind == "none":
+        return [int(p) for p in rng.choice(hidden, 3, replace=False)]
+    return [int(p) for p in rng.choice(visible, 3, replace=False)]
+
+
+def _partset_uniform(visible: np.ndarray, hidden: np.ndarray, rng: np.random.Generator) -> list[list[int]]:
+    kinds = []
+    if visible.size >= 1 and hidden.size >= 2:
+        kinds.append("one")
+    if hidden.size >= 3:
+        kinds.append("none")
+    if visible.size >= 3:
+        kinds.append("all")
+    seen: set[tuple[int, ...]] = set()
+    out: list[list[int]] = []
+    attempts = 0
+    while len(out) < PARTSET_TRIPLES_PER_IMAGE and kinds and attempts < 2000:
+        attempts += 1
+        triple = _draw_triple(kinds[int(rng.integers(len(kinds)))], visible, hidden, rng)
+        key = tuple(sorted(triple))
+        if key in seen:
+            continue
+        seen.add(key)
+        out.append(triple)
+    return out
+
+
+def _partset_quota(visible: np.ndarray, hidden: np.ndarray, rng: np.random.Generator,
+                   mix: tuple[float, float, float]) -> list[list[int]]:
+    capacity = (visible.size * _comb(hidden.size, 2), _comb(hidden.size, 3), _comb(visible.size, 3))
+    quotas = partset_quotas(mix, capacity)
+    out: list[list[int]] = []
+    for kind, quota in zip(PARTSET_KINDS, quotas):
+        seen: set[tuple[int, ...]] = set()
+        while len(seen) < quota:  # quota ≤ the distinct triples of the kind, so this ends
+            triple = _draw_triple(kind, visible, hidden, rng)
+            key = tuple(sorted(triple))
+            if key not in seen:
+                seen.add(key)
+                out.append(triple)
+    return [out[i] for i in rng.permutation(len(out))]
 
 
 def visibility_side(cub: CubDataset, image_rows: range | None = None) -> list[list[dict[str, Any]]]:
@@ -503,9 +624,11 @@ def visibility_side(cub: CubDataset, image_rows: range | None = None) -> list[li
     return per_image
 
 
-def naming_items(naming: ClassNaming, categories: list[str], rng: np.random.Generator) -> list[dict[str, Any]]:
+def naming_items(naming: ClassNaming, categories: list[str], rng: np.random.Generator,
+                 *, ask_genus: bool = True) -> list[dict[str, Any]]:
     """category_mcq, open_common_name, open_scientific_name, open_genus, open_kind_of for one
-    image (families whose gold the class lacks are not asked)."""
+    image (families whose gold the class lacks are not asked; ``ask_genus=False`` drops the
+    open_genus item of a class the paper asks no genus for, keeping its genus for the lift)."""
     items: list[dict[str, Any]] = []
     if naming.kind_category is not None:
         others = [c for c in categories if c != naming.kind_category]
@@ -516,7 +639,7 @@ def naming_items(naming: ClassNaming, categories: list[str], rng: np.random.Gene
     if naming.scientific_name is not None:
         items.append(_open_row("open_scientific_name", TEMPLATES["open_scientific_name"],
                                naming.scientific_name))
-    if naming.genus is not None:
+    if naming.genus is not None and ask_genus:
         items.append(_open_row("open_genus", TEMPLATES["open_genus"], naming.genus))
     if naming.kind_category is not None and naming.kind_modifier:
         items.append(_open_row("open_kind_of",

@@ -101,12 +101,18 @@ class KernelConfig:
     colour_kernel: str = "exponential"  # or "linear"
     prefer_text: bool = False
     visibility_kernel: str = "exact"  # or "anatomy" ("anat in vis")
+    #: open_genus chance baseline: "exact" = share of 40 sampled other CUB classes whose genus
+    #: is the gold genus (the paper's b ≈ 0.01); "graded" = mean genus kernel over 40 distinct
+    #: other genera (metrics.md §3.1 read literally, b ≈ 0.08)
+    genus_baseline: str = "exact"
 
     def __post_init__(self) -> None:
         if self.colour_kernel not in ("exponential", "linear"):
             raise ValueError(f"colour_kernel must be 'exponential' or 'linear', not {self.colour_kernel!r}")
         if self.visibility_kernel not in ("exact", "anatomy"):
             raise ValueError(f"visibility_kernel must be 'exact' or 'anatomy', not {self.visibility_kernel!r}")
+        if self.genus_baseline not in ("exact", "graded"):
+            raise ValueError(f"genus_baseline must be 'exact' or 'graded', not {self.genus_baseline!r}")
         if not self.tau > 0:
             raise ValueError(f"tau must be positive, not {self.tau}")
         if not 0.0 <= self.alpha <= 1.0:

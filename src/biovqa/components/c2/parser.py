@@ -5,7 +5,8 @@
 2. detect the format: the literal ``Options:`` in the question → multiple choice, with an ordered
    letter → option-text map; otherwise open-ended;
 3. parse the gold (``(A) text`` or a bare value) to an option;
-4. resolve the reply: (a) strip scaffolding, keep the first line; (b) letter markers;
+4. resolve the reply: (a) strip scaffolding, keep the first line; (b) letter markers — the first
+   one within the item's option range counts, so a pronoun "I" before "(B)" is skipped;
    (c) verbatim option text (longest option first); (d) reconcile — on disagreement record a
    *mismatch* and take the letter (or the text with ``prefer_text``); (e) fuzzy match at
    ``difflib`` ratio ≥ 0.86; (f) otherwise a parse failure (score 0);
@@ -76,12 +77,24 @@ _ANY_LETTER_RE = re.compile(r"\(([A-Ja-j])\)")
 
 @dataclass(frozen=True, slots=True)
 class ReplyParts:
-    """A reply after step 4a–b: the normalized first answer line, the letter it names (0-based,
-    -1 if none) and the normalized text left once the letter marker is removed."""
+    """A reply after step 4a–b: the normalized first answer line, the first letter marker it
+    holds (0-based, -1 if none) with the normalized text left once that marker is removed, and
+    every letter marker in reading order as (letter, remainder) pairs. Which marker counts
+    depends on the item: only a letter within its option range (:meth:`for_options`), so the
+    pronoun in "I think the answer is (B)" is skipped for a five-option item."""
 
     text: str
     letter: int
     remainder: str
+    markers: tuple[tuple[int, str], ...] = ()
+
+    def for_options(self, n_options: int) -> tuple[int, str]:
+        """(letter, remainder) of the first marker naming one of ``n_options`` options; (-1, the
+        whole normalized line) when none does."""
+        for letter, remainder in self.markers:
+            if 0 <= letter < n_options:
+                return letter, remainder
+        return -1, self.text.lstrip(":- ").strip()
 
 
 EMPTY_REPLY = ReplyParts(text="", letter=-1, remainder="")
@@ -108,8 +121,11 @@ def first_answer_line(reply: str | None) -> str:
     return ""
 
 
-def _find_letter(line: str) -> tuple[int, int, int]:
-    """Step 4b: (letter index, span start, span end) of the letter marker, or (-1, 0, 0)."""
+def _find_letters(line: str) -> list[tuple[int, int, int]]:
+    """Step 4b: every letter marker as (letter index, span start, span end), in reading order:
+    the leading marker ("(B)", "B)", "B.", "B:", "B" alone or "B " + text; a lower-case "a " is
+    the article), then each "(B)" further on."""
+    found: list[tuple[int, int, int]] = []
     match = _LEADING_LETTER_RE.match(line)
     if match:
         opened, letter, closed = match.group(1), match.group(2), match.group(3)
@@ -117,11 +133,25 @@ def _find_letter(line: str) -> tuple[int, int, int]:
         article = (not opened and not closed and letter == "a" and rest[:1].isspace()
                    and bool(rest.strip()))
         if not article:
-            return LETTERS.index(letter.upper()), match.start(), match.end()
-    match = _ANY_LETTER_RE.search(line)
-    if match:
-        return LETTERS.index(match.group(1).upper()), match.start(), match.end()
-    return -1, 0, 0
+            found.append((LETTERS.index(letter.upper()), match.start(), match.end()))
+    for match in _ANY_LETTER_RE.finditer(line):
+        if found and match.start() < found[0][2]:
+            continue  # the leading "(B)" itself
+        found.append((LETTERS.index(match.group(1).upper()), match.start(), match.end()))
+    return found
+
+
+def _find_letter(line: str) -> tuple[int, int, int]:
+    """The first letter marker of :func:`_find_letters`, or (-1, 0, 0)."""
+    found = _find_letters(line)
+    return found[0] if found else (-1, 0, 0)
+
+
+def _remainder(line: str, start: int, end: int) -> str:
+    text = normalize_c2(line[:start] + " " + line[end:])
+    # a leftover "." or ":" after the marker ("B. blue") is stripped by normalization; a leading
+    # ":" is not, so drop it here
+    return text.lstrip(":- ").strip()
 
 
 def analyze_reply(reply: str | None) -> ReplyParts:
@@ -129,13 +159,10 @@ def analyze_reply(reply: str | None) -> ReplyParts:
     line = first_answer_line(reply)
     if not line:
         return EMPTY_REPLY
-    letter, start, end = _find_letter(line)
-    remainder = line[:start] + " " + line[end:] if letter >= 0 else line
-    remainder_text = normalize_c2(remainder)
-    # a leftover "." or ":" after the marker ("B. blue") is stripped by normalization; a leading
-    # ":" is not, so drop it here
-    remainder_text = remainder_text.lstrip(":- ").strip()
-    return ReplyParts(text=normalize_c2(line), letter=letter, remainder=remainder_text)
+    markers = tuple((letter, _remainder(line, start, end)) for letter, start, end in _find_letters(line))
+    text = normalize_c2(line)
+    letter, remainder = markers[0] if markers else (-1, text.lstrip(":- ").strip())
+    return ReplyParts(text=text, letter=letter, remainder=remainder, markers=markers)
 
 
 def contains_phrase(text: str, phrase: str) -> bool:
@@ -197,8 +224,8 @@ def resolve_parts(parts: ReplyParts, options: Sequence[str], *, prefer_text: boo
     Returns (option index or -1, status)."""
     if not parts.text:
         return -1, FAILED
-    letter = parts.letter if 0 <= parts.letter < len(options) else -1
-    text = find_option_text(parts, options)
+    letter, remainder = parts.for_options(len(options))
+    text = find_option_text(ReplyParts(parts.text, letter, remainder), options)
     if letter >= 0 and text >= 0:
         if letter == text:
             return letter, PARSED
