@@ -34,6 +34,7 @@ from biovqa.components.c2.cags import (
     CATEGORY_OF,
     OPEN_FAMILIES,
     C2Context,
+    genus_class_baseline,
     open_baseline_sample,
     open_similarity,
     score_items,
@@ -314,9 +315,16 @@ def reference_item(row: dict, reply: str | None, status: str, context: C2Context
         em = int(bool(pred) and pred == gold_text)
         if family == "open_kind_of":
             em = int(em or (bool(text) and text == normalize_c2(row["answer"])))
-        pool = list(context.open_gold_pool[family])
-        sample = open_baseline_sample(family, gold_text, pool)
-        b = sum(open_similarity(family, pool[d], gold_text, context) for d in sample) / len(sample)
+        if family == "open_genus" and config.genus_baseline == "exact":
+            # the chance of naming the right genus by answering another class's genus
+            class_key = (f"id:{row['class_id']}" if row.get("class_id") is not None
+                         else f"name:{normalize_c2(row['class_name'])}" if row.get("class_name")
+                         else f"answer:{normalize_c2(row['answer'] or '')}")
+            b = genus_class_baseline(class_key, gold_text, context)
+        else:
+            pool = list(context.open_gold_pool[family])
+            sample = open_baseline_sample(family, gold_text, pool)
+            b = sum(open_similarity(family, pool[d], gold_text, context) for d in sample) / len(sample)
     if parse_status not in parser.RECOVERED:
         return 0.0, b, 0.0, 0, parse_status
     if 1.0 - b < 1e-12:
