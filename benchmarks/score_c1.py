@@ -442,7 +442,7 @@ def main() -> None:
             cpu[B] = time.process_time() - started_cpu
         n_items = result.items.num_rows
         tree = BenchmarkTree.load(bench_path / "c1" / "tree.parquet")
-        print(f"{n_items:,} items, {result.summary['counts']['images']:,} images; tree {tree.n_nodes:,} nodes "
+        print(f"{n_items:,} items, {result.summary['n_images']:,} images; tree {tree.n_nodes:,} nodes "
               f"({int((tree.depth == 4).sum())} families, {int((tree.depth == 5).sum())} genera, "
               f"{int((tree.depth == 6).sum())} species)")
         print(f"load average at start: {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
@@ -511,7 +511,7 @@ def per_item_scores(bench_path: Path, predictions: pa.Table) -> pa.Table:
     counts = np.bincount(task_index, minlength=len(TASKS))
     for values in (result.em, result.em_soft, result.wup, result.lin):
         np.bincount(task_index, weights=np.asarray(values, dtype=np.float64), minlength=len(TASKS)) / counts
-    return scorer._item_table(items, status, result)
+    return scorer._item_table(items, predictions, result)
 
 
 if __name__ == "__main__":

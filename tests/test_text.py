@@ -50,3 +50,34 @@ def test_c2_normalizer(raw: str) -> None:
 
 def test_c2_normalizer_keeps_structure_marks_and_unifies_grey() -> None:
     assert normalize_c2("(A) Gray: upper-tail!") == "(a) grey: upper-tail"
+
+
+# --- the one string encoder ---------------------------------------------------------------------
+
+
+def test_encode_strings_sorted_nulls_and_dictionary_chunks() -> None:
+    import numpy as np
+
+    from biovqa.text import encode_strings
+
+    chunked = pa.chunked_array([pa.array(["b", None, "a"]).dictionary_encode(),
+                                pa.array(["c", "b"]).dictionary_encode()])
+    codes, labels = encode_strings(chunked, sort=True)
+    assert labels.to_pylist() == ["a", "b", "c"]
+    assert codes.tolist() == [1, -1, 0, 2, 1]
+    plain_codes, plain = encode_strings(pa.array(["x", "y", "x"]))
+    assert np.asarray(plain.to_pylist())[plain_codes].tolist() == ["x", "y", "x"]
+
+
+def test_vocabulary_maps_distinct_values_once_and_merges_equal_results() -> None:
+    from biovqa.text import Vocabulary, codes_in, normalize_c1_array
+
+    vocabulary = Vocabulary()
+    ids = vocabulary.mapped_ids(pa.array(["Blue Jay", "blue  jay", None, "Robin"]), normalize_c1_array)
+    assert ids[0] == ids[1] != ids[3] and ids[2] == 0  # null → "" → id 0
+    assert vocabulary.texts[ids[0]] == "blue jay" and vocabulary.get("robin") == ids[3]
+    assert vocabulary.ids(["robin", "wren"]).tolist() == [ids[3], len(vocabulary) - 1]
+    assert vocabulary.text(ids).to_pylist() == ["blue jay", "blue jay", "", "robin"]
+    interner = Vocabulary(reserve_empty=False)
+    assert interner.get("") == -1 and interner.add("a") == 0
+    assert codes_in(pa.array(["ok", "missing", None, "odd"]), ("ok", "failed", "missing")).tolist() == [0, 2, -1, -1]

@@ -7,8 +7,10 @@ over Arrow arrays that gives the same result on every string; the tests pin thei
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Sequence
 import unicodedata
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -103,3 +105,105 @@ def normalize_c2(text: str | None) -> str:
     out = re.sub(r"\bgray\b", "grey", out)
     out = _C2_PUNCT_RE.sub("", out)
     return _SPACE_RE.sub(" ", out).strip()
+
+
+# --------------------------------------------------------------------------------------------------
+# string columns as integer codes: the one encoder every component uses
+
+
+def encode_strings(values: pa.Array | pa.ChunkedArray, *, sort: bool = False) -> tuple[np.ndarray, pa.Array]:
+    """Dictionary-encode a text column: per-row codes (−1 where null) and the distinct values as a
+    string array (a column read as a dictionary from Parquet is used as it is). With ``sort`` the
+    distinct values are sorted and the codes follow that order, so results never depend on the
+    order rows arrive in. String work on a column then happens once per distinct value."""
+    if isinstance(values, pa.ChunkedArray):
+        if pa.types.is_dictionary(values.type) and values.num_chunks > 1:
+            values = values.unify_dictionaries()
+        values = values.combine_chunks() if values.num_chunks != 1 else values.chunk(0)
+    if pa.types.is_dictionary(values.type):
+        encoded = values
+    else:
+        encoded = values.cast(pa.string()).dictionary_encode()
+    codes = pc.fill_null(encoded.indices, -1).to_numpy(zero_copy_only=False).astype(np.int64)
+    dictionary = encoded.dictionary.cast(pa.string())
+    if sort and len(dictionary):
+        order = pc.array_sort_indices(dictionary).to_numpy()
+        rank = np.empty(len(order), dtype=np.int64)
+        rank[order] = np.arange(len(order))
+        codes = np.where(codes >= 0, rank[np.maximum(codes, 0)], -1)
+        dictionary = dictionary.take(pa.array(order))
+    return codes, dictionary
+
+
+def codes_in(values: pa.Array | pa.ChunkedArray, names: Sequence[str]) -> np.ndarray:
+    """Per-row index of the value in ``names`` (−1 for null or a value not in ``names``)."""
+    codes, dictionary = encode_strings(values)
+    position = {name: i for i, name in enumerate(names)}
+    lookup = np.array([position.get(v, -1) for v in dictionary.to_pylist()] or [-1], dtype=np.int64)
+    return np.where(codes >= 0, lookup[np.maximum(codes, 0)], -1)
+
+
+class Vocabulary:
+    """Strings ↔ dense integer ids, so that per-item string comparisons become integer
+    comparisons and string work happens once per distinct value. With ``reserve_empty`` id 0 is
+    the empty string (and null maps to it); otherwise ids start at the first string added and
+    :meth:`get` of an unknown string is −1."""
+
+    def __init__(self, *, reserve_empty: bool = True) -> None:
+        self.texts: list[str] = []
+        self._index: dict[str, int] = {}
+        self._array: pa.Array | None = None
+        if reserve_empty:
+            self.add("")
+
+    def __len__(self) -> int:
+        return len(self.texts)
+
+    def add(self, text: str) -> int:
+        """The id of ``text``, adding it if new."""
+        found = self._index.get(text)
+        if found is None:
+            found = self._index[text] = len(self.texts)
+            self.texts.append(text)
+        return found
+
+    def get(self, text: str) -> int:
+        """The id of ``text``, or −1 when it was never added."""
+        return self._index.get(text, -1)
+
+    @property
+    def array(self) -> pa.Array:
+        """Every string, in id order, as one Arrow array."""
+        if self._array is None or len(self._array) != len(self.texts):
+            self._array = pa.array(self.texts, pa.string())
+        return self._array
+
+    def ids(self, strings: Sequence[str | None] | pa.Array | pa.ChunkedArray) -> np.ndarray:
+        """Id of each string, adding new ones (null → "")."""
+        values = strings if isinstance(strings, (pa.Array, pa.ChunkedArray)) else pa.array(list(strings), pa.string())
+        return self.mapped_ids(values, None)
+
+    def mapped_ids(self, values: pa.Array | pa.ChunkedArray,
+                   transform: Callable[[pa.Array], pa.Array] | None) -> np.ndarray:
+        """Per-row id of ``transform(value)`` (the value itself without one), computed once per
+        distinct value; null → "" (id 0 with ``reserve_empty``)."""
+        if len(values) == 0:
+            return np.empty(0, dtype=np.int64)
+        codes, dictionary = encode_strings(values)
+        distinct = dictionary if transform is None else transform(dictionary)
+        distinct = pc.fill_null(distinct.cast(pa.string()), "")
+        found = pc.index_in(distinct, value_set=self.array)
+        if found.null_count:  # new strings: appended in bulk (Arrow does the hashing)
+            for text in pc.unique(distinct.filter(pc.is_null(found))).to_pylist():
+                self.add(text)
+            found = pc.index_in(distinct, value_set=self.array)
+        ids = found.to_numpy(zero_copy_only=False).astype(np.int64) if len(distinct) else np.zeros(1, np.int64)
+        empty = self.add("") if len(codes) and codes.min() < 0 else 0
+        return np.where(codes >= 0, ids[np.maximum(codes, 0)], empty)
+
+    def text(self, ids: np.ndarray) -> pa.Array:
+        return self.array.take(pa.array(np.asarray(ids, dtype=np.int64), pa.int64()))
+
+    def as_arrow(self, ids: np.ndarray) -> pa.Array:
+        """Per-row strings as a dictionary array over the vocabulary (no string copies)."""
+        return pa.DictionaryArray.from_arrays(pa.array(np.asarray(ids, dtype=np.int32), pa.int32()), self.array)

@@ -29,7 +29,7 @@ import pyarrow.parquet as pq
 
 from biovqa.errors import InputFormatError
 from biovqa.records import TREE_RANKS
-from biovqa.text import normalize_c1_array
+from biovqa.text import encode_strings, normalize_c1_array
 
 ROOT = 0
 MAX_DEPTH = len(TREE_RANKS)  # species depth (6)
@@ -162,17 +162,8 @@ def _rank_column(values: Any) -> tuple[np.ndarray, np.ndarray]:
         array = array.combine_chunks()
     array = pc.utf8_trim_whitespace(array.cast(pa.string()))
     array = pc.if_else(pc.equal(array, ""), pa.scalar(None, pa.string()), array)
-    encoded = array.dictionary_encode()
-    dictionary = encoded.dictionary
-    order = pc.array_sort_indices(dictionary).to_numpy()
-    rank_of = np.empty(len(order), dtype=np.int64)
-    rank_of[order] = np.arange(len(order))
-    indices = encoded.indices
-    codes = np.full(len(array), -1, dtype=np.int64)
-    valid = pc.is_valid(indices).to_numpy(zero_copy_only=False)
-    codes[valid] = rank_of[indices.filter(pc.is_valid(indices)).to_numpy().astype(np.int64)]
-    names = np.asarray(dictionary.take(pa.array(order)).to_pylist(), dtype=object)
-    return codes, names
+    codes, names = encode_strings(array, sort=True)
+    return codes, np.asarray(names.to_pylist(), dtype=object)
 
 
 def build_tree(lineages: pd.DataFrame | pa.Table,

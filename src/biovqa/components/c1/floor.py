@@ -11,10 +11,9 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from biovqa.components.c1.resolve import Vocabulary, encode_strings
 from biovqa.components.c1.tasks import MCQ_TASK, TASKS
 from biovqa.errors import InputFormatError
-from biovqa.text import normalize_c1
+from biovqa.text import Vocabulary, encode_strings, normalize_c1, normalize_c1_array
 
 
 def _task_index(column: pa.Array | pa.ChunkedArray, source: Path | None = None) -> np.ndarray:
@@ -30,20 +29,10 @@ def _task_index(column: pa.Array | pa.ChunkedArray, source: Path | None = None) 
     return np.asarray([TASKS.index(label) for label in labels], dtype=np.int64)[codes]
 
 
-def _sorted_codes(column: pa.Array | pa.ChunkedArray) -> tuple[np.ndarray, list[str]]:
-    """Codes numbered in sorted label order (−1 where null) and the sorted labels."""
-    codes, dictionary = encode_strings(column)
-    order = pc.sort_indices(dictionary).to_numpy(zero_copy_only=False).astype(np.int64)
-    rank = np.empty(len(order), dtype=np.int64)
-    rank[order] = np.arange(len(order))
-    labels = [str(v) for v in dictionary.take(pa.array(order, pa.int64())).to_pylist()]
-    return np.where(codes >= 0, rank[np.maximum(codes, 0)] if len(labels) else -1, -1), labels
-
-
 def _floors(task_index: np.ndarray, answers: pa.Array | pa.ChunkedArray) -> tuple[dict[str, str], dict[str, float]]:
     """Floor answer and floor score φ per question type (see :func:`floor_answers`)."""
     vocabulary = Vocabulary()
-    gold = vocabulary.normalized_ids(answers)
+    gold = vocabulary.mapped_ids(answers, normalize_c1_array)
     raw_codes, raw_dictionary = encode_strings(answers)
     size = np.int64(len(vocabulary))
     valid = (gold != 0) & (raw_codes >= 0)
@@ -83,7 +72,7 @@ def floor_scores(items: pa.Table, answers: Mapping[str, str] | None = None) -> d
         out = _floors(task_index, items.column("answer"))[1]
     else:
         vocabulary = Vocabulary()
-        gold = vocabulary.normalized_ids(items.column("answer"))
+        gold = vocabulary.mapped_ids(items.column("answer"), normalize_c1_array)
         out = {}
         for task, answer in answers.items():
             rows = task_index == TASKS.index(task)
@@ -100,8 +89,8 @@ def mcq_floor_choice(answers: pa.Array | pa.ChunkedArray, options: pa.Array) -> 
     """Image-blind MCQ rule: per item the index of the option naming the most frequent gold
     answer of the MCQ items (ties: the first option). ``options`` is flattened, k per item."""
     vocabulary = Vocabulary()
-    gold = vocabulary.normalized_ids(answers)
-    option_ids = vocabulary.normalized_ids(options).reshape(len(gold), -1)
+    gold = vocabulary.mapped_ids(answers, normalize_c1_array)
+    option_ids = vocabulary.mapped_ids(options, normalize_c1_array).reshape(len(gold), -1)
     frequency = np.bincount(gold, minlength=len(vocabulary))
     return frequency[option_ids].argmax(axis=1)
 
@@ -109,8 +98,8 @@ def mcq_floor_choice(answers: pa.Array | pa.ChunkedArray, options: pa.Array) -> 
 def mcq_floor(answers: pa.Array | pa.ChunkedArray, options: pa.Array) -> float:
     """The share of MCQ items where :func:`mcq_floor_choice` picks the gold."""
     vocabulary = Vocabulary()
-    gold = vocabulary.normalized_ids(answers)
-    option_ids = vocabulary.normalized_ids(options).reshape(len(gold), -1)
+    gold = vocabulary.mapped_ids(answers, normalize_c1_array)
+    option_ids = vocabulary.mapped_ids(options, normalize_c1_array).reshape(len(gold), -1)
     pick = option_ids[np.arange(len(gold)), mcq_floor_choice(answers, options)]
     return float((pick == gold).mean()) if len(gold) else float("nan")
 

@@ -35,7 +35,7 @@ import pyarrow.compute as pc
 
 from biovqa.components.c1.tiers import ASKED_DEPTH, MCQ_TASKS
 from biovqa.taxonomy.tree import BenchmarkTree
-from biovqa.text import normalize_c1_array
+from biovqa.text import Vocabulary, encode_strings, normalize_c1_array
 
 SPECIES_TASK = "species"
 #: Resolution labels of the per-item ``resolution`` column.
@@ -94,72 +94,6 @@ def last_word(replies: Sequence[str]) -> list[str]:
     return out
 
 
-def encode_strings(values: pa.Array | pa.ChunkedArray) -> tuple[np.ndarray, pa.Array]:
-    """Dictionary-encode a string column: per-row codes (−1 where null) and the distinct values
-    (a column read as a dictionary from Parquet is used as it is)."""
-    if isinstance(values, pa.ChunkedArray):
-        if pa.types.is_dictionary(values.type) and values.num_chunks > 1:
-            values = values.unify_dictionaries()
-        values = values.combine_chunks() if values.num_chunks != 1 else values.chunk(0)
-    if pa.types.is_dictionary(values.type):
-        encoded = values
-    else:
-        encoded = values.cast(pa.string()).dictionary_encode()
-    codes = pc.fill_null(encoded.indices, -1).to_numpy(zero_copy_only=False).astype(np.int64)
-    return codes, encoded.dictionary.cast(pa.string())
-
-
-class Vocabulary:
-    """Normalized strings ↔ dense integer ids (id 0 is the empty string), so that per-item string
-    comparisons become integer comparisons and string work happens once per distinct value. The
-    strings live in one Arrow array; lookups are Arrow hash joins."""
-
-    def __init__(self) -> None:
-        self.array: pa.Array = pa.array([""], pa.string())
-        self._strings: list[str] | None = None
-
-    def __len__(self) -> int:
-        return len(self.array)
-
-    @property
-    def strings(self) -> list[str]:
-        if self._strings is None or len(self._strings) != len(self.array):
-            self._strings = self.array.to_pylist()
-        return self._strings
-
-    def ids(self, strings: Sequence[str | None] | pa.Array) -> np.ndarray:
-        """Id of each string, adding new ones (null → "")."""
-        values = strings if isinstance(strings, pa.Array) else pa.array(list(strings), pa.string())
-        values = pc.fill_null(values.cast(pa.string()), "")
-        if len(values) == 0:
-            return np.empty(0, dtype=np.int64)
-        found = pc.index_in(values, value_set=self.array)
-        if found.null_count:
-            new = pc.unique(values.filter(pc.is_null(found)))
-            self.array = pa.concat_arrays([self.array, new])
-            found = pc.index_in(values, value_set=self.array)
-        return found.to_numpy(zero_copy_only=False).astype(np.int64)
-
-    def raw_ids(self, values: pa.Array | pa.ChunkedArray) -> np.ndarray:
-        """Per-row id of the value as it is (null → "")."""
-        codes, dictionary = encode_strings(values)
-        ids = self.ids(dictionary)
-        return np.where(codes >= 0, ids[np.maximum(codes, 0)] if len(ids) else 0, 0)
-
-    def normalized_ids(self, values: pa.Array | pa.ChunkedArray) -> np.ndarray:
-        """Per-row id of ``normalize_c1(value)`` (null → "")."""
-        codes, dictionary = encode_strings(values)
-        ids = self.ids(normalize_c1_array(dictionary))
-        return np.where(codes >= 0, ids[np.maximum(codes, 0)] if len(ids) else 0, 0)
-
-    def text(self, ids: np.ndarray) -> pa.Array:
-        return self.array.take(pa.array(np.asarray(ids, dtype=np.int64), pa.int64()))
-
-    def as_arrow(self, ids: np.ndarray) -> pa.Array:
-        """Per-row strings as a dictionary array over the vocabulary (no string copies)."""
-        return pa.DictionaryArray.from_arrays(pa.array(np.asarray(ids, dtype=np.int32), pa.int32()), self.array)
-
-
 @dataclass(frozen=True)
 class _NameTable:
     """Vocabulary ids with the tree nodes each names (CSR over sorted ids)."""
@@ -212,7 +146,7 @@ def mcq_choice(reply_ids: np.ndarray, option_ids: np.ndarray, vocabulary: Vocabu
         return np.empty(0, dtype=np.int64)
     equal = (option_ids == reply_ids[:, None]) & (reply_ids[:, None] != 0)
     choice = np.where(equal.any(axis=1), equal.argmax(axis=1), -1).astype(np.int64)
-    strings = vocabulary.strings
+    strings = vocabulary.texts
     for row in np.flatnonzero((choice < 0) & (reply_ids != 0)):
         reply = strings[reply_ids[row]]
         contained = [j for j, key in enumerate(option_ids[row]) if key and strings[key] in reply]
@@ -274,7 +208,7 @@ def score_replies(*, task_index: np.ndarray, task_names: Sequence[str], answers:
     valid_reply = answered & (reply_codes >= 0)
     parsed = np.zeros(n, dtype=np.int64)
     parsed[valid_reply] = per_code[quirk[valid_reply], reply_codes[valid_reply]]
-    gold_id = vocabulary.normalized_ids(answers)
+    gold_id = vocabulary.mapped_ids(answers, normalize_c1_array)
 
     em = answered & (parsed == gold_id) & ~is_mcq
     choice = np.full(n, -1, dtype=np.int64)
@@ -282,7 +216,7 @@ def score_replies(*, task_index: np.ndarray, task_names: Sequence[str], answers:
     if len(mcq_rows):
         if mcq_option_nodes.shape[0] != len(mcq_rows) or len(mcq_options) != mcq_option_nodes.size:
             raise ValueError("mcq_options and mcq_option_nodes need one row per MCQ item")
-        option_ids = vocabulary.normalized_ids(mcq_options).reshape(mcq_option_nodes.shape)
+        option_ids = vocabulary.mapped_ids(mcq_options, normalize_c1_array).reshape(mcq_option_nodes.shape)
         choice[mcq_rows] = mcq_choice(parsed[mcq_rows], option_ids, vocabulary)
         gold_choice = mcq_choice(gold_id[mcq_rows], option_ids, vocabulary)
         em[mcq_rows] = (choice[mcq_rows] >= 0) & (choice[mcq_rows] == gold_choice)
@@ -297,12 +231,12 @@ def score_replies(*, task_index: np.ndarray, task_names: Sequence[str], answers:
         reply_ids = parsed[species_rows]
         rows = species_rows[(reply_ids != 0) & ~has_space[reply_ids] & answered[species_rows]]
         one_word[rows] = True
-        genus_id = vocabulary.normalized_ids(genera.take(pa.array(rows, pa.int64())))
+        genus_id = vocabulary.mapped_ids(genera.take(pa.array(rows, pa.int64())), normalize_c1_array)
         pair_keys, inverse = np.unique((genus_id << 32) | parsed[rows], return_inverse=True)
         texts = pc.binary_join_element_wise(vocabulary.text(pair_keys >> 32),
                                             vocabulary.text(pair_keys & 0xFFFFFFFF), " ")
         candidate[rows] = vocabulary.ids(texts)[inverse.ravel()]
-        gold_key[species_rows] = vocabulary.normalized_ids(binomials.take(pa.array(species_rows, pa.int64())))
+        gold_key[species_rows] = vocabulary.mapped_ids(binomials.take(pa.array(species_rows, pa.int64())), normalize_c1_array)
 
     # the synonym relation S of every name looked up
     wanted = np.zeros(len(vocabulary), dtype=bool)
@@ -311,8 +245,8 @@ def score_replies(*, task_index: np.ndarray, task_names: Sequence[str], answers:
     wanted[0] = False
     lookup = np.flatnonzero(wanted)
     relation = synonyms.accepted_targets(vocabulary.text(lookup))
-    relation_name = vocabulary.raw_ids(relation.column("name"))  # the normalized queries
-    relation_accepted = vocabulary.normalized_ids(relation.column("accepted_name"))
+    relation_name = vocabulary.ids(relation.column("name"))  # the normalized queries
+    relation_accepted = vocabulary.mapped_ids(relation.column("accepted_name"), normalize_c1_array)
     relation_keys = np.unique((relation_name << 32) | relation_accepted)
 
     open_rows = np.flatnonzero(answered & ~is_mcq)

@@ -31,7 +31,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from biovqa.bench.folder import Bench
-from biovqa.components.c1.floor import _floors, _mcq_arrays, _sorted_codes, _task_index, mcq_floor
+from biovqa.components.c1.floor import _floors, _mcq_arrays, _task_index, mcq_floor
 from biovqa.components.c1.resolve import (
     RESOLUTIONS,
     ReplyScores,
@@ -45,6 +45,7 @@ from biovqa.components.c1.tiers import DEPTH_RANK
 from biovqa.components.registry import ScoreResult
 from biovqa.errors import InputFormatError, MissingResourceError
 from biovqa.scoring.schema import core_columns
+from biovqa.text import encode_strings
 
 #: Prediction statuses, in the order of the integer codes used here.
 PREDICTION_STATUSES: tuple[str, ...] = ("ok", "failed", "missing")
@@ -208,12 +209,12 @@ def score_items(items: pa.Table, predictions: pa.Table, *, tree: Any, synonyms: 
         answered=status == PREDICTION_STATUSES.index("ok"), failed=status == PREDICTION_STATUSES.index("failed"),
         mcq_options=mcq_options, mcq_option_nodes=mcq_option_nodes, tree=tree, synonyms=synonyms,
         vernacular=vernacular, epithet_last_word=settings.epithet_last_word)
-    group_codes, group_labels = _sorted_codes(items.column("group"))
+    group_codes, group_labels = _sorted_labels(items.column("group"))
     if "tier" in items.column_names:
-        tier_codes, tier_labels = _sorted_codes(items.column("tier"))
+        tier_codes, tier_labels = _sorted_labels(items.column("tier"))
     else:
         tier_codes, tier_labels = np.full(items.num_rows, -1, dtype=np.int64), []
-    cluster, cluster_labels = _sorted_codes(items.column("source_id"))
+    cluster, cluster_labels = _sorted_labels(items.column("source_id"))
     arrays = _ItemArrays(task=task_index, group=group_codes, group_labels=group_labels, tier=tier_codes,
                          tier_labels=tier_labels, cluster=cluster, n_clusters=len(cluster_labels), status=status,
                          scores=result)
@@ -223,6 +224,12 @@ def score_items(items: pa.Table, predictions: pa.Table, *, tree: Any, synonyms: 
     summary = summarize(arrays, floors, answers, B=settings.bootstrap, seed=settings.seed, level=settings.level)
     summary["taxonomy_index"] = None if backbone is None else str(backbone)
     return ScoreResult(items=_item_table(items, predictions, result), summary=summary)
+
+
+def _sorted_labels(column: pa.Array | pa.ChunkedArray) -> tuple[np.ndarray, list[str]]:
+    """Codes in sorted label order (−1 where null) and the sorted labels."""
+    codes, labels = encode_strings(column, sort=True)
+    return codes, [str(label) for label in labels.to_pylist()]
 
 
 def _label_array(codes: np.ndarray, labels: Sequence[str]) -> pa.Array:

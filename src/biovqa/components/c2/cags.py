@@ -32,6 +32,7 @@ from biovqa.components.c2.families import FAMILIES, FAMILY_CATEGORY
 from biovqa.components.c2.families import OPEN_FAMILIES as _OPEN
 from biovqa.errors import InputFormatError
 from biovqa.scoring.schema import core_columns
+from biovqa.text import Vocabulary, encode_strings
 from biovqa.components.c2 import kernels
 from biovqa.components.c2 import naming
 from biovqa.components.c2 import parser
@@ -246,40 +247,18 @@ def pair_similarities(a_keys: np.ndarray, b_keys: np.ndarray,
     return out.reshape(np.shape(a_keys))
 
 
-class _Vocabulary:
-    """Normalized strings ↔ dense integer ids."""
-
-    def __init__(self) -> None:
-        self.texts: list[str] = []
-        self.ids: dict[str, int] = {}
-
-    def add(self, text: str) -> int:
-        found = self.ids.get(text)
-        if found is None:
-            found = self.ids[text] = len(self.texts)
-            self.texts.append(text)
-        return found
-
-    def get(self, text: str) -> int:
-        return self.ids.get(text, -1)
-
-
 def _encode_strings(values: pa.ChunkedArray | pa.Array, transform: Callable[[str], Any]
                     ) -> tuple[np.ndarray, list[Any]]:
-    """Dictionary-encode a string column: (index per row, -1 for null; transform(distinct))."""
-    array = values.combine_chunks() if isinstance(values, pa.ChunkedArray) else values
-    encoded = pc.dictionary_encode(array)
-    indices = encoded.indices.to_numpy(zero_copy_only=False)
-    indices = np.where(pc.is_null(encoded.indices).to_numpy(zero_copy_only=False), -1,
-                       np.nan_to_num(indices, nan=-1)).astype(np.int64)
-    return indices, [transform(text) for text in encoded.dictionary.to_pylist()]
+    """(code per row, -1 for null; ``transform`` of each distinct value)."""
+    codes, dictionary = encode_strings(values)
+    return codes, [transform(text) for text in dictionary.to_pylist()]
 
 
 # ---------------------------------------------------------------------------------------------
 # the scorer
 
 
-def _option_matrix(items: pa.Table, vocab: _Vocabulary) -> tuple[np.ndarray, np.ndarray]:
+def _option_matrix(items: pa.Table, vocab: Vocabulary) -> tuple[np.ndarray, np.ndarray]:
     n = items.num_rows
     column = items.column("options").combine_chunks()
     if column.null_count == len(column):
@@ -298,7 +277,7 @@ def _option_matrix(items: pa.Table, vocab: _Vocabulary) -> tuple[np.ndarray, np.
 
 
 def _gold_indices(items: pa.Table, option_ids: np.ndarray, counts: np.ndarray,
-                  vocab: _Vocabulary, mcq: np.ndarray) -> np.ndarray:
+                  vocab: Vocabulary, mcq: np.ndarray) -> np.ndarray:
     """Step 3 for every MCQ row: the gold's option index (from ``(A) text`` or a bare value,
     falling back on ``answer_letter``)."""
     def parse(text: str) -> tuple[int, int]:
@@ -355,7 +334,7 @@ def _check_predictions(items: pa.Table, predictions: pa.Table) -> None:
 
 
 def _check_routing(items: pa.Table, families: np.ndarray, option_ids: np.ndarray,
-                   counts: np.ndarray, vocab: _Vocabulary) -> None:
+                   counts: np.ndarray, vocab: Vocabulary) -> None:
     """Step 5: the template phrases must route every question to the family it is stored as."""
     side_ids = np.sort([vocab.get(label) for label in parser.SIDE_LABELS])
     width = option_ids.shape[1]
@@ -394,7 +373,7 @@ def score_items(items: pa.Table, predictions: pa.Table, context: C2Context,
         raise InputFormatError(f"unknown C2 family {unknown[0]!r}", file="items.parquet",
                                row=row + 1, field="family", hint=f"expected one of {FAMILIES}")
     families = np.array(FAMILIES, dtype=object)[codes]
-    vocab = _Vocabulary()
+    vocab = Vocabulary(reserve_empty=False)
     option_ids, counts = _option_matrix(items, vocab)
     mcq = counts > 0
     _check_routing(items, families, option_ids, counts, vocab)
@@ -509,7 +488,7 @@ def score_items(items: pa.Table, predictions: pa.Table, context: C2Context,
 
 
 def _markers_in_range(reply_rows: np.ndarray, n_options: np.ndarray,
-                      reply_parts: Sequence[parser.ReplyParts], vocab: _Vocabulary
+                      reply_parts: Sequence[parser.ReplyParts], vocab: Vocabulary
                       ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Step 4b per MCQ row: the first letter marker of the reply within the row's option range
     (:meth:`parser.ReplyParts.for_options`), once per distinct (reply, option count). Returns
@@ -533,7 +512,7 @@ def _markers_in_range(reply_rows: np.ndarray, n_options: np.ndarray,
 def _resolve_slow_rows(rows: np.ndarray, local: np.ndarray, option_ids: np.ndarray,
                        counts: np.ndarray, reply_index: np.ndarray,
                        reply_parts: Sequence[parser.ReplyParts], letter: np.ndarray,
-                       valid_letter: np.ndarray, vocab: _Vocabulary, config: KernelConfig,
+                       valid_letter: np.ndarray, vocab: Vocabulary, config: KernelConfig,
                        chosen: np.ndarray, code: np.ndarray) -> None:
     """Steps 4c–4f for MCQ rows whose remainder is not verbatim an option: the longest option
     contained in the reply (word runs, found once per distinct reply), reconciliation with the
@@ -654,7 +633,7 @@ def _row_codes(items: pa.Table, rows: np.ndarray, columns: Sequence[str],
 
 
 def _mcq_similarities(family: str, items: pa.Table, rows: np.ndarray, option_ids: np.ndarray,
-                      counts: np.ndarray, gold_idx: np.ndarray, vocab: _Vocabulary,
+                      counts: np.ndarray, gold_idx: np.ndarray, vocab: Vocabulary,
                       context: C2Context, config: KernelConfig) -> np.ndarray:
     """(len(rows), K) matrix of s(option_j, gold) for one MCQ family (NaN beyond the options)."""
     opt = option_ids[rows]
@@ -804,7 +783,7 @@ def _score_open_family(family: str, items: pa.Table, rows: np.ndarray, golds: li
             text = naming.complete_kind_of(text, categories[local]) if text else ""
         preds.append(text)
     # s on distinct (prediction, gold) pairs
-    strings = _Vocabulary()
+    strings = Vocabulary(reserve_empty=False)
     pred_keys = np.array([strings.add(p) for p in preds], dtype=np.int64)
     gold_keys = np.array([strings.add(g) for g in golds], dtype=np.int64)
     texts = strings.texts

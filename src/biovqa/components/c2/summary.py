@@ -22,6 +22,7 @@ import pyarrow.compute as pc
 from biovqa.components.c2 import parser
 from biovqa.components.c2.cags import CATEGORIES, CATEGORY_OF, FAMILIES, MCQ_FAMILIES
 from biovqa.scoring.schema import estimate
+from biovqa.text import codes_in
 
 CI_LEVEL = 0.95
 #: Table 3's C2 columns: cags per category.
@@ -75,17 +76,6 @@ def grouped_intervals(cags: np.ndarray, em: np.ndarray, s: np.ndarray,
 
 def _rate(numerator: int, denominator: int) -> float | None:
     return numerator / denominator if denominator else None
-
-
-def _coded(column: pa.ChunkedArray | pa.Array, names: Sequence[str]) -> np.ndarray:
-    """Index of every value in ``names`` (-1 for null or another value), via dictionary encoding."""
-    array = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
-    encoded = pc.dictionary_encode(array)
-    lookup = np.array([names.index(v) if v in names else -1 for v in encoded.dictionary.to_pylist()]
-                      or [-1], dtype=np.int64)
-    index = encoded.indices
-    raw = pc.fill_null(index, -1).to_numpy(zero_copy_only=False).astype(np.int64)
-    return np.where(raw >= 0, lookup[np.maximum(raw, 0)], -1)
 
 
 _PARSE = {name: code for code, name in enumerate(parser.PARSE_STATUSES)}
@@ -182,12 +172,12 @@ def summarize(scores: pa.Table, *, options: Sequence[Sequence[str] | None] | Non
               resamples: int = 1000, seed: int = 42, level: float = CI_LEVEL) -> dict[str, Any]:
     """The C2 summary dict from per-item scores (see :mod:`biovqa.components.c2.score` for its shape).
     ``options`` (per item, aligned) feeds the laterality analysis."""
-    family = _coded(scores.column("family"), FAMILIES)
+    family = codes_in(scores.column("family"), FAMILIES)
     cags = scores.column("cags").to_numpy()
     em = scores.column("em").to_numpy().astype(float)
     s = scores.column("s").to_numpy()
-    parse_status = _coded(scores.column("parse_status"), parser.PARSE_STATUSES)
-    response_status = _coded(scores.column("status"), ("ok", "failed", "missing"))
+    parse_status = codes_in(scores.column("parse_status"), parser.PARSE_STATUSES)
+    response_status = codes_in(scores.column("status"), ("ok", "failed", "missing"))
     chose_a = np.asarray(pc.fill_null(pc.equal(scores.column("pred_letter"), "A"), False)
                          .to_numpy(zero_copy_only=False), dtype=bool)
     answered = np.asarray(pc.is_valid(scores.column("pred_letter")).to_numpy(zero_copy_only=False), dtype=bool)
