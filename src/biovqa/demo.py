@@ -4,7 +4,9 @@
 2. draw placeholder images for the bundled TreeOfLife-200M-format catalog (the catalog's
    ``demo_image`` column marks rows whose image is missing or too small, to show exclusions);
 3. write a tiny CUB-200-2011 archive in its native layout (generated images);
-4. build C1 and C2, audit both, run the image-blind baseline, score it and write one report.
+4. build C1 and C2, audit both, run the image-blind baseline, score it and write one report;
+5. C4 (when torch and transformers are installed): a synthetic Wild Me COCO catalog, a tiny random
+   DINOv2 built from a config, build, baseline and scores (:mod:`biovqa.components.c4.demo`).
 """
 
 from __future__ import annotations
@@ -24,6 +26,8 @@ MARKER_FILE = ".biovqa-demo.json"
 DEMO_ENTRIES: tuple[str, ...] = (
     "taxonomy-index", "images", "cub", "bench-c1", "bench-c2", "run-baseline-c1", "run-baseline-c2",
     "scores-baseline-c1", "scores-baseline-c2", "report",
+    "c4-catalog", "c4-embedder", "bench-c4", "run-baseline-c4", "scores-baseline-c4",
+    "c3-sources", "bench-c3", "run-baseline-c3", "scores-baseline-c3",
 )
 
 
@@ -80,12 +84,12 @@ def run_demo(out: str | Path, *, console: Any | None = None) -> Path:
 
     index = out / "taxonomy-index"
     build_index(data / "backbone", index)
-    say(f"1/7 indexed the bundled GBIF Backbone excerpt → {index}")
+    say(f"1/8 indexed the bundled GBIF Backbone excerpt → {index}")
 
     images = out / "images"
     n_images = draw_placeholder_images(data / "catalog.csv", images)
     cub = write_cub(out / "cub", n_classes=12, images_per_class=3, seed=7, image_size=(320, 240))
-    say(f"2/7 drew {n_images} placeholder images for the C1 catalog and a 36-image CUB-format archive → {out}")
+    say(f"2/8 drew {n_images} placeholder images for the C1 catalog and a 36-image CUB-format archive → {out}")
 
     bench_c1 = out / "bench-c1"
     bench = build_c1(data / "catalog.csv", index, images, bench_c1,
@@ -93,22 +97,31 @@ def run_demo(out: str | Path, *, console: Any | None = None) -> Path:
     excluded = {reason: sum(v.values()) for reason, v in bench.manifest["exclusions"].items()}
     bench_c2 = out / "bench-c2"
     c2 = build_c2(cub, bench_c2)
-    say(f"3/7 built C1: {bench.manifest['counts']['total']} questions over {bench.manifest['images']} images "
+    say(f"3/8 built C1: {bench.manifest['counts']['total']} questions over {bench.manifest['images']} images "
         f"(excluded: {excluded}); C2: {c2.manifest['counts']['total']} questions → {out}")
 
-    say(f"4/7 audits passed: {audit_bench(bench_c1)}; {audit_bench(bench_c2)}")
+    from biovqa.components.c3.demo import build_demo as build_c3_demo
+
+    bench_c3 = out / "bench-c3"
+    c3 = build_c3_demo(bench_c3, out / "c3-sources")
+    say(f"    C3: {c3.manifest['counts']['total']} questions from tiny WAID/Boxes-on-Bees/DePondFi/beetle sources")
+
+    say(f"4/8 audits passed: {audit_bench(bench_c1)}; {audit_bench(bench_c2)}")
 
     score_dirs = []
-    for name, bench_dir in (("c1", bench_c1), ("c2", bench_c2)):
+    for name, bench_dir in (("c1", bench_c1), ("c2", bench_c2), ("c3", bench_c3)):
         run_dir = out / f"run-baseline-{name}"
         predictions = run_benchmark(bench_dir, run_dir, RunOptions(backend="baseline", progress=False)).predictions_path
         score_dir = out / f"scores-baseline-{name}"
         score_predictions(bench_dir, predictions, score_dir, label="floor (image-blind)",
                           options={"bootstrap": 200})
         score_dirs.append(score_dir)
-    say(f"5/7 ran the image-blind baseline → {out}/run-baseline-c1, {out}/run-baseline-c2")
-    say(f"6/7 scored → {', '.join(str(d) for d in score_dirs)}")
+    say(f"5/8 ran the image-blind baseline → {out}/run-baseline-c1, {out}/run-baseline-c2")
+    say(f"6/8 scored → {', '.join(str(d) for d in score_dirs)}")
+    from biovqa.components.c4.demo import demo_c4
+
+    score_dirs += [d for d in [demo_c4(out, say, "7/8")] if d is not None]
     report = write_report(score_dirs, out / "report")
-    say(f"7/7 report → {report}")
+    say(f"8/8 report → {report}")
     say(f"done in {time.perf_counter() - started:.1f} s. Open {report} in a browser.")
     return report

@@ -175,6 +175,7 @@ def _register_commands() -> None:
 
     run_commands.register(app)
     taxonomy_commands.register(taxonomy_app)
+    __import__("biovqa.cli.specialist", fromlist=["register"]).register(app)  # biovqa specialist …
     score_command = next(info for info in app.registered_commands if info.callback is score)
     score_command.epilog = _score_options_help()
 

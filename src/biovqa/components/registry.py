@@ -45,6 +45,8 @@ if TYPE_CHECKING:
 BUILTIN: tuple[str, ...] = (
     "biovqa.components.c1:COMPONENT",
     "biovqa.components.c2:COMPONENT",
+    "biovqa.components.c3:COMPONENT",
+    "biovqa.components.c4:COMPONENT",
 )
 ENTRY_POINT_GROUP = "biovqa.components"
 

@@ -1,0 +1,53 @@
+"""``biovqa specialist …``: non-VLM reference models that write predictions ``biovqa score``
+scores like any model's (the run card says ``"kind": "specialist"``).
+
+* ``biovqa specialist megadescriptor BENCH --model PATH --out RUN`` — the C4 ceiling
+  (MegaDescriptor-L-384, cosine similarity, threshold fitted on the random condition).
+
+Nothing heavy is imported here; timm and torch load when the command runs.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from biovqa.cli._app import console
+
+specialist_app = typer.Typer(help="Specialist reference models (non-VLM ceilings) that write scoreable predictions.",
+                             no_args_is_help=True)
+
+
+@specialist_app.command("megadescriptor")
+def megadescriptor_command(
+    bench: Annotated[Path, typer.Argument(help="C4 benchmark folder")],
+    model: Annotated[Path, typer.Option("--model", help="local MegaDescriptor-L-384 folder (timm config.json + weights)")],
+    out: Annotated[Path, typer.Option("--out", "-o", help="run folder to write (predictions.parquet, specialist.json, run.json)")],
+    dataset: Annotated[Optional[list[str]], typer.Option("--dataset", help="only these datasets (repeatable; the paper: gzcd)")] = None,
+    batch_size: Annotated[int, typer.Option(help="pairs per batch (two photos each)")] = 16,
+    device: Annotated[Optional[str], typer.Option(help="torch device (default: cuda when available)")] = None,
+) -> None:
+    """C4 ceiling: MegaDescriptor cosine similarity, threshold fitted on random, AUC → d′ = √2·z(AUC)."""
+    import json
+
+    from biovqa.components.c4.specialist import run_specialist, specialist_table
+
+    predictions = run_specialist(bench, model, out, datasets=dataset, batch_size=batch_size, device=device,
+                                 progress=True)
+    results = json.loads((Path(out) / "specialist.json").read_text(encoding="utf-8"))
+    for row in specialist_table(results):
+        auc, dprime, acc = row["megadescriptor_AUC"], row["megadescriptor_dprime"], row["megadescriptor_acc"]
+        console.print(f"  {row['dataset']:10s} {row['condition']:6s} AUC {_fmt(auc)}  d′ {_fmt(dprime)}  acc {_fmt(acc)}")
+    console.print(f"[green]predictions written[/green] to {predictions}; score them with "
+                  f"`biovqa score {bench} -p {predictions} -o SCORES`")
+
+
+def _fmt(value: float | None) -> str:
+    return "  –  " if value is None else f"{value:.3f}"
+
+
+def register(app: typer.Typer) -> None:
+    """Add the ``specialist`` command group to the main ``biovqa`` app."""
+    app.add_typer(specialist_app, name="specialist")

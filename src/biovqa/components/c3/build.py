@@ -1,0 +1,705 @@
+"""C3 — quantitative spatial reasoning: build the benchmark from the native source datasets.
+
+``biovqa build c3 --source waid=PATH --source bees=PATH … --out BENCH``. Sources (any subset):
+``waid`` (WAID folder), ``bees`` (Boxes on Bees ``ML-Data``), ``depondfi`` (``Images/`` +
+``Keypoints/``), ``beetles`` (``BeetleMeasurements.csv`` + ``group_images/``), and the wildlife
+catalogs ``gzcd``, ``whaleshark``, ``hyena``, ``leopard`` (read by :mod:`biovqa.sources.wildlife`
+when that reader is installed). A task whose sources are missing is skipped; the manifest says so
+(``skipped_tasks``).
+
+Pipeline: read → count-stratified subsets (:mod:`.subsets`) → items per task (prompts.md §4) →
+render canvases/overlays into ``rendered/c3/<task>/`` (:mod:`.render`) → ``items.parquet`` +
+manifest (exclusions per source and reason, subset composition, per-task counts beside the
+paper's, drawing parameters).
+"""
+
+from __future__ import annotations
+
+import math
+import zlib
+from pathlib import Path
+from collections.abc import Mapping
+from typing import Annotated, Any
+
+import numpy as np
+import pyarrow as pa
+import typer
+
+from biovqa.bench.folder import Bench, write_bench
+from biovqa.errors import BiovqaError
+from biovqa.components.c3 import tasks as T
+from biovqa.components.c3.render import COLOURS, CanvasJob, CopyJob, Panel, Shape, render_all, single
+from biovqa.components.c3.subsets import SUBSET_DATASET, WAID_SPLITS, Subset, stratified_sample
+
+GENERATOR = "biovqa.components.c3.build"
+SOURCE_NAMES: tuple[str, ...] = ("waid", "bees", "depondfi", "beetles", "gzcd", "whaleshark", "hyena", "leopard")
+WILDLIFE_SOURCES: tuple[str, ...] = ("gzcd", "whaleshark", "hyena", "leopard")
+RENDER_FOLDER = "rendered/c3"
+#: relative counting: unique extreme with ≥ 10 % and ≥ 1 individual over the runner-up [DEFAULT]
+RC_MARGIN = 0.10
+#: relative distance: unique largest with ≥ 5 % over the runner-up [DEFAULT]
+RD_MARGIN = 0.05
+#: relative position: skip pairs within ±5° of a sector boundary [DEFAULT]
+RPOS_BOUNDARY_DEG = 5.0
+PANEL_SCALE_RANGE = (0.55, 1.0)
+TASK_SOURCES: dict[str, tuple[str, ...]] = {
+    "counting": SOURCE_NAMES, "relative_counting": SOURCE_NAMES, "absolute_distance": ("beetles",),
+    "relative_distance": ("beetles",), "relative_position": ("beetles",), "ocr": ("beetles",),
+    "localization": WILDLIFE_SOURCES, "viewpoint": WILDLIFE_SOURCES,
+}
+
+
+def _rng(seed: int, name: str) -> np.random.Generator:
+    return np.random.default_rng([seed, zlib.crc32(name.encode("utf-8"))])
+
+
+def parse_sources(pairs: list[str]) -> dict[str, Path]:
+    """``NAME=PATH`` strings → {name: path}; unknown or repeated names are errors."""
+    out: dict[str, Path] = {}
+    for pair in pairs:
+        name, sep, path = pair.partition("=")
+        name = name.strip().lower()
+        if not sep or not path:
+            raise BiovqaError(f"--source takes NAME=PATH, got {pair!r}", field="source")
+        if name not in SOURCE_NAMES:
+            raise BiovqaError(f"unknown C3 source {name!r}", field="source",
+                              hint=f"known sources: {', '.join(SOURCE_NAMES)}")
+        if name in out:
+            raise BiovqaError(f"source {name!r} given twice", field="source")
+        out[name] = Path(path)
+    return out
+
+
+# ------------------------------------------------------------------------------- reading
+
+
+def _read_subsets(sources: dict[str, Path], per_subset: int, seed: int, manifest: dict[str, Any]
+                  ) -> tuple[list[Subset], Any]:
+    from biovqa.sources.waid import AnnotatedImage
+
+    subsets: list[Subset] = []
+    beetles = None
+    exclusions = manifest["exclusions"]
+    if "waid" in sources:
+        from biovqa.sources.waid import read_waid
+
+        src = read_waid(sources["waid"])
+        exclusions["waid"] = dict(sorted(src.exclusions.items()))
+        manifest["files"].update(src.files)
+        by_split: dict[str, list[AnnotatedImage]] = {}
+        for image in src.images:
+            by_split.setdefault(WAID_SPLITS.get(image.split, f"waid-{image.split}"), []).append(image)
+        for sid in sorted(by_split):
+            subsets.append(_subset(sid, src.root, by_split[sid]))
+    for name, module, function in (("bees", "biovqa.sources.bees", "read_bees"),
+                                   ("depondfi", "biovqa.sources.depondfi", "read_depondfi")):
+        if name in sources:
+            import importlib
+
+            src = getattr(importlib.import_module(module), function)(sources[name])
+            exclusions[name] = dict(sorted(src.exclusions.items()))
+            if src.ignored_names:
+                manifest["ignored_object_names"][name] = src.ignored_names
+            subsets.append(_subset(name, src.root, src.images))
+    if "beetles" in sources:
+        from biovqa.sources.beetles import read_beetles
+
+        beetles = read_beetles(sources["beetles"])
+        exclusions["beetles"] = dict(sorted(beetles.exclusions.items()))
+        manifest["files"].update(beetles.files)
+        images, incomplete = [], 0
+        for plate in beetles.plates:
+            if not plate.complete:
+                incomplete += 1
+                continue
+            boxes = tuple(plate.specimen_box(i) for i in plate.individuals())
+            images.append(AnnotatedImage(plate.path, plate.width, plate.height, boxes, ("beetle",) * len(boxes)))
+        subset = _subset("beetles", beetles.root, images)
+        if incomplete:
+            subset.discarded["individuals not 1..N (completeness unverifiable)"] = incomplete
+        subsets.append(subset)
+    for subset in subsets:
+        zero = [im for im in subset.images if im.count == 0]
+        if zero:
+            subset.discarded["no annotated individual"] = len(zero)
+        usable = [im for im in subset.images if im.count > 0]
+        subset.available = len(usable)
+        subset.images = stratified_sample(usable, per_subset, _rng(seed, f"subset:{subset.id}"))
+    return subsets, beetles
+
+
+def _subset(sid: str, root: Path, images: list[Any]) -> Subset:
+    dataset, noun = SUBSET_DATASET.get(sid, (sid.split("-")[0], "animals"))
+    return Subset(sid, dataset, noun, root, list(images))
+
+
+def _wildlife_records(name: str, path: Path) -> list[dict[str, Any]] | None:
+    """Catalog records (path, width, height, box_xywh, viewpoint, species, single) from the shared
+    wildlife reader (:mod:`biovqa.sources.wildlife`); None when that reader is not installed.
+    ``single`` marks the only annotation of its photo (one dominant animal: localization)."""
+    import importlib
+
+    try:
+        wildlife = importlib.import_module("biovqa.sources.wildlife")
+    except ImportError:
+        return None
+    catalog = wildlife.read_wildlife_catalog(path, name)
+    per_image: dict[str, int] = {}
+    for a in catalog.annotations:
+        per_image[str(a.image_path)] = per_image.get(str(a.image_path), 0) + 1
+    records = []
+    for a in sorted(catalog.annotations, key=lambda a: (str(a.image_path), a.row)):
+        left, top, right, bottom = a.crop_box()
+        records.append({"path": a.image_path, "width": a.width, "height": a.height,
+                        "box_xywh": (left, top, right - left, bottom - top), "viewpoint": a.viewpoint,
+                        "species": (a.species or "animal").replace("_", " "),
+                        "single": per_image[str(a.image_path)] == 1})
+    return records
+
+
+# ------------------------------------------------------------------------------- building
+
+
+class _Builder:
+    def __init__(self, out: Path, seed: int, canvas: int, plate_side: int,
+                 counting_tiers: tuple[str, ...] = T.COUNTING_TIERS) -> None:
+        self.out = out
+        self.counting_tiers = counting_tiers
+        self.seed = seed
+        self.canvas = canvas
+        self.plate_side = plate_side
+        self.rows: dict[str, list[dict[str, Any]]] = {t: [] for t in T.TASKS}
+        self.jobs: list[CanvasJob | CopyJob] = []
+        self.job_rows: list[dict[str, Any]] = []
+        self.skipped: dict[str, int] = {}
+
+    def skip(self, reason: str) -> None:
+        self.skipped[reason] = self.skipped.get(reason, 0) + 1
+
+    def add(self, task: str, row: dict[str, Any], job: CanvasJob | CopyJob) -> None:
+        row = {"task": task, "instruction": T.INSTRUCTIONS[task], **row}
+        self.rows[task].append(row)
+        self.jobs.append(job)
+        self.job_rows.append(row)
+
+    def destination(self, task: str, name: str, suffix: str = ".png") -> tuple[str, Path]:
+        rel = f"{RENDER_FOLDER}/{task}/{name}{suffix}"
+        return rel, self.out / rel
+
+    # ---------------------------------------------------------------- counting
+
+    def counting(self, subsets: list[Subset]) -> None:
+        c, half = self.canvas, self.canvas // 2
+        rng = _rng(self.seed, "counting")
+        pool = [(s, im) for s in subsets for im in s.images]
+        for subset in subsets:
+            others = [(s, im) for s, im in pool if s.dataset != subset.dataset]
+            for k, image in enumerate(subset.images):
+                base = {"subset": subset.id, "dataset": subset.dataset, "cluster": subset.cluster(image),
+                        "source_id": subset.cluster(image), "gold_number": float(image.count),
+                        "answer": str(image.count)}
+                item_id = f"c3-counting-{subset.id}-{k:05d}"
+                rel, dest = self.destination("counting", f"{item_id}-easy")
+                if "easy" in self.counting_tiers:
+                    self.add("counting", {**base, "item_id": f"{item_id}-easy", "tier": "easy", "image": rel,
+                                          "question": T.prompt(None, T.Q_COUNT.format(animals=subset.noun)),
+                                          "answer_payload": T.payload({"count": image.count, "panel": None})},
+                             single(image.path, dest, (c, c)))
+                for tier, candidates in (("medium", others),
+                                         ("hard", [(subset, im) for im in subset.images if im is not image])):
+                    if tier not in self.counting_tiers:
+                        continue
+                    if not candidates:
+                        self.skip(f"counting {tier}: no partner photograph")
+                        continue
+                    _, partner = candidates[int(rng.integers(len(candidates)))]
+                    side = ("left", "right")[int(rng.integers(2))]
+                    pair = (image, partner) if side == "left" else (partner, image)
+                    rel, dest = self.destination("counting", f"{item_id}-{tier}")
+                    job = CanvasJob(dest, (c, c), (Panel(pair[0].path, (0, 0, half, c)),
+                                                   Panel(pair[1].path, (half, 0, c - half, c))))
+                    question = T.prompt(T.FRAME_TWO_PANEL, T.Q_COUNT_PANEL.format(animals=subset.noun, side=side))
+                    self.add("counting", {**base, "item_id": f"{item_id}-{tier}", "tier": tier, "image": rel,
+                                          "question": question,
+                                          "answer_payload": T.payload({"count": image.count, "panel": side,
+                                                                       "other_count": partner.count})}, job)
+
+    def relative_counting(self, subsets: list[Subset]) -> None:
+        c, half = self.canvas, self.canvas // 2
+        rng = _rng(self.seed, "relative_counting")
+        pool = [(s, im) for s in subsets for im in s.images]
+        gold_turn = {"same": 0, "different": 0}
+        for subset in subsets:
+            for k, anchor in enumerate(subset.images):
+                condition = T.RELATIVE_COUNTING_CONDITIONS[k % 2]
+                extreme = ("most", "least")[(k // 2) % 2]
+                if condition == "same":
+                    candidates = [(subset, im) for im in subset.images if im is not anchor]
+                else:
+                    candidates = [(s, im) for s, im in pool if s.dataset != subset.dataset]
+                chosen = None
+                for _ in range(20):
+                    if len(candidates) < 3:
+                        break
+                    picks = [candidates[int(i)] for i in rng.choice(len(candidates), size=3, replace=False)]
+                    if condition == "different" and len({s.dataset for s, _ in picks}) < min(
+                            3, len({s.dataset for s, _ in candidates})):
+                        continue
+                    group = [(subset, anchor), *picks]
+                    counts = sorted((im.count for _, im in group), reverse=(extreme == "most"))
+                    best, runner = counts[0], counts[1]
+                    if extreme == "most":
+                        ok = best >= runner * (1 + RC_MARGIN) and best - runner >= 1
+                    else:
+                        ok = runner >= best * (1 + RC_MARGIN) and runner - best >= 1
+                    if ok:
+                        chosen = group
+                        break
+                if chosen is None:
+                    self.skip(f"relative_counting {condition}: no group with a unique extreme")
+                    continue
+                key = (lambda e: -e[1].count) if extreme == "most" else (lambda e: e[1].count)
+                winner = min(chosen, key=key)
+                rest = [e for e in chosen if e is not winner]
+                order = [int(i) for i in rng.permutation(3)]
+                gold = T.LETTERS[gold_turn[condition] % 4]
+                gold_turn[condition] += 1
+                slots: list[Any] = [None] * 4
+                slots[T.LETTERS.index(gold)] = winner
+                free = [i for i in range(4) if slots[i] is None]
+                for i, j in zip(free, order):
+                    slots[i] = rest[j]
+                scales = [round(float(v), 3) for v in rng.uniform(*PANEL_SCALE_RANGE, size=4)]
+                rects = [(0, 0, half, half), (half, 0, c - half, half), (0, half, half, c - half),
+                         (half, half, c - half, c - half)]
+                item_id = f"c3-relative_counting-{subset.id}-{k:05d}"
+                rel, dest = self.destination("relative_counting", item_id)
+                job = CanvasJob(dest, (c, c), tuple(Panel(im.path, rect, scale)
+                                                    for (_, im), rect, scale in zip(slots, rects, scales)))
+                nouns = {s.noun for s, _ in slots}
+                noun = nouns.pop() if len(nouns) == 1 else "animals"
+                question = T.prompt(T.FRAME_GRID, T.Q_RELATIVE_COUNT.format(extreme=extreme, animals=noun))
+                counts_by = {letter: im.count for letter, (_, im) in zip(T.LETTERS, slots)}
+                self.add("relative_counting", {
+                    "item_id": item_id, "subset": subset.id, "dataset": subset.dataset, "tier": condition,
+                    "cluster": subset.cluster(anchor), "source_id": subset.cluster(anchor), "image": rel,
+                    "question": question, "answer": gold, "options": list(T.LETTERS),
+                    "answer_payload": T.payload({"panel": gold, "extreme": extreme, "counts": counts_by,
+                                                 "datasets": {lt: s.dataset for lt, (s, _) in zip(T.LETTERS, slots)}}),
+                }, job)
+
+    # ---------------------------------------------------------------- beetles
+
+    def plate_size(self, plate: Any) -> tuple[int, int]:
+        s = min(1.0, self.plate_side / max(plate.width, plate.height))
+        return max(1, round(plate.width * s)), max(1, round(plate.height * s))
+
+    def beetle_base(self, plate: Any) -> dict[str, Any]:
+        return {"subset": "beetles", "dataset": "beetles", "cluster": f"beetles/{plate.picture_id}",
+                "source_id": plate.picture_id}
+
+    def absolute_distance(self, plates: list[Any]) -> None:
+        for plate in plates:
+            size = self.plate_size(plate)
+            for m in plate.measurements:
+                item_id = f"c3-absolute_distance-{Path(plate.picture_id).stem}-{m.individual:02d}-{m.measure}"
+                rel, dest = self.destination("absolute_distance", item_id)
+                shapes = (Shape("line", 0, m.scalebar, "blue", border="green"),
+                          Shape("line", 0, m.line, "red", border="white"))
+                question = T.prompt(T.FRAME_ABSOLUTE, T.Q_ABSOLUTE.format(measure=m.measure))
+                self.add("absolute_distance", {
+                    **self.beetle_base(plate), "item_id": item_id, "tier": None, "measure": m.measure,
+                    "image": rel, "question": question, "answer": f"{m.dist_cm:.3f}",
+                    "gold_number": float(m.dist_cm),
+                    "answer_payload": T.payload({"cm": round(m.dist_cm, 6), "measure": m.measure,
+                                                 "individual": m.individual, "dist_pix": m.dist_pix,
+                                                 "cm_pix": m.cm_pix, "csv_row": m.row}),
+                }, single(plate.path, dest, size, shapes))
+
+    def relative_distance(self, plates: list[Any]) -> None:
+        rng = _rng(self.seed, "relative_distance")
+        turn = 0
+        for plate in plates:
+            size = self.plate_size(plate)
+            individuals = plate.individuals()
+            for measure in ("length", "width"):
+                having = [i for i, ms in individuals.items() if measure in ms]
+                order = [having[int(j)] for j in rng.permutation(len(having))]
+                for g in range(len(order) // 4):
+                    group = order[4 * g:4 * g + 4]
+                    values = sorted((individuals[i][measure].dist_cm for i in group), reverse=True)
+                    if not values[0] >= values[1] * (1 + RD_MARGIN):
+                        self.skip("relative_distance: no unique largest (5 % margin)")
+                        continue
+                    winner = max(group, key=lambda i: individuals[i][measure].dist_cm)
+                    gold = T.LETTERS[turn % 4]
+                    turn += 1
+                    rest = [i for i in group if i != winner]
+                    slots = rest[: T.LETTERS.index(gold)] + [winner] + rest[T.LETTERS.index(gold):]
+                    shapes = []
+                    for letter, individual in zip(T.LETTERS, slots):
+                        colour = T.BEETLE_COLOURS[letter]
+                        shapes.append(Shape("box", 0, plate.specimen_box(individual), colour, dotted=True))
+                        shapes.append(Shape("line", 0, individuals[individual][measure].line, colour))
+                    item_id = f"c3-relative_distance-{Path(plate.picture_id).stem}-{measure}-{g:02d}"
+                    rel, dest = self.destination("relative_distance", item_id)
+                    question = T.prompt(T.FRAME_RELATIVE, T.Q_RELATIVE.format(measure=measure))
+                    self.add("relative_distance", {
+                        **self.beetle_base(plate), "item_id": item_id, "measure": measure, "image": rel,
+                        "question": question, "answer": gold, "options": list(T.LETTERS),
+                        "answer_payload": T.payload({"beetle": gold, "measure": measure,
+                                                     "individuals": dict(zip(T.LETTERS, slots)),
+                                                     "cm": {lt: round(individuals[i][measure].dist_cm, 6)
+                                                            for lt, i in zip(T.LETTERS, slots)}}),
+                    }, single(plate.path, dest, size, shapes))
+
+    def relative_position(self, plates: list[Any], n_items: int) -> None:
+        rng = _rng(self.seed, "relative_position")
+        by_direction: dict[str, list[tuple[Any, int, int]]] = {d: [] for d in T.DIRECTIONS}
+        for plate in plates:
+            ids = list(plate.individuals())
+            centres = {i: _centre(plate.specimen_box(i)) for i in ids}
+            for red in ids:
+                for blue in ids:
+                    if red == blue:
+                        continue
+                    direction = direction_of(centres[blue], centres[red])
+                    if direction is not None:
+                        by_direction[direction].append((plate, red, blue))
+        quota = n_items // len(T.DIRECTIONS)
+        chosen: list[tuple[str, Any, int, int]] = []
+        for direction in T.DIRECTIONS:
+            candidates = by_direction[direction]
+            picks: list[int] = [int(i) for i in rng.permutation(len(candidates))[:quota]]
+            if len(candidates) < quota:
+                self.skip(f"relative_position: fewer than {quota} pairs facing {direction}")
+            chosen.extend((direction, *candidates[int(i)]) for i in picks)
+        for k, (direction, plate, red, blue) in enumerate(chosen):
+            boxes = placed_boxes(plate, red, blue, rng)
+            if boxes is None:
+                self.skip("relative_position: no room for the empty boxes")
+                continue
+            others = [d for d in T.DIRECTIONS if d != direction]
+            options = [direction, *(others[int(i)] for i in rng.choice(len(others), size=3, replace=False))]
+            options = [options[int(i)] for i in rng.permutation(4)]
+            item_id = f"c3-relative_position-{k:05d}"
+            rel, dest = self.destination("relative_position", item_id)
+            shapes = tuple(Shape("box", 0, box, colour) for colour, box in boxes)
+            self.add("relative_position", {
+                **self.beetle_base(plate), "item_id": item_id, "image": rel,
+                "question": T.prompt(None, T.Q_POSITION.format(options=", ".join(options))),
+                "answer": direction, "options": options,
+                "answer_payload": T.payload({"direction": direction, "options": options, "red": red, "blue": blue,
+                                             "boxes": [[c, [round(v, 1) for v in b]] for c, b in boxes]}),
+            }, single(plate.path, dest, self.plate_size(plate), shapes))
+
+    def ocr(self, plates: list[Any]) -> None:
+        for plate in plates:
+            code = plate.code
+            if code is None:
+                self.skip("ocr: picture id is not an A + 11 digit code")
+                continue
+            item_id = f"c3-ocr-{code}"
+            rel, dest = self.destination("ocr", item_id, plate.path.suffix.lower())
+            self.add("ocr", {**self.beetle_base(plate), "item_id": item_id, "image": rel,
+                             "question": T.prompt(T.FRAME_OCR, T.Q_OCR), "answer": code,
+                             "answer_payload": T.payload({"code": code})}, CopyJob(plate.path, dest))
+
+    # ---------------------------------------------------------------- wildlife catalogs
+
+    def localization(self, name: str, records: list[dict[str, Any]]) -> None:
+        for k, rec in enumerate(r for r in records if r.get("single", True)):
+            x, y, w, h = (float(v) for v in rec["box_xywh"])
+            width, height = int(rec["width"]), int(rec["height"])
+            item_id = f"c3-localization-{name}-{k:05d}"
+            rel, dest = self.destination("localization", item_id, Path(rec["path"]).suffix.lower())
+            question = T.prompt(T.FRAME_LOCALIZATION.format(W=width, H=height),
+                                T.Q_LOCALIZATION.format(species=rec.get("species") or "animal"))
+            self.add("localization", {
+                "item_id": item_id, "subset": name, "dataset": name, "cluster": f"{name}/{rec['path']}",
+                "source_id": str(rec["path"]), "image": rel, "question": question,
+                "answer": f"[{round(x)}, {round(y)}, {round(w)}, {round(h)}]",
+                "image_width": width, "image_height": height, "gold_box": [x, y, x + w, y + h],
+                "answer_payload": T.payload({"box_xywh": [x, y, w, h], "box_xyxy": [x, y, x + w, y + h],
+                                             "width": width, "height": height}),
+            }, CopyJob(Path(rec["path"]), dest))
+
+    def viewpoint(self, name: str, records: list[dict[str, Any]]) -> None:
+        rng = _rng(self.seed, f"viewpoint:{name}")
+        usable = [r for r in records if r.get("viewpoint") in T.VIEWPOINTS]
+        if len(usable) < len(records):
+            self.skipped["viewpoint: label outside the 10 viewpoints"] = (
+                self.skipped.get("viewpoint: label outside the 10 viewpoints", 0) + len(records) - len(usable))
+        for k, rec in enumerate(usable):
+            tier = T.VIEWPOINT_TIERS[k % 3]
+            x, y, w, h = (float(v) for v in rec["box_xywh"])
+            species = rec.get("species") or "animal"
+            item_id = f"c3-viewpoint-{name}-{k:05d}"
+            base = {"item_id": item_id, "subset": name, "dataset": name, "tier": tier,
+                    "cluster": f"{name}/{rec['path']}", "source_id": str(rec["path"]), "answer": rec["viewpoint"],
+                    "answer_payload": T.payload({"viewpoint": rec["viewpoint"], "tier": tier})}
+            source = Path(rec["path"])
+            size = (int(rec["width"]), int(rec["height"]))
+            if tier == "species":
+                rel, dest = self.destination("viewpoint", item_id, source.suffix.lower())
+                self.add("viewpoint", {**base, "image": rel,
+                                       "question": T.Q_VIEW_SPECIES.format(species=species)}, CopyJob(source, dest))
+            elif tier == "red_box":
+                rel, dest = self.destination("viewpoint", item_id)
+                s = min(1.0, self.plate_side / max(size))
+                job = single(source, dest, (max(1, round(size[0] * s)), max(1, round(size[1] * s))),
+                             (Shape("box", 0, (x, y, x + w, y + h), "red"),))
+                self.add("viewpoint", {**base, "image": rel, "question": T.Q_VIEW_RED}, job)
+            else:
+                if len(usable) < 3:
+                    self.skip("viewpoint three_panel: fewer than 3 photographs")
+                    continue
+                side = int(rng.integers(3))
+                fillers = [usable[int(i)] for i in rng.choice(len(usable), size=3, replace=False) if int(i) != k][:2]
+                panels = fillers[:side] + [rec] + fillers[side:]
+                third = self.canvas // 3
+                rel, dest = self.destination("viewpoint", item_id)
+                job = CanvasJob(dest, (3 * third, third),
+                                tuple(Panel(Path(p["path"]), (j * third, 0, third, third)) for j, p in enumerate(panels)),
+                                tuple(Shape("box", j, _xyxy(p["box_xywh"]), "red") for j, p in enumerate(panels)))
+                question = T.prompt(T.FRAME_THREE_PANEL, T.Q_VIEW_PANEL.format(
+                    species=species, side=("left", "middle", "right")[side]))
+                self.add("viewpoint", {**base, "image": rel, "question": question}, job)
+
+
+def _xyxy(box: Any) -> tuple[float, float, float, float]:
+    x, y, w, h = (float(v) for v in box)
+    return x, y, x + w, y + h
+
+
+def _centre(box: tuple[float, float, float, float]) -> tuple[float, float]:
+    return (box[0] + box[2]) / 2, (box[1] + box[3]) / 2
+
+
+def direction_of(origin: tuple[float, float], target: tuple[float, float],
+                 boundary: float = RPOS_BOUNDARY_DEG) -> str | None:
+    """The 45° sector of the vector origin → target (image y down; 0° = top, clockwise);
+    None within ``boundary`` degrees of a sector edge or for a zero vector."""
+    dx, dy = target[0] - origin[0], target[1] - origin[1]
+    if dx == 0 and dy == 0:
+        return None
+    angle = math.degrees(math.atan2(dx, -dy)) % 360.0
+    sector = int(round(angle / 45.0)) % 8
+    offset = abs((angle - sector * 45.0 + 180.0) % 360.0 - 180.0)
+    if offset > 22.5 - boundary:
+        return None
+    return T.DIRECTIONS[sector]
+
+
+def _overlaps(a: tuple[float, ...], b: tuple[float, ...]) -> bool:
+    return a[0] < b[2] and b[0] < a[2] and a[1] < b[3] and b[1] < a[3]
+
+
+def placed_boxes(plate: Any, red: int, blue: int, rng: np.random.Generator, tries: int = 200
+                 ) -> list[tuple[str, tuple[float, float, float, float]]] | None:
+    """Six boxes: red and blue around the two specimens, an empty red and an empty blue box (no
+    specimen inside or touching), green and cyan around two other specimens when the plate has them,
+    else empty. None when the empty boxes do not fit."""
+    specimens = {i: plate.specimen_box(i) for i in plate.individuals()}
+    taken = list(specimens.values())
+    out = [("red", specimens[red]), ("blue", specimens[blue])]
+    others = [i for i in specimens if i not in (red, blue)]
+    extra = [others[int(i)] for i in rng.permutation(len(others))[:2]]
+    for colour, individual in zip(("green", "cyan"), extra):
+        out.append((colour, specimens[individual]))
+    empty_colours = ["red", "blue"] + ["green", "cyan"][len(extra):]
+    drawn = [b for _, b in out]
+    for colour in empty_colours:
+        template = specimens[red] if colour == "red" else specimens[blue]
+        w, h = template[2] - template[0], template[3] - template[1]
+        if w >= plate.width or h >= plate.height:
+            return None
+        for _ in range(tries):
+            x = float(rng.uniform(0, plate.width - w))
+            y = float(rng.uniform(0, plate.height - h))
+            box = (x, y, x + w, y + h)
+            if not any(_overlaps(box, t) for t in taken + drawn):
+                out.append((colour, box))
+                drawn.append(box)
+                break
+        else:
+            return None
+    order = {"red": 0, "blue": 1, "green": 2, "cyan": 3}
+    return sorted(out, key=lambda e: order[e[0]])
+
+
+def build_c3(
+    sources: Mapping[str, str | Path] | list[str],
+    out: str | Path,
+    *,
+    seed: int = 42,
+    per_subset: int = 500,
+    canvas: int = 1344,
+    plate_side: int = 2048,
+    rpos_items: int = 1000,
+    counting_tiers: tuple[str, ...] | list[str] = T.COUNTING_TIERS,
+    workers: int = 1,
+) -> Bench:
+    """Build the C3 benchmark folder ``out`` from ``sources`` ({name: path} or ``NAME=PATH`` strings)."""
+    given = parse_sources(sources) if isinstance(sources, list) else sources
+    paths: dict[str, Path] = {k.lower(): Path(v) for k, v in given.items()}
+    unknown = sorted(set(paths) - set(SOURCE_NAMES))
+    if unknown:
+        raise BiovqaError(f"unknown C3 source {unknown[0]!r}", hint=f"known sources: {', '.join(SOURCE_NAMES)}")
+    if not paths:
+        raise BiovqaError("C3 needs at least one --source NAME=PATH",
+                          hint=f"names: {', '.join(SOURCE_NAMES)}")
+    for name, path in paths.items():
+        if not path.exists():
+            raise BiovqaError(f"source {name!r} not found", file=path)
+    if canvas < 16 or canvas % 2:
+        raise BiovqaError("--canvas must be an even number of pixels ≥ 16", field="canvas")
+    out = Path(out)
+    manifest: dict[str, Any] = {"exclusions": {}, "files": {}, "ignored_object_names": {}}
+    subsets, beetles = _read_subsets(paths, per_subset, seed, manifest)
+    tiers = tuple(counting_tiers)
+    if not tiers or set(tiers) - set(T.COUNTING_TIERS):
+        raise BiovqaError(f"counting tiers are {', '.join(T.COUNTING_TIERS)}, got {', '.join(tiers)}",
+                          field="counting_tiers")
+    builder = _Builder(out, seed, canvas, plate_side, tiers)
+    skipped_tasks: dict[str, str] = {}
+    wildlife_missing: list[str] = []
+    catalogs: dict[str, list[dict[str, Any]]] = {}
+    for name in WILDLIFE_SOURCES:
+        if name in paths:
+            records = _wildlife_records(name, paths[name])
+            if records is None:
+                wildlife_missing.append(name)
+            else:
+                catalogs[name] = records
+    if subsets:
+        builder.counting(subsets)
+        builder.relative_counting(subsets)
+    else:
+        skipped_tasks["counting"] = skipped_tasks["relative_counting"] = "no counting source given"
+    plates = beetles.plates if beetles is not None else []
+    if beetles is not None:
+        builder.absolute_distance(plates)
+        builder.relative_distance(plates)
+        builder.relative_position(plates, rpos_items)
+        builder.ocr(plates)
+    else:
+        for task in ("absolute_distance", "relative_distance", "relative_position", "ocr"):
+            skipped_tasks[task] = "source 'beetles' not given"
+    for name, records in sorted(catalogs.items()):
+        builder.localization(name, records)
+        builder.viewpoint(name, records)
+    if not catalogs:
+        reason = ("the wildlife catalog reader (biovqa.paths.wildlife) is not available yet"
+                  if wildlife_missing else "no wildlife catalog source (gzcd, whaleshark, hyena, leopard) given")
+        skipped_tasks["localization"] = skipped_tasks["viewpoint"] = reason
+
+    digests = render_all(builder.jobs, workers=workers)
+    for row, digest in zip(builder.job_rows, digests):
+        row["image_sha256"] = digest
+    ordered = [row for task in T.TASKS for row in builder.rows[task]]
+    table = T.items_table(ordered) if ordered else T.ITEM_SCHEMA.empty_table()
+    produced = {t: len(builder.rows[t]) for t in T.TASKS}
+    files: dict[str, str | Path] = dict(manifest["files"])
+    parameters = {
+        "seed": seed, "per_subset": per_subset, "canvas_px": canvas, "plate_max_side_px": plate_side,
+        "relative_position_items": rpos_items, "counting_tiers": list(tiers), "relative_counting_margin": RC_MARGIN,
+        "relative_distance_margin": RD_MARGIN, "relative_position_boundary_deg": RPOS_BOUNDARY_DEG,
+        "panel_scale_range": list(PANEL_SCALE_RANGE),
+        "drawing": {"line_width": "max(3 px, 0.3 % of canvas width)", "border_px": 2,
+                    "colours": {k: list(v) for k, v in COLOURS.items()}, "png": {"compress_level": 1}},
+    }
+    return write_bench(
+        out, table, component="c3", generator=GENERATOR, seed=seed, sources=files, parameters=parameters,
+        extra={
+            "images_root": ".",
+            "sources_given": {k: str(v) for k, v in sorted(paths.items())},
+            "subsets": {s.id: {"dataset": s.dataset, "noun": s.noun, "available": s.available,
+                               "selected": len(s.images), "discarded": s.discarded,
+                               "count_min": min((im.count for im in s.images), default=None),
+                               "count_max": max((im.count for im in s.images), default=None)}
+                        for s in subsets},
+            "exclusions": manifest["exclusions"],
+            "ignored_object_names": manifest["ignored_object_names"],
+            "skipped": dict(sorted(builder.skipped.items())),
+            "skipped_tasks": skipped_tasks,
+            "images": {"rendered": len(builder.jobs)},
+            "task_counts": {t: {"produced": produced[t], "expected_paper_count": T.PAPER_COUNTS[t]} for t in T.TASKS},
+        },
+    )
+
+
+def build_command(
+    source: Annotated[list[str], typer.Option("--source", help="NAME=PATH, NAME in waid, bees, depondfi, beetles, gzcd, whaleshark, hyena, leopard (repeatable)")],
+    out: Annotated[Path, typer.Option(help="benchmark folder to write")],
+    seed: Annotated[int, typer.Option(help="sampling, pairing and option-order seed")] = 42,
+    per_subset: Annotated[int, typer.Option(help="images per subset (count-stratified)")] = 500,
+    canvas: Annotated[int, typer.Option(help="side of the counting canvases in pixels")] = 1344,
+    plate_side: Annotated[int, typer.Option(help="longest side of rendered beetle plates in pixels")] = 2048,
+    rpos_items: Annotated[int, typer.Option(help="relative-position items (balanced over 8 directions)")] = 1000,
+    workers: Annotated[int, typer.Option(help="processes for rendering (output is identical for any number)")] = 1,
+) -> None:
+    """Build C3 (quantitative spatial reasoning) from the native source datasets."""
+    from rich.console import Console
+
+    console = Console(stderr=True)
+    bench = build_c3(parse_sources(source), out, seed=seed, per_subset=per_subset, canvas=canvas,
+                     plate_side=plate_side, rpos_items=rpos_items, workers=workers)
+    console.print(f"[green]built C3[/green]: {bench.manifest['counts']['total']:,} items → {bench.root}")
+    for task, entry in bench.manifest["task_counts"].items():
+        note = bench.manifest["skipped_tasks"].get(task)
+        console.print(f"  {task:18s} {entry['produced']:>8,}  (paper {entry['expected_paper_count']:,})"
+                      + (f"  skipped: {note}" if note else ""))
+
+
+# ------------------------------------------------------------------------------- floor
+
+
+def floor_responses(items: pa.Table) -> pa.Array:
+    """Image-blind replies (metrics.md §4.2), one per item: counting → the subset's modal count;
+    relative counting/distance → a letter by item hash (uniform chance); relative position → one of
+    the offered options by item hash; absolute distance → the per-type constant of the sliding
+    window; localization → the mean normalised gold box as [x, y, w, h]; viewpoint → the majority
+    label; OCR → the gold prefix plus the per-position modal suffix."""
+    from biovqa.components.c3 import floors
+
+    rows = items.select(["item_id", "task", "subset", "measure", "answer", "gold_number", "options",
+                         "image_width", "image_height", "gold_box"]).to_pylist()
+    replies: list[str | None] = [None] * len(rows)
+    by_task: dict[str, list[int]] = {}
+    for i, row in enumerate(rows):
+        by_task.setdefault(row["task"], []).append(i)
+    for task, index in by_task.items():
+        sel = [rows[i] for i in index]
+        if task == "counting":
+            modes = floors.modal_counts([(r["subset"], int(r["gold_number"])) for r in sel])
+            out = [str(modes[r["subset"]]) for r in sel]
+        elif task in ("relative_counting", "relative_distance"):
+            out = [T.LETTERS[zlib.crc32(r["item_id"].encode()) % 4] for r in sel]
+        elif task == "relative_position":
+            out = [r["options"][zlib.crc32(r["item_id"].encode()) % len(r["options"])] for r in sel]
+        elif task == "absolute_distance":
+            constants = {m: floors.best_constant([r["gold_number"] for r in sel if r["measure"] == m])[0]
+                         for m in {r["measure"] for r in sel}}
+            out = [f"{constants[r['measure']]:.6g} cm" for r in sel]
+        elif task == "localization":
+            mean = floors.mean_normalised_box([(r["gold_box"], r["image_width"], r["image_height"]) for r in sel])
+            out = []
+            for r in sel:
+                W, H = r["image_width"], r["image_height"]
+                x1, y1, x2, y2 = mean[0] * W, mean[1] * H, mean[2] * W, mean[3] * H
+                out.append(f"[{round(x1)}, {round(y1)}, {round(x2 - x1)}, {round(y2 - y1)}]")
+        elif task == "viewpoint":
+            label = floors.majority([r["answer"] for r in sel])
+            out = [label] * len(sel)
+        elif task == "ocr":
+            code = floors.constant_code([r["answer"] for r in sel])
+            out = [code] * len(sel)
+        else:
+            out = [""] * len(sel)
+        for i, reply in zip(index, out):
+            replies[i] = reply
+    return pa.array(replies, type=pa.string())
+
+
+__all__ = ["build_c3", "build_command", "direction_of", "floor_responses", "parse_sources", "placed_boxes"]

@@ -1,0 +1,198 @@
+"""Tiny C3 sources in their exact native formats, drawn deterministically, and the C3 step of
+``biovqa demo``.
+
+Writers (also used by the tests): :func:`write_waid` (``classes.txt`` + YOLO labels beside
+``images/<split>``), :func:`write_bees` (Pascal VOC XML next to each JPEG in ``ML-Data/``),
+:func:`write_depondfi` (``Images/`` + ``Keypoints/`` with 9 points per fish) and
+:func:`write_beetles` (``BeetleMeasurements.csv`` with JSON endpoints annotated on half-size
+"resized" images + full-size ``group_images/``). Animals are drawn as ellipses at their boxes.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import uuid
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+BEETLE_COLUMNS = ("pictureID", "scalebar", "cm_pix", "individual", "structure", "lying_flat", "coords_pix",
+                  "dist_pix", "dist_cm", "scientificName", "NEON_sampleID", "siteID", "site_name", "plotID",
+                  "user_name", "workflowID", "genus", "species", "combinedID", "measureID", "file_name",
+                  "image_dim", "resized_image_dim", "coords_pix_scaled_up")
+OLD_NAMES = {"pictureID": "PictureID", "cm_pix": "scale_dist_pix", "lying_flat": "lyingstraight",
+             "NEON_sampleID": "NEON_sampleID_", "site_name": "field_site_name", "workflowID": "workflow_id"}
+
+
+def _scene(rng: np.random.Generator, size: tuple[int, int], boxes: Sequence[Sequence[float]], path: Path,
+           colour: tuple[int, int, int] = (200, 160, 60)) -> None:
+    from PIL import Image, ImageDraw
+
+    w, h = size
+    base = rng.integers(40, 120, size=(h // 16 + 2, w // 16 + 2, 3), dtype=np.uint8)
+    image = Image.fromarray(base).resize((w, h), Image.Resampling.BILINEAR)
+    pen = ImageDraw.Draw(image)
+    for box in boxes:
+        pen.ellipse([box[0], box[1], box[2], box[3]], fill=colour, outline=(20, 20, 20))
+    path.parent.mkdir(parents=True, exist_ok=True)
+    image.save(path, format="JPEG", quality=90)
+
+
+def _layout(rng: np.random.Generator, n: int, size: tuple[int, int], side: float) -> list[tuple[float, float, float, float]]:
+    """``n`` boxes of ``side`` pixels on a jittered lattice inside ``size``."""
+    w, h = size
+    cols = max(1, int(np.ceil(np.sqrt(n * w / h))))
+    rows = int(np.ceil(n / cols))
+    cw, ch = w / cols, h / rows
+    s = min(side, 0.8 * cw, 0.8 * ch)
+    out = []
+    for k in range(n):
+        cx = (k % cols + 0.5) * cw + float(rng.uniform(-0.05, 0.05)) * cw
+        cy = (k // cols + 0.5) * ch + float(rng.uniform(-0.05, 0.05)) * ch
+        out.append((round(cx - s / 2, 2), round(cy - s / 2, 2), round(cx + s / 2, 2), round(cy + s / 2, 2)))
+    return out
+
+
+def write_waid(root: Path, splits: Mapping[str, Sequence[int]], *, size: tuple[int, int] = (160, 120),
+               seed: int = 0) -> Path:
+    """``root/WAID`` with one image per count in ``splits`` ({split: [count, …]})."""
+    rng = np.random.default_rng(seed)
+    waid = Path(root) / "WAID"
+    waid.mkdir(parents=True, exist_ok=True)
+    (waid / "classes.txt").write_text("sheep\ncattle\nseal\ncamelus\nkiang\nzebra\n", encoding="utf-8")
+    for split, counts in splits.items():
+        for k, count in enumerate(counts):
+            stem = f"{split}{k:03d}_jpg.rf.{k:032x}"
+            boxes = _layout(rng, count, size, 14)
+            _scene(rng, size, boxes, waid / "images" / split / f"{stem}.jpg")
+            lines = [f"{k % 6} {(b[0] + b[2]) / 2 / size[0]:.6f} {(b[1] + b[3]) / 2 / size[1]:.6f} "
+                     f"{(b[2] - b[0]) / size[0]:.6f} {(b[3] - b[1]) / size[1]:.6f}" for b in boxes]
+            label = waid / "labels" / split / f"{stem}.txt"
+            label.parent.mkdir(parents=True, exist_ok=True)
+            label.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+    return waid
+
+
+def voc_xml(filename: str, size: tuple[int, int], objects: Sequence[tuple[str, Sequence[float]]]) -> str:
+    parts = [f"<annotation>\n  <folder>ML-Data</folder>\n  <filename>{filename}</filename>\n"
+             f"  <size>\n    <width>{size[0]}</width>\n    <height>{size[1]}</height>\n    <depth>3</depth>\n  </size>\n"]
+    for name, b in objects:
+        parts.append(f"  <object>\n    <name>{name}</name>\n    <bndbox>\n      <xmin>{b[0]:g}</xmin>\n"
+                     f"      <ymin>{b[1]:g}</ymin>\n      <xmax>{b[2]:g}</xmax>\n      <ymax>{b[3]:g}</ymax>\n"
+                     "    </bndbox>\n  </object>\n")
+    parts.append("</annotation>\n")
+    return "".join(parts)
+
+
+def write_bees(root: Path, counts: Sequence[int], *, pollen: int = 1, size: tuple[int, int] = (200, 150),
+               seed: int = 1) -> Path:
+    """``root/ML-Data`` with one JPEG + VOC XML per count (plus ``pollen`` pollen objects each)."""
+    rng = np.random.default_rng(seed)
+    folder = Path(root) / "ML-Data"
+    for k, count in enumerate(counts):
+        name = f"hive_{k + 1}.jpg"
+        boxes = _layout(rng, count + pollen, size, 10)
+        _scene(rng, size, boxes, folder / name)
+        objects = [("Bee" if j % 2 else "bees", b) for j, b in enumerate(boxes[:count])]
+        objects += [("pollen", b) for b in boxes[count:]]
+        (folder / f"hive_{k + 1}.xml").write_text(voc_xml(name, size, objects), encoding="utf-8")
+    return folder
+
+
+def write_depondfi(root: Path, counts: Sequence[int], *, size: tuple[int, int] = (160, 160), seed: int = 2) -> Path:
+    rng = np.random.default_rng(seed)
+    root = Path(root)
+    for k, count in enumerate(counts):
+        boxes = _layout(rng, count, size, 20)
+        _scene(rng, size, boxes, root / "Images" / f"pond{k:03d}.jpg", colour=(230, 120, 40))
+        lines = []
+        for b in boxes:
+            cx, cy = (b[0] + b[2]) / 2, (b[1] + b[3]) / 2
+            for dx, dy in ((-1, 0), (-0.6, -0.2), (0, -0.5), (0, 0), (0, 0.5), (0.6, 0), (1, -0.5), (1, 0), (1, 0.5)):
+                lines.append(f"{cx + dx * (b[2] - b[0]) / 2:.1f},{cy + dy * (b[3] - b[1]) / 2:.1f}")
+        kp = root / "Keypoints" / f"pond{k:03d}.txt"
+        kp.parent.mkdir(parents=True, exist_ok=True)
+        kp.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return root
+
+
+def write_beetles(root: Path, plates: Mapping[str, Sequence[tuple[float | None, float | None]]], *,
+                  cm_pix: float = 40.0, cell: int = 100, columns: int = 4, old_names: bool = False,
+                  extra_annotator: bool = False, seed: int = 3) -> Path:
+    """``BeetleMeasurements.csv`` + ``group_images/``. ``plates`` = {pictureID: [(length_cm,
+    width_cm), …]} (None = no row). Coordinates are written on a half-size "resized" frame; the
+    photos on disk are full size (2×)."""
+    rng = np.random.default_rng(seed)
+    root = Path(root)
+    rows: list[list[Any]] = []
+    for picture, beetles in plates.items():
+        n_rows = int(np.ceil(len(beetles) / columns))
+        rw, rh = columns * cell + 20, n_rows * cell + 40
+        full = (2 * rw, 2 * rh)
+        scalebar = {"x1": 10, "y1": rh - 15, "x2": 10 + cm_pix, "y2": rh - 15}
+        boxes = []
+        for k, (length, width) in enumerate(beetles):
+            cx, cy = 10 + (k % columns + 0.5) * cell, 10 + (k // columns + 0.5) * cell
+            lcm, wcm = length or 1.0, width or 0.4
+            boxes.append((2 * (cx - wcm * cm_pix / 2), 2 * (cy - lcm * cm_pix / 2),
+                          2 * (cx + wcm * cm_pix / 2), 2 * (cy + lcm * cm_pix / 2)))
+            for structure, value in (("ElytraLength", length), ("ElytraWidth", width)):
+                if value is None:
+                    continue
+                half = value * cm_pix / 2
+                seg = ({"x1": cx, "y1": cy - half, "x2": cx, "y2": cy + half} if structure == "ElytraLength"
+                       else {"x1": cx - half, "y1": cy, "x2": cx + half, "y2": cy})
+                dist_pix = 2 * half
+                users = ["IsaFluck"] + (["rileywolcheski"] if extra_annotator and k == 0 else [])
+                for user in users:
+                    stem = Path(picture).stem
+                    rows.append([picture, json.dumps(scalebar), cm_pix, k + 1, structure, "Yes", json.dumps(seg),
+                                 f"{dist_pix:.6f}", f"{dist_pix / cm_pix:.6f}", "Carabus goryi",
+                                 "HARV_001.20180605.CARGOR.01", "HARV", "Harvard Forest", "HARV_001", user, 21652,
+                                 "Carabus", "goryi", f"{stem}_{k + 1}",
+                                 str(uuid.UUID(int=int(rng.integers(0, 2**62)))), f"group_images/{picture}",
+                                 f"({full[1]}, {full[0]}, 3)", f"({rh}, {rw}, 3)",
+                                 json.dumps({kk: v * 2 for kk, v in seg.items()})])
+        _scene(rng, full, boxes, root / "group_images" / picture, colour=(60, 40, 20))
+    names = [OLD_NAMES.get(c, c) if old_names else c for c in BEETLE_COLUMNS]
+    root.mkdir(parents=True, exist_ok=True)
+    with open(root / "BeetleMeasurements.csv", "w", encoding="utf-8", newline="") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(names)
+        writer.writerows(rows)
+    return root
+
+
+def demo_beetle_plates() -> dict[str, list[tuple[float | None, float | None]]]:
+    rng = np.random.default_rng(11)
+    plates: dict[str, list[tuple[float | None, float | None]]] = {}
+    for p in range(3):
+        plates[f"A{p + 32929:011d}.jpg"] = [(round(float(rng.uniform(0.6, 1.9)), 3), round(float(rng.uniform(0.25, 0.7)), 3))
+                                            for _ in range(12)]
+    return plates
+
+
+def write_demo_sources(root: Path) -> dict[str, Path]:
+    """All four native-format sources under ``root``; returns {source name: path}."""
+    root = Path(root)
+    return {
+        "waid": write_waid(root / "waid", {"train": [1, 2, 4, 7, 12, 3], "valid": [2, 5, 9, 1], "test": [3, 6, 15, 2]}),
+        "bees": write_bees(root / "bees", [4, 9, 17, 30, 2, 6]),
+        "depondfi": write_depondfi(root / "depondfi", [1, 3, 5, 8, 2]),
+        "beetles": write_beetles(root / "beetles", demo_beetle_plates()),
+    }
+
+
+def build_demo(out: Path, sources_dir: Path) -> Any:
+    """The C3 part of ``biovqa demo``: write the tiny sources and build a small C3 benchmark."""
+    from biovqa.components.c3.build import build_c3
+
+    sources = write_demo_sources(sources_dir)
+    return build_c3(sources, out, per_subset=20, canvas=320, plate_side=640, rpos_items=16)
+
+
+__all__ = ["build_demo", "voc_xml", "write_bees", "write_beetles", "write_demo_sources", "write_depondfi",
+           "write_waid"]

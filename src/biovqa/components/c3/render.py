@@ -1,0 +1,178 @@
+"""Deterministic C3 canvases and overlays (components.md §3).
+
+Every drawn image is a :class:`CanvasJob`: a canvas of fixed size, source photographs fitted into
+rectangles (letterboxed, centred, optionally shrunk by a per-panel scale), and overlay shapes given
+in the *source* pixels of a panel (mapped through that panel's fit). Kinds of overlay:
+
+* ``line``: a measurement line; ``border`` draws it first ``2·border_px`` wider in the border colour
+  (red with white border = the measured elytra, blue with green border = the 1 cm scale bar);
+  width = max(3 px, 0.3 % of the canvas width) [DEFAULT];
+* ``box``: a rectangle outline, solid or ``dotted`` (relative distance: dotted boxes; relative
+  position: six solid boxes; viewpoint: red boxes).
+
+Photos shown unchanged (OCR, localization, the viewpoint species tier) are :class:`CopyJob`: the
+source bytes copied, so the model sees the original file.
+
+Output is PNG with fixed encoder settings and no metadata, so equal jobs give equal bytes; each job
+is a pure function of its inputs and a process pool changes the speed, not the bytes. JPEG sources
+are decoded with ``draft`` (DCT-domain downscaling) when the canvas is at most half their size.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import shutil
+from collections.abc import Iterable, Sequence
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+COLOURS: dict[str, tuple[int, int, int]] = {
+    "red": (230, 20, 20), "blue": (20, 70, 255), "green": (0, 200, 60), "white": (255, 255, 255),
+    "cyan": (0, 230, 230), "black": (0, 0, 0), "background": (24, 24, 24),
+}
+PNG_SAVE_OPTIONS: dict[str, object] = {"format": "PNG", "compress_level": 1, "optimize": False}
+LINE_FRACTION = 0.003
+MIN_LINE_PX = 3
+BORDER_PX = 2
+DASH_PX = 10
+
+
+@dataclass(frozen=True, slots=True)
+class Panel:
+    """A source photo fitted into the canvas rectangle (x, y, w, h), shrunk by ``scale`` ≤ 1."""
+
+    source: Path
+    rect: tuple[int, int, int, int]
+    scale: float = 1.0
+
+
+@dataclass(frozen=True, slots=True)
+class Shape:
+    kind: str  # "line" | "box"
+    panel: int
+    coords: tuple[float, float, float, float]  # source pixels of the panel (x1, y1, x2, y2)
+    colour: str
+    border: str | None = None
+    dotted: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class CanvasJob:
+    destination: Path
+    size: tuple[int, int]
+    panels: tuple[Panel, ...]
+    shapes: tuple[Shape, ...] = field(default=())
+
+
+@dataclass(frozen=True, slots=True)
+class CopyJob:
+    source: Path
+    destination: Path
+
+
+def fit(source_size: tuple[int, int], panel: Panel) -> tuple[float, float, float, int, int]:
+    """(scale, offset x, offset y, drawn width, drawn height) of a source in its rectangle."""
+    sw, sh = source_size
+    x, y, w, h = panel.rect
+    s = min(w / sw, h / sh) * panel.scale
+    dw, dh = max(1, round(sw * s)), max(1, round(sh * s))
+    return s, x + (w - dw) // 2, y + (h - dh) // 2, dw, dh
+
+
+def line_width(canvas_width: int) -> int:
+    return max(MIN_LINE_PX, round(LINE_FRACTION * canvas_width))
+
+
+def _dashes(x1: float, y1: float, x2: float, y2: float) -> list[tuple[float, float, float, float]]:
+    import math
+
+    length = math.hypot(x2 - x1, y2 - y1)
+    if length == 0:
+        return []
+    out = []
+    steps = max(1, int(length // (2 * DASH_PX)))
+    for k in range(steps + 1):
+        a = min(1.0, 2 * k * DASH_PX / length)
+        b = min(1.0, (2 * k + 1) * DASH_PX / length)
+        if a < b:
+            out.append((x1 + (x2 - x1) * a, y1 + (y2 - y1) * a, x1 + (x2 - x1) * b, y1 + (y2 - y1) * b))
+    return out
+
+
+def draw(job: CanvasJob) -> Any:
+    """The job's canvas as an RGB PIL image."""
+    from PIL import Image, ImageDraw
+
+    canvas = Image.new("RGB", job.size, COLOURS["background"])
+    maps = []
+    for panel in job.panels:
+        with Image.open(panel.source) as source:
+            s, ox, oy, dw, dh = fit(source.size, panel)
+            if source.format == "JPEG" and (dw * 2 <= source.size[0] and dh * 2 <= source.size[1]):
+                source.draft("RGB", (dw, dh))
+            image = source.convert("RGB")
+            if image.size != (dw, dh):
+                image = image.resize((dw, dh), Image.Resampling.BILINEAR, reducing_gap=2.0)
+        canvas.paste(image, (int(ox), int(oy)))
+        maps.append((s, ox, oy))
+    pen = ImageDraw.Draw(canvas)
+    width = line_width(job.size[0])
+    for shape in job.shapes:
+        s, ox, oy = maps[shape.panel]
+        x1, y1, x2, y2 = (round(shape.coords[0] * s + ox, 1), round(shape.coords[1] * s + oy, 1),
+                          round(shape.coords[2] * s + ox, 1), round(shape.coords[3] * s + oy, 1))
+        colour = COLOURS[shape.colour]
+        if shape.kind == "line":
+            if shape.border:
+                pen.line([(x1, y1), (x2, y2)], fill=COLOURS[shape.border], width=width + 2 * BORDER_PX)
+            pen.line([(x1, y1), (x2, y2)], fill=colour, width=width)
+        elif shape.kind == "box":
+            lo_x, hi_x, lo_y, hi_y = min(x1, x2), max(x1, x2), min(y1, y2), max(y1, y2)
+            if shape.dotted:
+                for side in ((lo_x, lo_y, hi_x, lo_y), (hi_x, lo_y, hi_x, hi_y), (hi_x, hi_y, lo_x, hi_y),
+                             (lo_x, hi_y, lo_x, lo_y)):
+                    for dash in _dashes(*side):
+                        pen.line([(dash[0], dash[1]), (dash[2], dash[3])], fill=colour, width=width)
+            else:
+                pen.rectangle([lo_x, lo_y, hi_x, hi_y], outline=colour, width=width)
+        else:
+            raise ValueError(f"unknown shape kind {shape.kind!r}")
+    return canvas
+
+
+def encode_png(image: Any) -> bytes:
+    buffer = io.BytesIO()
+    image.save(buffer, **PNG_SAVE_OPTIONS)
+    return buffer.getvalue()
+
+
+def render_one(job: CanvasJob | CopyJob) -> str:
+    """Write one job's output and return the SHA-256 of the written bytes."""
+    job.destination.parent.mkdir(parents=True, exist_ok=True)
+    if isinstance(job, CopyJob):
+        shutil.copyfile(job.source, job.destination)
+        with open(job.destination, "rb") as handle:
+            return hashlib.file_digest(handle, "sha256").hexdigest()
+    data = encode_png(draw(job))
+    job.destination.write_bytes(data)
+    return hashlib.sha256(data).hexdigest()
+
+
+def render_all(jobs: Iterable[CanvasJob | CopyJob], *, workers: int = 1) -> list[str]:
+    """Render every job; SHA-256 digests in job order (identical for any ``workers``)."""
+    jobs = list(jobs)
+    if workers <= 1 or len(jobs) < 2 * workers:
+        return [render_one(job) for job in jobs]
+    with ProcessPoolExecutor(max_workers=workers) as pool:
+        return list(pool.map(render_one, jobs, chunksize=max(1, len(jobs) // (workers * 8))))
+
+
+def single(source: Path, destination: Path, size: tuple[int, int], shapes: Sequence[Shape] = ()) -> CanvasJob:
+    return CanvasJob(destination, size, (Panel(source, (0, 0, size[0], size[1])),), tuple(shapes))
+
+
+__all__ = ["COLOURS", "CanvasJob", "CopyJob", "Panel", "Shape", "draw", "fit", "line_width", "render_all",
+           "render_one", "single"]

@@ -1,0 +1,206 @@
+"""C3 report tables and the floor plot (paper Table 3 C3 block, Tables 38–45, results.md §5).
+
+``tables(summaries)`` → ``table3_c3`` (models, then the Floor row: the floors fitted on the first
+summary's parsed rows), ``table38_headline`` (best model per task on the Table 38 metric),
+``table39_counting_tiers`` (per model easy/medium/hard macro cas and drops, plus mean/SD/positive
+count rows), ``table40_viewpoint`` (EM, κ_VAS, ranks, shift), ``table41_viewpoint_steps``,
+``table42_absolute_distance``, ``table43_localization`` (with the mean-gold-box row),
+``table44_relative_counting`` (lift printed as balAcc − .250), ``table45_relative_position`` (lift
+printed as acc − majority), ``table47_ocr``. ``figures(summaries, out_dir)`` draws every model's
+Table 3 score against its own floor per task (``c3_model_vs_floor.png``).
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from biovqa.components.c3.tasks import TABLE3
+
+DECIMALS = 3
+#: Table 3 column → (section, floor key inside section["floor"])
+FLOOR_OF: dict[str, tuple[str, str]] = {
+    "cnt": ("counting", "cas"), "rcnt": ("relative_counting", "balanced_accuracy"),
+    "adst": ("absolute_distance", "acc20"), "rdst": ("relative_distance", "balanced_accuracy"),
+    "lcl": ("localization", "miou"), "rpos": ("relative_position", "chance"),
+    "view": ("viewpoint", "macro_vas"), "ocr": ("ocr", "em"),
+}
+
+
+def _v(value: Any) -> float:
+    if isinstance(value, dict):
+        value = value.get("value")
+    return math.nan if value is None else float(value)
+
+
+def _get(summary: dict[str, Any], *path: str) -> float:
+    node: Any = summary
+    for key in path:
+        if not isinstance(node, dict) or key not in node:
+            return math.nan
+        node = node[key]
+    return _v(node)
+
+
+def floor_value(summary: dict[str, Any], column: str) -> float:
+    section, key = FLOOR_OF[column]
+    return _get(summary, section, "floor", key)
+
+
+def tables(summaries: list[tuple[str, dict]]) -> dict[str, pd.DataFrame]:
+    out: dict[str, pd.DataFrame] = {}
+    columns = list(TABLE3)
+    rows = [{"model": label, **{c: _v((s.get("table3") or {}).get(c)) for c in columns}} for label, s in summaries]
+    if summaries:
+        rows.append({"model": "Floor", **{c: floor_value(summaries[0][1], c) for c in columns}})
+    out["table3_c3"] = pd.DataFrame(rows, columns=["model", *columns]).round(DECIMALS)
+
+    specs = (("Counting", "counting", "macro_cas", "modal count"),
+             ("Viewpoint", "viewpoint", "kappa_vas", "majority, kappa_VAS 0"),
+             ("Absolute distance", "absolute_distance", "rho_within", "per-type constant (acc@20)"),
+             ("Relative distance", "relative_distance", "balanced_accuracy", "chance"),
+             ("Relative counting", "relative_counting", "margin", "chance .250"),
+             ("Localization", "localization", "miou_all", "mean gold box"),
+             ("Relative position", "relative_position", "accuracy", "majority direction"),
+             ("OCR (control)", "ocr", "suffix_char_acc", "constant string"))
+    floor_keys = {"counting": "cas", "viewpoint": "em", "absolute_distance": "acc20",
+                  "relative_distance": "balanced_accuracy", "relative_counting": "balanced_accuracy",
+                  "localization": "miou", "relative_position": "majority8", "ocr": "suffix_char_acc"}
+    rows = []
+    for task, section, metric, floor_name in specs:
+        scored = [(label, _get(s, section, metric)) for label, s in summaries]
+        scored = [(label, v) for label, v in scored if not math.isnan(v)]
+        if not scored:
+            continue
+        best = max(scored, key=lambda e: e[1])
+        rows.append({"task": task, "best_model": best[0], "score": best[1], "metric": metric,
+                     "floor": _get(summaries[0][1], section, "floor", floor_keys[section]), "floor_rule": floor_name})
+    out["table38_headline"] = pd.DataFrame(rows, columns=["task", "best_model", "score", "metric", "floor",
+                                                          "floor_rule"]).round(DECIMALS)
+
+    rows = []
+    for label, s in summaries:
+        tiers = {t: _get(s, "counting", "tiers", t, "macro_cas") for t in ("easy", "medium", "hard")}
+        rows.append({"model": label, **tiers, "easy_to_medium": tiers["easy"] - tiers["medium"],
+                     "medium_to_hard": tiers["medium"] - tiers["hard"]})
+    frame = pd.DataFrame(rows, columns=["model", "easy", "medium", "hard", "easy_to_medium", "medium_to_hard"])
+    if len(frame) > 0:
+        extra = []
+        for name, fn in (("mean", lambda c: frame[c].mean()), ("sd", lambda c: frame[c].std(ddof=1)),
+                         ("models_with_positive_drop", lambda c: float((frame[c] > 0).sum()))):
+            extra.append({"model": name, **{c: fn(c) for c in ("easy_to_medium", "medium_to_hard")}})
+        frame = pd.concat([frame, pd.DataFrame(extra)], ignore_index=True)
+    out["table39_counting_tiers"] = frame.round(DECIMALS)
+
+    rows = [{"model": label, "EM": _get(s, "viewpoint", "em"), "kappa_VAS": _get(s, "viewpoint", "kappa_vas"),
+             "macroVAS": _get(s, "viewpoint", "macro_vas"), "VAS": _get(s, "viewpoint", "vas"),
+             "ang_err_deg": _get(s, "viewpoint", "ang_err"), "over_share": _get(s, "viewpoint", "over_share")}
+            for label, s in summaries]
+    frame = pd.DataFrame(rows, columns=["model", "EM", "kappa_VAS", "macroVAS", "VAS", "ang_err_deg", "over_share"])
+    frame.insert(2, "EM_rank", frame["EM"].rank(ascending=False))
+    frame.insert(4, "kappa_rank", frame["kappa_VAS"].rank(ascending=False))
+    frame["shift"] = frame["EM_rank"] - frame["kappa_rank"]
+    out["table40_viewpoint"] = frame.round(DECIMALS)
+
+    rows = []
+    for label, s in summaries:
+        steps = (s.get("viewpoint") or {}).get("steps") or {}
+        total = sum(steps.values()) or 1
+        rows.append({"model": label, **{f"steps_{k}": steps.get(str(k), 0) / total for k in range(5)}})
+    out["table41_viewpoint_steps"] = pd.DataFrame(rows, columns=["model", *(f"steps_{k}" for k in range(5))]).round(DECIMALS)
+
+    rows = [{"model": label, "rho_within": _get(s, "absolute_distance", "rho_within"),
+             "acc20": _get(s, "absolute_distance", "acc20"),
+             "acc20_calibrated": _get(s, "absolute_distance", "acc20_calibrated"),
+             "kappa": _get(s, "absolute_distance", "kappa"), "mre": _get(s, "absolute_distance", "mre"),
+             "floor_acc20": _get(s, "absolute_distance", "floor", "acc20")} for label, s in summaries]
+    frame = pd.DataFrame(rows, columns=["model", "rho_within", "acc20", "acc20_calibrated", "kappa", "mre", "floor_acc20"])
+    frame["diagnosis"] = [_diagnosis(r) for r in frame.itertuples()]
+    out["table42_absolute_distance"] = frame.round(DECIMALS)
+
+    rows = [{"model": label, "IoU_all": _get(s, "localization", "miou_all"),
+             **{f"acc{t}": _get(s, "localization", f"acc{t}") for t in (25, 50, 75, 90)},
+             "parse": _get(s, "localization", "parse_rate"),
+             "convention": (s.get("localization") or {}).get("convention")} for label, s in summaries]
+    frame = pd.DataFrame(rows, columns=["model", "IoU_all", "acc25", "acc50", "acc75", "acc90", "parse", "convention"])
+    frame = frame.sort_values("IoU_all", ascending=False, kind="stable").reset_index(drop=True)
+    if summaries:
+        s0 = summaries[0][1]
+        frame = pd.concat([frame, pd.DataFrame([{"model": "mean gold box",
+                                                 "IoU_all": _get(s0, "localization", "floor", "miou"),
+                                                 **{f"acc{t}": _get(s0, "localization", "floor", f"acc{t}")
+                                                    for t in (25, 50, 75, 90)}}])], ignore_index=True)
+    out["table43_localization"] = frame.round(DECIMALS)
+
+    rows = []
+    for label, s in summaries:
+        bal = _get(s, "relative_counting", "balanced_accuracy")
+        rows.append({"model": label, "lift": bal - 0.25, "balAcc": bal, "acc": _get(s, "relative_counting", "accuracy"),
+                     "posBias": _get(s, "relative_counting", "pos_bias"),
+                     "balAcc_same": _get(s, "relative_counting", "conditions", "same", "balanced_accuracy"),
+                     "balAcc_different": _get(s, "relative_counting", "conditions", "different", "balanced_accuracy")})
+    frame = pd.DataFrame(rows, columns=["model", "lift", "balAcc", "acc", "posBias", "balAcc_same", "balAcc_different"])
+    out["table44_relative_counting"] = frame.sort_values("balAcc", ascending=False, kind="stable").reset_index(drop=True).round(DECIMALS)
+
+    rows = [{"model": label, "acc": _get(s, "relative_position", "accuracy"),
+             "lift": _get(s, "relative_position", "margin_table45"),
+             "angErr_deg": _get(s, "relative_position", "ang_err"), "within45": _get(s, "relative_position", "within45")}
+            for label, s in summaries]
+    frame = pd.DataFrame(rows, columns=["model", "acc", "lift", "angErr_deg", "within45"])
+    out["table45_relative_position"] = frame.sort_values("acc", ascending=False, kind="stable").reset_index(drop=True).round(DECIMALS)
+
+    rows = [{"model": label, "EM": _get(s, "ocr", "em"), "charAcc": _get(s, "ocr", "char_acc"),
+             "suffixCharAcc": _get(s, "ocr", "suffix_char_acc"), "inflation": _get(s, "ocr", "inflation")}
+            for label, s in summaries]
+    out["table47_ocr"] = pd.DataFrame(rows, columns=["model", "EM", "charAcc", "suffixCharAcc", "inflation"]).round(DECIMALS)
+    return out
+
+
+def _diagnosis(row: Any) -> str:
+    measures = not math.isnan(row.rho_within) and row.rho_within >= 0.5
+    calibrates = not math.isnan(row.acc20) and not math.isnan(row.floor_acc20) and row.acc20 > row.floor_acc20
+    if measures and calibrates:
+        return "measures and calibrates"
+    if measures:
+        return "measures, no calibration"
+    return "calibrates only" if calibrates else "neither"
+
+
+def figures(summaries: list[tuple[str, dict]], out_dir: str | Path) -> list[Path]:
+    """Each model's Table 3 score (dot) against its own floor (bar) for every C3 task."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    path = out_dir / "c3_model_vs_floor.png"
+    columns = list(TABLE3)
+    fig, ax = plt.subplots(figsize=(9.0, 4.5))
+    x = np.arange(len(columns))
+    n = max(1, len(summaries))
+    for k, (label, s) in enumerate(summaries):
+        offset = (k - (n - 1) / 2) * 0.8 / n
+        scores = [_v((s.get("table3") or {}).get(c)) for c in columns]
+        floor = [floor_value(s, c) for c in columns]
+        ax.bar(x + offset, np.nan_to_num(floor), 0.8 / n, color="lightgrey", edgecolor="grey")
+        ax.scatter(x + offset, scores, zorder=3, label=label, s=18)
+    ax.set_xticks(x)
+    ax.set_xticklabels(columns)
+    ax.set_ylim(0, 1.05)
+    ax.set_ylabel("Table 3 metric (grey bar: the model's own floor)")
+    ax.set_title("C3: each model against its image-blind floors")
+    if summaries:
+        ax.legend(fontsize="small", ncol=min(3, n))
+    fig.tight_layout()
+    fig.savefig(path, dpi=110, metadata={"Software": None})
+    plt.close(fig)
+    return [path]
+
+
+__all__ = ["figures", "floor_value", "tables"]

@@ -1,0 +1,26 @@
+"""C4 individual re-identification (Wild Me / LILA catalogs and GZCD).
+
+Modules: :mod:`.build` (catalogs → pairs → canvases → items, floor), :mod:`.embed` (crops,
+DINOv2 embeddings, the per-crop cache), :mod:`.pairs` (pair construction, AUC), :mod:`.render`
+(side-by-side canvases), :mod:`.parser` (the C4 prompt and the yes/no parser), :mod:`.summary`
+(d′, c, accuracy, balanced accuracy, MCC, κ, stratified bootstrap), :mod:`.score`,
+:mod:`.report`, :mod:`.specialist` (MegaDescriptor), :mod:`.demo`.
+"""
+
+from biovqa.components.registry import Component, Option
+
+COMPONENT = Component(
+    name="c4",
+    title="C4 individual re-identification",
+    tasks=("easy", "random", "hard"),
+    builder="biovqa.components.c4.build:build_command",
+    build_function="biovqa.components.c4.build:build_c4",
+    floor="biovqa.components.c4.build:floor_responses",
+    scorer="biovqa.components.c4.score:score",
+    reporter="biovqa.components.c4.report:tables",
+    score_options=(
+        Option("bootstrap", int, 2000,
+               "bootstrap resamples within each dataset x condition (C4 default 2000; 0: none)", low=0),
+    ),
+    table3=("dprime", "acc"),
+)

@@ -1,0 +1,283 @@
+"""C4 — individual re-identification: build the benchmark from Wild Me / LILA COCO catalogs and
+GZCD (components.md §4).
+
+Pipeline:
+
+1. read each catalog (:mod:`biovqa.sources.wildlife`); annotations of unknown identity are left
+   out (a "different individual" needs a known identity), counted in the manifest;
+2. embed every annotation crop with DINOv2 (:mod:`.embed`; cached per crop SHA-256);
+3. draw the pairs per dataset × condition within viewpoint groups (:mod:`.pairs`);
+4. render one side-by-side canvas per pair into ``rendered/c4/<dataset>/<condition>/`` (:mod:`.render`);
+5. write ``items.parquet`` and the manifest: per dataset the counts (requested, produced, anchors,
+   exclusions) and the construction checks — DINOv2 AUC per dataset × condition and the
+   similarity margin (mean cosine of same-ID pairs − different-ID pairs).
+
+Items: task = condition (``easy``/``random``/``hard``); the question and instruction are the C4
+prompt (K.4) split at its first line; gold ``Yes``/``No``; columns :data:`C4_COLUMNS`.
+"""
+
+from __future__ import annotations
+
+import zlib
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Annotated, Any
+
+import numpy as np
+import pyarrow as pa
+import typer
+
+from biovqa.bench.folder import Bench, write_bench
+from biovqa.errors import BiovqaError
+from biovqa.records import ITEM_COLUMNS
+from biovqa.sources.wildlife import CATALOG_SPECIES, read_wildlife_catalog
+from biovqa.components.c4.pairs import CONDITIONS, PairResult, auc, build_pairs
+from biovqa.components.c4.parser import C4_INSTRUCTION, C4_QUESTION
+from biovqa.components.c4.render import GUTTER, PANEL_HEIGHT
+
+GENERATOR = "biovqa.components.c4.build"
+#: The five C4 catalogs, in report order (Table 52 / 86 use their species names).
+DATASETS: tuple[str, ...] = ("whaleshark", "hyena", "leopard", "gzcd", "beluga")
+RENDER_FOLDER = "rendered/c4"
+PAIRS_PER_KIND = 500
+EXCLUDED_UNKNOWN_IDENTITY = "unknown identity"
+
+C4_COLUMNS: tuple[tuple[str, pa.DataType], ...] = (
+    ("dataset", pa.string()),
+    ("species", pa.string()),
+    ("condition", pa.string()),
+    ("same", pa.bool_()),
+    ("viewpoint", pa.string()),
+    ("left_annotation", pa.string()),
+    ("right_annotation", pa.string()),
+    ("left_identity", pa.string()),
+    ("right_identity", pa.string()),
+    ("anchor_side", pa.string()),
+    ("similarity", pa.float64()),
+    ("pool_min_similarity", pa.float64()),
+    ("pool_max_similarity", pa.float64()),
+    ("left_panel_width", pa.int32()),
+)
+ITEM_SCHEMA = pa.schema([*ITEM_COLUMNS, *C4_COLUMNS])
+
+
+def parse_catalogs(specs: Sequence[str] | Mapping[str, str | Path]) -> dict[str, Path]:
+    """``["whaleshark=/data/whaleshark.coco", …]`` (or a mapping) → ``{name: path}`` in
+    :data:`DATASETS` order; unknown or repeated names are errors."""
+    pairs: list[tuple[str, str | Path]] = []
+    name: str
+    if isinstance(specs, Mapping):
+        pairs = list(specs.items())
+    else:
+        for spec in specs:
+            name, sep, text = str(spec).partition("=")
+            if not sep or not name.strip() or not text.strip():
+                raise BiovqaError(f"a catalog must look like NAME=PATH, got {spec!r}", field="--catalog")
+            pairs.append((name.strip(), text.strip()))
+    out: dict[str, Path] = {}
+    for name, path in pairs:
+        key = name.lower()
+        if key not in DATASETS:
+            raise BiovqaError(f"unknown C4 catalog {name!r}", field="--catalog",
+                              hint=f"use one of {', '.join(DATASETS)}")
+        if key in out:
+            raise BiovqaError(f"catalog {key!r} is given twice", field="--catalog")
+        out[key] = Path(path)
+    if not out:
+        raise BiovqaError("give at least one --catalog NAME=PATH", field="--catalog")
+    return {name: out[name] for name in DATASETS if name in out}
+
+
+def _codes(values: Sequence[Any]) -> np.ndarray:
+    """Dense integer codes in sorted value order; None → −1."""
+    labels = sorted({v for v in values if v is not None})
+    index = {v: i for i, v in enumerate(labels)}
+    return np.array([index[v] if v is not None else -1 for v in values], dtype=np.int64)
+
+
+def construction_checks(similarity: np.ndarray, same: np.ndarray) -> dict[str, Any]:
+    """AUC of the similarity for same-ID vs different-ID pairs and the margin (metrics.md §5.6)."""
+    same = np.asarray(same, dtype=bool)
+    similarity = np.asarray(similarity, dtype=float)
+    mean_same = float(similarity[same].mean()) if same.any() else None
+    mean_diff = float(similarity[~same].mean()) if (~same).any() else None
+    margin = None if mean_same is None or mean_diff is None else mean_same - mean_diff
+    value = auc(similarity, same)
+    return {"auc": None if np.isnan(value) else round(value, 6),
+            "mean_similarity_same": None if mean_same is None else round(mean_same, 6),
+            "mean_similarity_different": None if mean_diff is None else round(mean_diff, 6),
+            "margin": None if margin is None else round(margin, 6), "n": int(len(same))}
+
+
+def build_c4(
+    catalogs: Sequence[str] | Mapping[str, str | Path],
+    embedder: str | Path | Any,
+    out: str | Path,
+    *,
+    seed: int = 42,
+    pairs_per_kind: int = PAIRS_PER_KIND,
+    batch_size: int = 32,
+    cache: str | Path | None = None,
+    whole_photo: bool = False,
+    device: str | None = None,
+    progress: bool = False,
+    workers: int = 1,
+    panel_height: int = PANEL_HEIGHT,
+) -> Bench:
+    """Build the C4 benchmark folder ``out``. ``embedder`` is a DINOv2 checkpoint folder or hub id
+    (or an object with ``embed(images)``, ``name`` and ``fingerprint``); ``cache`` is the
+    embedding cache file (default ``out/c4/embeddings-<model fingerprint>.parquet``)."""
+    from biovqa.components.c4.embed import DinoEmbedder, EmbeddingCache, embed_annotations, model_fingerprint
+    from biovqa.components.c4.render import CanvasJob, render_all
+
+    out = Path(out)
+    paths = parse_catalogs(catalogs)
+    if pairs_per_kind < 1:
+        raise BiovqaError(f"pairs per kind must be at least 1, got {pairs_per_kind}", field="--pairs")
+    if isinstance(embedder, (str, Path)):
+        fingerprint = model_fingerprint(embedder)
+        model_name = str(embedder)
+        network: Any = DinoEmbedder(embedder, device=device, batch_size=batch_size)
+    else:
+        network = embedder
+        fingerprint = str(getattr(embedder, "fingerprint", "custom"))
+        model_name = str(getattr(embedder, "name", type(embedder).__name__))
+    cache_path = Path(cache) if cache is not None else out / "c4" / f"embeddings-{fingerprint}.parquet"
+    store = EmbeddingCache(cache_path)
+
+    rows: list[dict[str, Any]] = []
+    jobs: list[CanvasJob] = []
+    datasets: dict[str, Any] = {}
+    checks: dict[str, Any] = {}
+    sources: dict[str, str | Path] = {}
+    embedding_stats: dict[str, Any] = {}
+    for name, path in paths.items():
+        catalog = read_wildlife_catalog(path, name)
+        sources[f"{name}_annotations"] = catalog.annotation_file
+        known = [a for a in catalog.annotations if a.identity is not None]
+        exclusions = dict(catalog.exclusions)
+        if len(known) < len(catalog.annotations):
+            exclusions[EXCLUDED_UNKNOWN_IDENTITY] = len(catalog.annotations) - len(known)
+        identity = _codes([a.identity for a in known])
+        group = _codes([a.viewpoint for a in known])
+        per_identity = np.bincount(identity[identity >= 0], minlength=1) if len(known) else np.zeros(0, int)
+        vectors, keys, stats = embed_annotations(known, network, store, progress=progress,
+                                                 label=f"embedding {name}")
+        embedding_stats[name] = stats
+        store.save()
+        results: dict[str, PairResult] = {}
+        summary: dict[str, Any] = {
+            "species": CATALOG_SPECIES.get(name),
+            "annotations_read": len(catalog.annotations) + sum(catalog.exclusions.values()),
+            "annotations_used": len(known),
+            "exclusions": dict(sorted(exclusions.items())),
+            "notes": catalog.notes,
+            "identities": int((per_identity > 0).sum()),
+            "identities_with_one_annotation": int((per_identity == 1).sum()),
+            "viewpoint_groups": sorted({a.viewpoint for a in known}),
+            "conditions": {},
+        }
+        checks[name] = {}
+
+        for condition in CONDITIONS:
+            result = build_pairs(vectors, identity, group, condition=condition, target=pairs_per_kind,
+                                 seed=seed, dataset=name)
+            results[condition] = result
+            summary["eligible_anchors"] = result.eligible_anchors
+            summary["annotations_without_same_id_partner"] = len(known) - result.eligible_anchors
+            summary["conditions"][condition] = {
+                "requested_per_kind": pairs_per_kind, "produced_per_kind": result.per_kind,
+                "same_found": result.same_found, "different_found": result.different_found,
+                "short": result.per_kind < pairs_per_kind,
+            }
+            order = np.random.default_rng([seed, zlib.crc32(name.encode()), zlib.crc32(condition.encode()),
+                                           zlib.crc32(b"order")]).permutation(len(result.pairs))
+            similarity = np.array([p.similarity for p in result.pairs])
+            checks[name][condition] = construction_checks(similarity, np.array([p.same for p in result.pairs]))
+            for k, index in enumerate(order.tolist()):
+                pair = result.pairs[index]
+                item_id = f"c4-{name}-{condition}-{k:04d}"
+                image = f"{RENDER_FOLDER}/{name}/{condition}/{item_id}.png"
+                left, right = known[pair.left], known[pair.right]
+                jobs.append(CanvasJob(left, right, out / image, whole_photo, panel_height))
+                rows.append({
+                    "item_id": item_id, "component": "c4", "task": condition, "question": C4_QUESTION,
+                    "instruction": C4_INSTRUCTION, "options": None, "answer": "Yes" if pair.same else "No",
+                    "image": image, "image_sha256": None,
+                    "source_id": f"{left.annotation_id}|{right.annotation_id}",
+                    "dataset": name, "species": CATALOG_SPECIES.get(name), "condition": condition,
+                    "same": pair.same, "viewpoint": left.viewpoint,
+                    "left_annotation": left.annotation_id, "right_annotation": right.annotation_id,
+                    "left_identity": left.identity, "right_identity": right.identity,
+                    "anchor_side": "left" if pair.anchor == pair.left else "right",
+                    "similarity": round(pair.similarity, 6), "pool_min_similarity": round(pair.pool_min, 6),
+                    "pool_max_similarity": round(pair.pool_max, 6),
+                    "left_panel_width": None,
+                })
+        datasets[name] = summary
+    if not rows:
+        raise BiovqaError("no C4 pair could be drawn: no annotation has another annotation of the same "
+                          "individual in its viewpoint group", hint="check the catalogs' name and viewpoint fields")
+    for row, (digest, width) in zip(rows, render_all(jobs, workers=workers)):
+        row["image_sha256"], row["left_panel_width"] = digest, width
+    table = pa.Table.from_pylist(rows, schema=ITEM_SCHEMA)
+    parameters = {
+        "seed": seed, "pairs_per_kind": pairs_per_kind, "conditions": list(CONDITIONS),
+        "embedder": {"model": model_name, "fingerprint": fingerprint,
+                     "representation": "CLS token of the last hidden state, L2-normalised; cosine similarity"},
+        "crop": "whole photo" if whole_photo else "axis-aligned box enclosing the rotated annotation box, clipped",
+        "canvas": {"panel_height": panel_height, "gutter": GUTTER, "background": "white", "format": "PNG"},
+        "anchors": "uniform (seeded) among annotations with >= 1 other same-ID annotation in their viewpoint group",
+        "different_easy": "least similar different-ID annotation in the viewpoint group",
+        "random_different": "uniform other individual in the viewpoint group, then a uniform annotation of it",
+    }
+    return write_bench(
+        out, table, component="c4", generator=GENERATOR, seed=seed, sources=sources, parameters=parameters,
+        extra={
+            "datasets": datasets,
+            "construction_checks": checks,
+            "embedding": {"cache": str(cache_path), **embedding_stats},
+            "prompt": {"question": C4_QUESTION, "instruction": C4_INSTRUCTION, "system_message": None},
+            "images": {"rendered": table.num_rows},
+        },
+    )
+
+
+def build_command(
+    catalog: Annotated[list[str], typer.Option("--catalog", help="NAME=PATH, NAME one of whaleshark, beluga, hyena, leopard, gzcd (repeatable)")],
+    embedder: Annotated[str, typer.Option(help="DINOv2 checkpoint folder or hub id (transformers AutoModel)")],
+    out: Annotated[Path, typer.Option(help="benchmark folder to write")],
+    seed: Annotated[int, typer.Option(help="anchor, partner and placement seed")] = 42,
+    pairs: Annotated[int, typer.Option("--pairs", help="pairs of each kind (same / different) per dataset x condition")] = PAIRS_PER_KIND,
+    batch_size: Annotated[int, typer.Option(help="crops per embedding batch")] = 32,
+    cache: Annotated[Path | None, typer.Option(help="embedding cache file (default: OUT/c4/embeddings-<model>.parquet)")] = None,
+    whole_photo: Annotated[bool, typer.Option("--whole-photo", help="show and embed whole photos instead of annotation crops")] = False,
+    device: Annotated[str | None, typer.Option(help="torch device (default: cuda when available)")] = None,
+    workers: Annotated[int, typer.Option(help="processes for canvas rendering (output is identical for any number)")] = 1,
+) -> None:
+    """Build C4 (individual re-identification pairs) from Wild Me / LILA COCO catalogs and GZCD."""
+    from rich.console import Console
+
+    console = Console(stderr=True)
+    bench = build_c4(catalog, embedder, out, seed=seed, pairs_per_kind=pairs, batch_size=batch_size,
+                     cache=cache, whole_photo=whole_photo, device=device, progress=True,
+                     workers=workers)
+    manifest = bench.manifest
+    console.print(f"[green]built C4[/green]: {manifest['counts']['total']:,} pairs → {bench.root}")
+    for name, entry in manifest["datasets"].items():
+        produced = {c: v["produced_per_kind"] for c, v in entry["conditions"].items()}
+        checks = {c: v["auc"] for c, v in manifest["construction_checks"][name].items()}
+        console.print(f"  {name:10s} pairs per kind {produced} (requested {pairs}); DINOv2 AUC {checks}; "
+                      f"excluded {entry['exclusions']}")
+        stats = manifest["embedding"][name]
+        console.print(f"  {'':10s} crops {stats['crops']:,}: embedded {stats['embedded']:,}, "
+                      f"cached {stats['cached']:,}, {stats['crops_per_s']} crops/s")
+
+
+def floor_responses(items: pa.Table) -> pa.Array:
+    """Image-blind baseline: "Yes" to every pair (accuracy floor .500, d′ 0; components.md §4.4)."""
+    return pa.array(["Yes"] * items.num_rows, pa.string())
+
+
+__all__ = ["C4_COLUMNS", "DATASETS", "ITEM_SCHEMA", "build_c4", "build_command", "construction_checks",
+           "floor_responses", "parse_catalogs"]

@@ -1,0 +1,72 @@
+"""The C4 prompt (prompts.md §5, paper K.4) and the yes/no reply parser (prompts.md §6.5, H.1).
+
+Tiers, tried in order; the tier that resolved a reply is recorded per item:
+
+1. ``refusal`` — a refusal phrase (``i am not sure``, ``cannot determine``, …) → unparsed, checked
+   first so that "not" never reads as No;
+2. ``strict`` — after stripping markdown, quotes and trailing punctuation the reply is exactly
+   ``yes`` or ``no`` (case-insensitive);
+3. ``loose`` — exactly one of the two words occurs as an isolated token ("Yes, they are the same");
+4. ``prefix`` — the reply starts with a ``yes``/``no`` token; never used when the reply contains
+   ``yes or no`` (prompt-echo guard);
+5. ``negated`` — ``not the same`` / ``different individual(s)`` → No, ``same individual`` → Yes;
+6. otherwise ``unparsed``. An empty reply is ``unparsed``; an item without a reply is ``missing``.
+"""
+
+from __future__ import annotations
+
+import re
+
+#: The question line of the C4 prompt (K.4), verbatim.
+C4_QUESTION = ("This image shows two images placed side by side. Is the main subject in the left image "
+               "the very same individual animal as the main subject in the right image?")
+#: The answer-format lines of the C4 prompt (K.4), verbatim; appended to the question with "\n".
+C4_INSTRUCTION = (
+    "- The image shows two photographs placed side by side.\n"
+    "- Each photograph may contain more than one animal - consider only the main subject in the foreground.\n"
+    "- Judge only from what is visible in the two photographs.\n"
+    "- Answer with one word: Yes or No. Do not explain."
+)
+#: The whole user text, as a model sees it.
+C4_PROMPT = f"{C4_QUESTION}\n{C4_INSTRUCTION}"
+
+YES, NO = "yes", "no"
+TIERS: tuple[str, ...] = ("strict", "loose", "prefix", "negated", "refusal", "unparsed", "missing")
+PARSED_TIERS: frozenset[str] = frozenset({"strict", "loose", "prefix", "negated"})
+
+REFUSALS: tuple[str, ...] = (
+    "i am not sure", "i'm not sure", "im not sure", "cannot determine", "can't determine",
+    "can't tell", "cannot tell", "unable to", "not possible to", "impossible to tell",
+)
+_STRIP = re.compile(r"^[\s*_`\"'“”‘’>#]+|[\s*_`\"'“”‘’.!?,;:]+$")
+_TOKENS = re.compile(r"[a-z]+")
+_NEGATED_NO = re.compile(r"\bnot\s+the\s+(very\s+)?same\b|\bdifferent\s+(individual|animal)s?\b")
+_NEGATED_YES = re.compile(r"\bsame\s+individual\b")
+
+
+def parse_reply(reply: str | None) -> tuple[str | None, str]:
+    """``(answer, tier)``: answer ``"yes"``/``"no"`` or ``None`` (tier ``refusal``/``unparsed``)."""
+    if reply is None:
+        return None, "missing"
+    text = reply.strip().lower().replace("’", "'")
+    if not text:
+        return None, "unparsed"
+    if any(phrase in text for phrase in REFUSALS):
+        return None, "refusal"
+    bare = _STRIP.sub("", text)
+    if bare in (YES, NO):
+        return bare, "strict"
+    tokens = _TOKENS.findall(text)
+    has_yes, has_no = YES in tokens, NO in tokens
+    if has_yes != has_no:
+        return (YES if has_yes else NO), "loose"
+    if "yes or no" not in text and tokens and tokens[0] in (YES, NO) and bare.startswith(tokens[0]):
+        return tokens[0], "prefix"
+    if _NEGATED_NO.search(text):
+        return NO, "negated"
+    if _NEGATED_YES.search(text):
+        return YES, "negated"
+    return None, "unparsed"
+
+
+__all__ = ["C4_INSTRUCTION", "C4_PROMPT", "C4_QUESTION", "PARSED_TIERS", "TIERS", "parse_reply"]

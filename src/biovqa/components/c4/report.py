@@ -1,0 +1,210 @@
+"""C4 leaderboard tables and figure from score summaries (paper Table 3 C4 block, Tables 49–55,
+85–87; results.md §6).
+
+``tables(summaries)`` takes ``[(model label, summary dict), …]`` as written by ``biovqa score``
+(shape in :mod:`biovqa.components.c4.score`) and returns:
+
+* ``table3_c4`` — random condition pooled over datasets: dprime, acc; then the floor (0, .500);
+* ``table49_dprime`` — d′ pooled over datasets per condition and the verdict, sorted by random d′;
+* ``table50_criterion_mean_species`` — c per condition as the mean of per-dataset c (Table 50's
+  reading); ``table85_criterion_pooled`` — c from summed counts (Table 85's);
+* ``table51_easy_minus_hard`` — pooled accuracy (%) easy, hard, the difference (pp) and its Wald 95 %
+  interval, sorted by the difference;
+* ``table52_dprime_by_species`` — per dataset the mean d′ over the models per condition, and
+  easy − hard;
+* ``table86_dprime_random_by_species`` — per model the random-condition d′ of every dataset;
+* ``table87_random_agreement`` — random condition: acc, balanced acc, MCC, κ, each the mean over
+  datasets;
+* ``table53_specialist`` — models labelled ``[specialist]``: per condition d′ and accuracy of the
+  thresholded decisions (the AUC-based d′ is in the specialist's ``specialist.json``);
+* ``table54_dinov2_auc`` — the DINOv2 construction check per dataset × condition (from the first
+  summary: it depends on the benchmark only) and the random-condition similarity margin;
+* ``table55_sign_flip`` — random vs hard d′ per model.
+
+``figures(summaries, out_dir)`` draws d′ (top) and c (bottom) per dataset × condition, one
+marker series per model, into ``out_dir/c4_dprime_c.png``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from biovqa.components.c4.pairs import CONDITIONS
+
+SPECIES_LABEL: dict[str, str] = {"whaleshark": "Whale shark", "hyena": "Spotted hyena", "leopard": "Leopard",
+                                 "gzcd": "Grevy's zebra", "beluga": "Beluga whale"}
+DECIMALS = 3
+
+
+def _value(value: Any) -> float:
+    if isinstance(value, dict):
+        value = value.get("value")
+    return float("nan") if value is None else float(value)
+
+
+def _datasets(summaries: list[tuple[str, dict]]) -> list[str]:
+    from biovqa.components.c4.build import DATASETS
+
+    seen: set[str] = set()
+    for _, summary in summaries:
+        seen.update(summary.get("cells", {}))
+    return [d for d in DATASETS if d in seen] + sorted(seen - set(DATASETS))
+
+
+def _is_specialist(label: str) -> bool:
+    return "[specialist]" in label.lower()
+
+
+def _plain(label: str) -> str:
+    return label.split("[")[0].strip() or label
+
+
+def tables(summaries: list[tuple[str, dict]]) -> dict[str, pd.DataFrame]:
+    """The C4 report tables (see the module docstring)."""
+    out: dict[str, pd.DataFrame] = {}
+    datasets = _datasets(summaries)
+
+    rows = [{"model": _plain(label), "dprime": _value(s.get("table3", {}).get("dprime")),
+             "acc": _value(s.get("table3", {}).get("acc"))} for label, s in summaries]
+    rows.append({"model": "Floor", "dprime": 0.0, "acc": 0.5})
+    out["table3_c4"] = pd.DataFrame(rows, columns=["model", "dprime", "acc"]).round(DECIMALS)
+
+    rows = []
+    for label, s in summaries:
+        pooled = s.get("pooled", {})
+        rows.append({"model": _plain(label), **{c: _value(pooled.get(c, {}).get("dprime")) for c in CONDITIONS},
+                     "verdict": s.get("verdict")})
+    frame = pd.DataFrame(rows, columns=["model", *CONDITIONS, "verdict"])
+    out["table49_dprime"] = frame.sort_values("random", ascending=False, kind="stable").reset_index(drop=True).round(DECIMALS)
+
+    for name, key in (("table50_criterion_mean_species", "c_mean_species"), ("table85_criterion_pooled", "c")):
+        rows = []
+        for label, s in summaries:
+            pooled = s.get("pooled", {})
+            rows.append({"model": _plain(label), **{f"c_{c}": _value(pooled.get(c, {}).get(key)) for c in CONDITIONS}})
+        out[name] = pd.DataFrame(rows, columns=["model", *(f"c_{c}" for c in CONDITIONS)]).round(DECIMALS)
+
+    rows = []
+    for label, s in summaries:
+        pooled = s.get("pooled", {})
+        diff = s.get("ordering", {}).get("easy_minus_hard_acc") or {}
+        rows.append({"model": _plain(label), "acc_easy": 100 * _value(pooled.get("easy", {}).get("acc")),
+                     "acc_hard": 100 * _value(pooled.get("hard", {}).get("acc")),
+                     "diff_pp": 100 * _value(diff.get("difference")), "ci95_lo": 100 * _value(diff.get("lo")),
+                     "ci95_hi": 100 * _value(diff.get("hi"))})
+    frame = pd.DataFrame(rows, columns=["model", "acc_easy", "acc_hard", "diff_pp", "ci95_lo", "ci95_hi"])
+    out["table51_easy_minus_hard"] = frame.sort_values("diff_pp", ascending=False, kind="stable") \
+        .reset_index(drop=True).round(1)
+
+    models = [(label, s) for label, s in summaries if not _is_specialist(label)]
+    rows = []
+    for dataset in datasets:
+        means = {}
+        for condition in CONDITIONS:
+            values = [_value(s.get("cells", {}).get(dataset, {}).get(condition, {}).get("dprime")) for _, s in models]
+            values = [v for v in values if not np.isnan(v)]
+            means[condition] = float(np.mean(values)) if values else float("nan")
+        rows.append({"species": SPECIES_LABEL.get(dataset, dataset), **means,
+                     "easy_minus_hard": means["easy"] - means["hard"]})
+    out["table52_dprime_by_species"] = pd.DataFrame(
+        rows, columns=["species", *CONDITIONS, "easy_minus_hard"]).round(DECIMALS)
+
+    rows = []
+    for label, s in summaries:
+        cells = s.get("cells", {})
+        rows.append({"model": _plain(label), **{d: _value(cells.get(d, {}).get("random", {}).get("dprime"))
+                                                 for d in datasets}})
+    out["table86_dprime_random_by_species"] = pd.DataFrame(rows, columns=["model", *datasets]).round(DECIMALS)
+
+    rows = []
+    for label, s in summaries:
+        cells = s.get("cells", {})
+        row: dict[str, Any] = {"model": _plain(label)}
+        for stat, column in (("acc", "acc"), ("balanced_acc", "balanced_acc"), ("mcc", "MCC"), ("kappa", "cohen_kappa")):
+            values = [_value(cells.get(d, {}).get("random", {}).get(stat)) for d in datasets]
+            values = [v for v in values if not np.isnan(v)]
+            row[column] = float(np.mean(values)) if values else float("nan")
+        rows.append(row)
+    out["table87_random_agreement"] = pd.DataFrame(
+        rows, columns=["model", "acc", "balanced_acc", "MCC", "cohen_kappa"]).round(DECIMALS)
+
+    rows = []
+    for label, s in summaries:
+        if not _is_specialist(label):
+            continue
+        for condition in CONDITIONS:
+            cell = s.get("pooled", {}).get(condition, {})
+            rows.append({"model": _plain(label), "condition": condition, "dprime": _value(cell.get("dprime")),
+                         "acc": _value(cell.get("acc"))})
+    out["table53_specialist"] = pd.DataFrame(rows, columns=["model", "condition", "dprime", "acc"]).round(DECIMALS)
+
+    rows = []
+    checks: dict[str, Any] = {}
+    for _, s in summaries:
+        if s.get("construction_checks"):
+            checks = s["construction_checks"]
+            break
+    for dataset in datasets:
+        entry = checks.get(dataset, {})
+        rows.append({"species": SPECIES_LABEL.get(dataset, dataset),
+                     **{f"dinov2_{c}_AUC": _value(entry.get(c, {}).get("auc")) for c in CONDITIONS},
+                     "random_margin": _value(entry.get("random", {}).get("margin"))})
+    out["table54_dinov2_auc"] = pd.DataFrame(
+        rows, columns=["species", *(f"dinov2_{c}_AUC" for c in CONDITIONS), "random_margin"]).round(4)
+
+    rows = []
+    for label, s in models:
+        pooled = s.get("pooled", {})
+        r, h = _value(pooled.get("random", {}).get("dprime")), _value(pooled.get("hard", {}).get("dprime"))
+        rows.append({"model": _plain(label), "dprime_random": r, "dprime_hard": h,
+                     "abs_range": f"{abs(r):.2f} to {abs(h):.2f}" if not (np.isnan(r) or np.isnan(h)) else ""})
+    out["table55_sign_flip"] = pd.DataFrame(rows, columns=["model", "dprime_random", "dprime_hard", "abs_range"]).round(DECIMALS)
+    return out
+
+
+def figures(summaries: list[tuple[str, dict]], out_dir: str | Path) -> list[Path]:
+    """d′ and c per dataset × condition (and pooled), one series per model."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    path = out_dir / "c4_dprime_c.png"
+    datasets = _datasets(summaries)
+    groups = [*datasets, "pooled"]
+    slots = [(g, c) for g in groups for c in CONDITIONS]
+    x = np.arange(len(slots))
+    fig, axes = plt.subplots(2, 1, figsize=(max(8.0, 0.45 * len(slots) + 2), 6.5), sharex=True)
+    n_models = max(1, len(summaries))
+    for k, (label, s) in enumerate(summaries):
+        offset = (k - (n_models - 1) / 2) * min(0.12, 0.8 / n_models)
+        for ax, key in zip(axes, ("dprime", "c")):
+            values = []
+            for group, condition in slots:
+                block = s.get("pooled", {}) if group == "pooled" else s.get("cells", {}).get(group, {})
+                values.append(_value(block.get(condition, {}).get(key)))
+            ax.plot(x + offset, values, marker="o", linestyle="none", label=label if key == "dprime" else None)
+    for ax, name in zip(axes, ("d′ (0 = chance)", "criterion c (< 0: bias to Yes)")):
+        ax.axhline(0.0, color="black", linewidth=0.8)
+        ax.set_ylabel(name)
+        for boundary in range(3, len(slots), 3):
+            ax.axvline(boundary - 0.5, color="grey", linewidth=0.5)
+    axes[1].set_xticks(x)
+    axes[1].set_xticklabels([f"{SPECIES_LABEL.get(g, g)}\n{c}" if c == "random" else c for g, c in slots],
+                            rotation=0, fontsize="x-small")
+    axes[0].set_title("C4 d′ and criterion c per dataset and condition")
+    if summaries:
+        axes[0].legend(fontsize="small", ncol=min(3, n_models))
+    fig.tight_layout()
+    fig.savefig(path, dpi=120, metadata={"Software": None})
+    plt.close(fig)
+    return [path]
+
+
+__all__ = ["figures", "tables"]

@@ -1,0 +1,102 @@
+"""DePondFi'24 reader: ``Images/<name>.jpg`` and ``Keypoints/<name>.txt`` (datasets.md §7).
+
+A keypoint file holds one ``x,y`` pixel pair per line, nine consecutive lines per fish (mouth, eye,
+top fin, fish centre, bottom centre, tail start, top / mid / bottom tail outline). Count = lines / 9;
+a fish's box is the min/max of its nine points.
+
+Errors (file, line, field): a line that is not two comma-separated numbers. Counted exclusions: a
+keypoint file whose line count is not a multiple of 9 (a partial fish: completeness
+unverifiable), an image without a keypoint file, a keypoint file without an image, a point
+outside the image (tolerance 1 px).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from biovqa.errors import InputFormatError, MissingResourceError
+from biovqa.sources.waid import (
+    EXCLUDED_NO_IMAGE,
+    EXCLUDED_NO_LABELS,
+    EXCLUDED_OUTSIDE,
+    EXCLUDED_UNREADABLE,
+    IMAGE_SUFFIXES,
+    AnnotatedImage,
+    CountingSource,
+    find_image,
+    image_size,
+)
+
+POINTS_PER_FISH = 9
+EXCLUDED_PARTIAL = "keypoint line count not a multiple of 9"
+PIXEL_TOLERANCE = 1.0
+
+
+def read_keypoints(path: Path) -> list[tuple[float, float]]:
+    points = []
+    for row, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+        if not line.strip():
+            continue
+        fields = line.replace(";", ",").split(",")
+        if len(fields) != 2:
+            raise InputFormatError(f"a keypoint line is 'x,y', found {line.strip()[:60]!r}", file=path,
+                                   row=row, field="x,y")
+        try:
+            points.append((float(fields[0]), float(fields[1])))
+        except ValueError:
+            bad = "x" if not _is_number(fields[0]) else "y"
+            raise InputFormatError(f"{bad} is not a number: {line.strip()[:60]!r}", file=path, row=row,
+                                   field=bad) from None
+    return points
+
+
+def _is_number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
+
+
+def read_depondfi(root: str | Path) -> CountingSource:
+    root = Path(root)
+    images_dir, keypoints_dir = root / "Images", root / "Keypoints"
+    for folder in (images_dir, keypoints_dir):
+        if not folder.is_dir():
+            raise MissingResourceError("DePondFi folder not found", file=folder,
+                                       hint="pass the folder holding Images/ and Keypoints/")
+    source = CountingSource("depondfi", root, [])
+    keypoint_paths = {p.stem: p for p in sorted(keypoints_dir.glob("*.txt"))}
+    image_paths = sorted(p for p in images_dir.iterdir() if p.suffix in IMAGE_SUFFIXES)
+    stems = {p.stem for p in image_paths}
+    if set(keypoint_paths) - stems:
+        source.exclude(EXCLUDED_NO_IMAGE, len(set(keypoint_paths) - stems))
+    tol = PIXEL_TOLERANCE
+    for image_path in image_paths:
+        kp = keypoint_paths.get(image_path.stem)
+        if kp is None:
+            source.exclude(EXCLUDED_NO_LABELS)
+            continue
+        points = read_keypoints(kp)
+        if len(points) % POINTS_PER_FISH:
+            source.exclude(EXCLUDED_PARTIAL)
+            continue
+        size = image_size(image_path)
+        if size is None:
+            source.exclude(EXCLUDED_UNREADABLE)
+            continue
+        width, height = size
+        if any(x < -tol or y < -tol or x > width + tol or y > height + tol for x, y in points):
+            source.exclude(EXCLUDED_OUTSIDE)
+            continue
+        boxes = []
+        for k in range(0, len(points), POINTS_PER_FISH):
+            xs = [p[0] for p in points[k:k + POINTS_PER_FISH]]
+            ys = [p[1] for p in points[k:k + POINTS_PER_FISH]]
+            boxes.append((max(0.0, min(xs)), max(0.0, min(ys)), min(float(width), max(xs)),
+                          min(float(height), max(ys))))
+        source.images.append(AnnotatedImage(image_path, width, height, tuple(boxes), ("fish",) * len(boxes)))
+    return source
+
+
+__all__ = ["POINTS_PER_FISH", "find_image", "read_depondfi", "read_keypoints"]

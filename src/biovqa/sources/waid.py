@@ -1,0 +1,186 @@
+"""WAID (Wildlife Aerial Images from Drone) reader for the native layout (datasets.md §5).
+
+``WAID/classes.txt`` (class id = 0-based line index), ``WAID/images/<split>/*.jpg`` and
+``WAID/labels/<split>/<same stem>.txt``; a label file holds one YOLO line per animal,
+``<class> <cx> <cy> <w> <h>`` normalised to [0, 1]. The count of an image is its number of lines.
+
+Errors (:class:`~biovqa.errors.InputFormatError`, naming file, 1-based line and field): a label
+line without exactly five fields, a field that is not a number, a class id not in classes.txt.
+Counted exclusions (:attr:`CountingSource.exclusions`): an image without a label file (its
+annotation completeness cannot be verified), a label file without an image, a box reaching
+outside the image (beyond a tolerance of 0.5 %), an unreadable image.
+
+This module also defines :class:`AnnotatedImage` and :class:`CountingSource`, the record shapes
+shared by the counting readers (Boxes on Bees, DePondFi).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from biovqa.errors import InputFormatError, MissingResourceError
+
+#: Image suffixes searched beside a label file.
+IMAGE_SUFFIXES: tuple[str, ...] = (".jpg", ".jpeg", ".png", ".JPG", ".JPEG", ".PNG")
+#: Normalised coordinates may exceed [0, 1] by this much (rounding in exporters).
+NORMALISED_TOLERANCE = 0.005
+
+EXCLUDED_NO_LABELS = "image without a label file (completeness unverifiable)"
+EXCLUDED_NO_IMAGE = "label file without an image"
+EXCLUDED_OUTSIDE = "box outside the image"
+EXCLUDED_UNREADABLE = "unreadable image"
+
+
+@dataclass(frozen=True, slots=True)
+class AnnotatedImage:
+    """One photograph with every annotated individual: pixel boxes (x1, y1, x2, y2)."""
+
+    path: Path
+    width: int
+    height: int
+    boxes: tuple[tuple[float, float, float, float], ...]
+    labels: tuple[str, ...]
+    #: sub-collection (WAID split; "" for single-collection sources)
+    split: str = ""
+
+    @property
+    def count(self) -> int:
+        return len(self.boxes)
+
+
+@dataclass
+class CountingSource:
+    """What a counting reader returns: images (sorted by path) and exclusions per reason."""
+
+    name: str
+    root: Path
+    images: list[AnnotatedImage]
+    exclusions: dict[str, int] = field(default_factory=dict)
+    files: dict[str, Path] = field(default_factory=dict)
+    #: object names seen but not counted (e.g. pollen in Boxes on Bees)
+    ignored_names: dict[str, int] = field(default_factory=dict)
+
+    def exclude(self, reason: str, n: int = 1) -> None:
+        self.exclusions[reason] = self.exclusions.get(reason, 0) + n
+
+
+def image_size(path: Path) -> tuple[int, int] | None:
+    """(width, height) from the image header (no decode); None when PIL cannot open it."""
+    from PIL import Image, UnidentifiedImageError
+
+    try:
+        with Image.open(path) as image:
+            return image.size
+    except (OSError, UnidentifiedImageError):
+        return None
+
+
+def find_image(folder: Path, stem: str) -> Path | None:
+    for suffix in IMAGE_SUFFIXES:
+        candidate = folder / f"{stem}{suffix}"
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def _waid_root(root: Path) -> Path:
+    if (root / "classes.txt").is_file():
+        return root
+    if (root / "WAID" / "classes.txt").is_file():
+        return root / "WAID"
+    raise MissingResourceError("WAID classes.txt not found", file=root / "classes.txt",
+                               hint="pass the WAID folder holding classes.txt, images/ and labels/")
+
+
+def read_classes(path: Path) -> list[str]:
+    names: list[str] = []
+    for line_no, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+        name = line.strip()
+        if not name:
+            continue
+        if len(names) != line_no - 1:
+            raise InputFormatError("blank line inside classes.txt (ids are line indexes)", file=path,
+                                   row=line_no - 1)
+        names.append(name)
+    if not names:
+        raise InputFormatError("classes.txt lists no class", file=path)
+    return names
+
+
+def parse_yolo_line(line: str, *, file: Path, row: int, n_classes: int
+                    ) -> tuple[int, float, float, float, float]:
+    """``class cx cy w h`` → (class id, cx, cy, w, h); errors name file, line and field."""
+    fields = line.split()
+    if len(fields) != 5:
+        raise InputFormatError(f"a YOLO label line has 5 fields (class cx cy w h), found {len(fields)}: "
+                               f"{line.strip()[:80]!r}", file=file, row=row,
+                               field="class" if len(fields) < 1 else "h" if len(fields) == 4 else None)
+    names = ("class", "cx", "cy", "w", "h")
+    try:
+        class_id = int(fields[0])
+    except ValueError:
+        raise InputFormatError(f"class id is not an integer: {fields[0]!r}", file=file, row=row,
+                               field="class") from None
+    if not 0 <= class_id < n_classes:
+        raise InputFormatError(f"class id {class_id} is not in classes.txt (0..{n_classes - 1})",
+                               file=file, row=row, field="class")
+    values = []
+    for name, text in zip(names[1:], fields[1:]):
+        try:
+            values.append(float(text))
+        except ValueError:
+            raise InputFormatError(f"{name} is not a number: {text!r}", file=file, row=row,
+                                   field=name) from None
+    return class_id, values[0], values[1], values[2], values[3]
+
+
+def read_waid(root: str | Path) -> CountingSource:
+    """Read every split of a WAID folder (see the module docstring)."""
+    root = _waid_root(Path(root))
+    classes = read_classes(root / "classes.txt")
+    source = CountingSource("waid", root, [], files={"waid_classes": root / "classes.txt"})
+    images_dir, labels_dir = root / "images", root / "labels"
+    if not images_dir.is_dir():
+        raise MissingResourceError("WAID images/ folder not found", file=images_dir)
+    splits = sorted(p.name for p in images_dir.iterdir() if p.is_dir())
+    tol = NORMALISED_TOLERANCE
+    for split in splits:
+        label_folder = labels_dir / split
+        label_stems = {p.stem for p in label_folder.glob("*.txt")} if label_folder.is_dir() else set()
+        image_paths = sorted(p for p in (images_dir / split).iterdir() if p.suffix in IMAGE_SUFFIXES)
+        image_stems = {p.stem for p in image_paths}
+        if label_stems - image_stems:
+            source.exclude(EXCLUDED_NO_IMAGE, len(label_stems - image_stems))
+        for image_path in image_paths:
+            label_path = label_folder / f"{image_path.stem}.txt"
+            if image_path.stem not in label_stems:
+                source.exclude(EXCLUDED_NO_LABELS)
+                continue
+            size = image_size(image_path)
+            if size is None:
+                source.exclude(EXCLUDED_UNREADABLE)
+                continue
+            width, height = size
+            boxes, labels, outside = [], [], False
+            for row, line in enumerate(label_path.read_text(encoding="utf-8").splitlines(), start=1):
+                if not line.strip():
+                    continue
+                class_id, cx, cy, w, h = parse_yolo_line(line, file=label_path, row=row,
+                                                         n_classes=len(classes))
+                x1, y1, x2, y2 = cx - w / 2, cy - h / 2, cx + w / 2, cy + h / 2
+                if w <= 0 or h <= 0 or x1 < -tol or y1 < -tol or x2 > 1 + tol or y2 > 1 + tol:
+                    outside = True
+                    break
+                boxes.append((max(0.0, x1) * width, max(0.0, y1) * height,
+                              min(1.0, x2) * width, min(1.0, y2) * height))
+                labels.append(classes[class_id])
+            if outside:
+                source.exclude(EXCLUDED_OUTSIDE)
+                continue
+            source.images.append(AnnotatedImage(image_path, width, height, tuple(boxes), tuple(labels),
+                                                split=split))
+    return source
+
+
+__all__ = ["AnnotatedImage", "CountingSource", "parse_yolo_line", "read_classes", "read_waid"]

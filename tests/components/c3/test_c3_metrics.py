@@ -1,0 +1,178 @@
+"""Every C3 worked example of metrics.md §4 at its printed precision, through the public path:
+a tiny bench built by the real builder from native-format fixtures (or, for the catalog tasks,
+written in the C3 item schema), predictions written to a file, scored by
+``biovqa.scoring.pipeline.score_predictions``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+from fixtures.c3_benches import summary, write_items_bench, write_predictions
+
+from biovqa.components.c3.build import build_c3
+from biovqa.components.c3.demo import write_bees, write_beetles, write_waid
+from biovqa.scoring.pipeline import score_predictions
+
+
+def _score(bench: Path, replies: dict[str, str], tmp_path: Path, name: str = "s") -> tuple[dict, dict]:
+    predictions = write_predictions(tmp_path / f"{name}.parquet", replies)
+    out = score_predictions(bench, predictions, tmp_path / f"scores-{name}", options={"bootstrap": 0})
+    items = pq.read_table(out / "items.parquet").to_pydict()
+    return summary(out), items
+
+
+def _counting_bench(tmp_path: Path, waid: list[int], bees: list[int]) -> tuple[Path, dict[str, int]]:
+    src = tmp_path / "src"
+    sources = {"waid": write_waid(src / "waid", {"test": waid}, size=(120, 90)),
+               "bees": write_bees(src / "bees", bees, pollen=0, size=(200, 150))}
+    bench = build_c3(sources, tmp_path / "bench", counting_tiers=("easy",), canvas=64)
+    items = bench.items.to_pydict()
+    golds = {i: int(g) for i, t, g in zip(items["item_id"], items["task"], items["gold_number"]) if t == "counting"}
+    return bench.root, golds
+
+
+def test_cas_table(tmp_path: Path) -> None:
+    bench, golds = _counting_bench(tmp_path, [10] * 5, [100])
+    tens = sorted(i for i, g in golds.items() if g == 10)
+    (hundred,) = [i for i, g in golds.items() if g == 100]
+    replies = dict(zip(tens, ["10", "12", "15", "20", "90"]))
+    replies[hundred] = "95"
+    _, items = _score(bench, replies, tmp_path)
+    cas = dict(zip(items["item_id"], items["cas"]))
+    em = dict(zip(items["item_id"], items["correct"]))
+    assert [round(cas[i], 3) for i in tens] == [1.000, 0.800, 0.500, 0.000, 0.000]
+    assert [em[i] for i in tens] == [1, 0, 0, 0, 0]
+    assert round(cas[hundred], 3) == 0.950 and em[hundred] == 0
+
+
+def test_macro_versus_micro_cas(tmp_path: Path) -> None:
+    bench, golds = _counting_bench(tmp_path, [10, 10], [100])
+    tens = sorted(i for i, g in golds.items() if g == 10)
+    (hundred,) = [i for i, g in golds.items() if g == 100]
+    s, _ = _score(bench, {tens[0]: "12", tens[1]: "10", hundred: "95"}, tmp_path)
+    assert round(s["table3"]["cnt"]["value"], 3) == 0.925
+    assert round(s["counting"]["micro_cas"]["value"], 4) == 0.9167
+    assert s["counting"]["subsets"]["waid-test"]["cas"]["value"] == pytest.approx(0.9)
+
+
+def test_a_constant_count_has_zero_rank_correlation_and_unparsed_replies_score_zero(tmp_path: Path) -> None:
+    bench, golds = _counting_bench(tmp_path, [3, 5, 8], [20])
+    ids = sorted(golds)
+    s, items = _score(bench, {i: "5" for i in ids[:-1]} | {ids[-1]: "There are many bees"}, tmp_path)
+    assert s["counting"]["corpora"]["waid"]["spearman"]["value"] == 0.0
+    assert s["format"]["counting"]["n_unparsed"] == 1
+    assert dict(zip(items["item_id"], items["cas"]))[ids[-1]] == 0.0
+
+
+def test_absolute_distance_per_type_constant_floor_is_7_of_9(tmp_path: Path) -> None:
+    lengths = [1.0, 1.1, 1.2, 1.5, 2.0]
+    widths = [0.4, 0.45, 0.5, 0.8, None]
+    root = write_beetles(tmp_path / "beetles", {"A00000000001.jpg": list(zip(lengths, widths))}, cm_pix=40.0)
+    bench = build_c3({"beetles": root}, tmp_path / "bench", plate_side=256, rpos_items=8)
+    items = bench.items.to_pydict()
+    rows = [(i, g) for i, t, g in zip(items["item_id"], items["task"], items["gold_number"]) if t == "absolute_distance"]
+    assert len(rows) == 9
+    s, _ = _score(bench.root, {i: f"{g:.4f} cm" for i, g in rows}, tmp_path)
+    section = s["absolute_distance"]
+    assert round(section["floor"]["acc20"]["value"], 4) == 0.7778
+    assert section["floor"]["constants"] == pytest.approx({"length": 1.2, "width": 0.48})
+    assert s["table3"]["adst"]["value"] == 1.0 and section["rho_within"]["value"] == pytest.approx(1.0)
+    assert section["kappa"]["value"] == pytest.approx(0.0, abs=1e-9)
+    # a constant answer: ρ_within 0 and compression κ 1
+    s, _ = _score(bench.root, {i: "1.2 cm" for i, _ in rows}, tmp_path, "constant")
+    assert s["absolute_distance"]["rho_within"]["value"] == 0.0
+    assert s["absolute_distance"]["kappa"]["value"] == pytest.approx(1.0)
+
+
+def _localization_bench(tmp_path: Path, n: int, size: tuple[int, int], gold: tuple[float, ...]) -> Path:
+    rows = [{"task": "localization", "answer": "[0, 0, 0, 0]", "image_width": size[0], "image_height": size[1],
+             "gold_box": list(gold)} for _ in range(n)]
+    return write_items_bench(tmp_path / "bench-lcl", rows)
+
+
+def test_localization_format_detection_example(tmp_path: Path) -> None:
+    bench = _localization_bench(tmp_path, 1, (4000, 3000), (854, 819, 3009, 2322))
+    s, items = _score(bench, {"c3-localization-0000": "[214, 273, 752, 774]"}, tmp_path)
+    assert round(items["iou"][0], 4) == 0.9986 and items["box_convention"][0] == "n1000 xyxy"
+    conventions = s["localization"]["conventions"]
+    assert round(conventions["abs xywh"], 4) == 0.0067
+    assert round(conventions["n1000 xywh"], 4) == 0.4930
+    assert conventions["abs xyxy"] == 0.0
+    s, items = _score(bench, {"c3-localization-0000": "[854, 819, 2155, 1503]"}, tmp_path, "exact")
+    assert items["iou"][0] == pytest.approx(1.0) and items["box_convention"][0] == "abs xywh"
+
+
+def test_localization_headline_is_mean_parsed_iou_times_parse_rate(tmp_path: Path) -> None:
+    bench = _localization_bench(tmp_path, 1000, (1000, 1000), (0, 0, 100, 100))
+    replies = {f"c3-localization-{k:04d}": ("[0, 0, 100, 17]" if k < 523 else "The zebra is in the center")
+               for k in range(1000)}
+    s, _ = _score(bench, replies, tmp_path)
+    section = s["localization"]
+    assert round(section["miou_parsed"]["value"], 3) == 0.170 and round(section["parse_rate"]["value"], 3) == 0.523
+    assert round(s["table3"]["lcl"]["value"], 3) == 0.089
+    assert section["floor"]["miou"]["value"] == pytest.approx(1.0)  # every gold box is the same
+
+
+def _viewpoint_bench(tmp_path: Path, golds: list[str]) -> Path:
+    return write_items_bench(tmp_path / "bench-view", [{"task": "viewpoint", "answer": g, "tier": "species"}
+                                                       for g in golds])
+
+
+def test_viewpoint_synthetic_example_and_constant_answers(tmp_path: Path) -> None:
+    golds = ["right", "right", "right", "left", "frontleft"]
+    bench = _viewpoint_bench(tmp_path, golds)
+    ids = [f"c3-viewpoint-{k:04d}" for k in range(5)]
+    s, items = _score(bench, dict(zip(ids, ["right", "frontright", "left", "left", "left"])), tmp_path)
+    assert items["vas"] == pytest.approx([1, 0.25, 0, 1, 0.25])
+    v = s["viewpoint"]
+    assert v["em"]["value"] == pytest.approx(0.4) and v["vas"]["value"] == pytest.approx(0.5)
+    assert round(v["macro_vas"]["value"], 4) == 0.5556 and round(v["kappa_vas"]["value"], 4) == 0.2816
+    assert items["ang_err"] == pytest.approx([0, 45, 180, 0, 45]) and v["ang_err"]["value"] == pytest.approx(54.0)
+    s, _ = _score(bench, dict.fromkeys(ids, "right"), tmp_path, "constant")
+    v = s["viewpoint"]
+    assert v["vas"]["value"] == pytest.approx(0.6) and round(v["macro_vas"]["value"], 4) == 0.3333
+    assert v["kappa_vas"]["value"] == pytest.approx(0.0, abs=1e-12)
+
+
+def test_viewpoint_floor_macro_vas_is_0_170_when_all_ten_labels_occur(tmp_path: Path) -> None:
+    from biovqa.components.c3.tasks import VIEWPOINTS
+
+    bench = _viewpoint_bench(tmp_path, list(VIEWPOINTS))
+    s, _ = _score(bench, {f"c3-viewpoint-{k:04d}": "right" for k in range(10)}, tmp_path)
+    assert round(s["viewpoint"]["macro_vas"]["value"], 3) == 0.170
+    assert s["viewpoint"]["kappa_vas"]["value"] == pytest.approx(0.0, abs=1e-12)
+
+
+def test_ocr_character_accuracies(tmp_path: Path) -> None:
+    bench = write_items_bench(tmp_path / "bench-ocr", [{"task": "ocr", "answer": "A00000012435"},
+                                                       {"task": "ocr", "answer": "A00000987654"}])
+    s, items = _score(bench, {"c3-ocr-0000": "A00000012345", "c3-ocr-0001": "A00000987654"}, tmp_path)
+    assert items["correct"][0] == 0
+    assert round(items["char_acc"][0], 4) == 0.8333 and round(items["suffix_char_acc"][0], 4) == 0.6667
+    assert s["ocr"]["prefix"] == "A00000"
+
+
+def test_ocr_constant_string_exploit_gives_0_675(tmp_path: Path) -> None:
+    codes = []
+    for i in range(20):  # each suffix position: digit 1 in 7 of 20 codes, no other digit more than twice
+        codes.append("A00000" + "".join("1" if i < 7 else str(2 + (i + p) % 8) for p in range(6)))
+    bench = write_items_bench(tmp_path / "bench-ocr", [{"task": "ocr", "answer": c} for c in codes])
+    s, _ = _score(bench, {f"c3-ocr-{k:04d}": c for k, c in enumerate(codes)}, tmp_path)
+    floor = s["ocr"]["floor"]
+    assert floor["code"] == "A00000111111" and floor["em"]["value"] == pytest.approx(7 / 20)
+    assert floor["suffix_char_acc"]["value"] == pytest.approx(0.35)
+    assert round(floor["char_acc"]["value"], 3) == 0.675
+
+
+def test_relative_tasks_balanced_accuracy_chance_floor_and_lift(tmp_path: Path) -> None:
+    rows = [{"task": "relative_counting", "answer": g, "tier": "same", "options": ["A", "B", "C", "D"]}
+            for g in "AAAB"]
+    bench = write_items_bench(tmp_path / "bench-rc", rows)
+    s, _ = _score(bench, {f"c3-relative_counting-{k:04d}": "Image A" for k in range(4)}, tmp_path)
+    rc = s["relative_counting"]
+    assert rc["accuracy"]["value"] == 0.75 and rc["balanced_accuracy"]["value"] == 0.5
+    assert rc["floor"]["balanced_accuracy"]["value"] == 0.25
+    assert rc["lift"]["value"] == pytest.approx((0.5 - 0.25) / 0.75) and rc["margin"]["value"] == pytest.approx(0.25)
+    assert rc["pos_bias"]["value"] == 1.0
