@@ -53,3 +53,4 @@ def bench_copy(tmp_path: Path, demo_bench: Path) -> Path:
     target = tmp_path / "bench"
     shutil.copytree(demo_bench, target)
     return target
+

@@ -85,8 +85,11 @@ def test_baseline_score_report(tmp_path: Path, c4_bench: Path) -> None:
     assert (tmp_path / "report" / "c4_table49_dprime.csv").is_file()
 
 
+@pytest.mark.vision
 def test_specialist_megadescriptor(tmp_path: Path, c4_bench: Path) -> None:
-    pytest.importorskip("timm")  # timm needs a working torchvision
+    from fixtures.vision import require_vision
+
+    require_vision("timm")  # timm needs a working torchvision
     from fixtures.wildlife import build_tiny_megadescriptor
 
     from biovqa.components.c4.specialist import run_specialist
