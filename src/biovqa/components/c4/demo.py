@@ -108,10 +108,13 @@ def demo_c4(out: Path, say: Callable[[str], Any], step: str) -> Path | None:
         say(f"{step} skipped C4: it embeds crops with DINOv2, which needs torch and transformers "
             "(pip install 'biovqa[transformers]')")
         return None
+    from transformers.utils import logging as transformers_logging
+
     from biovqa.components.c4.build import build_c4
     from biovqa.engine.runner import RunOptions, run_benchmark
     from biovqa.scoring.pipeline import score_predictions
 
+    transformers_logging.disable_progress_bar()  # the demo prints its own one-line steps
     catalog = write_synthetic_catalog(out / "c4-catalog")
     model = build_tiny_dinov2(out / "c4-embedder")
     bench = build_c4({DEMO_CATALOG: catalog}, model, out / "bench-c4", pairs_per_kind=6)
