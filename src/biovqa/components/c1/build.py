@@ -22,7 +22,7 @@ import os
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any, Iterable, Optional
+from typing import Annotated, Any, Optional
 
 import numpy as np
 import pandas as pd
@@ -839,7 +839,3 @@ def audit_items(bench: Bench) -> list[str]:
         if not (side / name).exists():
             violations.append(f"{SIDE_FOLDER}/{name}: missing (scoring needs it)")
     return violations
-
-
-def iter_tasks() -> Iterable[str]:
-    return iter(TASKS)

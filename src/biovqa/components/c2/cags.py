@@ -110,11 +110,6 @@ def _class_keys(items: pa.Table, rows: np.ndarray) -> list[str]:
             for i, c, a in zip(ids, names, answers)]
 
 
-def family_column(items: pa.Table) -> np.ndarray:
-    """The family of every item as an object array (``family``, else ``task``)."""
-    return np.array(FAMILIES + ("",), dtype=object)[family_codes(items)[0]]
-
-
 def family_codes(items: pa.Table) -> tuple[np.ndarray, list[str]]:
     """Index into FAMILIES of every item (-1 for an unknown family) and the unknown names."""
     name = "family" if "family" in items.column_names else "task"
