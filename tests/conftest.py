@@ -48,9 +48,16 @@ def demo_bench(tmp_path_factory: pytest.TempPathFactory, demo_data: Path, demo_i
 
 
 @pytest.fixture()
-def bench_copy(tmp_path: Path, demo_bench: Path) -> Path:
-    """A private copy of the demo benchmark a test may damage."""
+def bench_copy(tmp_path: Path, demo_bench: Path, demo_images: Path) -> Path:
+    """A private copy of the demo benchmark, its images included, that a test may damage."""
+    import json
+
     target = tmp_path / "bench"
     shutil.copytree(demo_bench, target)
+    images = tmp_path / "images"
+    shutil.copytree(demo_images, images)
+    manifest = json.loads((target / "manifest.json").read_text(encoding="utf-8"))
+    manifest["images_root"] = str(images)
+    (target / "manifest.json").write_text(json.dumps(manifest), encoding="utf-8")
     return target
 
