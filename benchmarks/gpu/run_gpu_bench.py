@@ -1,31 +1,29 @@
-"""GPU benchmark: our vLLM backend vs one-request-per-call vLLM vs a plain transformers loop.
+"""GPU benchmark: one request per call vs batched vs one prefill per image (+ vLLM when present).
 
-One prepared script for a single-GPU machine (≤ 8 minutes on an H100/H200), nothing downloaded:
+One prepared script for a single bare GPU machine (≤ 8 minutes on an H100/H200), nothing downloaded:
 
 1. Writes a model folder for a real architecture and size — Qwen2.5-VL-7B (8.3B parameters):
    its ``config.json``, a matching random byte-level BPE tokenizer with Qwen's special tokens at
    Qwen's ids and a vocabulary of the real width, the Qwen2-VL image-processor settings and a
-   Qwen-style chat template. No weights: vLLM loads it with ``load_format="dummy"`` (random
-   weights) and the transformers stage initialises the same architecture randomly on the GPU.
-2. Writes a fixed C1+C2-like sample: C1 — 9 questions per image (six ranks, scientific name,
-   common name, multiple choice) with 15-token caps; C2 — 35 questions per image (MCQ with the
-   long instruction block, open questions) with 48-token caps. Images are deterministic
-   synthetic PNGs at the sizes of the sources (C1 800×600 GBIF-like, C2 500×375 CUB-like).
-3. Stage ``vllm`` (one engine, prefix caching on): (a) our ``biovqa.engine.backends.vllm`` backend,
-   image-grouped batches, C1 then C2 with the prefix cache reset between them so each
-   component's hit rate is its own (the whole-sample row adds the two); (b) one ``llm.chat`` call per request on the same engine
-   (cache reset first), what lmms-eval/VLMEvalKit do by default, on a prefix of the sample.
-4. Stage ``transformers``: (c) a plain batched ``generate`` loop (left padding, greedy) on a
-   prefix of the sample.
-5. Prints items/s, prompt tokens/s, generated tokens/s, prefix-cache hit rates and the ratios
-   (targets: (a) ≥ 5× (b); hit rate ≥ 80 % on C2), and writes ``results.json`` + ``results.md``.
-
-Random weights never stop early, so every mode generates exactly each item's cap
-(``ignore_eos`` / ``min_new_tokens``): the modes do the same work.
+   Qwen-style chat template. No weights: the transformers stage initialises the architecture
+   randomly on the GPU (bf16); vLLM, when importable, loads it with ``load_format="dummy"``.
+2. Writes a fixed C1+C2-like sample: C1 — 9 questions per image with 15-token caps; C2 — 35
+   questions per image with 48-token caps; deterministic synthetic PNGs at the sources' sizes.
+3. Stage ``transformers`` (always): biovqa's ``TransformersBackend`` around the random model, on
+   ``--hf-images`` images per component: (a) one ``generate`` per request (batch 1, like
+   lmms-eval's HF path), (b) left-padded batches, (c) ``shared_prefix=True`` — one prefill per
+   image, its questions decoded together from the KV cache. Items/s, tokens/s, peak GPU memory,
+   and whether (b)/(c) reproduce (a) token for token.
+4. Stage ``vllm`` (only if ``vllm`` is importable): our vLLM backend, image-grouped, prefix cache
+   on, with its hit rate; and one ``llm.chat`` call per request on the same engine.
+5. Writes ``results.json`` + ``results.md`` (rows and ratios) to ``--out``.
 
 Run (see README.md beside this file):
-    PYTHONPATH=src python benchmarks/gpu/run_gpu_bench.py --out /tmp/gpu-bench
-    PYTHONPATH=src python benchmarks/gpu/run_gpu_bench.py --smoke --out /tmp/gpu-smoke  # 1 min
+    PYTHONPATH=src python benchmarks/gpu/run_gpu_bench.py --out "$OUT" --c1-images 8 \
+        --c2-images 4 --hf-images 2 --hf-batch 16 --hf-budget-s 300 --stage-timeout-s 420
+    python benchmarks/gpu/run_gpu_bench.py --smoke --device cpu --stage transformers \
+        --c1-images 2 --c2-images 1 --hf-images 1 --hf-batch 4 --hf-questions 6 \
+        --hf-max-new-tokens 6 --out /tmp/gpu-smoke            # CPU smoke test
 """
 
 from __future__ import annotations
@@ -460,6 +458,22 @@ def summarise(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
     plain = by_mode.get("c_transformers_loop")
     c2 = by_mode.get("a_ours_c2")
     summary: dict[str, Any] = {}
+    for component in ("c2", "c1"):
+        one = by_mode.get(f"hf_per_request_{component}")
+        batched = by_mode.get(f"hf_batched_{component}")
+        shared = by_mode.get(f"hf_shared_prefix_{component}")
+        if batched and one:
+            summary[f"{component}_batched_over_per_request"] = (
+                batched["items_per_s"] / one["items_per_s"])
+        if shared and one:
+            summary[f"{component}_shared_prefix_over_per_request"] = (
+                shared["items_per_s"] / one["items_per_s"])
+        if shared and batched:
+            summary[f"{component}_shared_prefix_over_batched"] = (
+                shared["items_per_s"] / batched["items_per_s"])
+        for name, row in (("batched", batched), ("shared_prefix", shared)):
+            if row is not None and row.get("equal_to_per_request") is not None:
+                summary[f"{component}_{name}_equal_to_per_request"] = row["equal_to_per_request"]
     if ours and per_request:
         summary["speedup_vs_per_request"] = ours["items_per_s"] / per_request["items_per_s"]
         summary["target_5x_met"] = summary["speedup_vs_per_request"] >= 5.0
@@ -603,10 +617,47 @@ def stage_vllm(args: argparse.Namespace, model_folder: Path, items: list[SampleI
     return rows
 
 
-def stage_transformers(args: argparse.Namespace, model_folder: Path, items: list[SampleItem]) -> list[dict]:
-    """(c) a plain batched generate loop with random weights of the same architecture."""
+def _backend_around(model: Any, processor: Any, *, batch_size: int, shared_prefix: bool,
+                    device: str = "cuda") -> Any:
+    """biovqa's ``TransformersBackend`` wrapped around a model already on the GPU (random weights
+    cannot be loaded with ``from_pretrained`` without writing 16 GB first)."""
     import torch
-    from PIL import Image
+    import transformers
+
+    from biovqa.engine.backends.transformers import TransformersBackend
+    from biovqa.engine.presets import get_preset
+
+    backend = TransformersBackend.__new__(TransformersBackend)
+    tokenizer = processor.tokenizer
+    tokenizer.padding_side = "left"
+    pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
+    eos = model.generation_config.eos_token_id
+    stop = set(eos if isinstance(eos, list) else [eos]) | {tokenizer.eos_token_id}
+    backend.__dict__.update(
+        _torch=torch, _transformers_version=transformers.__version__,
+        preset=get_preset("qwen2_5-vl-7b"), model_id="qwen2_5_vl_7b_random",
+        batch_size=batch_size, max_batch_items=batch_size, shared_prefix=shared_prefix,
+        ignored_options={}, device=device, dtype_name=str(model.dtype).replace("torch.", ""),
+        processor=processor,
+        model=model, tokenizer=tokenizer, pad_token_id=pad,
+        stop_token_ids=frozenset(int(t) for t in stop if t is not None),
+        resolved_revision="random", text_only=False)
+    return backend
+
+
+def stage_transformers(args: argparse.Namespace, model_folder: Path, items: list[SampleItem]) -> list[dict]:
+    """Three ways to run the same image-grouped items through one random-weight model on the GPU:
+
+    (a) ``hf_per_request``: one ``generate`` per request (batch 1), as lmms-eval's HF path does;
+    (b) ``hf_batched``: biovqa's transformers backend, left-padded batches of ``--hf-batch``;
+    (c) ``hf_shared_prefix``: the same backend with ``shared_prefix=True`` — one prefill per image,
+        its questions decoded together from that KV cache — one image's questions per call.
+
+    Greedy, random weights: the shared-prefix path must give the per-request path's tokens
+    (``equal_to_per_request``; left-padded batches may differ slightly, e.g. with Qwen's
+    multimodal positions), so the modes do about the same work. Items/s, prompt and generated tokens/s and peak GPU memory per mode.
+    """
+    import torch
     from transformers import AutoConfig, AutoProcessor, Qwen2_5_VLForConditionalGeneration
 
     config = AutoConfig.from_pretrained(model_folder)
@@ -614,44 +665,85 @@ def stage_transformers(args: argparse.Namespace, model_folder: Path, items: list
     torch.manual_seed(0)
     started = time.perf_counter()
     previous = torch.get_default_dtype()
-    torch.set_default_dtype(torch.bfloat16)  # random init straight into bf16 on the GPU
-    with torch.device("cuda"):
+    device = args.device
+    cuda = device.startswith("cuda")
+    # random init straight into bf16 on the GPU (float32 for a CPU smoke test)
+    torch.set_default_dtype(torch.bfloat16 if cuda else torch.float32)
+    with torch.device(device):
         model = Qwen2_5_VLForConditionalGeneration._from_config(config)
     torch.set_default_dtype(previous)
     model.eval()
+    model.generation_config.do_sample = False
+
+    def synchronize() -> None:
+        if cuda:
+            torch.cuda.synchronize()
     processor = AutoProcessor.from_pretrained(model_folder)
-    processor.tokenizer.padding_side = "left"
     print(f"[transformers] model up in {time.perf_counter() - started:.1f} s", flush=True)
 
-    share = args.hf_items / max(1, len(items))
-    c1 = [i for i in items if i.component == "c1"]
-    c2 = [i for i in items if i.component == "c2"]
-    subset = c1[: max(1, round(len(c1) * share))] + c2[: max(1, round(len(c2) * share))]
-
-    def run(batch: list[SampleItem]) -> tuple[int, int]:
-        texts = [processor.apply_chat_template(
-            [{"role": "user", "content": [{"type": "image"}, {"type": "text", "text": item.prompt}]}],
-            add_generation_prompt=True, tokenize=False) for item in batch]
-        images = [Image.open(item.image).convert("RGB") for item in batch]
-        inputs = processor(text=texts, images=images, padding=True, return_tensors="pt").to("cuda")
-        cap = max(item.max_new_tokens for item in batch)
-        with torch.inference_mode():
-            output = model.generate(**inputs, max_new_tokens=cap, min_new_tokens=cap, do_sample=False)
-        return int(inputs["attention_mask"].sum()), int(output.shape[0] * (output.shape[1] - inputs["input_ids"].shape[1]))
-
-    run(subset[:2])  # warm-up
-    torch.cuda.synchronize()
-    started = time.perf_counter()
-    prompt_tokens = generated = 0
-    for batch in batches(subset, args.hf_batch):
-        p, g = run(batch)
-        prompt_tokens += p
-        generated += g
-    torch.cuda.synchronize()
-    measurement = Measurement("c_transformers_loop", len(subset), time.perf_counter() - started,
-                              prompt_tokens, generated)
-    print(f"[transformers] c_transformers_loop: {measurement.items_per_s:.2f} items/s", flush=True)
-    return [measurement.row()]
+    requests = to_requests(items)
+    by_component: dict[str, list[Any]] = {}
+    for item, request in zip(items, requests):
+        by_component.setdefault(item.component, []).append(request)
+    rows: list[dict[str, Any]] = []
+    budget_started = time.perf_counter()
+    for component in ("c2", "c1"):
+        pool = by_component.get(component, [])
+        per_image: dict[str, list[Any]] = {}
+        for request in pool:
+            per_image.setdefault(str(request.image_path), []).append(request)
+        groups = [g[: args.hf_questions] if args.hf_questions else g
+                  for g in list(per_image.values())[: max(1, args.hf_images)]]
+        if args.hf_max_new_tokens:
+            groups = [[replace(r, max_new_tokens=args.hf_max_new_tokens) for r in g]
+                      for g in groups]
+        subset = [r for group in groups for r in group]
+        if not subset:
+            continue
+        modes = [
+            ("hf_per_request", _backend_around(model, processor, batch_size=1,
+                                               shared_prefix=False, device=device),
+             [[r] for r in subset]),
+            ("hf_batched", _backend_around(model, processor, batch_size=args.hf_batch,
+                                           shared_prefix=False, device=device),
+             batches(subset, args.hf_batch)),
+            ("hf_shared_prefix", _backend_around(model, processor, batch_size=max(
+                len(g) for g in groups), shared_prefix=True, device=device), groups),
+        ]
+        answers: dict[str, list[Any]] = {}
+        for mode, backend, calls in modes:
+            if time.perf_counter() - budget_started > args.hf_budget_s:
+                print(f"[transformers] {component} {mode}: skipped (time budget)", flush=True)
+                continue
+            backend.generate(calls[0][:2])  # warm-up
+            synchronize()
+            if cuda:
+                torch.cuda.reset_peak_memory_stats()
+            started = time.perf_counter()
+            replies = []
+            for call in calls:
+                replies += backend.generate(call)
+            synchronize()
+            seconds = time.perf_counter() - started
+            answers[mode] = [(r.text, r.completion_tokens) for r in replies]
+            measurement = Measurement(f"{mode}_{component}", len(subset), seconds,
+                                      sum(r.prompt_tokens or 0 for r in replies),
+                                      sum(r.completion_tokens or 0 for r in replies))
+            row = measurement.row()
+            row["peak_gpu_memory_gib"] = (torch.cuda.max_memory_allocated() / 2**30
+                                          if cuda else None)
+            row["failed"] = sum(r.status != "ok" for r in replies)
+            row["first_error"] = next((r.error for r in replies if r.error), None)
+            rows.append(row)
+            memory = row["peak_gpu_memory_gib"]
+            print(f"[transformers] {mode}_{component}: {measurement.items_per_s:.2f} items/s"
+                  + ("" if memory is None else f", peak {memory:.1f} GiB"), flush=True)
+        # the reference is one request per call: no padding at all
+        for row in rows:
+            mode = row["mode"].rsplit("_", 1)[0]
+            if row["mode"].endswith(component) and "hf_per_request" in answers and mode in answers:
+                row["equal_to_per_request"] = answers[mode] == answers["hf_per_request"]
+    return rows
 
 
 # ------------------------------------------------------------------------------------ main
@@ -669,8 +761,16 @@ def parse_arguments(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--c2-size", default="500x375", help="C2 image WIDTHxHEIGHT (CUB-like)")
     parser.add_argument("--batch-items", type=int, default=1024, help="requests per backend batch")
     parser.add_argument("--per-request-items", type=int, default=160, help="items timed in (b)")
-    parser.add_argument("--hf-items", type=int, default=96, help="items timed in (c)")
+    parser.add_argument("--hf-images", type=int, default=4,
+                        help="images per component in the transformers modes (C2: 35 questions each)")
     parser.add_argument("--hf-batch", type=int, default=16)
+    parser.add_argument("--device", default="cuda", help="cuda (the benchmark) or cpu (smoke)")
+    parser.add_argument("--hf-questions", type=int, default=0,
+                        help="transformers modes: at most N questions per image (0: all; smoke)")
+    parser.add_argument("--hf-max-new-tokens", type=int, default=0,
+                        help="transformers modes: override the token caps (0: the sample's; smoke)")
+    parser.add_argument("--hf-budget-s", type=float, default=240.0,
+                        help="skip remaining transformers modes after this many seconds")
     parser.add_argument("--min-pixels", type=int, default=3136)
     parser.add_argument("--max-pixels", type=int, default=12845056)
     parser.add_argument("--max-model-len", type=int, default=8192)
@@ -723,7 +823,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(f"sample: {len(items)} items, {args.c1_images} C1 images × 9, {args.c2_images} C2 images "
           f"× 35; model folder {model_folder}", flush=True)
     rows: list[dict[str, Any]] = []
-    for stage in ("vllm", "transformers"):
+    import importlib.util
+
+    stages = ["transformers"] + (["vllm"] if importlib.util.find_spec("vllm") else [])
+    if "vllm" not in stages:
+        print("vllm is not importable here: the vLLM image-grouped path is skipped", flush=True)
+    for stage in stages:
         command = [sys.executable, __file__, *stage_arguments(args, stage)]
         environment = dict(os.environ, PYTHONPATH=os.pathsep.join(
             [str(REPOSITORY / "src"), os.environ.get("PYTHONPATH", "")]))

@@ -28,6 +28,9 @@ DEMO_ENTRIES: tuple[str, ...] = (
     "scores-baseline-c1", "scores-baseline-c2", "report",
     "c4-catalog", "c4-embedder", "bench-c4", "run-baseline-c4", "scores-baseline-c4",
     "c3-sources", "bench-c3", "run-baseline-c3", "scores-baseline-c3",
+    "bagel-items", "bench-bagel", "run-baseline-bagel", "scores-baseline-bagel",
+    "bench-hca", "bench-hca-text", "run-baseline-hca", "run-baseline-hca-text", "scores-baseline-hca",
+    "scores-baseline-hca-text",
 )
 
 
@@ -121,6 +124,10 @@ def run_demo(out: str | Path, *, console: Any | None = None) -> Path:
     from biovqa.components.c4.demo import demo_c4
 
     score_dirs += [d for d in [demo_c4(out, say, "7/8")] if d is not None]
+    from biovqa.components.bagel.demo import demo_bagel
+    from biovqa.components.hca.demo import demo_hca
+
+    score_dirs += [demo_bagel(out, say, "    "), *demo_hca(out, bench_c1, say, "    ")]
     report = write_report(score_dirs, out / "report")
     say(f"8/8 report → {report}")
     say(f"done in {time.perf_counter() - started:.1f} s. Open {report} in a browser.")

@@ -51,6 +51,12 @@ _SPACE_RE = re.compile(r"\s+")
 _RE2_SPACE = r"\s\p{Z}\x{0b}\x{1c}-\x{1f}\x{85}"
 
 
+#: Only the first C1_MAX_CHARS characters of a text are normalized [DEFAULT]: far beyond any
+#: taxon name or C1 reply (15 new tokens), and a bound on the work of a hostile reply (NFKD
+#: expands some characters 18-fold). Both forms below apply the same cut.
+C1_MAX_CHARS = 4096
+
+
 def normalize_c1(text: str | None) -> str:
     """Normalize a C1 reply or gold name: fold case and diacritics, drop punctuation and
     leading boilerplate such as "The phylum is" (metrics.md §1.1).
@@ -60,7 +66,7 @@ def normalize_c1(text: str | None) -> str:
     """
     if text is None:
         return ""
-    folded = unicodedata.normalize("NFKD", text)
+    folded = unicodedata.normalize("NFKD", text[:C1_MAX_CHARS])
     folded = "".join(ch for ch in folded if not unicodedata.category(ch).startswith("M"))
     folded = folded.lower().replace("ß", "ss")
     folded = _APOSTROPHE_RE.sub("", folded)  # U+02BC is a letter to the regex engines
@@ -76,6 +82,7 @@ def normalize_c1_array(values: pa.Array | pa.ChunkedArray | list[str | None]) ->
     if isinstance(arr, pa.ChunkedArray):
         arr = arr.combine_chunks()
     arr = pc.fill_null(arr.cast(pa.string()), "")
+    arr = pc.utf8_slice_codeunits(arr, 0, C1_MAX_CHARS)
     arr = pc.utf8_normalize(arr, form="NFKD")
     arr = pc.replace_substring_regex(arr, pattern=r"\p{M}", replacement="")
     arr = pc.utf8_lower(arr)

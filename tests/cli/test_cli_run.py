@@ -154,3 +154,72 @@ def test_run_against_a_real_openai_compatible_server(
     for path in out.rglob("*"):
         if path.is_file():
             assert secret.encode() not in path.read_bytes(), path
+
+
+def test_a_run_whose_requests_all_failed_exits_non_zero(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    bench = make_bench(tmp_path / "bench", n_images=2).root
+    assert _cli(["run", str(bench), "--out", str(tmp_path / "run"), "--backend", "echo",
+                 "--option", "fail_every=1", "--no-progress"]) == 1
+    err = capsys.readouterr().err
+    assert "all 6 of 6 requests failed" in err and "echo: injected failure" in err
+    assert (tmp_path / "run" / "predictions.parquet").exists()  # the failures are kept
+
+
+def test_merge_of_incomplete_shards_warns_and_exits_non_zero(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    bench = make_bench(tmp_path / "bench", n_images=6).root
+    assert _cli(["run", str(bench), "--out", str(tmp_path / "s0"), "--shard", "0/2",
+                 "--backend", "echo", "--no-progress"]) == 0
+    capsys.readouterr()
+    merge = ["merge", str(tmp_path / "s0"), "--out", str(tmp_path / "merged")]
+    assert _cli(merge) == 1
+    err = capsys.readouterr().err
+    assert "partial" in err and "9 of 18 selected items (50.0%)" in err
+    assert "missing shards 1/2" in err and "--allow-partial" in err
+    assert _cli([*merge, "--allow-partial"]) == 0
+    card = json.loads((tmp_path / "merged" / "run.json").read_text())
+    assert card["coverage"]["covered"] == 9 and card["coverage"]["expected"] == 18
+
+
+def test_a_limit_run_is_scored_on_its_selection(
+    tmp_path: Path, demo_bench: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from biovqa.bench import open_bench
+
+    total = open_bench(demo_bench).items.num_rows
+    out = tmp_path / "run"
+    assert _cli(["run", str(demo_bench), "--backend", "baseline", "--limit", "3", "--out",
+                 str(out), "--no-progress"]) == 0
+    card = json.loads((out / "run.json").read_text())
+    selected = card["selection"]["selected"]
+    assert card["selection"]["total"] == total and 0 < selected < total
+    assert card["selection"]["stratified"] is True and card["selection"]["item_ids_sha256"]
+    capsys.readouterr()
+    predictions = str(out / "predictions.parquet")
+    assert _cli(["score", str(demo_bench), "--predictions", predictions, "--out",
+                 str(tmp_path / "subset")]) == 0
+    assert f"subset: {selected:,} of {total:,} items, stratified" in capsys.readouterr().err
+    summary = json.loads((tmp_path / "subset" / "summary.json").read_text())
+    assert summary["subset"]["n_items"] == selected and summary["subset"]["of"] == total
+    assert summary["n_items"] == selected and summary["statuses"]["missing"] == 0
+    assert _cli(["score", str(demo_bench), "--predictions", predictions, "--out",
+                 str(tmp_path / "all"), "--score-missing-as-wrong"]) == 0
+    everything = json.loads((tmp_path / "all" / "summary.json").read_text())
+    assert "subset" not in everything and everything["n_items"] == total
+    assert everything["statuses"]["missing"] == total - selected
+
+
+def test_preset_can_be_forced_and_the_card_says_which(tmp_path: Path) -> None:
+    from biovqa.engine.executors import default_threads
+
+    bench = make_bench(tmp_path / "bench", n_images=1).root
+    out = tmp_path / "run"
+    assert _cli(["run", str(bench), "--out", str(out), "--backend", "echo", "--model",
+                 str(tmp_path / "my-copy"), "--preset", "gemma-3-12b", "--no-progress"]) == 0
+    card = json.loads((out / "run.json").read_text())
+    assert card["preset"] == {"preset": "gemma-3-12b", "matched_by": "forced"}
+    assert card["model"] == "gemma-3-12b"  # the preset's wrappers and label were used
+    assert 1 <= default_threads(2) <= default_threads(1)

@@ -47,7 +47,7 @@ def test_a_component_from_an_installed_package(tmp_path: Path, monkeypatch: pyte
     install_plugin(tmp_path, "[biovqa.components]\nlabx = labx_plugin:COMPONENT\n")
     monkeypatch.syspath_prepend(str(tmp_path))
     names = [c.name for c in fresh_registry.list_components()]
-    assert names == ["c1", "c2", "c3", "c4", "labx"]
+    assert names == ["c1", "c2", "c3", "c4", "bagel", "hca", "labx"]  # built-ins first, then plug-ins
     labx = fresh_registry.get_component("labx")
     assert labx.resolve_score_options({"tolerance": "2"})["tolerance"] == 2
     sys.modules.pop("labx_plugin", None)

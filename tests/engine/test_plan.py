@@ -75,3 +75,38 @@ def test_plan_rejects_bad_numbers(tmp_path: Path, kwargs: dict) -> None:
     bench = make_bench(tmp_path / "b", n_images=1)
     with pytest.raises(BiovqaError):
         plan_run(bench.root, "some/model", **kwargs)
+
+
+def test_plan_image_tokens_follow_each_models_rules(tmp_path: Path,
+                                                    tiny_model_dir) -> None:
+    from biovqa.engine.presets import openai_tile_tokens
+
+    bench = make_bench(tmp_path / "b", n_images=4)  # 24×16 images
+    llava = plan_run(bench.root, str(tiny_model_dir("llava")))
+    assert llava.image_tokens == 12 * 16  # (32 / 8)² patch tokens, not the flat 576
+    gemma = plan_run(bench.root, str(tiny_model_dir("gemma3")))
+    assert gemma.image_tokens == 12 * (4 + 4)  # mm_tokens_per_image + markers
+    mini = plan_run(bench.root, "gpt-4o-mini")
+    assert mini.image_tokens == 12 * openai_tile_tokens(24, 16, 2833, 5667) == 12 * 8500
+    # OpenAI's worked example: 1024×1024 → 768×768 → 4 tiles → 85 + 4·170
+    assert openai_tile_tokens(1024, 1024, 85, 170) == 765
+    assert openai_tile_tokens(2048, 4096, 85, 170) == 85 + 170 * 6
+
+
+@pytest.mark.models
+def test_calibrate_measures_rates_and_reestimates(tmp_path: Path, tiny_model_dir) -> None:
+    from biovqa.engine.plan import calibrate
+    from biovqa.engine.runner import RunOptions
+
+    bench = make_bench(tmp_path / "b", n_images=6)
+    model = str(tiny_model_dir("llava"))
+    plan = plan_run(bench.root, model)
+    options = RunOptions(model=model, backend="transformers", threads=1, max_new_tokens=6,
+                         backend_options={"device": "cpu"})
+    calibrated = calibrate(bench.root, options, 6, plan, tmp_path / "work")
+    c = calibrated.calibration
+    assert c is not None and c["items"] == 6
+    assert c["items_per_s"] > 0 and c["prefill_tokens_per_s"] > 0
+    assert c["estimated_hours"] == pytest.approx(calibrated.gpu_hours)
+    assert 0 < c["completion_tokens_per_item"] <= 6
+    assert "calibration" in render_plan(calibrated)

@@ -248,3 +248,55 @@ def test_llava_next_rule_matches_the_real_processor(width: int, height: int) -> 
     assert get_preset("LLaVA-NeXT-Vicuna").image_tokens(width, height) == sum(
         1 for token in input_ids if token == image_token
     )
+
+
+# -- local copies of the paper's models ------------------------------------------------------------
+def _checkpoint(folder: Path, config: dict) -> Path:
+    folder.mkdir(parents=True)
+    (folder / "config.json").write_text(json.dumps(config), encoding="utf-8")
+    return folder
+
+
+def test_a_local_copy_matches_its_preset_by_config_name(tmp_path: Path) -> None:
+    from biovqa.engine.presets import resolve_preset
+
+    folder = _checkpoint(tmp_path / "weights" / "copy", {
+        "_name_or_path": "google/gemma-3-12b-it",
+        "architectures": ["Gemma3ForConditionalGeneration"]})
+    preset, match = resolve_preset(str(folder))
+    assert preset.key == get_preset("gemma-3-12b").key and preset.checkpoint == str(folder)
+    assert preset.system_message("c1")  # the paper's Gemma system message came with it
+    assert match["matched_by"] == "config" and match["via"] == "config _name_or_path"
+    assert match["architectures"] == ["Gemma3ForConditionalGeneration"]
+
+
+def test_a_local_copy_matches_by_folder_name_and_snapshot_repo(tmp_path: Path) -> None:
+    from biovqa.engine.presets import resolve_preset
+
+    by_name = _checkpoint(tmp_path / "data" / "hf" / "gemma-3-12b-it", {"model_type": "gemma3"})
+    assert resolve_preset(str(by_name))[1]["via"] == "folder name"
+    snapshot = _checkpoint(
+        tmp_path / "hub" / "models--Qwen--Qwen2.5-VL-7B-Instruct" / "snapshots" / ("a" * 40), {})
+    preset, match = resolve_preset(str(snapshot))
+    assert match["via"] == "hf-cache snapshot" and match["name"] == "Qwen/Qwen2.5-VL-7B-Instruct"
+    assert preset.key == get_preset("Qwen/Qwen2.5-VL-7B-Instruct").key
+
+
+def test_unknown_local_folder_gets_defaults_and_preset_can_be_forced(tmp_path: Path) -> None:
+    from biovqa.engine.presets import resolve_preset
+    from biovqa.errors import BiovqaError
+
+    folder = _checkpoint(tmp_path / "my-finetune", {"_name_or_path": "me/private-vlm"})
+    assert resolve_preset(str(folder))[1]["matched_by"] == "default"
+    preset, match = resolve_preset(str(folder), "gemma-3-12b")
+    assert match["matched_by"] == "forced" and preset.checkpoint == str(folder)
+    with pytest.raises(BiovqaError, match="unknown preset"):
+        resolve_preset(str(folder), "no-such-model")
+
+
+def test_internvl_hf_aliases_carry_a_caveat() -> None:
+    from biovqa.engine.presets import resolve_preset
+
+    _, match = resolve_preset("OpenGVLab/InternVL3-8B-hf")
+    assert match["matched_by"] == "alias" and "-Instruct" in match["note"]
+    assert "note" not in resolve_preset("OpenGVLab/InternVL3-8B-Instruct")[1]

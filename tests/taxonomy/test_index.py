@@ -120,6 +120,9 @@ def test_accepted_name_shadows_a_synonym_homonym(tmp_path: Path) -> None:
     assert _targets(index, "Felis couguar couguar") == set()
     assert card["counts"]["synonym_rows_shadowed_by_accepted_name"] == 1
     assert card["counts"]["synonym_rows_unresolved"] == 1
+    # that one points at a subspecies, a row that exists: not a dangling acceptedNameUsageID
+    assert card["counts"]["synonym_rows_accepted_id_not_found"] == 0
+    index.verify()  # the card's part hashes match the parts just written
 
 
 @pytest.mark.skipif(not (ARCHAEA / "Taxon.tsv").is_file(), reason="shared GBIF slice not present")

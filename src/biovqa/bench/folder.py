@@ -234,6 +234,13 @@ class Bench:
 
 
 def open_bench(path: str | Path, *, verify: bool = True) -> Bench:
+    # --- released benchmarks (issue 15): an exported folder or hf://owner/name → biovqa.bench.hub
+    if str(path).startswith("hf:/") or (Path(path) / "biovqa" / "release.json").is_file() or (
+            Path(path).parent.name == "data" and (Path(path).parent.parent / "biovqa" / "release.json").is_file()):
+        from biovqa.bench.hub import open_release
+
+        return open_release(path, verify=verify)
+    # --- end released benchmarks
     root = Path(path)
     manifest_path = root / MANIFEST_FILE
     if not root.is_dir():

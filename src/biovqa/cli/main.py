@@ -126,6 +126,7 @@ def score(
     level: Annotated[Optional[float], typer.Option(help="confidence level [default: 0.95]")] = None,
     sweep: Annotated[bool, typer.Option("--sweep", help="run the component's sensitivity sweep over several predictions files")] = False,
     label: Annotated[Optional[str], typer.Option(help="model label shown in reports (default: from predictions)")] = None,
+    score_missing_as_wrong: Annotated[bool, typer.Option(help="score every benchmark item, those a --limit run did not ask as wrong (default: only the run's selection)")] = False,
 ) -> None:
     """Score a predictions file against a benchmark (a pure function of both)."""
     from biovqa.scoring.pipeline import score_predictions, sweep_predictions
@@ -143,7 +144,7 @@ def score(
     if len(predictions) != 1:
         raise BiovqaError("give one --predictions file (several only with --sweep)")
     result_dir = score_predictions(bench, predictions[0], out, options=options, label=label,
-                                   console=console)
+                                   console=console, score_missing_as_wrong=score_missing_as_wrong)
     console.print(f"[green]scores written[/green] to {result_dir}")
 
 
@@ -176,6 +177,8 @@ def _register_commands() -> None:
     run_commands.register(app)
     taxonomy_commands.register(taxonomy_app)
     __import__("biovqa.cli.specialist", fromlist=["register"]).register(app)  # biovqa specialist …
+    __import__("biovqa.cli.analyze", fromlist=["register"]).register(app)  # biovqa analyze …
+    __import__("biovqa.cli.release", fromlist=["register"]).register(app)  # export, lite, fetch
     score_command = next(info for info in app.registered_commands if info.callback is score)
     score_command.epilog = _score_options_help()
 

@@ -84,6 +84,8 @@ def run_command(
     max_batch: Annotated[int | None, typer.Option(help="most requests in one batch (default: the backend's, else 64)")] = None,
     max_new_tokens: Annotated[int | None, typer.Option(help="override the per-component token caps")] = None,
     retry_failed: Annotated[bool, typer.Option(help="on resume, ask again the items that failed")] = False,
+    threads: Annotated[int | None, typer.Option(help="torch intra-op threads per worker (default: physical cores shared among workers)")] = None,
+    preset: Annotated[str | None, typer.Option(help="force the paper preset NAME (wrappers, caps, processor limits) for this model")] = None,
     flush_rows: Annotated[int, typer.Option(help="write a store segment every N replies …")] = 4096,
     flush_seconds: Annotated[float, typer.Option(help="… or every S seconds, whichever comes first")] = 10.0,
     progress: Annotated[bool, typer.Option(help="live progress on stderr")] = True,
@@ -106,10 +108,22 @@ def run_command(
         selection=_selection(components, tasks, limit, seed, shard), executor=executor,
         replicas=replicas, gpus_per_replica=gpus_per_replica, ray_address=ray_address,
         batch_tokens=batch_tokens, max_batch_items=max_batch, max_new_tokens=max_new_tokens,
-        revision=revision, retry_failed=retry_failed, flush_rows=flush_rows,
+        revision=revision, retry_failed=retry_failed, threads=threads, preset=preset,
+        flush_rows=flush_rows,
         flush_seconds=flush_seconds, progress=progress,
     )
     result = run_benchmark(bench, out, options)
+    if result.selected and result.failed >= result.selected:
+        from rich.markup import escape
+
+        first_error = escape(_first_error(result.predictions_path))
+        console.print(
+            f"[bold red]error:[/bold red] all {result.failed} of {result.selected} requests failed "
+            f"(predictions in {result.predictions_path}); first error: {first_error}\n"
+            "  hint: fix the cause, then re-run the same command with --retry-failed",
+            highlight=False,
+        )
+        raise SystemExit(1)
     console.print(
         f"[green]predictions written[/green] to {result.predictions_path}: {result.selected} items "
         f"({result.resumed} resumed, {result.asked} asked, {result.failed} failed)",
@@ -117,18 +131,52 @@ def run_command(
     )
 
 
+def _first_error(predictions_path: Path) -> str:
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+
+    errors = pq.read_table(predictions_path, columns=["error"]).column("error")
+    found = pc.drop_null(errors).to_pylist()
+    return str(found[0])[:300] if found else "unknown"
+
+
 def merge_command(
     runs: Annotated[list[Path], typer.Argument(help="run folders to combine (shards, machines)")],
     out: Annotated[Path, typer.Option("--out", "-o", help="merged run folder")],
+    allow_partial: Annotated[bool, typer.Option(help="accept shards that do not cover the whole selection (exit 0)")] = False,
 ) -> None:
-    """Combine run folders; refuses folders made with different benchmark/model/prompts/decoding."""
+    """Combine run folders; refuses folders made with different benchmark/model/prompts/decoding.
+
+    The merged folder is always written; when the inputs do not cover their selection (a shard
+    missing, a run unfinished) the coverage is printed and the exit status is 1 unless
+    --allow-partial."""
     from biovqa.engine.card import build_merge_card, write_card
+    from biovqa.engine.runner import merge_coverage
     from biovqa.engine.store import merge_runs
 
     table = merge_runs(runs, out)
-    write_card(out, build_merge_card(runs, out, table))
+    coverage = merge_coverage(runs, table)
+    card = build_merge_card(runs, out, table)
+    card["coverage"] = coverage
+    write_card(out, card)
     console.print(f"[green]merged[/green] {len(runs)} run(s) into {out}: {table.num_rows} items",
                   highlight=False)
+    if not coverage["complete"]:
+        parts = []
+        if coverage["expected"] is not None:
+            share = coverage["covered"] / max(coverage["expected"], 1)
+            parts.append(f"{coverage['covered']} of {coverage['expected']} selected items "
+                         f"({100 * share:.1f}%)")
+        if coverage["missing_shards"]:
+            parts.append("missing shards " + ", ".join(coverage["missing_shards"]))
+        if coverage["incomplete_runs"]:
+            parts.append("unfinished runs " + ", ".join(coverage["incomplete_runs"]))
+        console.print(f"[yellow]warning[/yellow]: the merge is partial: {'; '.join(parts)}",
+                      highlight=False)
+        if not allow_partial:
+            console.print("  hint: run the missing shards (same command) and merge again, or "
+                          "pass --allow-partial to accept a partial merge", highlight=False)
+            raise SystemExit(1)
 
 
 def plan_command(
@@ -144,13 +192,31 @@ def plan_command(
     price_out: Annotated[float, typer.Option(help="API price per 1M completion tokens")] = 0.0,
     max_new_tokens: Annotated[int | None, typer.Option(help="override the token caps")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="print JSON instead of a table")] = False,
+    calibrate: Annotated[int | None, typer.Option(help="run about N items here first (prefill-only, then full) and extrapolate from the measured rates")] = None,
+    backend: Annotated[str, typer.Option(help="--calibrate: the backend to run")] = "transformers",
+    option: Annotated[list[str] | None, typer.Option("--option", help="--calibrate: backend option NAME=VALUE")] = None,
+    threads: Annotated[int | None, typer.Option(help="--calibrate: torch threads")] = None,
+    preset: Annotated[str | None, typer.Option(help="force the paper preset NAME")] = None,
 ) -> None:
     """Dry run: items, images, prompt/completion tokens, GPU-hours and API cost of a run."""
+    from biovqa.engine.plan import calibrate as run_calibration
     from biovqa.engine.plan import plan_run, render_plan
 
-    estimate = plan_run(bench, model, _selection(components, tasks, limit, seed, shard),
-                        throughput=throughput, price_in=price_in, price_out=price_out,
-                        max_new_tokens=max_new_tokens)
+    selection = _selection(components, tasks, limit, seed, shard)
+    estimate = plan_run(bench, model, selection, throughput=throughput, price_in=price_in,
+                        price_out=price_out, max_new_tokens=max_new_tokens,
+                        force_preset=preset)
+    if calibrate is not None:
+        import tempfile
+
+        from biovqa.engine.runner import RunOptions
+
+        run_options = RunOptions(model=model, backend=backend,
+                                 backend_options=parse_backend_options(option),
+                                 selection=selection, max_new_tokens=max_new_tokens,
+                                 threads=threads, preset=preset)
+        with tempfile.TemporaryDirectory(prefix="biovqa-calibrate-") as workdir:
+            estimate = run_calibration(bench, run_options, calibrate, estimate, workdir)
     if as_json:
         typer.echo(json.dumps(estimate.to_json(), indent=2, sort_keys=True, ensure_ascii=False))
     else:

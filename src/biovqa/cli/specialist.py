@@ -3,6 +3,8 @@ scores like any model's (the run card says ``"kind": "specialist"``).
 
 * ``biovqa specialist megadescriptor BENCH --model PATH --out RUN`` — the C4 ceiling
   (MegaDescriptor-L-384, cosine similarity, threshold fitted on the random condition).
+* ``biovqa specialist bioclip2 BENCH --model PATH --out RUN`` — the C1 ceiling (BioCLIP-2 top-1
+  species per image; components.md §1.7).
 
 Nothing heavy is imported here; timm and torch load when the command runs.
 """
@@ -40,6 +42,25 @@ def megadescriptor_command(
     for row in specialist_table(results):
         auc, dprime, acc = row["megadescriptor_AUC"], row["megadescriptor_dprime"], row["megadescriptor_acc"]
         console.print(f"  {row['dataset']:10s} {row['condition']:6s} AUC {_fmt(auc)}  d′ {_fmt(dprime)}  acc {_fmt(acc)}")
+    console.print(f"[green]predictions written[/green] to {predictions}; score them with "
+                  f"`biovqa score {bench} -p {predictions} -o SCORES`")
+
+
+@specialist_app.command("bioclip2")
+def bioclip2_command(
+    bench: Annotated[Path, typer.Argument(help="C1 benchmark folder (or exported folder / hf:// id)")],
+    model: Annotated[Path, typer.Option("--model", help="local BioCLIP-2 folder (open_clip_config.json + weights)")],
+    out: Annotated[Path, typer.Option("--out", "-o", help="run folder to write (predictions.parquet, top1.parquet, run.json)")],
+    candidates: Annotated[str, typer.Option(help="candidate species: kingdom (fair), tol (Table 3) or group")] = "kingdom",
+    labels: Annotated[Optional[Path], typer.Option(help="TreeOfLife species list (txt_emb_species.json); default: the benchmark's species")] = None,
+    batch_size: Annotated[int, typer.Option(help="images (and labels) per batch")] = 64,
+    device: Annotated[Optional[str], typer.Option(help="torch device (default: cuda when available)")] = None,
+) -> None:
+    """C1 ceiling: BioCLIP-2 top-1 species per image answers every rank; the MCQ over its four options."""
+    from biovqa.components.c1.specialist import run_bioclip2
+
+    predictions = run_bioclip2(bench, model, out, candidates=candidates, labels=labels, batch_size=batch_size,
+                               device=device, progress=True)
     console.print(f"[green]predictions written[/green] to {predictions}; score them with "
                   f"`biovqa score {bench} -p {predictions} -o SCORES`")
 

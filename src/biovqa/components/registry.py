@@ -47,6 +47,8 @@ BUILTIN: tuple[str, ...] = (
     "biovqa.components.c2:COMPONENT",
     "biovqa.components.c3:COMPONENT",
     "biovqa.components.c4:COMPONENT",
+    "biovqa.components.bagel:COMPONENT",
+    "biovqa.components.hca:COMPONENT",
 )
 ENTRY_POINT_GROUP = "biovqa.components"
 
@@ -179,6 +181,7 @@ def _load_target(target: str) -> Any:
 
 
 _REGISTRY: dict[str, Component] = {}
+_BUILTIN_NAMES: set[str] = set()
 _LOADED = False
 
 
@@ -204,7 +207,7 @@ def _load_all() -> None:
         return
     _LOADED = True
     for target in BUILTIN:
-        _add(_load_target(target))
+        _BUILTIN_NAMES.add(_add(_load_target(target)).name.lower())
     from importlib.metadata import entry_points
 
     for entry in entry_points(group=ENTRY_POINT_GROUP):
@@ -226,5 +229,14 @@ def get_component(name: str) -> Component:
 
 
 def list_components() -> tuple[Component, ...]:
+    """Every component in leaderboard order: the built-ins as :data:`BUILTIN` lists them (C1–C4,
+    then the text suites), then plug-ins by name."""
     _load_all()
-    return tuple(_REGISTRY[k] for k in sorted(_REGISTRY))
+    builtin = [k for k in _REGISTRY if _REGISTRY[k].name.lower() in _BUILTIN_NAMES]
+    return tuple(_REGISTRY[k] for k in builtin + sorted(k for k in _REGISTRY if k not in builtin))
+
+
+def component_rank(name: str) -> tuple[int, str]:
+    """A sort key putting component names in :func:`list_components` order."""
+    order = [component.name for component in list_components()]
+    return (order.index(name.lower()), name) if name.lower() in order else (len(order), name)

@@ -84,7 +84,11 @@ def environment_facts() -> dict[str, Any]:
 
 
 def _json_safe(value: Any) -> Any:
-    if isinstance(value, (str, int, float, bool, type(None))):
+    if isinstance(value, str):
+        from biovqa.engine.secrets import Redactor
+
+        return Redactor().text(value)  # URL user info and Authorization values masked
+    if isinstance(value, (int, float, bool, type(None))):
         return value
     if isinstance(value, dict):
         return redact(value)
@@ -114,7 +118,10 @@ def build_card(*, bench: Bench, options: RunOptions, facts: dict[str, Any],
                status: str, ended: float | None = None, elapsed_s: float | None = None,
                progress: dict[str, Any] | None = None,
                predictions: pa.Table | None = None,
-               earlier_sessions: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+               earlier_sessions: list[dict[str, Any]] | None = None,
+               preset_match: dict[str, Any] | None = None,
+               subset: dict[str, Any] | None = None,
+               planned_tokens: int | None = None) -> dict[str, Any]:
     """The run card as a JSON-able dict; ``sessions`` lists every invocation that wrote into the
     run folder (a killed and resumed run shows each attempt)."""
     selection = options.selection
@@ -130,6 +137,9 @@ def build_card(*, bench: Bench, options: RunOptions, facts: dict[str, Any],
         "min_pixels": _pixel_limit(facts, "min_pixels"),
         "max_pixels": _pixel_limit(facts, "max_pixels"),
         "dtype": facts.get("dtype"),
+        "threads": facts.get("threads"),
+        "preset": preset_match,
+        "identity": header.identity,
         "executor": executor,
         "decoding": header.decoding,
         "prompt_template_hash": header.prompt_template_hash,
@@ -145,6 +155,7 @@ def build_card(*, bench: Bench, options: RunOptions, facts: dict[str, Any],
             "limit_per_task": selection.limit,
             "seed": selection.seed,
             "shard": None if selection.shard is None else f"{selection.shard[0]}/{selection.shard[1]}",
+            **(subset or {}),
         },
         "environment": environment_facts(),
         "started": _iso(started),
@@ -174,6 +185,9 @@ def build_card(*, bench: Bench, options: RunOptions, facts: dict[str, Any],
         for column in ("prompt_tokens", "completion_tokens"):
             total = pc.sum(predictions.column(column)).as_py()
             card["items"][column] = None if total is None else int(total)
+        if planned_tokens is not None:
+            actual = sum(card["items"].get(c) or 0 for c in ("prompt_tokens", "completion_tokens"))
+            card["tokens"] = {"planned": planned_tokens, "actual": actual}
     return card
 
 

@@ -47,25 +47,93 @@ def _hints(backend: Any) -> dict[str, int]:
     return hints
 
 
+def physical_cores() -> int:
+    """Physical CPU cores this process may use (``/proc/cpuinfo`` core ids within the affinity
+    mask; the logical count where that is unknown)."""
+    import os
+
+    try:
+        allowed = set(os.sched_getaffinity(0))
+    except AttributeError:  # pragma: no cover - macOS/Windows
+        return max(1, os.cpu_count() or 1)
+    cores: set[tuple[str, str]] = set()
+    try:
+        processor = physical = core = None
+        with open("/proc/cpuinfo", encoding="utf-8") as handle:
+            for line in [*handle, ""]:
+                name, _, value = line.partition(":")
+                name, value = name.strip(), value.strip()
+                if name == "processor":
+                    processor = int(value)
+                elif name == "physical id":
+                    physical = value
+                elif name == "core id":
+                    core = value
+                elif not name and processor is not None:
+                    if processor in allowed and core is not None:
+                        cores.add((physical or "0", core))
+                    processor = physical = core = None
+    except (OSError, ValueError):
+        cores = set()
+    return max(1, min(len(cores) or len(allowed), len(allowed)))
+
+
+def default_threads(workers: int = 1) -> int:
+    """Intra-op threads per worker: the physical cores shared evenly among the workers, and no
+    more than the cores left idle by the machine's current load (1-minute load average), at
+    least one. Oversubscribed torch thread pools are many times slower than one thread
+    (benchmarks/engine_threads.py)."""
+    import os
+
+    cores = physical_cores()
+    share = max(1, cores // max(1, workers))
+    try:
+        busy = os.getloadavg()[0]
+    except (AttributeError, OSError):  # pragma: no cover - Windows
+        busy = 0.0
+    return max(1, min(share, int(cores - busy)))
+
+
+def apply_threads(threads: int | None, backend: str) -> int | None:
+    """Set torch's intra-op threads for a torch backend (``threads`` or the default); returns
+    the number set, None where the backend does not run torch here."""
+    if backend not in ("transformers", "vllm"):
+        return None
+    import torch
+
+    count = int(threads) if threads else default_threads()
+    if count < 1:
+        raise BiovqaError(f"threads must be at least 1, got {threads}", field="--threads")
+    torch.set_num_threads(count)
+    return count
+
+
 class InProcessExecutor:
     """One backend in this process; batches run one after another."""
 
     name = "inprocess"
 
-    def __init__(self, backend: str, model: str, options: dict[str, Any], bench: Any) -> None:
+    def __init__(self, backend: str, model: str, options: dict[str, Any], bench: Any,
+                 threads: int | None = None) -> None:
         self.backend_name = backend
         self.model = model
         self.options = options
         self.bench = bench
+        self.threads = threads
+        self.threads_set: int | None = None
         self.backend: Backend | None = None
 
     def start(self) -> None:
+        self.threads_set = apply_threads(self.threads, self.backend_name)
         self.backend = create_backend(self.backend_name, self.model, bench=self.bench,
                                       **self.options)
 
     def describe(self) -> dict[str, Any]:
         assert self.backend is not None
-        return dict(self.backend.describe())
+        facts = dict(self.backend.describe())
+        if self.threads_set is not None:
+            facts["threads"] = self.threads_set
+        return facts
 
     def batch_hints(self) -> dict[str, int]:
         return _hints(self.backend)
@@ -85,7 +153,8 @@ class BackendHost:
     """The body of a Ray actor: one backend replica (Ray places it on its own GPU)."""
 
     def __init__(self, backend: str, model: str, options: dict[str, Any],
-                 bench_root: str | None) -> None:
+                 bench_root: str | None, threads: int | None = None) -> None:
+        self.threads_set = apply_threads(threads, backend)
         bench = None
         if bench_root is not None:
             from biovqa.bench import open_bench
@@ -94,7 +163,10 @@ class BackendHost:
         self.backend = create_backend(backend, model, bench=bench, **options)
 
     def describe(self) -> dict[str, Any]:
-        return dict(self.backend.describe())
+        facts = dict(self.backend.describe())
+        if self.threads_set is not None:
+            facts["threads"] = self.threads_set
+        return facts
 
     def batch_hints(self) -> dict[str, int]:
         return _hints(self.backend)
@@ -119,7 +191,9 @@ class RayExecutor:
 
     def __init__(self, backend: str, model: str, options: dict[str, Any], bench_root: Path | None,
                  *, replicas: int | None = None, gpus_per_replica: float | None = None,
-                 address: str | None = None, in_flight: int = 2) -> None:
+                 address: str | None = None, in_flight: int = 2,
+                 threads: int | None = None) -> None:
+        self.threads = threads
         self.backend_name = backend
         self.model = model
         self.options = options
@@ -151,8 +225,9 @@ class RayExecutor:
                 f"has {gpus_available:g}", field="--replicas",
                 hint="lower --replicas or --gpus-per-replica")
         actor_class = ray.remote(num_gpus=gpus, num_cpus=0 if gpus else 1)(BackendHost)
+        threads = self.threads or default_threads(replicas)
         self.actors = [actor_class.remote(self.backend_name, self.model, self.options,
-                                          self.bench_root) for _ in range(replicas)]
+                                          self.bench_root, threads) for _ in range(replicas)]
 
     def describe(self) -> dict[str, Any]:
         facts = self._ray.get(self.actors[0].describe.remote())
@@ -195,10 +270,11 @@ def make_executor(options: RunOptions, bench: Bench) -> Executor:
     assert options.model is not None
     if options.executor == "inprocess":
         return InProcessExecutor(options.backend, options.model, dict(options.backend_options),
-                                 bench)
+                                 bench, threads=options.threads)
     if options.executor == "ray":
         return RayExecutor(options.backend, options.model, dict(options.backend_options),
                            bench.root, replicas=options.replicas,
-                           gpus_per_replica=options.gpus_per_replica, address=options.ray_address)
+                           gpus_per_replica=options.gpus_per_replica, address=options.ray_address,
+                           threads=options.threads)
     raise BiovqaError(f"unknown executor {options.executor!r}", field="--executor",
                       hint="use inprocess or ray")

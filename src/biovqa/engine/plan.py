@@ -56,6 +56,7 @@ class PlanEstimate:
     price_out_per_million: float
     api_cost: float
     notes: list[str] = field(default_factory=list)
+    calibration: dict[str, Any] | None = None
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -68,8 +69,11 @@ def image_sizes(bench: Bench, items: pa.Table) -> tuple[pa.Table, str]:
         return items, "items table"
     from PIL import Image
 
-    sizes: dict[str, tuple[int, int] | None] = {}
+    sizes: dict[str | None, tuple[int, int] | None] = {}  # [issue 14] None: a text-only item
     for image in set(items.column("image").to_pylist()):
+        if image is None:  # [text-only items, issue 14] no image to measure
+            sizes[image] = None
+            continue
         path = bench.resolve_image(image)
         try:
             with Image.open(path) as handle:
@@ -88,7 +92,8 @@ def image_sizes(bench: Bench, items: pa.Table) -> tuple[pa.Table, str]:
 
 def plan_run(bench_path: str | Path, model: str, selection: Selection | None = None, *,
              throughput: float | None = None, price_in: float = 0.0, price_out: float = 0.0,
-             max_new_tokens: int | None = None) -> PlanEstimate:
+             max_new_tokens: int | None = None,
+             force_preset: str | None = None) -> PlanEstimate:
     """Estimate a run of ``model`` on the selected items of a benchmark (nothing is run)."""
     throughput = DEFAULT_THROUGHPUT if throughput is None else throughput
     selection = Selection() if selection is None else selection
@@ -101,10 +106,10 @@ def plan_run(bench_path: str | Path, model: str, selection: Selection | None = N
     if items.num_rows == 0:
         raise BiovqaError("the selection holds no items", file=bench.root,
                           hint="check --components/--tasks/--limit/--shard")
-    preset, wrap = resolve_preset(model)
+    preset, wrap = resolve_preset(model, force_preset)
     items, sizes_from = image_sizes(bench, items)
     missing = sum(not bench.resolve_image(image).is_file()
-                  for image in set(items.column("image").to_pylist()))
+                  for image in set(items.column("image").to_pylist()) if image is not None)  # [issue 14]
     requests = build_requests(bench, items, preset, wrap, model, "plan",
                               max_new_tokens=max_new_tokens)
     text_tokens = int(sum(
@@ -144,6 +149,77 @@ def plan_run(bench_path: str | Path, model: str, selection: Selection | None = N
     )
 
 
+def calibrate(bench_path: str | Path, options: Any, items: int, plan: PlanEstimate,
+              workdir: str | Path) -> PlanEstimate:
+    """Measure before extrapolating: run about ``items`` items (a stratified ``--limit`` sample)
+    twice with the real backend — once with one new token (prefill), once with the caps — and
+    derive items/s, prefill tokens/s and decode tokens/s; then re-estimate the whole plan:
+
+        prompt_tokens' = plan prompt tokens · (measured / estimated prompt tokens of the sample)
+        completion'    = plan items · measured completion tokens per item
+        seconds        = prompt_tokens' / prefill rate + completion' / decode rate
+
+    Model loading is not timed (rates come from the runs' progress clocks). ``options`` is a
+    :class:`~biovqa.engine.runner.RunOptions`; the runs go to ``workdir``.
+    """
+    import math
+    from dataclasses import replace
+
+    from biovqa.engine.runner import run_benchmark
+
+    if items < 1:
+        raise BiovqaError("calibration needs at least one item", field="--calibrate")
+    tasks = max(1, len(plan.items_by_task))
+    selection = replace(options.selection, limit=max(1, math.ceil(items / tasks)), shard=None)
+    base = replace(options, selection=selection, progress=False)
+    workdir = Path(workdir)
+    measured: dict[str, dict[str, float]] = {}
+    for name, cap in (("prefill", 1), ("full", options.max_new_tokens)):
+        result = run_benchmark(bench_path, workdir / name, replace(base, max_new_tokens=cap))
+        card = result.card
+        rate = float(card.get("items_per_s") or 0.0)
+        measured[name] = {
+            "items": float(result.asked),
+            "seconds": result.asked / rate if rate > 0 else float("nan"),
+            "prompt_tokens": float(card["items"].get("prompt_tokens") or 0),
+            "completion_tokens": float(card["items"].get("completion_tokens") or 0),
+        }
+    pre, full = measured["prefill"], measured["full"]
+    sample = plan_run(bench_path, str(options.model), selection,
+                      max_new_tokens=options.max_new_tokens, force_preset=options.preset)
+    prefill_rate = pre["prompt_tokens"] / pre["seconds"] if pre["seconds"] > 0 else None
+    decode_seconds = full["seconds"] - pre["seconds"]
+    decode_tokens = full["completion_tokens"] - pre["completion_tokens"]
+    decode_rate = decode_tokens / decode_seconds if decode_seconds > 0 and decode_tokens > 0 else None
+    prompt_ratio = full["prompt_tokens"] / sample.prompt_tokens if sample.prompt_tokens else 1.0
+    completion_per_item = full["completion_tokens"] / max(full["items"], 1.0)
+    prompt_tokens = plan.prompt_tokens * prompt_ratio
+    completion = plan.items * completion_per_item
+    if prefill_rate and decode_rate:
+        seconds = prompt_tokens / prefill_rate + completion / decode_rate
+    else:  # too few tokens to split the time: extrapolate items/s
+        seconds = plan.items * full["seconds"] / max(full["items"], 1.0)
+    calibration = {
+        "items": int(full["items"]),
+        "items_per_s": full["items"] / full["seconds"] if full["seconds"] > 0 else None,
+        "prefill_tokens_per_s": prefill_rate,
+        "decode_tokens_per_s": decode_rate,
+        "prompt_tokens_measured_over_estimated": prompt_ratio,
+        "completion_tokens_per_item": completion_per_item,
+        "estimated_prompt_tokens": int(round(prompt_tokens)),
+        "estimated_completion_tokens": int(round(completion)),
+        "estimated_hours": seconds / 3600.0,
+    }
+    notes = [n for n in plan.notes if "is a default; give --throughput" not in n]
+    notes.append(f"calibrated on {int(full['items'])} items run here (model loading not timed); "
+                 "GPU-hours are for this machine")
+    cost = (prompt_tokens / 1e6 * plan.price_in_per_million
+            + completion / 1e6 * plan.price_out_per_million)
+    return replace(plan, gpu_hours=seconds / 3600.0, api_cost=cost, notes=notes,
+                   throughput_items_per_s=plan.items / seconds if seconds > 0 else 0.0,
+                   calibration=calibration)
+
+
 def render_plan(plan: PlanEstimate) -> str:
     """A short human-readable summary."""
     lines = [
@@ -159,5 +235,13 @@ def render_plan(plan: PlanEstimate) -> str:
          f"{plan.price_out_per_million:g} out per 1M tokens"),
         "items by task       " + ", ".join(f"{k} {v:,}" for k, v in plan.items_by_task.items()),
     ]
+    if plan.calibration is not None:
+        c = plan.calibration
+        rates = ", ".join(f"{label} {c[key]:,.1f} tokens/s" for label, key in (
+            ("prefill", "prefill_tokens_per_s"), ("decode", "decode_tokens_per_s"))
+            if c[key] is not None)
+        lines.append(f"calibration         {c['items']} items: "
+                     f"{c['items_per_s'] or 0:,.2f} items/s; {rates}; measured/estimated "
+                     f"prompt tokens {c['prompt_tokens_measured_over_estimated']:.2f}")
     lines += [f"note: {n}" for n in plan.notes]
     return "\n".join(lines)

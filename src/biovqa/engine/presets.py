@@ -20,9 +20,13 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Any
+
+from biovqa.errors import BiovqaError
 
 #: prompts.md §1 [PAPER]: the system message of Gemma-3-12B and Gemma-4-12B on C1 and C2.
 GEMMA_SYSTEM_MESSAGE = "You are a precise taxonomy expert. Reply with only the requested term."
@@ -197,6 +201,39 @@ def molmo_image_tokens(width: int, height: int, *, crop: int = 378, max_crops: i
     return (crops + 1) * per_view + 2
 
 
+def openai_tile_tokens(width: int, height: int, base: int, per_tile: int) -> int:
+    """OpenAI's high-detail image cost: scale to fit 2048×2048, then the shortest side to 768
+    (never up), count 512-px tiles; ``base + per_tile · tiles``."""
+    if width <= 0 or height <= 0:
+        raise ValueError(f"image size must be positive, got {width}x{height}")
+    scale = min(1.0, 2048 / max(width, height))
+    w, h = width * scale, height * scale
+    scale = min(1.0, 768 / min(w, h))
+    w, h = w * scale, h * scale
+    return base + per_tile * math.ceil(w / 512) * math.ceil(h / 512)
+
+
+def config_image_tokens(model: str) -> int | None:
+    """Image tokens of a local checkpoint read from its ``config.json`` (None when unknown):
+    LLaVA-style ``(image_size / patch_size)²`` patch tokens (+1 with the ``full`` feature
+    strategy), Gemma-3-style ``mm_tokens_per_image`` soft tokens + 4 markers."""
+    try:
+        config = json.loads((Path(model) / "config.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(config, dict):
+        return None
+    if isinstance(config.get("mm_tokens_per_image"), int):
+        return int(config["mm_tokens_per_image"]) + 4
+    vision = config.get("vision_config")
+    if config.get("model_type") == "llava" and isinstance(vision, dict):
+        size, patch = vision.get("image_size"), vision.get("patch_size")
+        if isinstance(size, int) and isinstance(patch, int) and patch > 0:
+            full = config.get("vision_feature_select_strategy") == "full"
+            return (size // patch) ** 2 + int(full)
+    return None
+
+
 def fixed_image_tokens(count: int) -> Callable[[int, int], int]:
     """A fixed-size encoder: every image costs ``count`` tokens whatever its size."""
 
@@ -231,6 +268,10 @@ IMAGE_TOKEN_RULES: Mapping[str, Callable[..., int]] = {
     # Llama-3.2-Vision reads the image through cross-attention: one <|image|> token in the prompt.
     "mllama": lambda w, h, lo, hi: fixed_image_tokens(1)(w, h),
     "llava_next": lambda w, h, lo, hi: llava_next_image_tokens(w, h),
+    # OpenAI "high detail" tiling (fit in 2048², shortest side 768, 512-px tiles): GPT-4o
+    # 85 + 170·tiles; GPT-4o-mini bills 2833 + 5667·tiles (its published image-token rates).
+    "openai_4o": lambda w, h, lo, hi: openai_tile_tokens(w, h, 85, 170),
+    "openai_4o_mini": lambda w, h, lo, hi: openai_tile_tokens(w, h, 2833, 5667),
     # LLaVA-1.5 style (CLIP ViT-L/14-336): 576 tokens; the fallback for unknown architectures.
     "clip336": lambda w, h, lo, hi: fixed_image_tokens(576)(w, h),
 }
@@ -286,6 +327,8 @@ class ModelPreset:
 
     def image_tokens(self, width: int, height: int) -> int:
         """Prompt tokens one ``width``×``height`` image costs this model (markers included)."""
+        if self.image_token_rule.startswith("fixed:"):  # read from a local checkpoint's config
+            return fixed_image_tokens(int(self.image_token_rule[6:]))(int(width), int(height))
         rule = IMAGE_TOKEN_RULES[self.image_token_rule]
         return int(rule(int(width), int(height), self.min_pixels or 0, self.max_pixels or 1 << 62))
 
@@ -464,6 +507,8 @@ _ARCHITECTURE_HINTS: tuple[tuple[str, str, tuple[int, int] | None], ...] = (
     ("phi-3", "phi3_vision", None),
     ("mllama", "mllama", None),
     ("llama-3.2", "mllama", None),
+    ("gpt-4o-mini", "openai_4o_mini", None),
+    ("gpt-4o", "openai_4o", None),
     ("llava_next", "llava_next", None),
     ("llava-v1.6", "llava_next", None),
 )
@@ -490,6 +535,9 @@ def default_preset(model: str) -> ModelPreset:
         if needle in hint_source:
             rule, pixels = hinted_rule, hinted_pixels
             break
+    from_config = config_image_tokens(model) if rule in ("clip336", "gemma3") else None
+    if from_config is not None:
+        rule = f"fixed:{from_config}"
     return ModelPreset(
         key=_preset_key(name),
         display_name=name,
@@ -527,3 +575,98 @@ def get_preset(model: str) -> ModelPreset:
         return default_preset(model)
     preset, alias = found
     return replace(preset, checkpoint=alias, trust_remote_code=False) if alias else preset
+
+
+#: What is known about the transformers-native aliases of the InternVL presets: the ``-hf``/``-HF``
+#: repositories convert the final InternVL releases (``InternVL3-8B``, ``InternVL3_5-8B``: after
+#: preference/RL training; their model cards list the MMPR preference data), not the
+#: ``-Instruct`` (SFT-only) checkpoints the paper evaluated. Answers may therefore differ from the
+#: paper's; the run card carries this note whenever such an alias is used.
+INTERNVL_ALIAS_NOTE = (
+    "the -hf/-HF alias is a transformers conversion of the final InternVL release (after MPO/RL "
+    "training), not of the -Instruct checkpoint the paper used; answers may differ from the "
+    "paper's; use the -Instruct checkpoint (vllm backend) to reproduce it"
+)
+
+
+def alias_note(alias: str) -> str | None:
+    """A caveat about a preset alias (None when there is none)."""
+    lowered = alias.lower()
+    if "internvl" in lowered and lowered.endswith("-hf"):
+        return INTERNVL_ALIAS_NOTE
+    return None
+
+
+_SNAPSHOT_PATH = re.compile(r"models--(?P<org>[^/]+?)--(?P<name>[^/]+)/snapshots/[0-9a-f]{40}/?$")
+
+
+def _by_basename() -> dict[str, ModelPreset]:
+    table: dict[str, ModelPreset] = {}
+    for preset in PRESETS.values():
+        for name in (preset.checkpoint, *preset.aliases):
+            table.setdefault(name.rstrip("/").split("/")[-1].lower(), preset)
+    return table
+
+
+def _config_names(folder: Path) -> tuple[list[tuple[str, str]], list[str]]:
+    """``(field, name)`` candidates naming a local checkpoint, and its ``architectures``."""
+    candidates: list[tuple[str, str]] = []
+    snapshot = _SNAPSHOT_PATH.search(folder.as_posix())
+    if snapshot is not None:
+        candidates.append(("hf-cache snapshot", f"{snapshot['org']}/{snapshot['name']}"))
+    architectures: list[str] = []
+    try:
+        config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        config = {}
+    if isinstance(config, dict):
+        name_or_path = config.get("_name_or_path")
+        if isinstance(name_or_path, str) and name_or_path.strip():
+            candidates.append(("config _name_or_path", name_or_path.strip()))
+        found = config.get("architectures")
+        if isinstance(found, list):
+            architectures = [str(a) for a in found]
+    candidates.append(("folder name", folder.resolve().name))
+    return candidates, architectures
+
+
+def resolve_preset(model: str, forced: str | None = None) -> tuple[ModelPreset, dict[str, Any]]:
+    """The preset of ``model`` and how it was found, for the run card.
+
+    ``forced`` (``--preset NAME``) wins; then a preset key, display name, checkpoint id or alias;
+    then, for a local folder or HF-cache snapshot, the paper checkpoint it is a copy of, matched by
+    the snapshot's repository, the config's ``_name_or_path`` or the folder name (each compared as a
+    full id and by its last path part); anything else gets :func:`default_preset`.
+    """
+    if forced:
+        found = _LOOKUP.get(forced.strip().lower())
+        if found is None:
+            raise BiovqaError(f"unknown preset {forced!r}", field="--preset",
+                              hint="see `biovqa models` or biovqa.engine.presets.PRESETS")
+        preset = found[0]
+        return replace(preset, checkpoint=model), {"preset": preset.key, "matched_by": "forced"}
+    found = _LOOKUP.get(model.strip().lower())
+    if found is not None:
+        match: dict[str, Any] = {"preset": found[0].key,
+                                 "matched_by": "alias" if found[1] else "name"}
+        note = alias_note(found[1]) if found[1] else None
+        if note:
+            match["note"] = note
+        return get_preset(model), match
+    folder = Path(model).expanduser()
+    if folder.is_dir():
+        candidates, architectures = _config_names(folder)
+        basenames = _by_basename()
+        for source, name in candidates:
+            hit = _LOOKUP.get(name.lower())
+            candidate = hit[0] if hit else basenames.get(name.rstrip("/").split("/")[-1].lower())
+            if candidate is not None:
+                preset = candidate
+                match = {"preset": preset.key, "matched_by": "config", "via": source,
+                         "name": name, "architectures": architectures}
+                note = alias_note(name.rstrip("/").split("/")[-1])
+                if note:
+                    match["note"] = note
+                return replace(preset, checkpoint=model), match
+    preset = default_preset(model)
+    return preset, {"preset": preset.key, "matched_by": "default"}

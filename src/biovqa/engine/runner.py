@@ -33,7 +33,13 @@ from biovqa.errors import BiovqaError
 from biovqa.bench import Bench, open_bench
 from biovqa.engine.backends.base import Reply, Request
 from biovqa.engine.presets import ModelPreset
-from biovqa.engine.store import PREDICTIONS_FILE, PredictionStore, StoreHeader, refuse_if_different
+from biovqa.engine.store import (
+    PREDICTIONS_FILE,
+    PredictionStore,
+    RunLock,
+    StoreHeader,
+    refuse_if_different,
+)
 
 #: Applies a model's wrappers: ``(preset, component, prompt) -> (system message, user text)``.
 Wrap = Callable[[ModelPreset, str, str], tuple[str | None, str]]
@@ -60,12 +66,13 @@ SEED = 42
 
 
 # -- model presets -------------------------------------------------------------------------------
-def resolve_preset(model: str) -> tuple[ModelPreset, Wrap]:
-    """The model's preset (``biovqa.engine.presets``; any other HF id or local path gets defaults)
-    and the function that applies its wrappers."""
+def resolve_preset(model: str, forced: str | None = None) -> tuple[ModelPreset, Wrap]:
+    """The model's preset (``biovqa.engine.presets``: a preset name, checkpoint id or alias; a
+    local folder or HF-cache snapshot matched by its config; ``forced`` names one outright) and the
+    function that applies its wrappers."""
     from biovqa.engine import presets
 
-    return presets.get_preset(model), presets.apply_wrappers
+    return presets.resolve_preset(model, forced)[0], presets.apply_wrappers
 
 
 def prompt_template_hash(preset: ModelPreset, wrap: Wrap,
@@ -113,11 +120,16 @@ def parse_shard(text: str) -> tuple[int, int]:
 def image_keys(items: pa.Table) -> pa.Array:
     """What identifies an item's image: its content hash, or its path when the hash is missing."""
     path = items.column("image").combine_chunks()
-    if "image_sha256" not in items.column_names:
-        return path
-    sha = items.column("image_sha256").combine_chunks()
-    has_sha = pc.and_(pc.is_valid(sha), pc.not_equal(pc.fill_null(sha, ""), ""))
-    return pc.if_else(has_sha, sha, path)
+    keys = path
+    if "image_sha256" in items.column_names:
+        sha = items.column("image_sha256").combine_chunks()
+        has_sha = pc.and_(pc.is_valid(sha), pc.not_equal(pc.fill_null(sha, ""), ""))
+        keys = pc.if_else(has_sha, sha, path)
+    # [text-only items, issue 14] no image: each item is its own group, keyed by its id
+    if keys.null_count:
+        text_keys = pc.binary_join_element_wise("text-only:", items.column("item_id").combine_chunks(), "")
+        keys = pc.if_else(pc.is_valid(keys), keys, text_keys)
+    return keys
 
 
 def _rank_by_hash(values: Sequence[str], seed: int) -> np.ndarray:
@@ -216,11 +228,12 @@ class ModelFingerprint:
     model: str
     revision: str
     decoding: dict[str, Any]
+    identity: dict[str, Any] = field(default_factory=dict)
 
     def header(self, manifest_sha256: str, template_hash: str) -> StoreHeader:
         return StoreHeader(manifest_sha256=manifest_sha256, model=self.model,
                            revision=self.revision, prompt_template_hash=template_hash,
-                           decoding=self.decoding)
+                           decoding=self.decoding, identity=self.identity)
 
 
 def _field(text: str | None) -> str:
@@ -354,14 +367,15 @@ def build_requests(bench: Bench, items: pa.Table, preset: ModelPreset, wrap: Wra
     images = column["image"].to_pylist()
     image_key_list = image_key_column.to_pylist()
     widths, heights = _image_sizes(items)
-    resolved: dict[str, Path] = {}
+    resolved: dict[str | None, Path | None] = {}
     tokens_by_image: dict[str, int] = {}
     image_tokens = np.empty(n, dtype=np.int64)
     for row, (image, image_key, width, height) in enumerate(
             zip(images, image_key_list, widths, heights)):
         if image not in resolved:
-            resolved[image] = bench.resolve_image(image)
-        tokens = tokens_by_image.get(image_key)
+            # [text-only items, issue 14] a null image is a request without an image
+            resolved[image] = None if image is None else bench.resolve_image(image)
+        tokens = 0 if image is None else tokens_by_image.get(image_key)
         if tokens is None:
             tokens = tokens_by_image[image_key] = int(preset.image_tokens(
                 int(width or DEFAULT_IMAGE_SIZE[0]), int(height or DEFAULT_IMAGE_SIZE[1])))
@@ -500,6 +514,21 @@ class LiveProgress:
                 self.stream.flush()
 
 
+def subset_facts(all_items: pa.Table, selected: pa.Table, selection: Selection) -> dict[str, Any]:
+    """How the selection relates to the benchmark, for the run card and for scoring a subset:
+    ``selected`` of ``total`` items, whether a stratified ``--limit`` sample made it, and a hash
+    of the selected item ids (sorted) so that a scorer can check it recomputed the same subset."""
+    ids = sorted(selected.column("item_id").to_pylist())
+    digest = hashlib.sha256("\n".join(ids).encode()).hexdigest()
+    return {
+        "selected": selected.num_rows,
+        "total": all_items.num_rows,
+        "stratified": selection.limit is not None,
+        "is_subset": selected.num_rows < all_items.num_rows,
+        "item_ids_sha256": digest,
+    }
+
+
 # -- the run -------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class RunOptions:
@@ -518,6 +547,10 @@ class RunOptions:
     max_new_tokens: int | None = None
     revision: str | None = None
     retry_failed: bool = False
+    #: torch intra-op threads per worker (None: the physical cores shared among the workers)
+    threads: int | None = None
+    #: force this preset (a key of ``biovqa.engine.presets``) whatever the model argument is
+    preset: str | None = None
     flush_rows: int = 4096
     flush_seconds: float = 10.0
     progress: bool = True
@@ -559,9 +592,32 @@ def _check_replies(batch: Sequence[Request], replies: Sequence[Reply], backend: 
 
 def run_benchmark(bench_path: str | Path, out: str | Path, options: RunOptions, *,
                   progress_stream: Any = None) -> RunResult:
-    """Run ``options.model`` on a benchmark folder into ``out`` (resuming what ``out`` holds)."""
-    from biovqa.engine.card import build_card, earlier_sessions, write_card
+    """Run ``options.model`` on a benchmark folder into ``out`` (resuming what ``out`` holds).
+
+    The run holds an exclusive lock on ``out`` for its whole life (a second run on the same folder
+    is refused with the holder's pid); every reply and the run card pass through the run's
+    :class:`~biovqa.engine.secrets.Redactor` before they are written."""
+    locks: list[RunLock] = []
+    try:
+        return _run_locked(bench_path, out, options, progress_stream, locks)
+    finally:
+        for lock in locks:
+            lock.release()
+
+
+def _run_locked(bench_path: str | Path, out: str | Path, options: RunOptions,
+                progress_stream: Any, locks: list[RunLock]) -> RunResult:
+    from biovqa.engine.card import build_card, earlier_sessions
+    from biovqa.engine.card import write_card as write_card_raw
     from biovqa.engine.executors import make_executor
+    from biovqa.engine.identity import identity_digest, run_identity
+    from biovqa.engine.presets import resolve_preset as match_preset
+    from biovqa.engine.secrets import Redactor
+
+    redactor = Redactor.for_options(options.backend_options)
+
+    def write_card(run_dir: Path, card: dict[str, Any]) -> Path:
+        return write_card_raw(run_dir, redactor.value(card))
 
     started_wall = time.time()
     started = time.monotonic()
@@ -575,27 +631,38 @@ def run_benchmark(bench_path: str | Path, out: str | Path, options: RunOptions, 
     if selected_items.num_rows == 0:
         raise BiovqaError("the selection holds no items", file=bench.root,
                           hint="check --components/--tasks/--limit/--shard against the benchmark")
-    preset, wrap = resolve_preset(model)
+    preset, preset_match = match_preset(model, options.preset)
+    wrap = resolve_preset(preset.key)[1]
+    if (preset_match.get("matched_by") in ("config", "forced")
+            and options.backend in ("transformers", "vllm")):
+        # a local copy of a paper model (or a forced preset): the folder is still the checkpoint,
+        # the preset gives the wrappers, caps and processor limits
+        options = replace(options, backend_options={**options.backend_options, "preset": preset})
     all_components = sorted(set(bench.items.column("component").to_pylist()))
     template_hash = prompt_template_hash(preset, wrap, all_components)
     decoding = decoding_settings(preset, all_components, options.max_new_tokens)
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
+    locks.append(RunLock(out).acquire())
     model_label = str(getattr(preset, "key", None) or model)
-    # refuse a folder of another run before loading a model (the revision is checked after)
+    # refuse a folder of another run before loading a model (revision and identity after)
     refuse_if_different(out, ModelFingerprint(model_label, "?", decoding).header(
-        bench.manifest_sha256, template_hash), skip=("revision",))
+        bench.manifest_sha256, template_hash), skip=("revision", "identity"))
 
     executor = make_executor(options, bench)
     try:
         executor.start()
         facts = executor.describe()
         revision = _resolved_revision(facts, options, preset)
-        fingerprint = ModelFingerprint(model=model_label, revision=revision, decoding=decoding)
+        identity = run_identity(facts, {k: v for k, v in options.backend_options.items()
+                                        if k != "preset"}, model)
+        fingerprint = ModelFingerprint(model=model_label, revision=revision, decoding=decoding,
+                                       identity=identity)
         header = fingerprint.header(bench.manifest_sha256, template_hash)
         store = PredictionStore.open(out, header, flush_rows=options.flush_rows,
                                      flush_seconds=options.flush_seconds)
-        plan = build_requests(bench, selected_items, preset, wrap, model_label, revision,
+        plan = build_requests(bench, selected_items, preset, wrap, model_label,
+                              f"{revision}#{identity_digest(identity)}",
                               max_new_tokens=options.max_new_tokens)
         done = store.done_keys(retry_failed=options.retry_failed)
         todo = plan.subset(np.array([r.key not in done for r in plan.requests], dtype=bool))
@@ -614,12 +681,16 @@ def run_benchmark(bench_path: str | Path, out: str | Path, options: RunOptions, 
             "bench": bench, "options": options, "facts": facts, "header": header,
             "selected": len(plan), "resumed": len(plan) - len(todo), "started": started_wall,
             "executor": executor.name, "earlier_sessions": earlier_sessions(out),
+            "preset_match": preset_match,
+            "subset": subset_facts(bench.items, selected_items, options.selection),
+            "planned_tokens": int(plan.token_estimates.sum()),
         }
         write_card(out, build_card(**card_args, status="running"))
 
         def on_batch(index: int, replies: list[Reply]) -> None:
             batch = batches[index]
             _check_replies(batch, replies, options.backend)
+            replies = [redactor.reply(r) for r in replies]
             store.append([r.item_id for r in batch], replies, model_label)
             progress.advance(batch, replies)
 
@@ -631,6 +702,9 @@ def run_benchmark(bench_path: str | Path, out: str | Path, options: RunOptions, 
             status = "interrupted" if isinstance(exc, KeyboardInterrupt) else "failed"
             write_card(out, build_card(**card_args, status=status, ended=time.time(),
                                        progress=progress.snapshot()))
+            if isinstance(exc, BiovqaError):
+                exc.message = redactor.text(exc.message) or ""
+                exc.args = (exc.render(),)
             raise
         store.flush()
         progress.close()
@@ -648,3 +722,56 @@ def run_benchmark(bench_path: str | Path, out: str | Path, options: RunOptions, 
     return RunResult(run_dir=out, predictions_path=out / PREDICTIONS_FILE, card=card,
                      selected=len(plan), resumed=len(plan) - len(todo), asked=len(todo),
                      failed=failed)
+
+
+# -- merge coverage ------------------------------------------------------------------------------
+def merge_coverage(run_dirs: Sequence[str | Path], predictions: pa.Table) -> dict[str, Any]:
+    """How much of the intended selection merged run folders cover.
+
+    The intended selection is read from the inputs' run cards (filters and ``--limit`` without the
+    shard) and recomputed on their benchmark when it is still there with the same manifest; else
+    the shard numbers the cards name are compared with the shard count. Returns ``expected``
+    (None when unknown), ``covered``, ``missing_shards`` and ``complete``.
+    """
+    cards = []
+    for run_dir in run_dirs:
+        try:
+            card = json.loads((Path(run_dir) / "run.json").read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            card = None
+        cards.append(card if isinstance(card, dict) else None)
+    answered = set(predictions.column("item_id").to_pylist())
+    result: dict[str, Any] = {"expected": None, "covered": len(answered), "missing_shards": [],
+                              "incomplete_runs": [], "complete": True}
+    shards: dict[int, set[int]] = {}
+    for run_dir, card in zip(run_dirs, cards):
+        if card is None:
+            continue
+        if card.get("status") not in ("complete", "merged"):
+            result["incomplete_runs"].append(str(run_dir))
+        shard = (card.get("selection") or {}).get("shard")
+        if isinstance(shard, str) and "/" in shard:
+            index, count = (int(x) for x in shard.split("/"))
+            shards.setdefault(count, set()).add(index)
+    for count, seen in shards.items():
+        result["missing_shards"].extend(f"{i}/{count}" for i in range(count) if i not in seen)
+    first = next((c for c in cards if c is not None), None)
+    if first is not None:
+        bench_info = first.get("benchmark") or {}
+        selection = first.get("selection") or {}
+        try:
+            bench = open_bench(bench_info.get("path", ""))
+            if bench.manifest_sha256 == bench_info.get("manifest_sha256"):
+                wanted = select_items(bench.items, Selection(
+                    components=tuple(selection.get("components") or ()) or None,
+                    tasks=tuple(selection.get("tasks") or ()) or None,
+                    limit=selection.get("limit_per_task"), seed=int(selection.get("seed", SEED))))
+                ids = set(wanted.column("item_id").to_pylist())
+                result["expected"] = len(ids)
+                result["covered"] = len(ids & answered)
+        except (BiovqaError, OSError, TypeError, ValueError):
+            pass
+    result["complete"] = (not result["missing_shards"] and not result["incomplete_runs"]
+                          and (result["expected"] is None
+                               or result["covered"] >= result["expected"]))
+    return result

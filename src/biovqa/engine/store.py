@@ -61,7 +61,10 @@ HEADER_FIELDS: dict[str, str] = {
     "revision": "model revision",
     "prompt_template_hash": "prompts (wrappers, system messages)",
     "decoding": "decoding settings",
+    "identity": "model identity (dtype, processor settings, options, chat template, weights)",
 }
+#: Header fields an older store may lack (read as their default).
+OPTIONAL_HEADER_FIELDS = ("identity",)
 
 
 @dataclass(frozen=True)
@@ -74,13 +77,15 @@ class StoreHeader:
     prompt_template_hash: str
     decoding: dict[str, Any] = field(default_factory=dict)
     format: str = STORE_FORMAT
+    identity: dict[str, Any] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
 
     @classmethod
     def from_json(cls, payload: dict[str, Any], *, file: Path | None = None) -> StoreHeader:
-        missing = [name for name in (*HEADER_FIELDS, "format") if name not in payload]
+        missing = [name for name in (*HEADER_FIELDS, "format")
+                   if name not in payload and name not in OPTIONAL_HEADER_FIELDS]
         if missing:
             raise InputFormatError("store header lacks a required key", file=file,
                                    field=missing[0], hint="this folder was not written by biovqa")
@@ -88,7 +93,8 @@ class StoreHeader:
             raise InputFormatError(
                 f"unsupported store format {payload['format']!r} (this biovqa reads "
                 f"{STORE_FORMAT!r})", file=file, field="format")
-        return cls(**{name: payload[name] for name in (*HEADER_FIELDS, "format")})
+        return cls(**{name: payload[name] for name in (*HEADER_FIELDS, "format")
+                      if name in payload})
 
     def differences(self, other: StoreHeader) -> list[tuple[str, Any, Any]]:
         """``(field, ours, theirs)`` for every header field that disagrees."""
@@ -100,8 +106,16 @@ class StoreHeader:
 
 
 def describe_differences(diffs: Sequence[tuple[str, Any, Any]], ours: str, theirs: str) -> str:
-    lines = [f"  {HEADER_FIELDS[name]} ({name}): {ours} has {a!r}, {theirs} has {b!r}"
-             for name, a, b in diffs]
+    from biovqa.engine.identity import identity_differences
+
+    lines = []
+    for name, a, b in diffs:
+        if name == "identity" and isinstance(a, dict) and isinstance(b, dict):
+            changes = identity_differences(a, b)
+            lines.append(f"  {HEADER_FIELDS[name]}: {ours} → {theirs} differ in "
+                         + "; ".join(changes[:6]) + (" …" if len(changes) > 6 else ""))
+        else:
+            lines.append(f"  {HEADER_FIELDS[name]} ({name}): {ours} has {a!r}, {theirs} has {b!r}")
     return "\n".join(lines)
 
 
@@ -179,6 +193,66 @@ def refuse_if_different(run_dir: str | Path, header: StoreHeader, *,
             hint="use a new --out folder, or the same model, prompts, decoding and benchmark to "
             "resume",
         )
+
+
+LOCK_FILE = ".biovqa-run.lock"
+
+
+class RunLock:
+    """An advisory lock on a run folder (``RUN/.biovqa-run.lock``, ``flock``).
+
+    ``biovqa run`` and the output of ``biovqa merge`` hold it exclusively for their whole life;
+    ``merge`` holds its inputs shared while it reads them. A second holder is refused at once with
+    the first one's pid and host, so two processes never write, compact or delete segments of one
+    store together. The lock dies with its process (kill -9 included); the file stays and is reused.
+    On systems without ``fcntl`` no lock is taken.
+    """
+
+    def __init__(self, run_dir: str | Path, *, shared: bool = False) -> None:
+        self.run_dir = Path(run_dir)
+        self.path = self.run_dir / LOCK_FILE
+        self.shared = shared
+        self._fd: int | None = None
+
+    def holder(self) -> str:
+        try:
+            text = self.path.read_text(encoding="utf-8").strip()
+        except (OSError, UnicodeDecodeError):
+            return "another process"
+        return text or "another process"
+
+    def acquire(self) -> RunLock:
+        try:
+            import fcntl
+        except ImportError:  # pragma: no cover - Windows
+            return self
+        self.run_dir.mkdir(parents=True, exist_ok=True)
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, (fcntl.LOCK_SH if self.shared else fcntl.LOCK_EX) | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            raise BiovqaError(
+                f"this run folder is in use by {self.holder()}", file=self.run_dir,
+                hint="wait for that run to finish (or stop it), or use another --out folder; "
+                "two processes never write one run folder together",
+            ) from None
+        if not self.shared:
+            os.ftruncate(fd, 0)
+            os.write(fd, f"biovqa pid {os.getpid()} on host {socket.gethostname()}\n".encode())
+        self._fd = fd
+        return self
+
+    def release(self) -> None:
+        if self._fd is not None:
+            os.close(self._fd)  # closing the descriptor releases the flock
+            self._fd = None
+
+    def __enter__(self) -> RunLock:
+        return self.acquire()
+
+    def __exit__(self, *exc: object) -> None:
+        self.release()
 
 
 class PredictionStore:
@@ -367,7 +441,21 @@ def merge_runs(run_dirs: Sequence[str | Path], out: str | Path) -> pa.Table:
     prompts, decoding): their keys would not mean the same question to the same model."""
     if not run_dirs:
         raise BiovqaError("nothing to merge", hint="give one or more run folders")
-    run_dirs = [Path(d) for d in run_dirs]
+    folders = [Path(d) for d in run_dirs]
+    target = Path(out).resolve()
+    locks = [RunLock(d, shared=True) for d in folders
+             if d.is_dir() and d.resolve() != target]
+    try:
+        for lock in locks:
+            lock.acquire()
+        with RunLock(out):
+            return _merge_locked(folders, out)
+    finally:
+        for lock in locks:
+            lock.release()
+
+
+def _merge_locked(run_dirs: list[Path], out: str | Path) -> pa.Table:
     headers = [read_header(d) for d in run_dirs]
     first = headers[0]
     for run_dir, header in zip(run_dirs[1:], headers[1:]):

@@ -1,4 +1,6 @@
-"""Leaderboards from score folders: Markdown/CSV tables, plots, a self-contained HTML page."""
+"""Leaderboards from score folders: Table 3 across components (:mod:`.leaderboard`), the
+cross-component analysis (:mod:`.analysis`), the per-item browser (:mod:`.browser`), tables as
+Markdown/CSV/LaTeX, plots, and an HTML page (:mod:`.html`, Jinja2) — see docs/report.md."""
 
 from biovqa.reporting.writer import write_report
 

@@ -1,9 +1,12 @@
 """Turn score folders into a report folder.
 
 For each component present, the component's reporter (registered in :mod:`biovqa.components.registry`)
-turns the score summaries into tables and figures; this module writes each table as Markdown and
-CSV, keeps the figures as PNG, and assembles ``index.md`` and a self-contained ``index.html``
-(figures embedded as data URLs, no external assets) that opens anywhere.
+turns the score summaries into tables and figures. This module adds the cross-component Table 3
+(:mod:`~biovqa.reporting.leaderboard`), the cross-component analysis
+(:mod:`~biovqa.reporting.analysis`) and the per-item browser (:mod:`~biovqa.reporting.browser`);
+writes every table as Markdown, CSV and LaTeX; keeps the figures as PNG; and assembles ``index.md``
+and ``index.html`` (Jinja2, autoescaped; figures embedded as data URLs, no external assets except
+the browser's lazily loaded ``browser/`` sidecar files).
 """
 
 from __future__ import annotations
@@ -11,29 +14,31 @@ from __future__ import annotations
 import base64
 import html
 import importlib
+import re
 from collections import defaultdict
 from pathlib import Path
 from typing import Any, Sequence
 
 import pandas as pd
 
+from biovqa.components.registry import component_rank
 from biovqa._version import __version__
 from biovqa.bench.folder import staged_folder
 from biovqa.components.registry import get_component
 from biovqa.errors import BiovqaError
+from biovqa.reporting.leaderboard import (Leaderboard, Run, build_leaderboard, leaderboard_table, leaderboard_values,
+                                          rank_ranges)
 from biovqa.scoring.pipeline import load_summary
 
+Section = tuple[str, list[tuple[str, pd.DataFrame]], list[Path]]
 
-def write_report(score_dirs: Sequence[str | Path], out: str | Path) -> Path:
-    """Write the report for ``score_dirs`` into ``out``; returns the path of index.html.
 
-    The report is written into a staging folder beside ``out`` and each file is then renamed
-    into place (:func:`~biovqa.bench.folder.staged_folder`), so an interrupted run leaves no
-    half-written file; files in ``out`` that the report does not write are left alone."""
+def load_runs(score_dirs: Sequence[str | Path]) -> list[Run]:
+    """The score folders as :class:`Run` records; two runs of one model in one component keep
+    both, the second named ``label (2)``."""
     if not score_dirs:
         raise BiovqaError("no score folders given", hint="pass one or more folders written by `biovqa score`")
-    out = Path(out)
-    by_component: dict[str, list[tuple[str, dict[str, Any]]]] = defaultdict(list)
+    runs: list[Run] = []
     labels_seen: dict[tuple[str, str], int] = defaultdict(int)
     for score_dir in score_dirs:
         summary = load_summary(score_dir)
@@ -43,25 +48,78 @@ def write_report(score_dirs: Sequence[str | Path], out: str | Path) -> Path:
         labels_seen[component_name, label] += 1
         if labels_seen[component_name, label] > 1:  # two runs of one model: keep both, named apart
             label = f"{label} ({labels_seen[component_name, label]})"
-        by_component[component_name].append((label, summary))
+        runs.append(Run(label, component_name, summary, Path(score_dir)))
+    return runs
 
+
+def table3_columns(runs: Sequence[Run]) -> dict[str, list[str]]:
+    """Component name → its declared Table 3 columns, for the components present."""
+    return {name: list(get_component(name).table3) for name in sorted({r.component for r in runs}, key=component_rank)
+            if get_component(name).table3}
+
+
+def write_report(score_dirs: Sequence[str | Path], out: str | Path) -> Path:
+    """Write the report for ``score_dirs`` into ``out``; returns the path of index.html.
+
+    The report is written into a staging folder beside ``out`` and each file is then renamed
+    into place (:func:`~biovqa.bench.folder.staged_folder`), so an interrupted run leaves no
+    half-written file; files in ``out`` that the report does not write are left alone."""
+    runs = load_runs(score_dirs)
+    out = Path(out)
     with staged_folder(out) as stage:
-        _write_into(stage, by_component)
+        _write_into(stage, runs)
     return out / "index.html"
 
 
-def _write_into(out: Path, by_component: dict[str, list[tuple[str, dict[str, Any]]]]) -> None:
-    runs = pd.DataFrame([
-        {"model": label, "component": component_name, "items": summary["n_items"],
-         **{status: count for status, count in summary["statuses"].items() if status != "ok"},
-         "benchmark manifest": str(summary.get("provenance", {}).get("benchmark_manifest_sha256", ""))[:12],
-         "predictions": str(summary.get("provenance", {}).get("predictions_sha256", ""))[:12]}
-        for component_name, entries in sorted(by_component.items()) for label, summary in entries
+def _write_table(out: Path, stem: str, frame: pd.DataFrame) -> None:
+    _safe_csv(frame).to_csv(out / f"{stem}.csv", index=True)
+    (out / f"{stem}.md").write_text(_markdown(frame) + "\n", encoding="utf-8")
+    (out / f"{stem}.tex").write_text(_latex(frame), encoding="utf-8")
+
+
+def _write_into(out: Path, runs: list[Run]) -> None:
+    from biovqa.reporting.analysis import analysis_tables, cross_component, heatmap
+    from biovqa.reporting.browser import write_browser
+
+    by_component: dict[str, list[tuple[str, dict[str, Any]]]] = defaultdict(list)
+    for run in runs:
+        by_component[run.component].append((run.label, run.summary))
+    runs_frame = pd.DataFrame([
+        {"model": run.label, "component": run.component, "kind": run.kind, "items": run.summary["n_items"],
+         **{status: count for status, count in run.summary["statuses"].items() if status != "ok"},
+         "benchmark manifest": str(run.summary.get("provenance", {}).get("benchmark_manifest_sha256", ""))[:12],
+         "predictions": str(run.summary.get("provenance", {}).get("predictions_sha256", ""))[:12]}
+        for run in sorted(runs, key=lambda r: component_rank(r.component))
     ]).set_index("model")
-    sections: list[tuple[str, list[tuple[str, pd.DataFrame]], list[Path]]] = [
-        ("Runs scored", [("runs", runs)], [])]
-    _safe_csv(runs).to_csv(out / "runs.csv")
-    for component_name in sorted(by_component):
+    runs_frame.attrs["title"] = "Runs scored"
+    _write_table(out, "runs", runs_frame)
+
+    columns = table3_columns(runs)
+    board = build_leaderboard(runs, columns) if columns else None
+    headline: list[tuple[str, pd.DataFrame]] = []
+    if board is not None:
+        values = leaderboard_values(board)
+        _write_table(out, "table3", values)
+        shown = leaderboard_table(board)  # Markdown and LaTeX print value [lo, hi]; the CSV keeps numbers
+        (out / "table3.md").write_text(_markdown(shown) + "\n", encoding="utf-8")
+        (out / "table3.tex").write_text(_latex(shown), encoding="utf-8")
+        ranks = rank_ranges(board)
+        _write_table(out, "table3_rank_ranges", ranks)
+        headline = [("table3", shown)]
+        if len(board.generalists) > 1:
+            from biovqa.reporting.paired import paired_differences
+
+            paired = paired_differences(runs, board.generalists)
+            _write_table(out, "paired_differences", paired)
+            headline.append(("paired_differences", paired))
+    analysis = cross_component(runs) if board is not None else None
+    analysis_frames = analysis_tables(analysis) if analysis is not None else {}
+    analysis_figures = [heatmap(analysis, out)] if analysis is not None else []
+    for name, frame in analysis_frames.items():
+        _write_table(out, f"analysis_{name}", frame)
+
+    sections: list[Section] = [("Runs scored", [("runs", runs_frame)], [])]
+    for component_name in sorted(by_component, key=component_rank):
         component = get_component(component_name)
         summaries = by_component[component_name]
         tables = component.load("reporter")(summaries)
@@ -71,14 +129,18 @@ def _write_into(out: Path, by_component: dict[str, list[tuple[str, dict[str, Any
             figures = list(figure_fn(summaries, out))
         written = []
         for name, frame in tables.items():
-            stem = f"{component_name}_{name}"
-            _safe_csv(frame).to_csv(out / f"{stem}.csv", index=True)
-            (out / f"{stem}.md").write_text(_markdown(frame) + "\n", encoding="utf-8")
+            _write_table(out, f"{component_name}_{name}", frame)
             written.append((name, frame))
         sections.append((component.title, written, figures))
 
-    (out / "index.md").write_text(_index_markdown(sections), encoding="utf-8")
-    (out / "index.html").write_text(_index_html(sections), encoding="utf-8")
+    write_browser(runs, out)
+    md_sections: list[Section] = [("Leaderboard (Table 3)", headline, [])] if headline else []
+    if analysis_frames:
+        md_sections.append(("Cross-component analysis", list(analysis_frames.items()), analysis_figures))
+    (out / "index.md").write_text(_index_markdown(md_sections + sections), encoding="utf-8")
+    paired_frame = dict(headline).get("paired_differences")
+    (out / "index.html").write_text(_index_html(sections, board, analysis_frames, runs, paired_frame,
+                                                analysis_figures), encoding="utf-8")
 
 
 def _figures_function(reporter: str) -> Any:
@@ -165,30 +227,89 @@ def _index_markdown(sections: list[tuple[str, list[tuple[str, pd.DataFrame]], li
     return "".join(parts)
 
 
-_STYLE = """
-body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:2rem auto;max-width:1100px;color:#1f2328;padding:0 1rem}
-h1{font-size:1.6rem} h2{margin-top:2.2rem;border-bottom:1px solid #d0d7de;padding-bottom:.3rem}
-table{border-collapse:collapse;margin:.8rem 0 1.6rem;font-size:.88rem}
-th,td{border:1px solid #d0d7de;padding:.3rem .6rem;text-align:right}
-th:first-child,td:first-child{text-align:left}
-thead th{background:#f6f8fa} tbody tr:nth-child(even){background:#fbfcfd}
-img{max-width:100%;border:1px solid #d0d7de;margin:.5rem 0}
-.meta{color:#57606a;font-size:.85rem}
-"""
+def _anchor(text: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-") or "section"
 
 
-def _index_html(sections: list[tuple[str, list[tuple[str, pd.DataFrame]], list[Path]]]) -> str:
-    body = [f"<h1>Bio-VQA report</h1><p class='meta'>biovqa {html.escape(__version__)}</p>"]
+def _html_table(frame: pd.DataFrame) -> Any:
+    """A table as escaped HTML (pandas escapes every cell), marked safe for the template."""
+    from markupsafe import Markup
+
+    flat = frame.reset_index() if frame.index.name or not isinstance(frame.index, pd.RangeIndex) else frame
+    flat.attrs = dict(frame.attrs)
+    return Markup(_formatted(flat).to_html(escape=True, border=0, index=False))
+
+
+def _board_context(board: Leaderboard) -> dict[str, Any]:
+    from biovqa.reporting.glossary import COLUMNS
+    from biovqa.reporting.leaderboard import interval_text
+
+    groups = [(name.upper(), [{"name": c, "long": " — ".join(COLUMNS.get(c, (c, "")))} for c in cols])
+              for name, cols in board.components.items()]
+    rows = []
+    for model in board.value.index:
+        cells = []
+        for col in board.value.columns:
+            value, lo, hi = board.value.loc[model, col], board.lo.loc[model, col], board.hi.loc[model, col]
+            text = interval_text(value, lo, hi)
+            main, _, ci = text.partition(" ")
+            cells.append({"value": main, "ci": ci, "mark": board.marks.loc[model, col]})
+        rows.append({"name": model, "kind": board.kind[model], "cells": cells})
+    return {"groups": groups, "rows": rows}
+
+
+def _index_html(sections: list[Section], board: Leaderboard | None, analysis: dict[str, pd.DataFrame],
+                runs: list[Run], paired: pd.DataFrame | None = None,
+                analysis_figures: Sequence[Path] = ()) -> str:
+    from biovqa.reporting.glossary import COLUMNS, METRICS
+    from biovqa.reporting.html import render_page
+
+    rendered = []
+    toc = [{"id": "leaderboard", "title": "Leaderboard (Table 3)"}]
+    if analysis:
+        toc.append({"id": "analysis", "title": "Cross-component analysis"})
+    toc.append({"id": "glossary", "title": "Glossary"})
     for title, tables, figures in sections:
-        body.append(f"<h2>{html.escape(title)}</h2>")
-        for name, frame in tables:
-            flat = frame.reset_index() if frame.index.name or not isinstance(frame.index, pd.RangeIndex) else frame
-            flat.attrs = dict(frame.attrs)
-            shown = _formatted(flat)
-            body.append(f"<h3>{html.escape(_title(name, frame))}</h3>")
-            body.append(shown.to_html(escape=True, border=0, index=False))
-        for figure in figures:
-            data = base64.b64encode(figure.read_bytes()).decode("ascii")
-            body.append(f"<img alt='{html.escape(figure.stem)}' src='data:image/png;base64,{data}'>")
-    return ("<!doctype html><html lang='en'><head><meta charset='utf-8'><title>Bio-VQA report</title>"
-            f"<style>{_STYLE}</style></head><body>{''.join(body)}</body></html>\n")
+        sid = _anchor(title)
+        toc.append({"id": sid, "title": title})
+        rendered.append({
+            "id": sid, "title": title,
+            "figures": [{"alt": f.stem, "data": base64.b64encode(f.read_bytes()).decode("ascii")} for f in figures],
+            "tables": [{"id": f"{sid}-{_anchor(name)}", "title": _title(name, frame), "html": _html_table(frame)}
+                       for name, frame in tables]})
+    toc.append({"id": "browser", "title": "Item browser"})
+    used = set(board.value.columns) if board is not None else set()
+    context = {
+        "version": __version__, "runs": runs, "components": [c.upper() for c in sorted({r.component for r in runs}, key=component_rank)],
+        "toc": toc, "sections": rendered,
+        "board": _board_context(board) if board is not None else None,
+        "ranks": _html_table(rank_ranges(board)) if board is not None and board.generalists else None,
+        "paired": _html_table(paired) if paired is not None and len(paired) else None,
+        "analysis": [{"title": _title(name, frame), "html": _html_table(frame)} for name, frame in analysis.items()],
+        "analysis_figures": [{"alt": f.stem, "data": base64.b64encode(f.read_bytes()).decode("ascii")}
+                             for f in analysis_figures],
+        "columns": [(c, *COLUMNS[c]) for c in COLUMNS if c in used],
+        "metrics": [(m, *METRICS[m]) for m in METRICS],
+    }
+    return render_page(context)
+
+
+_LATEX_SPECIAL = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_",
+                  "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}"}
+
+
+def _latex_text(text: str) -> str:
+    """Text safe in a LaTeX table cell: the ten special characters escaped, line breaks folded."""
+    return "".join(_LATEX_SPECIAL.get(ch, ch) for ch in " ".join(str(text).split()))
+
+
+def _latex(frame: pd.DataFrame) -> str:
+    """A ``tabular`` (booktabs rules) of the table as printed, with its title as a comment."""
+    shown = _formatted(frame)
+    header = [frame.index.name or "", *map(str, shown.columns)]
+    lines = [f"% {_latex_text(_title('', frame) or '')}", "\\begin{tabular}{l" + "r" * len(shown.columns) + "}",
+             "\\toprule", " & ".join(map(_latex_text, header)) + r" \\", "\\midrule"]
+    for idx, row in shown.iterrows():
+        lines.append(" & ".join(map(_latex_text, [str(idx), *map(str, row.tolist())])) + r" \\")
+    lines += ["\\bottomrule", "\\end{tabular}", ""]
+    return "\n".join(lines)

@@ -23,7 +23,12 @@ from biovqa.bench.folder import (
 )
 from biovqa.components.registry import Component, ScoreResult, get_component
 from biovqa.errors import BiovqaError, InputFormatError, MissingResourceError
-from biovqa.scoring.predictions import align_predictions, read_predictions
+from biovqa.scoring.predictions import (
+    align_predictions,
+    read_predictions,
+    run_subset,
+    subset_bench,
+)
 from biovqa.scoring.schema import SCORE_STATUSES, SUMMARY_KEYS, check_items, check_summary
 
 SCORE_ITEMS_FILE = "items.parquet"
@@ -39,15 +44,22 @@ def score_predictions(
     options: Mapping[str, Any] | None = None,
     label: str | None = None,
     console: Any | None = None,
+    score_missing_as_wrong: bool = False,
 ) -> Path:
     """Score one predictions file and write the score folder; returns its path.
 
     ``options`` are the component's declared score options (text or typed values); anything
-    undeclared is an error naming it."""
+    undeclared is an error naming it. When the predictions are a ``biovqa run`` folder's whose
+    card records a subset (``--limit``, filters, a shard), only that subset is scored and the
+    summary's ``subset`` key says so; ``score_missing_as_wrong`` scores every benchmark item
+    instead, the unasked ones as wrong (status "missing")."""
     bench = open_bench(bench_path)
     component = get_component(bench.component)
     resolved = component.resolve_score_options(dict(options or {}))
     predictions = read_predictions(predictions_path)
+    subset = None if score_missing_as_wrong else run_subset(bench, predictions_path)
+    if subset is not None:
+        bench = subset_bench(bench, subset["item_ids"])
     aligned = align_predictions(bench, predictions, source=predictions_path)
     result: ScoreResult = component.load("scorer")(bench, aligned, resolved)
     check_items(result.items, component=component.name)
@@ -70,6 +82,13 @@ def score_predictions(
             "biovqa_version": __version__,
         },
     }
+    if subset is not None:
+        kind = ", stratified" if subset["stratified"] else ""
+        head["subset"] = {
+            "n_items": subset["n_items"], "of": subset["of"], "stratified": subset["stratified"],
+            "selection": subset["selection"],
+            "text": f"subset: {subset['n_items']:,} of {subset['of']:,} items{kind}",
+        }
     summary = _jsonable({**head, **{k: v for k, v in result.summary.items() if k not in head}})
     check_summary(summary)
     with staged_folder(out) as stage:
@@ -78,6 +97,9 @@ def score_predictions(
     out = Path(out)
     if console is not None:
         print_headline(component, label, summary, console)
+        if subset is not None:
+            console.print(f"{head['subset']['text']} (the run's selection; "
+                          "--score-missing-as-wrong scores all items)", highlight=False)
         if statuses["missing"]:
             console.print(f"[yellow]warning[/yellow]: {statuses['missing']:,} items have no prediction; "
                           "they are scored as wrong (status 'missing')")

@@ -8,7 +8,9 @@ as status "missing" (no answer).
 
 from __future__ import annotations
 
+import dataclasses
 import json
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +18,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from biovqa.bench.folder import Bench, read_parquet
-from biovqa.errors import InputFormatError, MissingResourceError
+from biovqa.errors import BiovqaError, InputFormatError, MissingResourceError
 from biovqa.records import PREDICTION_STATUSES
 
 
@@ -145,4 +147,87 @@ def align_predictions(bench: Bench, predictions: pa.Table, *, source: str | Path
     return pa.table({"item_id": bench_ids, "response": response, "status": status})
 
 
-__all__ = ["align_predictions", "read_predictions"]
+def _card_selection(card: dict[str, Any]) -> dict[str, Any] | None:
+    """The selection a run card records (a merged card: its first input's, without the shard)."""
+    if card.get("status") == "merged":
+        sources = [s.get("card") for s in card.get("merged_from") or [] if isinstance(s, dict)]
+        first = next((c for c in sources if isinstance(c, dict)), None)
+        if first is None or not isinstance(first.get("selection"), dict):
+            return None
+        return {**first["selection"], "shard": None, "item_ids_sha256": None,
+                "benchmark": first.get("benchmark")}
+    selection = card.get("selection")
+    if not isinstance(selection, dict):
+        return None
+    return {**selection, "benchmark": card.get("benchmark")}
+
+
+def run_subset(bench: Bench, predictions_path: str | Path) -> dict[str, Any] | None:
+    """The items a ``--limit`` (or filtered, or sharded) run selected, read from the run card
+    (``run.json``) beside its ``predictions.parquet`` and recomputed on ``bench``.
+
+    Returns ``{"item_ids": [...], "n_items": N, "of": M, "stratified": bool, "selection": {...}}``,
+    or None when there is no card, the card is for another benchmark, or the run covered every
+    item. A card whose recorded selection hash disagrees with the recomputed one is an error.
+    """
+    import hashlib
+
+    path = Path(predictions_path)
+    card_path = path.with_name("run.json")
+    if not card_path.is_file():
+        return None
+    try:
+        card = json.loads(card_path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        raise InputFormatError("run card is not valid UTF-8 JSON", file=card_path,
+                               hint="re-run the same `biovqa run` command to rewrite it") from None
+    selection = _card_selection(card) if isinstance(card, dict) else None
+    if selection is None:
+        return None
+    benchmark = selection.get("benchmark") or {}
+    if isinstance(benchmark, dict) and benchmark.get("manifest_sha256") not in (
+            None, bench.manifest_sha256):
+        return None
+    from biovqa.engine.runner import Selection, parse_shard, select_items
+
+    def names(key: str) -> tuple[str, ...] | None:
+        value = selection.get(key)
+        return tuple(str(v) for v in value) if isinstance(value, list) and value else None
+
+    try:
+        limit = selection.get("limit_per_task")
+        shard = selection.get("shard")
+        chosen = Selection(components=names("components"), tasks=names("tasks"),
+                           limit=None if limit is None else int(limit),
+                           seed=int(selection.get("seed", 42)),
+                           shard=parse_shard(shard) if isinstance(shard, str) else None)
+    except (TypeError, ValueError, BiovqaError):
+        raise InputFormatError("run card has a malformed selection", file=card_path,
+                               field="selection") from None
+    items = select_items(bench.items, chosen)
+    if items.num_rows >= bench.items.num_rows:
+        return None
+    ids = sorted(items.column("item_id").to_pylist())
+    recorded = selection.get("item_ids_sha256")
+    if recorded and hashlib.sha256("\n".join(ids).encode()).hexdigest() != recorded:
+        raise InputFormatError(
+            "the run card's selection does not give the items the run asked", file=card_path,
+            field="selection.item_ids_sha256",
+            hint="score with --score-missing-as-wrong, or re-run the selection")
+    return {"item_ids": ids, "n_items": len(ids), "of": bench.items.num_rows,
+            "stratified": chosen.limit is not None,
+            "selection": {"components": list(chosen.components or []) or None,
+                          "tasks": list(chosen.tasks or []) or None,
+                          "limit_per_task": chosen.limit, "seed": chosen.seed,
+                          "shard": shard if isinstance(shard, str) else None}}
+
+
+def subset_bench(bench: Bench, item_ids: Sequence[str]) -> Bench:
+    """``bench`` seen through a subset of its items (same folder, manifest and resources)."""
+    sub = dataclasses.replace(bench)
+    keep = pc.is_in(bench.items.column("item_id"), value_set=pa.array(list(item_ids), pa.string()))
+    sub.__dict__["items"] = bench.items.filter(keep)  # fills the cached property
+    return sub
+
+
+__all__ = ["align_predictions", "read_predictions", "run_subset", "subset_bench"]

@@ -12,19 +12,22 @@ has 3 677 856 lines, 606 of which (images 2275 and 9364) carry a sixth token; on
 tokens (image, attribute, is_present, certainty) are used, as in the common public loaders.
 
 Errors name the file, the 1-based line and the field. An image listed in ``images.txt`` but absent
-on disk is not an error: it is excluded from every array and counted in :attr:`CubDataset.exclusions`.
+on disk is not an error: it is excluded from every array and counted in :attr:`CubDataset.exclusions`;
+so is a file that is unreadable, incomplete or over the limits of :mod:`biovqa.sources.images`
+(counted per reason).
 """
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from pathlib import Path
+from pathlib import Path, PurePosixPath, PureWindowsPath
 
 import numpy as np
 import pandas as pd
 
 from biovqa.errors import InputFormatError, MissingResourceError
+from biovqa.sources.images import inspect_image_file
 
 #: Relative paths of the native files (attributes.txt is searched for, see :func:`find_attributes_file`).
 NATIVE_FILES: dict[str, str] = {
@@ -121,23 +124,29 @@ def _require_file(root: Path, relative: str) -> Path:
 def _read_id_name(path: Path, *, value_field: str, allow_spaces: bool = False) -> list[tuple[int, str]]:
     """Small ``<id> <name>`` files, line by line with exact error positions."""
     rows: list[tuple[int, str]] = []
-    with open(path, encoding="utf-8") as handle:
-        for line_no, raw in enumerate(handle, start=1):
-            line = raw.strip()
-            if not line:
-                continue
-            parts = line.split(maxsplit=1) if allow_spaces else line.split()
-            if len(parts) != 2:
-                raise InputFormatError(
-                    f"expected '<id> <{value_field}>', found {line!r}",
-                    file=path, row=line_no, field=value_field,
-                )
-            try:
-                ident = int(parts[0])
-            except ValueError:
-                raise InputFormatError(f"id is not an integer: {parts[0]!r}", file=path,
-                                       row=line_no, field="id") from None
-            rows.append((ident, parts[1].strip()))
+    data = path.read_bytes()
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        raise InputFormatError(f"not UTF-8 text (byte {error.start})", file=path,
+                               row=data[:error.start].count(b"\n") + 1, field=value_field,
+                               hint="the CUB files are UTF-8; re-extract the archive") from None
+    for line_no, raw in enumerate(text.split("\n"), start=1):
+        line = raw.strip()
+        if not line:
+            continue
+        parts = line.split(maxsplit=1) if allow_spaces else line.split()
+        if len(parts) != 2:
+            raise InputFormatError(
+                f"expected '<id> <{value_field}>', found {line!r}",
+                file=path, row=line_no, field=value_field,
+            )
+        try:
+            ident = int(parts[0])
+        except ValueError:
+            raise InputFormatError(f"id is not an integer: {parts[0]!r}", file=path,
+                                   row=line_no, field="id") from None
+        rows.append((ident, parts[1].strip()))
     ids = [r[0] for r in rows]
     if ids != list(range(1, len(ids) + 1)):
         bad = next(i for i, ident in enumerate(ids) if ident != i + 1)
@@ -271,6 +280,12 @@ def read_cub(root: str | Path, *, check_images: bool = True) -> CubDataset:
 
     # images.txt: <image_id> <relative path>
     images = _read_id_name(files["images"], value_field="image_name")
+    for line_no, (_, relative) in enumerate(images, start=1):
+        pure = PurePosixPath(relative.replace("\\", "/"))
+        if pure.is_absolute() or ".." in pure.parts or PureWindowsPath(relative).drive:
+            raise InputFormatError(f"image path {relative!r} leaves the images/ folder", file=files["images"],
+                                   row=line_no, field="image_name",
+                                   hint="images.txt lists paths relative to images/ (e.g. 001.Black_footed_Albatross/x.jpg)")
     n_listed = len(images)
     image_ids = np.arange(1, n_listed + 1, dtype=np.int32)
     image_paths = [p for _, p in images]
@@ -349,6 +364,12 @@ def read_cub(root: str | Path, *, check_images: bool = True) -> CubDataset:
         missing = int((~keep).sum())
         if missing:
             exclusions[EXCLUSION_MISSING_ON_DISK] = missing
+        # unreadable, incomplete or oversized files (biovqa.sources.images) are counted per reason
+        for row in np.flatnonzero(keep):
+            verdict = inspect_image_file(images_dir / image_paths[row])
+            if isinstance(verdict, str):
+                keep[row] = False
+                exclusions[verdict] = exclusions.get(verdict, 0) + 1
     kept = np.flatnonzero(keep)
     return CubDataset(
         root=root,

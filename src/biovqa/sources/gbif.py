@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import io
 import zipfile
+import zlib
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -136,8 +137,14 @@ class BackboneArchive:
                         f"{member} is not in the archive", file=self.path, field=member,
                         hint=_BACKBONE_HINT,
                     )
-                with archive.open(name) as handle:
-                    yield handle
+                try:
+                    with archive.open(name) as handle:
+                        yield handle
+                except (zlib.error, zipfile.BadZipFile, EOFError) as error:
+                    # corrupt deflate data or a CRC mismatch surface while the member is read
+                    raise InputFormatError(f"the archive member is corrupt ({error})", file=self.describe(name),
+                                           field=member, hint="the archive is damaged; re-download the Backbone"
+                                           ) from None
         else:
             target = self.path / member
             if not target.is_file():

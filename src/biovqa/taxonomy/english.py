@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import csv
 import gzip
+import io
 import math
 import re
 from collections.abc import Sequence
@@ -171,41 +172,56 @@ def read_overrides(path: str | Path) -> dict[str, str]:
     if not path.is_file():
         raise MissingResourceError("common-name overrides file not found", file=path,
                                    hint="pass a CSV with columns scientific_name,common_name")
+    try:
+        text = path.read_bytes().decode("utf-8-sig")
+    except UnicodeDecodeError as error:
+        raise InputFormatError(f"not UTF-8 text (byte {error.start})", file=path,
+                               hint="save the CSV as UTF-8") from None
+    reader = csv.reader(io.StringIO(text, newline=""), strict=True)
+    try:
+        return _read_override_records(reader, path)
+    except csv.Error as error:  # e.g. an unterminated quote (strict mode)
+        raise InputFormatError(f"malformed CSV ({error})", file=path, row=reader.line_num,
+                               hint="close every opening quote; quote values that contain commas") from None
+
+
+def _read_override_records(reader: Any, path: Path) -> dict[str, str]:
     overrides: dict[str, str] = {}
     first_row: dict[str, int] = {}
-    with open(path, newline="", encoding="utf-8-sig") as handle:
-        reader = csv.reader(handle)
-        header = next(reader, None)
-        if header is None:
-            raise InputFormatError("empty file; expected a header scientific_name,common_name",
-                                   file=path, row=1)
-        header = [h.strip() for h in header]
-        for column in OVERRIDE_COLUMNS:
-            if column not in header:
-                raise InputFormatError(f"missing column {column!r} (header: {header})", file=path,
-                                       row=1, field=column,
-                                       hint="the header must name scientific_name and common_name")
-        science_at, common_at = header.index("scientific_name"), header.index("common_name")
-        for record in reader:
-            row = reader.line_num
-            if not any(cell.strip() for cell in record):
-                continue  # blank line
-            if len(record) != len(header):
-                raise InputFormatError(f"expected {len(header)} fields, found {len(record)}",
-                                       file=path, row=row,
-                                       hint="quote values that contain commas")
-            scientific, common = record[science_at].strip(), record[common_at].strip()
-            for field, value in (("scientific_name", scientific), ("common_name", common)):
-                if not value:
-                    raise InputFormatError("empty value", file=path, row=row, field=field)
-            key = normalize_c1(scientific)
-            if key in overrides and overrides[key] != common:
-                raise InputFormatError(
-                    f"{scientific!r} has a second, different common name {common!r} "
-                    f"(row {first_row[key]} gives {overrides[key]!r})",
-                    file=path, row=row, field="common_name", hint="keep one name per species")
-            overrides[key] = common
-            first_row.setdefault(key, row)
+    header = next(reader, None)
+    if header is None:
+        raise InputFormatError("empty file; expected a header scientific_name,common_name",
+                               file=path, row=1)
+    header = [h.strip() for h in header]
+    for column in OVERRIDE_COLUMNS:
+        if column not in header:
+            raise InputFormatError(f"missing column {column!r} (header: {header})", file=path,
+                                   row=1, field=column,
+                                   hint="the header must name scientific_name and common_name")
+    science_at, common_at = header.index("scientific_name"), header.index("common_name")
+    for record in reader:
+        row = reader.line_num
+        if not any(cell.strip() for cell in record):
+            continue  # blank line
+        if len(record) != len(header):
+            raise InputFormatError(f"expected {len(header)} fields, found {len(record)}",
+                                   file=path, row=row,
+                                   hint="quote values that contain commas")
+        scientific, common = record[science_at].strip(), record[common_at].strip()
+        for field, value in (("scientific_name", scientific), ("common_name", common)):
+            if not value:
+                raise InputFormatError("empty value", file=path, row=row, field=field)
+            if any(ch in value for ch in "\r\n"):
+                raise InputFormatError("value spans several lines", file=path, row=row, field=field,
+                                       hint="a quote is probably not closed")
+        key = normalize_c1(scientific)
+        if key in overrides and overrides[key] != common:
+            raise InputFormatError(
+                f"{scientific!r} has a second, different common name {common!r} "
+                f"(row {first_row[key]} gives {overrides[key]!r})",
+                file=path, row=row, field="common_name", hint="keep one name per species")
+        overrides[key] = common
+        first_row.setdefault(key, row)
     return overrides
 
 

@@ -10,7 +10,10 @@ writes a folder::
       names.parquet       the synonym relation S of metrics.md §2.2 (Eqs. 6–7): one row per
                           (normalized name, accepted taxon) pair
       vernaculars.parquet vernacular names (all languages) keyed by accepted taxon
-      index.json          card: source files and sha256, row counts, rows/s, biovqa version
+      index.json          card: source files and sha256, row counts, rows/s, biovqa version,
+                          and the sha256 of each part above (checked by TaxonomyIndex.verify)
+
+The folder is written beside ``INDEX`` and renamed into place whole (docs/reliability.md).
 
 The synonym relation ``S(ŷ)`` maps a normalized name (:func:`biovqa.text.normalize_c1`) to the
 **set** of accepted taxa it resolves to:
@@ -28,8 +31,9 @@ The synonym relation ``S(ŷ)`` maps a normalized name (:func:`biovqa.text.normal
 * the relation is one-way: nothing maps an accepted name to its synonyms.
 
 Only accepted/doubtful taxa of rank kingdom … species are targets; a synonym whose accepted
-taxon is of another rank (subspecies, unranked …) is left out of the relation and counted in the
-card. Chains (a synonym pointing at a synonym) are followed up to :data:`MAX_SYNONYM_HOPS` hops.
+taxon is of another rank (subspecies, unranked …) or names no Taxon row at all is left out of the
+relation and counted in the card (``synonym_rows_unresolved``; the second kind also in
+``synonym_rows_accepted_id_not_found``). Chains (a synonym pointing at a synonym) are followed up to :data:`MAX_SYNONYM_HOPS` hops.
 
 All Parquet files are written in a deterministic order (taxa in Taxon.tsv order, the relation
 and the vernaculars sorted) with fixed settings, so the same Backbone gives byte-identical files
@@ -40,6 +44,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
+import shutil
 import time
 from collections.abc import Sequence
 from functools import cached_property
@@ -60,6 +66,8 @@ INDEX_CARD = "index.json"
 TAXA_FILE = "taxa.parquet"
 NAMES_FILE = "names.parquet"
 VERNACULARS_FILE = "vernaculars.parquet"
+#: The parts whose SHA-256 the card records (checked by :meth:`TaxonomyIndex.verify`).
+INDEX_FILES = (TAXA_FILE, NAMES_FILE, VERNACULARS_FILE)
 INDEX_FORMAT = 2  # 2: misapplied names are no longer synonyms
 
 #: Ranks kept as accepted targets, top to bottom.
@@ -250,6 +258,10 @@ def _build_tables(rows: pa.Table) -> tuple[pa.Table, pa.Table, pa.Table, dict[st
     synonyms = _decode(rows.filter(pc.and_(synonym_mask, named)).select(
         ["taxon_id", "accepted_id", "name", "status"]))
     resolved, unresolved = _resolve_targets(synonyms, target_ids)
+    # of those, rows whose acceptedNameUsageID names no row of Taxon.tsv at all
+    dangling = (int(pc.sum(pc.invert(pc.is_in(synonyms.column("accepted_id"),
+                                                 value_set=rows.column("taxon_id").combine_chunks()))).as_py() or 0)
+                if synonyms.num_rows else 0)
     synonyms = synonyms.set_column(1, "accepted_id", resolved).filter(pc.is_valid(resolved))
     synonyms = synonyms.append_column("normalized", _normalize(synonyms.column("name")))
 
@@ -291,6 +303,7 @@ def _build_tables(rows: pa.Table) -> tuple[pa.Table, pa.Table, pa.Table, dict[st
         "accepted_taxa": taxa.num_rows,
         "synonym_rows_used": synonyms.num_rows,
         "synonym_rows_unresolved": unresolved,
+        "synonym_rows_accepted_id_not_found": dangling,
         "synonym_rows_shadowed_by_accepted_name": shadowed,
         "rows_not_synonym_by_status": not_synonym,
         "names": _count_runs(names.column("name")),
@@ -359,9 +372,12 @@ def _combined_sha256(files: dict[str, dict[str, Any]]) -> str:
 
 def build_index(backbone: str | Path, out: str | Path, *, console: Any = None) -> dict[str, Any]:
     """Build the taxonomy index folder ``out`` from a Backbone DwC-A (zip or folder) and return
-    its card (also written to ``out/index.json``)."""
+    its card (also written to ``out/index.json``, with the SHA-256 of every part). The folder is
+    written beside ``out`` and renamed into place whole, so an interrupted build leaves the
+    previous index (or none), never new parts beside an old card."""
     archive = gbif.open_backbone(backbone)
     out = Path(out)
+    _check_out(out)
     started = time.perf_counter()
     with _progress_console(console) as progress:
         rows = _read_taxon_rows(archive, progress)
@@ -369,10 +385,47 @@ def build_index(backbone: str | Path, out: str | Path, *, console: Any = None) -
         taxa, names, id_to_accepted, counts = _build_tables(rows)
         del rows
         vernaculars, vernacular_counts = _read_vernaculars(archive, id_to_accepted, taxa, progress)
-    out.mkdir(parents=True, exist_ok=True)
-    write_parquet(taxa, out / TAXA_FILE)
-    write_parquet(names, out / NAMES_FILE)
-    write_parquet(vernaculars, out / VERNACULARS_FILE)
+    stage = out.parent / f".{out.name}.partial-{os.getpid()}"
+    if stage.exists():
+        shutil.rmtree(stage)
+    stage.mkdir(parents=True)
+    try:
+        write_parquet(taxa, stage / TAXA_FILE)
+        write_parquet(names, stage / NAMES_FILE)
+        write_parquet(vernaculars, stage / VERNACULARS_FILE)
+        card = _card(archive, counts | vernacular_counts, stage, started, read_seconds)
+        write_json(stage / INDEX_CARD, card)
+        _swap_into_place(stage, out)
+    finally:
+        shutil.rmtree(stage, ignore_errors=True)
+    return card
+
+
+def _check_out(out: Path) -> None:
+    """``out`` must be absent, empty or an index folder (it is replaced as a whole)."""
+    if out.exists() and not out.is_dir():
+        raise InputFormatError("the output path is a file, not a folder", file=out,
+                               hint="give a folder with --out")
+    if out.is_dir() and any(out.iterdir()) and not (out / INDEX_CARD).is_file():
+        raise InputFormatError("the output folder holds files but no taxonomy index", file=out,
+                               hint="the index folder is replaced as a whole; give a new or empty folder")
+
+
+def _swap_into_place(stage: Path, out: Path) -> None:
+    """Rename the finished ``stage`` folder to ``out``; an existing ``out`` is moved aside first
+    and removed after, so a reader sees the old index, the new one or none — never a mix."""
+    out.parent.mkdir(parents=True, exist_ok=True)
+    aside = out.parent / f".{out.name}.old-{os.getpid()}"
+    if aside.exists():
+        shutil.rmtree(aside)
+    if out.exists():
+        os.replace(out, aside)
+    os.replace(stage, out)
+    shutil.rmtree(aside, ignore_errors=True)
+
+
+def _card(archive: gbif.BackboneArchive, counts: dict[str, Any], folder: Path, started: float,
+          read_seconds: float) -> dict[str, Any]:
     seconds = time.perf_counter() - started
     files = _source_files(archive)
     card: dict[str, Any] = {
@@ -384,15 +437,14 @@ def build_index(backbone: str | Path, out: str | Path, *, console: Any = None) -
         "rows": counts["taxon_rows"],
         "accepted_statuses": list(ACCEPTED_STATUSES),
         "synonym_statuses": list(SYNONYM_STATUSES),
-        "counts": counts | vernacular_counts,
-        "files": {f: sha256_file(out / f) for f in (TAXA_FILE, NAMES_FILE, VERNACULARS_FILE)},
+        "counts": counts,
+        "files": {f: sha256_file(folder / f) for f in INDEX_FILES},
         "timing": {
             "seconds": round(seconds, 3),
             "taxon_read_seconds": round(read_seconds, 3),
             "rows_per_second": round(counts["taxon_rows"] / seconds, 1) if seconds > 0 else None,
         },
     }
-    write_json(out / INDEX_CARD, card)
     return card
 
 
@@ -427,6 +479,21 @@ class TaxonomyIndex:
 
     def __repr__(self) -> str:
         return f"TaxonomyIndex({str(self.root)!r})"
+
+    def verify(self) -> None:
+        """Check every part against the SHA-256 its card records (a part changed, swapped or cut
+        after the build is refused)."""
+        recorded = self.card.get("files")
+        if not isinstance(recorded, dict):
+            raise InputFormatError("the index card records no file hashes", file=self.root / INDEX_CARD,
+                                   field="files", hint=BUILD_HINT)
+        for name in INDEX_FILES:
+            path = self.root / name
+            if not path.is_file():
+                raise MissingResourceError(f"taxonomy index part {name} is missing", file=path, hint=BUILD_HINT)
+            if sha256_file(path) != recorded.get(name):
+                raise InputFormatError("taxonomy index part does not match the SHA-256 in its card", file=path,
+                                       field=f"files.{name}", hint=BUILD_HINT)
 
     def _read(self, name: str) -> pa.Table:
         return read_parquet(self.root / name, what=f"taxonomy index part {name}")

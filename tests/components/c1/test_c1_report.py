@@ -234,7 +234,10 @@ def test_html_report_renders_every_table(runs: list[Path], result, tmp_path: Pat
     from biovqa.reporting import write_report
 
     page = write_report(runs, tmp_path / "report").read_text(encoding="utf-8")
-    assert page.count("<h3>") >= len(result) + 1  # + the runs table
+    import html
+
+    for frame in result.values():  # every table under its own heading
+        assert f"{html.escape(frame.attrs['title'])}</h3>" in page, frame.attrs["title"]
     for name in result:
         assert (tmp_path / "report" / f"c1_{name}.md").exists(), name
     assert "<NA>" not in page and ">nan<" not in page.lower()

@@ -35,7 +35,7 @@ def summaries(tmp_path):
 def test_tables_layout_and_values(summaries):
     out = report.tables(summaries)
     assert list(out["table3_c2"].columns) == ["model", "sal", "mrp", "loc", "nam"]
-    assert out["table3_c2"]["model"].tolist() == ["strong", "weak", "Floor"]
+    assert out["table3_c2"]["model"].tolist() == ["strong", "weak", "Chance (cags = 0 by construction)"]
     strong = summaries[0][1]
     assert out["table3_c2"].loc[0, "mrp"] == round(strong["categories"]["morphological"]["cags"]["value"], 3)
     lead = out["table30_leaderboard"]

@@ -251,66 +251,37 @@ _PROBE_CHUNK = 256
 
 def image_size(data: bytes) -> tuple[int, int] | None:
     """(width, height) read from the header of a PNG, JPEG, GIF or WebP file; None for other
-    formats (the caller then asks PIL). Reading a few header bytes is ~20× faster than opening
-    the file with PIL, which matters when 100K images are checked (benchmarks/build_c1.py)."""
-    import struct
+    formats (:func:`biovqa.sources.images.header_size`). Reading a few header bytes is ~20× faster
+    than opening the file with PIL, which matters when 100K images are checked
+    (benchmarks/build_c1.py)."""
+    from biovqa.sources.images import header_size
 
-    if data[:8] == b"\x89PNG\r\n\x1a\n" and data[12:16] == b"IHDR":
-        return struct.unpack(">II", data[16:24])
-    if data[:6] in (b"GIF87a", b"GIF89a"):
-        return struct.unpack("<HH", data[6:10])
-    if data[:4] == b"RIFF" and data[8:12] == b"WEBP":
-        chunk = data[12:16]
-        if chunk == b"VP8 " and len(data) >= 30:
-            w, h = struct.unpack("<HH", data[26:30])
-            return w & 0x3FFF, h & 0x3FFF
-        if chunk == b"VP8L" and len(data) >= 25:
-            bits = int.from_bytes(data[21:25], "little")
-            return (bits & 0x3FFF) + 1, ((bits >> 14) & 0x3FFF) + 1
-        if chunk == b"VP8X" and len(data) >= 30:
-            return int.from_bytes(data[24:27], "little") + 1, int.from_bytes(data[27:30], "little") + 1
-        return None
-    if data[:2] == b"\xff\xd8":
-        position = 2
-        while position + 9 < len(data):
-            if data[position] != 0xFF:
-                return None
-            marker = data[position + 1]
-            if marker in (0xD8, 0x01) or 0xD0 <= marker <= 0xD7 or marker == 0xFF:
-                position += 1 if marker == 0xFF else 2
-                continue
-            length = struct.unpack(">H", data[position + 2:position + 4])[0]
-            if 0xC0 <= marker <= 0xCF and marker not in (0xC4, 0xC8, 0xCC):
-                height, width = struct.unpack(">HH", data[position + 5:position + 9])
-                return width, height
-            position += 2 + length
-    return None
+    return header_size(data)
 
 
-def _inspect_images(paths: list[str]) -> list[tuple[int, int, str] | None]:
-    """(width, height, sha256) of each file, None where it is not a readable image. One read per
-    file serves both; whole chunks go to a worker so thread hand-off costs little."""
+def _inspect_images(paths: list[str]) -> list[tuple[int, int, str] | str]:
+    """(width, height, sha256) of each file, or the reason it is refused (a file that cannot be
+    read, is incomplete or breaks the limits of :mod:`biovqa.sources.images`). One read per file
+    serves both; whole chunks go to a worker so thread hand-off costs little."""
     import hashlib
-    import io
 
-    from PIL import Image, UnidentifiedImageError
+    from biovqa.sources.images import MAX_IMAGE_BYTES, OVER_BYTES, UNREADABLE, inspect_image
 
-    out: list[tuple[int, int, str] | None] = []
+    out: list[tuple[int, int, str] | str] = []
     for path in paths:
         try:
             with open(path, "rb") as handle:
+                if os.fstat(handle.fileno()).st_size > MAX_IMAGE_BYTES:
+                    out.append(OVER_BYTES)
+                    continue
                 data = handle.read()
         except OSError:
-            out.append(None)
+            out.append(UNREADABLE)
             continue
-        size = image_size(data)
-        if size is None:
-            try:
-                with Image.open(io.BytesIO(data)) as image:
-                    size = image.size
-            except (UnidentifiedImageError, OSError):
-                out.append(None)
-                continue
+        size = inspect_image(data)
+        if isinstance(size, str):
+            out.append(size)
+            continue
         out.append((size[0], size[1], hashlib.sha256(data).hexdigest()))
     return out
 
@@ -339,8 +310,8 @@ def _select(
             over_cap_flags = np.concatenate([np.zeros(within_cap.sum(), bool), np.ones((~within_cap).sum(), bool)])
             taken, low_res, broken = _take(ordered["file"].to_numpy(dtype=object), images, options, pool,
                                            advance)
-            if broken:
-                exclusions.setdefault("unreadable_image", {})[group] = broken
+            for reason, count in sorted(broken.items()):
+                exclusions.setdefault(reason, {})[group] = count
             if len(taken) < options.per_group and low_res:
                 # relax the resolution threshold last (components.md §1.3)
                 extra = low_res[: options.per_group - len(taken)]
@@ -365,11 +336,12 @@ def _select(
 def _take(
     files: np.ndarray, images: Path, options: C1BuildOptions, pool: ThreadPoolExecutor,
     advance: Any = None,
-) -> tuple[list[tuple[int, tuple[int, int, str]]], list[tuple[int, tuple[int, int, str]]], int]:
-    """Walk ``files`` in order, inspecting images in parallel chunks, until ``per_group`` pass."""
+) -> tuple[list[tuple[int, tuple[int, int, str]]], list[tuple[int, tuple[int, int, str]]], dict[str, int]]:
+    """Walk ``files`` in order, inspecting images in parallel chunks, until ``per_group`` pass;
+    refused files are counted per reason."""
     taken: list[tuple[int, tuple[int, int, str]]] = []
     low_res: list[tuple[int, tuple[int, int, str]]] = []
-    broken = 0
+    broken: dict[str, int] = {}
     position = 0
     root = str(images)
     while len(taken) < options.per_group and position < len(files):
@@ -381,8 +353,8 @@ def _take(
         for offset, info in enumerate(infos):
             if len(taken) >= options.per_group:
                 break
-            if info is None:
-                broken += 1
+            if isinstance(info, str):
+                broken[info] = broken.get(info, 0) + 1
             elif min(info[0], info[1]) < options.min_side:
                 low_res.append((position + offset, info))
             else:
@@ -666,6 +638,7 @@ def build_c1(
                           hint=f"choose from {', '.join(GROUPS)}")
     overrides = Path(common_name_overrides) if common_name_overrides else None
     index = TaxonomyIndex.open(backbone)
+    index.verify()  # every part matches the SHA-256 its card records
     say = console.print if console is not None else (lambda *a, **k: None)
 
     say(f"reading catalog {catalog}")

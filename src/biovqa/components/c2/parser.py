@@ -33,7 +33,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from biovqa.text import normalize_c2
+from biovqa.text import encode_strings, normalize_c2
 
 FUZZY_THRESHOLD = 0.86
 OPTIONS_TOKEN = "Options:"
@@ -65,10 +65,14 @@ ROUTES: tuple[tuple[str, str], ...] = (
 _MARKDOWN_RE = re.compile(r"\*\*|__|`+")
 _BULLET_RE = re.compile(r"^\s*(?:[#>]+|[-*•]\s)\s*")
 _SCAFFOLD_RE = re.compile(
-    r"^\s*(?:final\s+answer\s*:?|the\s+(?:correct\s+|final\s+)?answer\s+is\s*:?|answer\s*:|"
+    r"\s*(?:final\s+answer\s*:?|the\s+(?:correct\s+|final\s+)?answer\s+is\s*:?|answer\s*:|"
     r"sure\s*[,!.:]|sure\b|option\s*(?=\(?[a-j]\b)|option\s*:)\s*",
     re.IGNORECASE,
 )
+#: Replies are parsed from their first MAX_PARSE_CHARS characters [DEFAULT]: far beyond any answer
+#: a model gives under the C2 token budget (48), and a bound on the work a hostile reply can cause.
+#: The raw reply is kept as it is; :func:`reply_truncated` says whether the cap applied.
+MAX_PARSE_CHARS = 4096
 # Step 4b [DEFAULT]: a letter at the start — "(B)", "B)", "B.", "B:", "B" alone, or "B " + text
 # (a lower-case "a " is read as the article, not a letter) — or "(B)" anywhere.
 _LEADING_LETTER_RE = re.compile(r"^(\()?([A-Ja-j])(\))?(?=[\s.:)]|$)")
@@ -79,7 +83,7 @@ _ANY_LETTER_RE = re.compile(r"\(([A-Ja-j])\)")
 class ReplyParts:
     """A reply after step 4a–b: the normalized first answer line, the first letter marker it
     holds (0-based, -1 if none) with the normalized text left once that marker is removed, and
-    every letter marker in reading order as (letter, remainder) pairs. Which marker counts
+    the first marker of each letter in reading order as (letter, remainder) pairs. Which marker counts
     depends on the item: only a letter within its option range (:meth:`for_options`), so the
     pronoun in "I think the answer is (B)" is skipped for a five-option item."""
 
@@ -103,18 +107,39 @@ EMPTY_REPLY = ReplyParts(text="", letter=-1, remainder="")
 def strip_scaffolding(line: str) -> str:
     """Step 4a on one line: drop markdown marks, bullets and conversational openers."""
     out = _BULLET_RE.sub("", _MARKDOWN_RE.sub("", line)).strip()
-    while True:
-        stripped = _SCAFFOLD_RE.sub("", out, count=1).strip()
-        if stripped == out:
-            return out
-        out = stripped
+    # the openers are matched in place, advancing a position (one pass: linear in the line)
+    position = 0
+    while (match := _SCAFFOLD_RE.match(out, position)) is not None and match.end() > position:
+        position = match.end()
+    return out[position:].strip() if position else out
+
+
+def reply_truncated(reply: str | None) -> bool:
+    """True when only the first :data:`MAX_PARSE_CHARS` characters of ``reply`` are parsed."""
+    return reply is not None and len(reply) > MAX_PARSE_CHARS
+
+
+def count_truncated(responses: pa.Array | pa.ChunkedArray) -> int:
+    """How many replies of a response column (plain or dictionary-encoded) are longer than
+    :data:`MAX_PARSE_CHARS`, i.e. were parsed from their opening only (the summary's
+    ``format.n_replies_truncated``)."""
+    codes, dictionary = encode_strings(responses)
+    if not len(dictionary):
+        return 0
+    long = np.asarray(pc.fill_null(pc.greater(pc.utf8_length(dictionary), MAX_PARSE_CHARS), False)
+                      .to_numpy(zero_copy_only=False), dtype=bool)
+    return int(long[codes[codes >= 0]].sum())
+
+
+def _parse_window(reply: str) -> str:
+    return reply[:MAX_PARSE_CHARS]
 
 
 def first_answer_line(reply: str | None) -> str:
     """Step 4a: the first line that still holds text once scaffolding is stripped."""
     if not reply:
         return ""
-    for line in reply.splitlines():
+    for line in _parse_window(reply).splitlines():
         cleaned = strip_scaffolding(line)
         if normalize_c2(cleaned):
             return cleaned
@@ -122,9 +147,10 @@ def first_answer_line(reply: str | None) -> str:
 
 
 def _find_letters(line: str) -> list[tuple[int, int, int]]:
-    """Step 4b: every letter marker as (letter index, span start, span end), in reading order:
+    """Step 4b: the letter markers as (letter index, span start, span end), in reading order:
     the leading marker ("(B)", "B)", "B.", "B:", "B" alone or "B " + text; a lower-case "a " is
-    the article), then each "(B)" further on."""
+    the article), then each "(B)" further on — the first occurrence of each letter only (at most
+    ten markers, since :meth:`ReplyParts.for_options` takes the first within range)."""
     found: list[tuple[int, int, int]] = []
     match = _LEADING_LETTER_RE.match(line)
     if match:
@@ -134,10 +160,15 @@ def _find_letters(line: str) -> list[tuple[int, int, int]]:
                    and bool(rest.strip()))
         if not article:
             found.append((LETTERS.index(letter.upper()), match.start(), match.end()))
+    seen = {letter for letter, _, _ in found}
     for match in _ANY_LETTER_RE.finditer(line):
         if found and match.start() < found[0][2]:
             continue  # the leading "(B)" itself
-        found.append((LETTERS.index(match.group(1).upper()), match.start(), match.end()))
+        letter_index = LETTERS.index(match.group(1).upper())
+        if letter_index in seen:
+            continue  # a later repeat of a letter is never the first in any option range
+        seen.add(letter_index)
+        found.append((letter_index, match.start(), match.end()))
     return found
 
 

@@ -22,6 +22,9 @@ from pathlib import Path
 
 from PIL import Image, ImageDraw
 
+from biovqa.errors import InputFormatError
+from biovqa.sources.images import MAX_IMAGE_PIXELS
+
 #: Marker colours [DEFAULT], RGB. Names are the words used in the question.
 MARKER_COLORS: dict[str, tuple[int, int, int]] = {
     "red": (228, 26, 28),
@@ -113,6 +116,9 @@ def encode_png(image: Image.Image) -> bytes:
 def render_one(job: RenderJob) -> str:
     """Render one job, write it, and return the SHA-256 of the written bytes."""
     with Image.open(job.source) as source:
+        if source.width * source.height > MAX_IMAGE_PIXELS:  # read_cub excludes these; never decode one
+            raise InputFormatError(f"image of {source.width}×{source.height} pixels is over the limit "
+                                   f"({MAX_IMAGE_PIXELS:,})", file=job.source)
         source.load()
         data = encode_png(draw_markers(source, job.markers))
     job.destination.parent.mkdir(parents=True, exist_ok=True)

@@ -223,6 +223,8 @@ def summarize(scores: pa.Table, *, options: Sequence[Sequence[str] | None] | Non
     fmt["em_open"] = _number(em[open_mask].mean()) if open_mask.any() else None
     fmt["n_mcq"] = int(mcq_mask.sum())
     fmt["n_open"] = int(open_mask.sum())
+    if "response" in scores.column_names:
+        fmt["n_replies_truncated"] = parser.count_truncated(scores.column("response"))
 
     marker = masks["marker_localization"]
     if marker.any():

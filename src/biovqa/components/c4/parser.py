@@ -38,22 +38,37 @@ REFUSALS: tuple[str, ...] = (
     "i am not sure", "i'm not sure", "im not sure", "cannot determine", "can't determine",
     "can't tell", "cannot tell", "unable to", "not possible to", "impossible to tell",
 )
-_STRIP = re.compile(r"^[\s*_`\"'“”‘’>#]+|[\s*_`\"'“”‘’.!?,;:]+$")
+#: Characters dropped from the start / the end of a reply before the strict tier (with whitespace).
+_LEAD_MARKS = "*_`\"'“”‘’>#"
+_TRAIL_MARKS = "*_`\"'“”‘’.!?,;:"
+#: Replies are parsed from their first MAX_PARSE_CHARS characters [DEFAULT] (the C4 budget is 8
+#: new tokens); every step below is a single linear scan.
+MAX_PARSE_CHARS = 4096
 _TOKENS = re.compile(r"[a-z]+")
 _NEGATED_NO = re.compile(r"\bnot\s+the\s+(very\s+)?same\b|\bdifferent\s+(individual|animal)s?\b")
 _NEGATED_YES = re.compile(r"\bsame\s+individual\b")
+
+
+def _strip_marks(text: str) -> str:
+    """Drop leading whitespace/markdown/quotes and trailing whitespace/quotes/punctuation."""
+    start, end = 0, len(text)
+    while start < end and (text[start].isspace() or text[start] in _LEAD_MARKS):
+        start += 1
+    while end > start and (text[end - 1].isspace() or text[end - 1] in _TRAIL_MARKS):
+        end -= 1
+    return text[start:end]
 
 
 def parse_reply(reply: str | None) -> tuple[str | None, str]:
     """``(answer, tier)``: answer ``"yes"``/``"no"`` or ``None`` (tier ``refusal``/``unparsed``)."""
     if reply is None:
         return None, "missing"
-    text = reply.strip().lower().replace("’", "'")
+    text = reply[:MAX_PARSE_CHARS].strip().lower().replace("’", "'")
     if not text:
         return None, "unparsed"
     if any(phrase in text for phrase in REFUSALS):
         return None, "refusal"
-    bare = _STRIP.sub("", text)
+    bare = _strip_marks(text)
     if bare in (YES, NO):
         return bare, "strict"
     tokens = _TOKENS.findall(text)

@@ -36,6 +36,8 @@ KNOWN_OPTIONS = (
     "max_pixels",
     "attn_implementation",
     "preset",
+    "shared_prefix",
+    "text_only",  # [issue 14]
 )
 
 _DTYPE_NAMES = ("auto", "float32", "float16", "bfloat16")
@@ -53,6 +55,18 @@ def build_messages(request: Request) -> list[dict[str, Any]]:
     content.append({"type": "text", "text": request.prompt})
     messages.append({"role": "user", "content": content})
     return messages
+
+
+# [text-only LMs, issue 14] ---------------------------------------------------------------------
+def build_text_messages(request: Request) -> list[dict[str, Any]]:
+    """Chat messages for a text-only language model: plain-string contents (text-only chat
+    templates do not take content parts)."""
+    messages: list[dict[str, Any]] = []
+    if request.system:
+        messages.append({"role": "system", "content": request.system})
+    messages.append({"role": "user", "content": request.prompt})
+    return messages
+# ------------------------------------------------------------------------------------------------
 
 
 def _load_image(path: Path):  # -> PIL.Image.Image
@@ -80,11 +94,13 @@ class TransformersBackend:
         min_pixels: int | None = None,
         max_pixels: int | None = None,
         attn_implementation: str | None = None,
+        shared_prefix: bool = False,
+        text_only: bool = False,  # [issue 14]
         ignored_options: dict[str, Any] | None = None,
     ) -> None:
         import torch
         import transformers
-        from transformers import AutoModelForImageTextToText, AutoProcessor
+        from transformers import AutoModelForCausalLM, AutoModelForImageTextToText, AutoProcessor  # [issue 14]
 
         if dtype not in _DTYPE_NAMES:
             raise BiovqaError(
@@ -97,6 +113,8 @@ class TransformersBackend:
         self.preset = preset
         self.model_id = model
         self.batch_size = int(batch_size)
+        #: one prefill per image, its questions decoded from a shared KV cache (backends/prefix.py)
+        self.shared_prefix = bool(shared_prefix)
         #: Batch hint for the engine: hand over batches of about one generate call each.
         self.max_batch_items = self.batch_size
         self.ignored_options = dict(ignored_options or {})
@@ -121,7 +139,11 @@ class TransformersBackend:
             model_options: dict[str, Any] = dict(load_options, dtype=getattr(torch, dtype))
             if attn_implementation:
                 model_options["attn_implementation"] = attn_implementation
-            loaded: Any = AutoModelForImageTextToText.from_pretrained(model, **model_options)
+            # [text-only LMs, issue 14] text_only=true: a causal-LM checkpoint (no vision tower)
+            # answers text-only items
+            self.text_only = bool(text_only)
+            model_class: Any = AutoModelForCausalLM if self.text_only else AutoModelForImageTextToText
+            loaded: Any = model_class.from_pretrained(model, **model_options)
         except ValueError as error:
             # A custom-code checkpoint not registered for image-text-to-text (Phi-3.5-Vision,
             # Molmo2): transformers says "Unrecognized configuration class ...".
@@ -138,7 +160,8 @@ class TransformersBackend:
                 "(HF_HUB_OFFLINE=1 needs the files on disk)",
             ) from error
         self.model: Any = loaded.to(device).eval()
-        tokenizer = getattr(self.processor, "tokenizer", None)
+        # [text-only LMs, issue 14] their "processor" is the tokenizer itself
+        tokenizer = self.processor if self.text_only else getattr(self.processor, "tokenizer", None)
         if tokenizer is None:
             raise BiovqaError(f"the processor of {model!r} has no tokenizer", field="model")
         tokenizer.padding_side = "left"
@@ -184,6 +207,34 @@ class TransformersBackend:
             min_pixels, max_pixels = size_dict["shortest_edge"], size_dict["longest_edge"]
         return {"min_pixels": min_pixels, "max_pixels": max_pixels, "size": size_dict}
 
+    def _chat_template_sha256(self) -> str | None:
+        """sha256 of the checkpoint's own chat template(s) (processor and tokenizer), so that the
+        run identity changes when the template does."""
+        import hashlib
+        import json
+
+        templates = {
+            "processor": getattr(self.processor, "chat_template", None),
+            "tokenizer": getattr(self.tokenizer, "chat_template", None),
+        }
+        if not any(templates.values()):
+            return None
+        text = json.dumps(templates, sort_keys=True, default=str)
+        return hashlib.sha256(text.encode()).hexdigest()
+
+    def _processor_settings_sha256(self) -> str | None:
+        """sha256 of every image-processor setting (size, pixel limits, mean/std, resampling,
+        crops), so that the run identity changes with any of them."""
+        import hashlib
+        import json
+
+        image_processor = getattr(self.processor, "image_processor", None)
+        if image_processor is None or not hasattr(image_processor, "to_dict"):
+            return None
+        settings = image_processor.to_dict()
+        text = json.dumps(settings, sort_keys=True, default=str)
+        return hashlib.sha256(text.encode()).hexdigest()
+
     def describe(self) -> dict[str, Any]:
         """Run-card facts: library versions, model id and resolved revision, dtype, device,
         processor pixel limits, GPU."""
@@ -205,6 +256,8 @@ class TransformersBackend:
             "batch_size": self.batch_size,
             "decoding": {"do_sample": False, "num_beams": 1},
             "processor": self._pixel_limits(),
+            "chat_template_sha256": self._chat_template_sha256(),
+            "processor_settings_sha256": self._processor_settings_sha256(),
         }
         if self.ignored_options:
             facts["ignored_options"] = sorted(self.ignored_options)
@@ -227,12 +280,47 @@ class TransformersBackend:
                 )
         with_images = [entry for entry in prepared if entry[2] is not None]
         text_only = [entry for entry in prepared if entry[2] is None]
+        if self.shared_prefix:
+            with_images = self._generate_shared(with_images, replies)
         for group in (with_images, text_only):
             for start in range(0, len(group), self.batch_size):
                 chunk = group[start : start + self.batch_size]
                 for index, reply in zip((e[0] for e in chunk), self._generate_robust(chunk)):
                     replies[index] = reply
         return [replies[index] for index in range(len(requests))]
+
+    def _generate_shared(self, entries: list[tuple[int, Request, Any]],
+                         replies: dict[int, Reply]) -> list[tuple[int, Request, Any]]:
+        """Answer each image's questions (consecutive, ≥ 2, up to ``batch_size``) from one
+        prefill; returns the entries left for the plain path."""
+        from biovqa.engine.backends.prefix import PrefixUnsupported, shared_prefix_generate
+
+        left: list[tuple[int, Request, Any]] = []
+        start = 0
+        while start < len(entries):
+            end = start + 1
+            path = entries[start][1].image_path
+            while (end < len(entries) and entries[end][1].image_path == path
+                   and end - start < self.batch_size):
+                end += 1
+            group = entries[start:end]
+            start = end
+            if len(group) < 2:
+                left.extend(group)
+                continue
+            try:
+                answers = shared_prefix_generate(self, [e[1] for e in group], group[0][2])
+            except PrefixUnsupported:
+                left.extend(group)
+                continue
+            except Exception:  # noqa: BLE001 - e.g. out of memory: the plain path retries
+                if self.device.startswith("cuda"):
+                    self._torch.cuda.empty_cache()
+                left.extend(group)
+                continue
+            for entry, reply in zip(group, answers):
+                replies[entry[0]] = reply
+        return left
 
     def _generate_robust(self, chunk: list[tuple[int, Request, Any]]) -> list[Reply]:
         try:
@@ -254,7 +342,8 @@ class TransformersBackend:
         requests = [entry[1] for entry in chunk]
         texts = [
             self.processor.apply_chat_template(
-                build_messages(request), add_generation_prompt=True, tokenize=False
+                build_text_messages(request) if self.text_only else build_messages(request),  # [issue 14]
+                add_generation_prompt=True, tokenize=False
             )
             for request in requests
         ]
@@ -314,7 +403,8 @@ def create(model: str, **options: Any) -> TransformersBackend:
     Options: ``dtype`` (auto|float32|float16|bfloat16; auto = the preset's dtype on CUDA, float32
     on CPU), ``device`` (auto|cpu|cuda|cuda:N), ``batch_size`` (default 8, a cap inside the
     engine's batch), ``revision``, ``trust_remote_code``, ``min_pixels``/``max_pixels`` (override
-    the preset), ``attn_implementation``; ``preset`` (a ModelPreset) overrides the lookup.
+    the preset), ``attn_implementation``; ``preset`` (a ModelPreset) overrides the lookup;
+    ``text_only`` (default false; issue 14) loads a text-only causal LM for text-only benches.
     """
     preset = options.pop("preset", None) or get_preset(model)
     ignored = {key: options.pop(key) for key in list(options) if key not in KNOWN_OPTIONS}

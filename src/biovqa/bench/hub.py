@@ -1,0 +1,477 @@
+"""Released benchmarks: export to a Hugging Face dataset folder, and open one (or a hub id) again.
+
+An exported folder (components.md §7.1)::
+
+    DIR/
+      README.md                           dataset card: YAML front matter (configs, features,
+                                          licence), attribution per source, citation
+      data/<component>/test-00000-of-000NN.parquet
+                                          the items, every column of items.parquet, plus
+                                          ``image_kind`` (``rendered`` | ``source``) and
+                                          ``rendered_image`` (the datasets ``Image`` feature:
+                                          the bytes of an image we rendered; null for source photos)
+      biovqa/release.json                 shard sha256s, row counts, the items' Arrow schema
+      biovqa/<component>/manifest.json    the build manifest, unchanged
+      biovqa/<component>/files/…          the component's side files (C1 tree, C2 layout, …)
+
+Source photographs are never shipped: their rows keep the identifier (``image``, the path the
+builder read, and ``source_id``) and the content hash (``image_sha256``).
+
+Opening such a folder (or ``hf://owner/name``, fetched with ``huggingface_hub``) rebuilds the
+benchmark folder the manifest describes in a cache (``$BIOVQA_CACHE`` or ``~/.cache/biovqa``):
+shards are checked against their sha256, rendered images are written back and checked against
+the items' hashes, and source photos are resolved against the images folder given as ``images=``
+or ``$BIOVQA_IMAGES`` (the ``--images`` of the commands), each checked against its sha256 — a
+missing or altered photo is an error naming the item.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import os
+import shutil
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Iterable
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from biovqa.bench.folder import (
+    ITEMS_FILE,
+    MANIFEST_FILE,
+    RENDERED_PREFIX,
+    atomic_path,
+    open_bench,
+    read_json_object,
+    sha256_file,
+    staged_folder,
+    write_json,
+    write_parquet,
+    write_text,
+)
+from biovqa.errors import BiovqaError, InputFormatError, MissingResourceError
+
+if TYPE_CHECKING:
+    from biovqa.bench.folder import Bench
+
+RELEASE_FORMAT = "biovqa-hf-release"
+RELEASE_VERSION = 1
+RELEASE_FILE = "biovqa/release.json"
+HUB_PREFIX = "hf://"
+SPLIT = "test"
+DEFAULT_SHARD_ROWS = 50_000
+IMAGE_KIND = "image_kind"
+RENDERED_IMAGE = "rendered_image"
+IMAGES_ENV = "BIOVQA_IMAGES"
+CACHE_ENV = "BIOVQA_CACHE"
+DEFAULT_REPO = "imageomics/Bio-VQA"
+NO_IMAGES = "source-photos-not-given--set-BIOVQA_IMAGES"
+
+#: Where each component's items come from, for the card's licence and attribution table.
+COMPONENT_SOURCES: dict[str, tuple[str, ...]] = {
+    "c1": ("treeoflife-200m", "gbif-backbone"),
+    "c2": ("cub-200-2011",),
+    "c3": ("neon-beetles", "waid", "bees", "depondfi", "lila-reid", "gzcd"),
+    "c4": ("lila-reid", "gzcd"),
+}
+
+CITATION = """@misc{biovqa,
+  title  = {Bio-VQA: a benchmark of biological visual question answering},
+  author = {{Imageomics Institute}},
+  note   = {Dataset: https://huggingface.co/datasets/imageomics/Bio-VQA;
+            code: https://github.com/Imageomics/Bio-VQA},
+}"""
+
+
+# ----------------------------------------------------------------------------------------------
+# export
+# ----------------------------------------------------------------------------------------------
+
+
+def export_bench(
+    benches: Iterable[str | Path],
+    out: str | Path,
+    *,
+    shard_rows: int = DEFAULT_SHARD_ROWS,
+    repo_id: str = DEFAULT_REPO,
+    console: Any | None = None,
+) -> Path:
+    """Write one or more benchmark folders (one per component) as a Hugging Face dataset folder
+    at ``out``; returns ``out``. The same benches and options give byte-identical files."""
+    try:  # the `release` extra: features and the card's YAML come from the real library
+        import datasets
+    except ImportError:
+        raise MissingResourceError("exporting a Hugging Face dataset folder needs the datasets library",
+                                   hint="pip install 'biovqa[release]'") from None
+
+    if shard_rows < 1:
+        raise BiovqaError("the shard size must be at least one row", field="--shard-rows")
+    opened: dict[str, Bench] = {}
+    for path in benches:
+        bench = open_bench(path)
+        if bench.component in opened:
+            raise BiovqaError(f"two benchmarks of component {bench.component} given", file=bench.root,
+                              hint="export one benchmark folder per component")
+        opened[bench.component] = bench
+    if not opened:
+        raise BiovqaError("give at least one benchmark folder to export")
+    out = Path(out)
+    release: dict[str, Any] = {"format": RELEASE_FORMAT, "version": RELEASE_VERSION, "split": SPLIT,
+                               "components": {}}
+    features_yaml: dict[str, Any] = {}
+    with staged_folder(out) as stage:
+        for component, bench in sorted(opened.items()):
+            table = _release_table(bench, console)
+            features = datasets.Features.from_arrow_schema(table.drop_columns([RENDERED_IMAGE]).schema)
+            features[RENDERED_IMAGE] = datasets.Image()
+            schema = features.arrow_schema
+            table = table.cast(schema)
+            shards = _write_shards(table, stage / "data" / component, shard_rows)
+            side = _copy_side_files(bench, stage / "biovqa" / component / "files")
+            (stage / "biovqa" / component).mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(bench.root / MANIFEST_FILE, stage / "biovqa" / component / MANIFEST_FILE)
+            release["components"][component] = {
+                "rows": table.num_rows,
+                "items_canonical_sha256": _canonical_items_sha256(bench.items, stage),
+                "items_schema": base64.b64encode(bench.items.schema.serialize().to_pybytes()).decode("ascii"),
+                "manifest_sha256": sha256_file(stage / "biovqa" / component / MANIFEST_FILE),
+                "shards": shards,
+                "bytes": sum(int((stage / shard["path"]).stat().st_size) for shard in shards),
+                "files": side,
+            }
+            features_yaml[component] = features._to_yaml_list()
+        write_json(stage / RELEASE_FILE, release)
+        write_text(stage / "README.md", dataset_card(opened, release, features_yaml, repo_id))
+    return out
+
+
+def _release_table(bench: "Bench", console: Any | None) -> pa.Table:
+    """The items plus ``image_kind`` and ``rendered_image`` (bytes of each rendered image)."""
+    items = bench.items
+    images = items.column("image").to_pylist()
+    digests = items.column("image_sha256").to_pylist()
+    ids = items.column("item_id").to_pylist()
+    kinds = ["rendered" if (image or "").startswith(RENDERED_PREFIX) else "source" for image in images]
+    payload: list[dict[str, Any] | None] = []
+    cache: dict[str, bytes] = {}
+    for item_id, image, digest, kind in _progress(zip(ids, images, digests, kinds), len(ids),
+                                                   f"{bench.component}: rendered images", console):
+        if kind != "rendered":
+            payload.append(None)
+            continue
+        if image not in cache:
+            path = bench.resolve_image(image)
+            if not path.is_file():
+                raise MissingResourceError(f"item {item_id}: rendered image missing", file=path, field="image",
+                                           hint="rebuild the benchmark; `biovqa audit` lists every problem")
+            cache[image] = path.read_bytes()
+            if digest and hashlib.sha256(cache[image]).hexdigest() != digest:
+                raise InputFormatError(f"item {item_id}: rendered image differs from its recorded sha256",
+                                       file=path, field="image_sha256")
+        payload.append({"bytes": cache[image], "path": Path(image).name})
+    return items.append_column(IMAGE_KIND, pa.array(kinds, pa.string())).append_column(
+        RENDERED_IMAGE, pa.array(payload, pa.struct([("bytes", pa.binary()), ("path", pa.string())])))
+
+
+def _canonical_items_sha256(items: pa.Table, stage: Path) -> str:
+    """sha256 of the items as :func:`write_parquet` writes them: the file a rebuild must reproduce
+    (the built file's own bytes depend on how its table happened to be chunked)."""
+    path = stage / ".canonical-items.parquet"
+    try:
+        write_parquet(items.combine_chunks(), path)
+        return sha256_file(path)
+    finally:
+        path.unlink(missing_ok=True)
+
+
+def _write_shards(table: pa.Table, folder: Path, shard_rows: int) -> list[dict[str, Any]]:
+    folder.mkdir(parents=True, exist_ok=True)
+    n = max(1, -(-table.num_rows // shard_rows))
+    shards = []
+    for k in range(n):
+        name = f"{SPLIT}-{k:05d}-of-{n:05d}.parquet"
+        part = table.slice(k * shard_rows, shard_rows).combine_chunks()
+        with atomic_path(folder / name) as temporary:
+            pq.write_table(part, temporary, compression="zstd", write_statistics=True, row_group_size=1000)
+        shards.append({"path": f"data/{folder.name}/{name}", "rows": part.num_rows,
+                       "sha256": sha256_file(folder / name)})
+    return shards
+
+
+def _copy_side_files(bench: "Bench", target: Path) -> dict[str, str]:
+    """Copy everything in the bench folder except items, manifest and rendered images."""
+    files: dict[str, str] = {}
+    skip = {ITEMS_FILE, MANIFEST_FILE, RENDERED_PREFIX.rstrip("/")}
+    for path in sorted(bench.root.rglob("*")):
+        relative = path.relative_to(bench.root)
+        if relative.parts[0] in skip or relative.parts[0].startswith(".") or not path.is_file():
+            continue
+        destination = target / relative
+        destination.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(path, destination)
+        files[relative.as_posix()] = sha256_file(destination)
+    return files
+
+
+def dataset_card(benches: dict[str, "Bench"], release: dict[str, Any], features: dict[str, Any],
+                 repo_id: str) -> str:
+    """The README.md of the release: YAML front matter the hub and ``datasets`` read, then prose."""
+    import yaml
+
+    from biovqa.sources.fetch import SOURCES
+
+    names = sorted({name for c in benches for name in COMPONENT_SOURCES.get(c, ())})
+    licences = sorted({SOURCES[name].licence_id for name in names if name in SOURCES}) or ["other"]
+    front = {
+        "pretty_name": "Bio-VQA",
+        "license": licences[0] if len(licences) == 1 else "other",
+        "task_categories": ["visual-question-answering"],
+        "language": ["en"],
+        "tags": ["biology", "taxonomy", "benchmark"],
+        "configs": [{"config_name": c, "data_files": [{"split": SPLIT, "path": f"data/{c}/*.parquet"}]}
+                    for c in sorted(benches)],
+        "dataset_info": [{"config_name": c, "features": features[c],
+                          "splits": [{"name": SPLIT, "num_bytes": release["components"][c]["bytes"],
+                                      "num_examples": release["components"][c]["rows"]}]}
+                         for c in sorted(benches)],
+    }
+    lines = ["---", yaml.safe_dump(front, sort_keys=False, allow_unicode=True).rstrip(), "---", "",
+             "# Bio-VQA", "",
+             "Biological visual question answering in four components. Load a component with "
+             f"`datasets.load_dataset(\"{repo_id}\", \"c1\")`, or run the toolkit on it directly: "
+             f"`biovqa run hf://{repo_id}/c1 …` (see docs/release.md of biovqa).", "",
+             "## Components", "", "| config | items | generator | seed |", "|---|---|---|---|"]
+    for component, bench in sorted(benches.items()):
+        lines.append(f"| {component} | {release['components'][component]['rows']:,} | "
+                     f"{bench.manifest.get('generator', '')} {bench.manifest.get('generator_version', '')} | "
+                     f"{bench.manifest.get('seed', '')} |")
+    lines += ["", "## Images", "",
+              "Images we render (C2 markers, C3 canvases and overlays, C4 pair canvases) are shipped in "
+              f"`{RENDERED_IMAGE}` under the licence of the source they are drawn from. Source "
+              "photographs are **not** redistributed: `image` holds the identifier the builder read and "
+              "`image_sha256` the SHA-256 of the photo as downloaded; fetch the sources "
+              "(`biovqa fetch SOURCE`) and pass the folder as `--images` (or `$BIOVQA_IMAGES`).", "",
+              "## Licences and attribution", "", "| source | licence | attribution |", "|---|---|---|"]
+    for name in names:
+        if name in SOURCES:
+            info = SOURCES[name]
+            lines.append(f"| {info.title} | {info.licence} | {info.attribution} |")
+    lines += ["", "## Citation", "", "```bibtex", CITATION, "```", ""]
+    return "\n".join(lines)
+
+
+def _progress(iterable: Iterable[Any], total: int, label: str, console: Any | None) -> Iterable[Any]:
+    if console is None:
+        yield from iterable
+        return
+    from rich.progress import Progress
+
+    with Progress(console=console, transient=True) as progress:
+        task = progress.add_task(label, total=total)
+        for value in iterable:
+            yield value
+            progress.advance(task)
+
+
+# ----------------------------------------------------------------------------------------------
+# open
+# ----------------------------------------------------------------------------------------------
+
+
+def is_release_reference(path: str | Path) -> bool:
+    """A hub id (``hf://owner/name[/component]``) or a folder (or its ``data/<component>``) that
+    :func:`export_bench` wrote."""
+    text = str(path)
+    if text.startswith("hf:/"):
+        return True
+    return _release_root(Path(path)) is not None
+
+
+def _release_root(path: Path) -> tuple[Path, str | None] | None:
+    if (path / RELEASE_FILE).is_file():
+        return path, None
+    if path.parent.name == "data" and (path.parent.parent / RELEASE_FILE).is_file():
+        return path.parent.parent, path.name
+    return None
+
+
+def _hub_snapshot(reference: str) -> tuple[Path, str | None]:
+    """``hf://owner/name[/component]`` → the local snapshot folder and the component."""
+    parts = [p for p in reference.split(":", 1)[1].split("/") if p]
+    if len(parts) not in (2, 3):
+        raise BiovqaError(f"a hub id looks like hf://owner/name or hf://owner/name/c1, got {reference!r}",
+                          field="BENCH")
+    repo_id = "/".join(parts[:2])
+    try:
+        from huggingface_hub import snapshot_download
+    except ImportError:
+        raise MissingResourceError("opening a hub id needs huggingface_hub",
+                                   hint="pip install 'biovqa[release]'") from None
+    try:
+        component = parts[2] if len(parts) == 3 else None
+        patterns = None if component is None else ["README.md", RELEASE_FILE, f"biovqa/{component}/**",
+                                                   f"data/{component}/**"]
+        folder = snapshot_download(repo_id, repo_type="dataset", allow_patterns=patterns)
+    except Exception as exc:  # network, auth, offline mode: all mean "not available here"
+        raise MissingResourceError(
+            f"cannot download the dataset {repo_id} from the Hugging Face hub ({type(exc).__name__}: {exc})",
+            field="BENCH",
+            hint="check the network (HF_HUB_OFFLINE must be unset), or download it elsewhere and "
+                 "give the folder instead of the hf:// id") from None
+    return Path(folder), component
+
+
+def cache_dir() -> Path:
+    configured = os.environ.get(CACHE_ENV)
+    if configured:
+        return Path(configured)
+    base = os.environ.get("XDG_CACHE_HOME")
+    return (Path(base) if base else Path.home() / ".cache") / "biovqa"
+
+
+def open_release(reference: str | Path, *, images: str | Path | None = None, verify: bool = True) -> "Bench":
+    """Open an exported folder or hub id as a :class:`Bench` (rebuilt once into the cache)."""
+    text = str(reference)
+    if text.startswith("hf:/"):
+        root, component = _hub_snapshot(text)
+    else:
+        found = _release_root(Path(reference))
+        if found is None:
+            raise MissingResourceError("not an exported Bio-VQA folder", file=reference)
+        root, component = found
+    release = read_json_object(root / RELEASE_FILE, what="release description")
+    if release.get("format") != RELEASE_FORMAT or release.get("version") != RELEASE_VERSION:
+        raise InputFormatError("not a release this biovqa can read", file=root / RELEASE_FILE, field="format",
+                               hint="update biovqa")
+    components = release.get("components")
+    if not isinstance(components, dict) or not components:
+        raise InputFormatError("the release lists no components", file=root / RELEASE_FILE, field="components")
+    if component is None:
+        if len(components) != 1:
+            raise BiovqaError(f"the release holds {len(components)} components ({', '.join(sorted(components))})",
+                              file=root, hint=f"name one: {root / 'data' / sorted(components)[0]} "
+                                               f"(or hf://owner/name/{sorted(components)[0]})")
+        component = next(iter(components))
+    if component not in components:
+        raise MissingResourceError(f"the release has no component {component!r}", file=root / RELEASE_FILE,
+                                   field="components")
+    images_value = images if images is not None else os.environ.get(IMAGES_ENV) or None
+    images_root = Path(images_value).resolve() if images_value else None
+    description = components[component]
+    key = hashlib.sha256(json.dumps([str(root.resolve()), component, description.get("manifest_sha256"),
+                                     [s.get("sha256") for s in description.get("shards", [])],
+                                     str(images_root)], sort_keys=True).encode()).hexdigest()[:20]
+    target = cache_dir() / "released" / key
+    if not (target / ".complete").is_file():
+        _materialize(root, component, description, images_root, target)
+    return open_bench(target, verify=verify)
+
+
+def _materialize(root: Path, component: str, description: dict[str, Any], images_root: Path | None,
+                 target: Path) -> None:
+    release_file = root / RELEASE_FILE
+    for key in ("items_schema", "shards", "files"):
+        if key not in description:
+            raise InputFormatError("the release description lacks a field", file=release_file,
+                                   field=f"components.{component}.{key}")
+    schema = pa.ipc.read_schema(pa.py_buffer(base64.b64decode(description["items_schema"])))
+    parts = []
+    for shard in description["shards"]:
+        path = root / shard["path"]
+        if not path.is_file():
+            raise MissingResourceError("a data shard of the release is missing", file=path,
+                                       hint="download the release again")
+        if sha256_file(path) != shard["sha256"]:
+            raise InputFormatError("a data shard differs from its recorded sha256", file=path,
+                                   hint="download the release again")
+        parts.append(pq.read_table(path))
+    table = pa.concat_tables(parts) if parts else schema.empty_table()
+    stage = target.parent / f".{target.name}.partial-{os.getpid()}"
+    shutil.rmtree(stage, ignore_errors=True)
+    stage.mkdir(parents=True)
+    try:
+        _write_rendered(table, stage)
+        if images_root is not None:
+            _check_source_photos(table, images_root)
+        items = table.select(schema.names).cast(schema).combine_chunks()
+        write_parquet(items, stage / ITEMS_FILE)
+        manifest = read_json_object(root / "biovqa" / component / MANIFEST_FILE, what="manifest")
+        rebuilt = sha256_file(stage / ITEMS_FILE)
+        if rebuilt != description.get("items_canonical_sha256"):
+            raise InputFormatError("the released items do not rebuild the items that were exported",
+                                   file=root / "data" / component, hint="download the release again")
+        manifest["items_sha256_as_built"] = manifest.get("items_sha256")
+        manifest["items_sha256"] = rebuilt
+        # without photos, item paths resolve under a name that says what to do (audit and run show it)
+        manifest["images_root"] = str(images_root) if images_root is not None else NO_IMAGES
+        manifest["release"] = {"folder": str(root.resolve()), "component": component,
+                               "source_photos_checked": images_root is not None}
+        for relative, digest in sorted(description["files"].items()):
+            source = root / "biovqa" / component / "files" / relative
+            if not source.is_file() or sha256_file(source) != digest:
+                raise InputFormatError("a side file of the release is missing or altered", file=source,
+                                       hint="download the release again")
+            (stage / relative).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(source, stage / relative)
+        write_json(stage / MANIFEST_FILE, manifest)
+        (stage / ".complete").write_text("ok\n", encoding="utf-8")
+        shutil.rmtree(target, ignore_errors=True)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            os.replace(stage, target)
+        except OSError:
+            if not (target / ".complete").is_file():  # not another process finishing the same rebuild
+                raise
+    finally:
+        shutil.rmtree(stage, ignore_errors=True)
+
+
+def _write_rendered(table: pa.Table, stage: Path) -> None:
+    mask = pc.equal(table.column(IMAGE_KIND), "rendered")
+    rows = table.filter(mask).select(["item_id", "image", "image_sha256", RENDERED_IMAGE]).to_pylist()
+    for row in rows:
+        destination = stage / row["image"]
+        if destination.exists():
+            continue
+        payload = (row[RENDERED_IMAGE] or {}).get("bytes")
+        if payload is None:
+            raise InputFormatError(f"item {row['item_id']}: the release lacks its rendered image",
+                                   field=RENDERED_IMAGE)
+        if row["image_sha256"] and hashlib.sha256(payload).hexdigest() != row["image_sha256"]:
+            raise InputFormatError(f"item {row['item_id']}: rendered image differs from its sha256",
+                                   field=RENDERED_IMAGE)
+        destination.parent.mkdir(parents=True, exist_ok=True)
+        destination.write_bytes(payload)
+
+
+def _check_source_photos(table: pa.Table, images_root: Path, workers: int = 8) -> None:
+    """Every source photo exists under ``images_root`` with its recorded sha256, else an error
+    naming the first item (in benchmark order) whose photo is missing or altered."""
+    if not images_root.is_dir():
+        raise MissingResourceError("the images folder does not exist", file=images_root, field="--images")
+    mask = pc.equal(table.column(IMAGE_KIND), "source")
+    rows = table.filter(mask).select(["item_id", "image", "image_sha256"]).to_pylist()
+    first: dict[tuple[str, str | None], str] = {}
+    for row in rows:
+        first.setdefault((row["image"], row["image_sha256"]), row["item_id"])
+    pairs = list(first)
+
+    def problem(pair: tuple[str, str | None]) -> str | None:
+        image, digest = pair
+        path = images_root / image
+        if not path.is_file():
+            return f"item {first[pair]}: source photo {image} is missing under {images_root}"
+        if digest and sha256_file(path) != digest:
+            return f"item {first[pair]}: source photo {image} differs from its recorded sha256 (altered)"
+        return None
+
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        found = [p for p in pool.map(problem, pairs) if p]
+    if found:
+        more = f" (and {len(found) - 1} more)" if len(found) > 1 else ""
+        raise MissingResourceError(found[0] + more, file=images_root, field="image",
+                                   hint="fetch the sources (`biovqa fetch …`) and give their images folder")

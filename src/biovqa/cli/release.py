@@ -1,0 +1,72 @@
+"""``biovqa export``, ``biovqa lite`` and ``biovqa fetch``: getting the benchmark to users.
+
+Thin shells over :mod:`biovqa.bench.hub`, :mod:`biovqa.bench.lite` and
+:mod:`biovqa.sources.fetch`; nothing heavy is imported until a command runs.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from biovqa.cli._app import console
+
+
+def export(
+    benches: Annotated[list[Path], typer.Argument(help="benchmark folders, one per component")],
+    out: Annotated[Path, typer.Option("--out", "-o", help="Hugging Face dataset folder to write")],
+    shard_rows: Annotated[int, typer.Option("--shard-rows", help="items per Parquet shard")] = 50_000,
+    repo_id: Annotated[str, typer.Option("--repo-id", help="hub id named in the dataset card")] = "imageomics/Bio-VQA",
+) -> None:
+    """Write benchmarks as a Hugging Face dataset folder (Parquet shards, rendered images, card)."""
+    from biovqa.bench.hub import export_bench
+
+    folder = export_bench(benches, out, shard_rows=shard_rows, repo_id=repo_id, console=console)
+    console.print(f"[green]dataset folder written[/green]: {folder} "
+                  f"(upload with `huggingface-cli upload {repo_id} {folder} --repo-type dataset`)")
+
+
+def lite(
+    bench: Annotated[Path, typer.Argument(help="benchmark folder, exported folder or hf:// id")],
+    out: Annotated[Path, typer.Option("--out", "-o", help="Lite benchmark folder to write")],
+    per_task: Annotated[int, typer.Option("--per-task", help="items per task")] = 500,
+    seed: Annotated[int, typer.Option(help="selection seed")] = 42,
+    images: Annotated[Optional[Path], typer.Option(help="source photos of an exported folder (default: $BIOVQA_IMAGES)")] = None,
+) -> None:
+    """Bio-VQA-Lite: a stratified subset, PER-TASK items per task (components.md §6)."""
+    from biovqa.bench.lite import make_lite
+
+    result = make_lite(bench, out, per_task=per_task, seed=seed, images=images)
+    console.print(f"[green]Lite benchmark written[/green]: {result.root} ({result.items.num_rows:,} items)")
+
+
+def fetch(
+    source: Annotated[str, typer.Argument(help="source name (biovqa fetch --list)")] = "",
+    out: Annotated[Path, typer.Option("--out", "-o", help="folder to download and unpack into")] = Path("sources"),
+    mirror: Annotated[Optional[str], typer.Option(help="fetch the archives from this base URL instead")] = None,
+    list_sources: Annotated[bool, typer.Option("--list", help="list the known sources and exit")] = False,
+) -> None:
+    """Download a public source dataset (resumable) and unpack it where the builders read it."""
+    from biovqa.sources.fetch import SOURCES, fetch_source, get_source, licence_note, with_mirror
+
+    if list_sources or not source:
+        for name, info in sorted(SOURCES.items()):
+            console.print(f"{name:16s} {info.title} ({info.licence})")
+        return
+    chosen = get_source(source)
+    if mirror:
+        chosen = with_mirror(chosen, mirror)
+    folder = fetch_source(chosen, out, console=console)
+    console.print(f"[green]{chosen.title} ready[/green]: {folder}")
+    if chosen.layout:
+        console.print(f"layout: {chosen.layout}")
+    console.print(licence_note(chosen))
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``export``, ``lite`` and ``fetch`` to the main ``biovqa`` app."""
+    app.command("export")(export)
+    app.command("lite")(lite)
+    app.command("fetch")(fetch)

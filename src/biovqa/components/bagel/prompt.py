@@ -1,0 +1,79 @@
+"""The BAGEL evaluation prompt (bagel.md §5.1) and the strict letter parser (§5.2).
+
+The paper's prompt survives only as flattened text with literal ``\\n`` markers. ``canonical``
+puts each option on its own line; ``inline`` reproduces the printed string (newline where the
+source prints ``\\n``, the space after it kept, the options on one line).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+PROMPT_STYLES: tuple[str, ...] = ("canonical", "inline")
+#: How the prompt reaches the model: a user turn through the chat template, or raw completion text.
+MODES: tuple[str, ...] = ("chat", "raw")
+
+_HEAD = ("You are answering a multiple-choice closed-book benchmark question for testing animal expertise. "
+         "Choose exactly one answer.")
+_FORMAT = "Output exactly one capital letter: A, B, C, or D."
+_NO_EXTRA = "Do not output any explanation, words, punctuation, or extra text."
+
+
+def render_prompt(question: str, options: Sequence[str], style: str = "canonical") -> str:
+    """The whole evaluation prompt for one item (the model sees nothing else)."""
+    a, b, c, d = options
+    if style == "canonical":
+        return (f"{_HEAD}\n{_FORMAT}\n{_NO_EXTRA}\n\nQuestion: {question}\nOptions:\n"
+                f"A. {a}\nB. {b}\nC. {c}\nD. {d}\nAnswer:")
+    if style == "inline":
+        return (f"{_HEAD}\n {_FORMAT}\n {_NO_EXTRA}\n\n Question: {question}\n "
+                f"Options: A. {a} B. {b} C. {c} D. {d} Answer:")
+    raise ValueError(f"unknown prompt style {style!r}")
+
+
+_MARKUP = "*_`\"'“”‘’[](){}<> \t\r\n"
+_TOKEN = re.compile(r"\(?([A-D])[\).:]?$")
+_PHRASE = re.compile(r"\banswer(?:\s+is|\s*:)\s*\(?([A-D])\b", re.IGNORECASE)
+
+
+def _strip(text: str) -> str:
+    previous = None
+    while previous != text:
+        previous = text
+        text = text.strip(_MARKUP)
+        text = text.rstrip(".)").strip(_MARKUP)
+    return text
+
+
+def parse_letter(output: str | None, options: Sequence[str]) -> str | None:
+    """The letter a reply chose, or None when unparseable (bagel.md §5.2):
+
+    1. strip whitespace and surrounding markup (``*``, quotes, brackets, trailing ``.``/``)``);
+    2. exactly one of A–D (any case) → that letter;
+    3. else the first standalone token ``(?X[).:]?`` (capital A–D, followed by whitespace or the
+       end) or the phrase "answer is X" / "Answer: X", whichever comes first;
+    4. else the whole reply equal (case and whitespace-insensitively) to exactly one option's text;
+    5. else None. A capital letter inside a word (the "A" of "Anseriformes") never counts.
+    """
+    if output is None:
+        return None
+    text = _strip(output)
+    if len(text) == 1 and text.upper() in "ABCD":
+        return text.upper()
+    found: list[tuple[int, str]] = []
+    for match in re.finditer(r"\S+", text):
+        token = _TOKEN.match(match.group())
+        if token:
+            found.append((match.start(), token.group(1)))
+            break
+    phrase = _PHRASE.search(text)
+    if phrase:
+        found.append((phrase.start(), phrase.group(1).upper()))
+    if found:
+        return min(found)[1]
+    folded = " ".join(text.split()).casefold()
+    matches = [i for i, option in enumerate(options) if " ".join(option.split()).casefold() == folded]
+    if len(matches) == 1:
+        return "ABCD"[matches[0]]
+    return None

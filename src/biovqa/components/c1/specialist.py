@@ -1,0 +1,311 @@
+"""The BioCLIP-2 ceiling for C1 (components.md §1.7).
+
+BioCLIP-2 cannot read prompts. Every image is embedded once; each candidate species is embedded
+from its label string (BioCLIP's taxonomic + common-name form, "a photo of Animalia Chordata
+Amphibia Anura Hylidae Dryophytes gratiosus with common name Barking Treefrog."); the top-1
+species by cosine similarity answers every rank question of the image from its lineage (phylum …
+genus, the epithet, the binomial, the common name), so a coarse rank is right only when the
+predicted species shares the true lineage there. The common-name MCQ is a zero-shot classifier
+over its four option strings ("a photo of {option}."), arg-max.
+
+Candidate sets:
+
+* ``kingdom`` — the species in the target's kingdom ("fair"; the default);
+* ``tol`` — every species of the label space (the paper's Table 3 row);
+* ``group`` — the benchmark's gold species of the image's organismal group (a potential ceiling
+  the paper lists but does not evaluate).
+
+The label space is the TreeOfLife-200M species list given with ``labels=`` (BioCLIP's
+``txt_emb_species.json``: ``[[kingdom, phylum, class, order, family, genus, epithet], common]``
+per entry), or, without it, the benchmark's own species (from its items) — then ``tol`` and
+``kingdom`` are the benchmark's species, a much smaller space than the paper's, and the run card
+says so.
+
+Outputs in ``RUN``: ``predictions.parquet`` (scored by ``biovqa score`` like any model's),
+``top1.parquet`` (image, candidate set, predicted lineage), ``run.json`` (``"kind": "specialist"``).
+A local weights folder holds ``open_clip_config.json`` and ``open_clip_model.safetensors`` (or
+``open_clip_pytorch_model.bin``), as ``imageomics/bioclip-2`` ships them.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from biovqa.bench.folder import open_bench, write_json, write_parquet
+from biovqa.errors import BiovqaError, InputFormatError, MissingResourceError
+
+MODEL_LABEL = "BioCLIP-2"
+CANDIDATE_SETS = ("kingdom", "tol", "group")
+LINEAGE = ("kingdom", "phylum", "class", "order", "family", "genus", "epithet")
+#: what each C1 task's answer is, read off the predicted species
+RANK_TASKS = {"phylum": "phylum", "class": "class", "order": "order", "family": "family", "genus": "genus",
+              "species": "epithet", "scientific_name": "scientific_name", "common_name": "common_name"}
+MCQ_TASK = "common_name_mcq"
+
+
+@dataclass(frozen=True)
+class Species:
+    """One candidate label: a lineage down to the epithet, and the English common name."""
+
+    kingdom: str | None
+    phylum: str | None
+    klass: str | None
+    order: str | None
+    family: str | None
+    genus: str
+    epithet: str
+    common_name: str | None = None
+    group: str | None = None
+
+    @property
+    def scientific_name(self) -> str:
+        return f"{self.genus} {self.epithet}"
+
+    def answer(self, field: str) -> str | None:
+        if field == "class":
+            return self.klass
+        return getattr(self, field)
+
+    def label(self) -> str:
+        taxa = " ".join(t for t in (self.kingdom, self.phylum, self.klass, self.order, self.family, self.genus,
+                                    self.epithet) if t)
+        return f"a photo of {taxa} with common name {self.common_name}." if self.common_name else f"a photo of {taxa}."
+
+
+def _species(lineage: list[Any], common_name: str | None, group: str | None) -> Species:
+    kingdom, phylum, klass, order, family, genus, epithet = lineage
+    return Species(kingdom, phylum, klass, order, family, str(genus), str(epithet), common_name, group)
+
+
+def bench_species(items: pa.Table) -> list[Species]:
+    """The distinct species of a C1 benchmark (genus and epithet known), with their group, sorted by
+    lineage; a rank the benchmark tree lacks (no order for some groups) stays None."""
+    columns = ["kingdom", "phylum", "class", "order", "family", "genus", "epithet", "common_name", "group"]
+    missing = [c for c in columns if c not in items.column_names]
+    if missing:
+        raise InputFormatError("the C1 items lack lineage columns", field=missing[0])
+    found: dict[tuple[str | None, ...], Species] = {}
+    for row in items.select(columns).to_pylist():
+        if row["genus"] is None or row["epithet"] is None:
+            continue
+        key = tuple(row[c] for c in LINEAGE)
+        found.setdefault(key, _species(list(key), row["common_name"], row["group"]))
+    return [found[key] for key in sorted(found, key=lambda k: tuple(v or "" for v in k))]
+
+
+def read_label_space(path: str | Path) -> list[Species]:
+    """A species list in BioCLIP's ``txt_emb_species.json`` form (see the module docstring)."""
+    path = Path(path)
+    if not path.is_file():
+        raise MissingResourceError("label space file not found", file=path, field="--labels")
+    try:
+        entries = json.loads(path.read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise InputFormatError(f"not valid JSON: {exc}", file=path, field="--labels") from None
+    if not isinstance(entries, list):
+        raise InputFormatError("the label space must be a JSON list", file=path)
+    species = []
+    for k, entry in enumerate(entries):
+        ok = (isinstance(entry, list) and len(entry) == 2 and isinstance(entry[0], list) and len(entry[0]) == 7
+              and all(isinstance(v, str) and v for v in entry[0]) and (entry[1] is None or isinstance(entry[1], str)))
+        if not ok:
+            raise InputFormatError("an entry must be [[kingdom, phylum, class, order, family, genus, epithet], "
+                                   "common name]", file=path, row=k + 1)
+        species.append(_species(entry[0], entry[1] or None, None))
+    return species
+
+
+class OpenClipModel:
+    """An open_clip model from a local folder: L2-normalised image and text embeddings."""
+
+    def __init__(self, folder: str | Path, *, device: str | None = None, batch_size: int = 64) -> None:
+        folder = Path(folder)
+        if not (folder / "open_clip_config.json").is_file():
+            raise MissingResourceError("the BioCLIP-2 folder has no open_clip_config.json", file=folder,
+                                       hint="download imageomics/bioclip-2 once and give its folder")
+        try:
+            import open_clip
+            import torch
+        except ImportError as exc:
+            raise BiovqaError(f"the BioCLIP-2 specialist needs open_clip and torch(vision): {exc}",
+                              hint="pip install 'biovqa[bioclip]'") from None
+        self.device = device or ("cuda" if torch.cuda.is_available() else "cpu")
+        model, preprocess = open_clip.create_model_from_pretrained(f"local-dir:{folder}", device=self.device)
+        self.model = model.eval()
+        self.preprocess = preprocess
+        self.tokenizer = open_clip.get_tokenizer(f"local-dir:{folder}")
+        self.batch_size = max(1, int(batch_size))
+        self.name = f"{MODEL_LABEL} ({folder.name})"
+
+    def embed_images(self, images: Sequence[Any]) -> np.ndarray:
+        import torch
+
+        batch = torch.stack([self.preprocess(image.convert("RGB")) for image in images]).to(self.device)
+        with torch.inference_mode():
+            features = self.model.encode_image(batch)
+        return torch.nn.functional.normalize(features.float(), dim=-1).cpu().numpy()
+
+    def embed_texts(self, texts: Sequence[str]) -> np.ndarray:
+        import torch
+
+        tokens = self.tokenizer(list(texts)).to(self.device)
+        with torch.inference_mode():
+            features = self.model.encode_text(tokens)
+        return torch.nn.functional.normalize(features.float(), dim=-1).cpu().numpy()
+
+
+def _progress(enabled: bool) -> Any:
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+    return Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
+                    console=Console(stderr=True), disable=not enabled, transient=False)
+
+
+def _embed_texts(model: Any, texts: Sequence[str], batch: int, bar: Any, label: str) -> np.ndarray:
+    task = bar.add_task(label, total=len(texts))
+    parts = []
+    for start in range(0, len(texts), batch):
+        parts.append(np.asarray(model.embed_texts(texts[start:start + batch]), dtype=np.float32))
+        bar.update(task, advance=len(texts[start:start + batch]))
+    return np.concatenate(parts) if parts else np.zeros((0, 1), np.float32)
+
+
+def run_bioclip2(bench_path: str | Path, model: str | Path | Any, out: str | Path, *,
+                 candidates: str = "kingdom", labels: str | Path | None = None, batch_size: int = 64,
+                 device: str | None = None, progress: bool = False) -> Path:
+    """Run BioCLIP-2 on a C1 benchmark; returns the predictions file (see the module docstring).
+    ``model`` is a local open_clip folder or an object with ``embed_images``, ``embed_texts``, ``name``."""
+    from PIL import Image
+
+    if candidates not in CANDIDATE_SETS:
+        raise BiovqaError(f"unknown candidate set {candidates!r}; choose {', '.join(CANDIDATE_SETS)}",
+                          field="--candidates")
+    bench = open_bench(bench_path)
+    if bench.component != "c1":
+        raise BiovqaError(f"the BioCLIP-2 specialist runs on C1 benchmarks, this one is {bench.component}",
+                          file=bench.root)
+    items = bench.items
+    gold = bench_species(items)
+    space = read_label_space(labels) if labels is not None else gold
+    if candidates == "group":
+        space = gold  # the group's gold species: always the benchmark's own
+    if not space:
+        raise BiovqaError("the label space is empty", field="--labels")
+    embedder = OpenClipModel(model, device=device, batch_size=batch_size) if isinstance(model, (str, Path)) else model
+    batch = max(1, int(getattr(embedder, "batch_size", batch_size)))
+
+    rows = items.select(["item_id", "task", "image", "kingdom", "group", "options"]).to_pylist()
+    images = sorted({r["image"] for r in rows})
+    image_key = {r["image"]: (r["kingdom"], r["group"]) for r in rows}
+    by_key: dict[str | None, np.ndarray] = {}
+    for image in images:
+        kingdom, group = image_key[image]
+        key = None if candidates == "tol" else (kingdom if candidates == "kingdom" else group)
+        if key not in by_key:
+            if key is None:
+                chosen = np.arange(len(space))
+            elif candidates == "kingdom":
+                chosen = np.array([k for k, s in enumerate(space) if s.kingdom == key], dtype=np.int64)
+            else:
+                chosen = np.array([k for k, s in enumerate(space) if s.group == key], dtype=np.int64)
+            by_key[key] = chosen
+    mcq_rows = [r for r in rows if r["task"] == MCQ_TASK]
+    mcq_images = {r["image"] for r in mcq_rows}
+    image_vectors: dict[str, np.ndarray] = {}  # the MCQ reuses the images' embeddings
+    started = time.perf_counter()
+    top1: dict[str, int | None] = {}
+    with _progress(progress) as bar:
+        label_vectors = _embed_texts(embedder, [s.label() for s in space], batch, bar, "BioCLIP-2 labels")
+        task = bar.add_task("BioCLIP-2 images", total=len(images))
+        for start in range(0, len(images), batch):
+            chunk = images[start:start + batch]
+            opened = []
+            for image in chunk:
+                path = bench.resolve_image(image)
+                if not path.is_file():
+                    raise MissingResourceError(f"image {image} not found", file=path, field="image",
+                                               hint="`biovqa audit` lists every missing image")
+                with Image.open(path) as handle:
+                    handle.load()
+                    opened.append(handle.convert("RGB"))
+            vectors = np.asarray(embedder.embed_images(opened), dtype=np.float32)
+            similarity = vectors @ label_vectors.T
+            for k, image in enumerate(chunk):
+                if image in mcq_images:
+                    image_vectors[image] = vectors[k]
+                kingdom, group = image_key[image]
+                key = None if candidates == "tol" else (kingdom if candidates == "kingdom" else group)
+                chosen = by_key[key]
+                top1[image] = int(chosen[int(np.argmax(similarity[k, chosen]))]) if len(chosen) else None
+            bar.update(task, advance=len(chunk))
+        option_texts = sorted({o for r in mcq_rows for o in (r["options"] or [])})
+        option_vectors = dict(zip(option_texts, _embed_texts(embedder, [f"a photo of {o}." for o in option_texts],
+                                                             batch, bar, "BioCLIP-2 MCQ options")))
+    elapsed = time.perf_counter() - started
+
+    responses: list[str | None] = []
+    statuses: list[str] = []
+    for row in rows:
+        reply: str | None
+        if row["task"] == MCQ_TASK:
+            options = list(row["options"] or [])
+            if not options:
+                raise InputFormatError(f"item {row['item_id']}: an MCQ without options", file=bench.items_path,
+                                       field="options")
+            scores = [float(image_vectors[row["image"]] @ option_vectors[o]) for o in options]
+            reply = options[int(np.argmax(scores))]
+        elif row["task"] in RANK_TASKS:
+            best = top1.get(row["image"])
+            reply = None if best is None else space[best].answer(RANK_TASKS[row["task"]])
+        else:
+            raise InputFormatError(f"item {row['item_id']}: task {row['task']!r} is not a C1 task",
+                                   file=bench.items_path, field="task")
+        responses.append(reply if reply is not None else "")
+        statuses.append("ok")
+    label = f"{MODEL_LABEL} [specialist, {candidates}]"
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    n = len(rows)
+    predictions = pa.table({
+        "item_id": items.column("item_id"),
+        "response": pa.array(responses, pa.string()),
+        "status": pa.array(statuses, pa.string()),
+        "model": pa.array([label] * n, pa.string()),
+        "latency_s": pa.array([elapsed / max(1, n)] * n, pa.float64()),
+        "prompt_tokens": pa.nulls(n, pa.int64()),
+        "completion_tokens": pa.nulls(n, pa.int64()),
+        "error": pa.nulls(n, pa.string()),
+    })
+    predictions_path = out / "predictions.parquet"
+    write_parquet(predictions, predictions_path)
+    predicted = [None if (best := top1[i]) is None else space[best] for i in images]
+    write_parquet(pa.table({
+        "image": pa.array(images, pa.string()),
+        "candidates": pa.array([candidates] * len(images), pa.string()),
+        **{field: pa.array([s.answer(field) if s else None for s in predicted], pa.string())
+           for field in (*LINEAGE, "common_name")},
+    }), out / "top1.parquet")
+    from biovqa._version import __version__
+
+    write_json(out / "run.json", {
+        "kind": "specialist", "model": label, "weights": str(model) if isinstance(model, (str, Path)) else None,
+        "component": "c1", "candidates": candidates,
+        "label_space": str(labels) if labels is not None and candidates != "group" else "benchmark species",
+        "label_space_size": len(space), "benchmark": str(bench.root),
+        "benchmark_manifest_sha256": bench.manifest_sha256, "items": n, "images": len(images),
+        "elapsed_s": round(elapsed, 3), "images_per_s": round(len(images) / elapsed, 2) if elapsed else None,
+        "biovqa_version": __version__,
+    })
+    return predictions_path
+
+
+__all__ = ["CANDIDATE_SETS", "OpenClipModel", "Species", "bench_species", "read_label_space", "run_bioclip2"]

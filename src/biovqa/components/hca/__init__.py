@@ -1,0 +1,24 @@
+"""Hierarchical 4-way VQA (hierarchy.md): one 4-option question per image and taxonomy level,
+scored on whole paths (HCA, Acc_leaf, POR, S-POR, TOR), and its text-only control (§7: the image
+replaced by the leaf label).
+
+Modules: :mod:`.taxonomy` (paths root→leaf from a taxonomy JSON, a C1 bench or released items),
+:mod:`.distractors` (the ``taxonomy``, ``random`` and ``similarity`` policies), :mod:`.prompts`
+(Table 12 and §7 templates, system prompts, the strict parser of §4.1), :mod:`.released` (the
+released item JSON lines), :mod:`.build` (visual and text benches, floor), :mod:`.score`,
+:mod:`.report`, :mod:`.demo`.
+"""
+
+from biovqa.components.registry import Component
+
+COMPONENT = Component(
+    name="hca",
+    title="Hierarchical 4-way VQA (HCA) and its text-only control",
+    tasks=("visual", "text"),
+    builder="biovqa.components.hca.build:build_command",
+    build_function="biovqa.components.hca.build:build_hca",
+    floor="biovqa.components.hca.build:floor_responses",
+    scorer="biovqa.components.hca.score:score",
+    reporter="biovqa.components.hca.report:tables",
+    table3=("hca", "leaf", "por", "spor", "tor"),
+)

@@ -1,0 +1,357 @@
+"""Build the hierarchical 4-way VQA (hierarchy.md §3–5) and its text-only control (§7).
+
+Visual bench: for each image and each level of its path below the root, one question whose
+options are the gold label and up to three distractors from the same level (policy of
+:mod:`.distractors`), shuffled by a seed that depends only on (seed, image, level). Levels with
+fewer than 4 labels in the whole taxonomy follow ``small_levels``: ``fewer`` offers all of them
+(2–3 options), ``skip`` does not ask that level (it leaves the path); a level with a single label
+is never asked. The policy and each level's outcome are recorded in the manifest.
+
+Text bench (``text_from``): every non-leaf question of a visual bench with the image replaced by
+the leaf label (``entity="leaf"``) or its common name (``entity="common"``, C1 sources); the leaf
+level is not asked and is scored right (leaf auto-correct, so text Acc_leaf = 100 %); identical
+(entity, level, option set) questions are asked once and stand for every image that shares them.
+
+Items carry ``image_key`` (the image a visual question is about), ``paths`` (the images a
+question stands for), ``level``, ``level_name``, ``depth`` (levels on the path), ``leaf``,
+``system`` (the system prompt the paper used, recorded; the engine applies the model's own
+wrappers), ``policy`` and ``genus_leak`` (text: the genus is the first word of the entity).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any
+
+import numpy as np
+import pyarrow as pa
+import typer
+
+from biovqa.components.hca.distractors import (POLICIES, SMALL_LEVEL_POLICIES, ClipScorer, random_distractors,
+                                               seeded_rng, similarity_distractors, taxonomy_distractors)
+from biovqa.components.hca.prompts import (LETTERS, TEMPLATES, TEXT_CLOSING, TEXT_SYSTEM_PROMPT, TEXT_TEMPLATES,
+                                           VISUAL_CLOSING, VISUAL_SYSTEM_PROMPT, text_question, visual_question)
+from biovqa.components.hca.released import read_released, released_lines
+from biovqa.components.hca.taxonomy import Hierarchy, from_c1_bench, read_image_list, read_taxonomy_json
+from biovqa.errors import BiovqaError, InputFormatError
+from biovqa.records import ITEM_COLUMNS
+
+if TYPE_CHECKING:
+    from biovqa.bench.folder import Bench
+
+COMPONENT = "hca"
+RELEASED_FILE = Path("hca") / "items.jsonl"
+HCA_COLUMNS: tuple[tuple[str, pa.DataType], ...] = (
+    ("image_key", pa.string()),
+    ("paths", pa.list_(pa.string())),
+    ("level", pa.int16()),
+    ("level_name", pa.string()),
+    ("depth", pa.int16()),
+    ("leaf", pa.string()),
+    ("system", pa.string()),
+    ("policy", pa.string()),
+    ("genus_leak", pa.bool_()),
+)
+ITEM_SCHEMA = pa.schema(list(ITEM_COLUMNS) + list(HCA_COLUMNS))
+
+
+def plan_levels(hierarchy: Hierarchy, small_levels: str) -> dict[int, dict[str, Any]]:
+    """Per level: how many labels the taxonomy has there and what the build does with it."""
+    if small_levels not in SMALL_LEVEL_POLICIES:
+        raise BiovqaError(f"small-level policy {small_levels!r} is not one of {', '.join(SMALL_LEVEL_POLICIES)}",
+                          field="small_levels")
+    plan = {}
+    for level in range(1, hierarchy.max_depth + 1):
+        n = len(hierarchy.labels_at(level))
+        if n >= 4:
+            action = "ask with 4 options"
+        elif n >= 2 and small_levels == "fewer":
+            action = f"ask with {n} options"
+        else:
+            action = "skip"
+        plan[level] = {"name": hierarchy.level_name(level), "labels": n, "action": action}
+    return plan
+
+
+def make_questions(hierarchy: Hierarchy, images: Sequence[tuple[str, str]], *, policy: str, small_levels: str,
+                   seed: int, similarity: np.ndarray | None = None) -> list[dict[str, Any]]:
+    """Per image ``{"image", "label", "depth", "levels": [(level, gold, options)]}``.
+    ``similarity`` (images × all labels, columns in :func:`_label_index` order) drives the
+    ``similarity`` policy."""
+    if policy not in POLICIES:
+        raise BiovqaError(f"distractor policy {policy!r} is not one of {', '.join(POLICIES)}", field="policy")
+    plan = plan_levels(hierarchy, small_levels)
+    candidates = {level: hierarchy.labels_at(level) for level in plan}
+    ancestors = {level: hierarchy.ancestors(level) for level in plan}
+    index = _label_index(hierarchy)
+    rows = []
+    for row, (image, leaf) in enumerate(images):
+        path = hierarchy.paths[leaf]
+        levels = []
+        for level in range(1, len(path)):
+            if plan[level]["action"] == "skip":
+                continue
+            gold, pool = path[level], candidates[level]
+            rng = seeded_rng(seed, image, level)
+            if policy == "random":
+                distractors = random_distractors(gold, pool, 3, rng)
+            elif policy == "taxonomy":
+                distractors = taxonomy_distractors(gold, pool, 3, rng, ancestors[level])
+            else:
+                assert similarity is not None
+                scores = similarity[row, [index[(level, label)] for label in pool]]
+                distractors = similarity_distractors(gold, pool, 3, scores)
+            options = [gold, *distractors]
+            seeded_rng(seed, "shuffle", image, level).shuffle(options)
+            levels.append((level, gold, options))
+        rows.append({"image": image, "label": leaf, "depth": len(path) - 1, "levels": levels})
+    return rows
+
+
+def _label_index(hierarchy: Hierarchy) -> dict[tuple[int, str], int]:
+    index: dict[tuple[int, str], int] = {}
+    for level in range(1, hierarchy.max_depth + 1):
+        for label in hierarchy.labels_at(level):
+            index[(level, label)] = len(index)
+    return index
+
+
+def similarity_matrix(hierarchy: Hierarchy, images: Sequence[tuple[str, str]], images_root: Path,
+                      model: str | Path, *, device: str | None = None, progress: bool = False) -> np.ndarray:
+    """Cosine similarity of every image with every (level, label) text (the similarity policy)."""
+    scorer = ClipScorer(model, device=device)
+    paths = []
+    for image, _ in images:
+        full = Path(image) if Path(image).is_absolute() else images_root / image
+        if not full.is_file():
+            raise InputFormatError("image not found", file=full, field="image")
+        paths.append(full)
+    index = _label_index(hierarchy)
+    labels = [label for (_, label) in index]
+    if progress:
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+        with Progress(TextColumn("embedding images"), BarColumn(), MofNCompleteColumn(),
+                      TimeRemainingColumn(), transient=True) as bar:
+            task = bar.add_task("embed", total=len(paths))
+            image_vectors = scorer.image_embeddings(paths, lambda n: bar.advance(task, n))
+    else:
+        image_vectors = scorer.image_embeddings(paths)
+    return image_vectors @ scorer.text_embeddings(labels).T
+
+
+def visual_items(rows: list[dict[str, Any]], hierarchy: Hierarchy | None, *, policy: str, template_set: str,
+                 template: int, subject: str) -> pa.Table:
+    kind, _ = TEMPLATES[template_set][template]
+    columns: dict[str, list] = {name: [] for name in ITEM_SCHEMA.names}
+    for row in rows:
+        for level, gold, options in row["levels"]:
+            name = hierarchy.level_name(level) if hierarchy is not None else None
+            if kind == "hierarchical" and name is None:
+                raise BiovqaError(f"template {template} of {template_set} names the level, but level {level} has "
+                                  "no name", field="template", hint="give --levels or choose a general template")
+            _append(columns, item_id=f"hca:{row['image']}:{level}", task="visual",
+                    question=visual_question(template_set, template, options, level=name, subject=subject),
+                    instruction=VISUAL_CLOSING, options=options, answer=LETTERS[options.index(gold)],
+                    image=row["image"], source_id=row["image"], image_key=row["image"], paths=[row["image"]],
+                    level=level, level_name=name, depth=row["depth"], leaf=row["label"],
+                    system=VISUAL_SYSTEM_PROMPT, policy=policy, genus_leak=False)
+    return pa.table(columns, schema=ITEM_SCHEMA)
+
+
+def _append(columns: dict[str, list], **values: Any) -> None:
+    values = {"component": COMPONENT, "image_sha256": None, **values}
+    for name in columns:
+        columns[name].append(values.get(name))
+
+
+def text_items(visual: pa.Table, *, entity: str, template: int, common_names: dict[str, str]) -> pa.Table:
+    """The text-only control of a visual items table (see the module docstring)."""
+    kind, _ = TEXT_TEMPLATES[template]
+    merged: dict[tuple[str, int, frozenset[str]], dict[str, Any]] = {}
+    for row in visual.to_pylist():
+        if row["level"] == row["depth"]:
+            continue  # the leaf is given, not asked
+        if entity == "common":
+            if row["leaf"] not in common_names:
+                raise BiovqaError(f"no common name for {row['leaf']!r}", field="entity",
+                                  hint="use --entity leaf, or build from a C1 benchmark that has common names")
+            label = common_names[row["leaf"]]
+        else:
+            label = row["leaf"]
+        key = (label, row["level"], frozenset(row["options"]))
+        if key in merged:
+            merged[key]["paths"].append(row["image_key"])
+            continue
+        if kind == "hierarchical" and row["level_name"] is None:
+            raise BiovqaError(f"text template {template} names the level, but level {row['level']} has no name",
+                              field="text_template")
+        gold = row["options"][LETTERS.index(row["answer"])]
+        digest = hashlib.sha256(json.dumps([label, row["level"], sorted(row["options"])]).encode()).hexdigest()[:16]
+        merged[key] = dict(
+            item_id=f"hca-text:{row['level']}:{digest}", task="text",
+            question=text_question(template, row["options"], label=label, level=row["level_name"]),
+            instruction=TEXT_CLOSING, options=row["options"], answer=row["answer"], image=None, source_id=label,
+            image_key=None, paths=[row["image_key"]], level=row["level"], level_name=row["level_name"],
+            depth=row["depth"], leaf=row["leaf"], system=TEXT_SYSTEM_PROMPT, policy=row["policy"],
+            genus_leak=_genus_leak(label, gold, row["level_name"]))
+    columns: dict[str, list] = {name: [] for name in ITEM_SCHEMA.names}
+    for values in merged.values():
+        _append(columns, **values)
+    return pa.table(columns, schema=ITEM_SCHEMA)
+
+
+def _genus_leak(entity: str, gold: str, level_name: str | None) -> bool:
+    """The genus question is answerable by string matching when the entity is a binomial
+    whose first word is the gold genus (hierarchy.md §7 ⚠)."""
+    words = entity.split()
+    if len(words) < 2 or level_name not in (None, "genus"):
+        return False
+    return words[0].casefold() == gold.casefold()
+
+
+def build_hca(out: str | Path, *, taxonomy: str | Path | None = None, images: str | Path | None = None,
+              images_root: str | Path | None = None, c1_bench: str | Path | None = None,
+              released: str | Path | None = None, text_from: str | Path | None = None,
+              cub: str | Path | None = None, split: str = "test", levels: Sequence[str] | None = None, policy: str = "taxonomy", similarity_model: str | None = None,
+              small_levels: str = "fewer", seed: int = 42, template_set: str = "inat", template: int = 1,
+              subject: str = "animal", entity: str = "leaf", text_template: int = 0, device: str | None = None,
+              progress: bool = False) -> Bench:
+    """Build a visual (from a taxonomy + image list, a C1 bench or released items) or a text-only
+    (``text_from`` = a visual hca bench) benchmark in ``out``; see the module docstring."""
+    from biovqa.bench.folder import atomic_path, open_bench, write_bench
+
+    given = [name for name, value in (("taxonomy", taxonomy), ("c1_bench", c1_bench), ("released", released),
+                                      ("text_from", text_from)) if value is not None]
+    if len(given) != 1:
+        raise BiovqaError("give exactly one source: --taxonomy with --images, --c1-bench, --released or --text-from",
+                          field="source")
+    if template_set not in TEMPLATES or not 0 <= template < 5 or not 0 <= text_template < 5:
+        raise BiovqaError(f"template set must be one of {', '.join(TEMPLATES)} and templates 0–4", field="template")
+    if entity not in ("leaf", "common"):
+        raise BiovqaError(f"entity {entity!r} is not leaf or common", field="entity")
+    parameters: dict[str, Any] = {"policy": policy, "small_levels": small_levels, "template_set": template_set,
+                                  "template": template, "subject": subject}
+    sources: dict[str, str | Path] = {}
+    extra: dict[str, Any] = {"system_prompt": VISUAL_SYSTEM_PROMPT}
+    if text_from is not None:
+        visual = open_bench(text_from)
+        if visual.component != COMPONENT or set(visual.items.column("task").to_pylist()) != {"visual"}:
+            raise InputFormatError("not a visual hca benchmark", file=text_from)
+        common = visual.manifest.get("common_names", {})
+        table = text_items(visual.items, entity=entity, template=text_template, common_names=common)
+        parameters = {**visual.manifest["parameters"], "entity": entity, "text_template": text_template,
+                      "text_from": str(text_from)}
+        n_questions = sum(1 for lv, d in zip(visual.items.column("level").to_pylist(),
+                                             visual.items.column("depth").to_pylist()) if lv != d)
+        extra = {"system_prompt": TEXT_SYSTEM_PROMPT, "levels": visual.manifest.get("levels"), "text_only": True,
+                 "dedup": {"non_leaf_questions": n_questions, "unique": table.num_rows},
+                 "visual_benchmark_manifest_sha256": visual.manifest_sha256}
+        return write_bench(out, table, component=COMPONENT, generator="biovqa.components.hca.build",
+                           seed=visual.manifest["seed"], sources={}, parameters=parameters, extra=extra)
+    hierarchy: Hierarchy | None
+    if released is not None:
+        rows_in = read_released(Path(released))
+        hierarchy = Hierarchy({}, tuple(levels)) if levels else None
+        rows = [{"image": r["image"], "label": r["label"], "levels": r["levels"],
+                 "depth": max(level for level, _, _ in r["levels"])} for r in rows_in]
+        parameters["policy"] = policy = "released"
+        sources["released"] = released
+        root = Path(images_root) if images_root else Path(released).parent
+    else:
+        common_names: dict[str, str] = {}
+        if c1_bench is not None:
+            hierarchy, pairs, common_names, root = from_c1_bench(Path(c1_bench))
+            sources["c1_manifest"] = Path(c1_bench) / "manifest.json"
+        else:
+            if (images is None) == (cub is None):
+                raise BiovqaError("--taxonomy needs either --images (a CSV image,label) or --cub (a CUB_200_2011 "
+                                  "folder)", field="images")
+            hierarchy = read_taxonomy_json(Path(str(taxonomy)), tuple(levels) if levels else None)
+            sources["taxonomy"] = Path(str(taxonomy))
+            if cub is not None:
+                from biovqa.sources.cub_hierarchy import cub_image_list
+
+                pairs, root = cub_image_list(cub, list(hierarchy.paths), split=split)
+                parameters["split"] = split
+            else:
+                assert images is not None
+                pairs = read_image_list(Path(images), hierarchy)
+                root = Path(images_root) if images_root else Path(images).parent
+                sources["images"] = Path(images)
+        matrix = None
+        if policy == "similarity":
+            if similarity_model is None:
+                raise BiovqaError("the similarity policy needs --similarity-model (a local CLIP/SigLIP folder)",
+                                  field="similarity_model")
+            matrix = similarity_matrix(hierarchy, pairs, root, similarity_model, device=device, progress=progress)
+            parameters["similarity_model"] = similarity_model
+        rows = make_questions(hierarchy, pairs, policy=policy, small_levels=small_levels, seed=seed,
+                              similarity=matrix)
+        extra["levels"] = {str(k): v for k, v in plan_levels(hierarchy, small_levels).items()}
+        if common_names:
+            extra["common_names"] = dict(sorted(common_names.items()))
+    table = visual_items(rows, hierarchy, policy=policy, template_set=template_set, template=template,
+                         subject=subject)
+    bench = write_bench(out, table, component=COMPONENT, generator="biovqa.components.hca.build", seed=seed,
+                        sources=sources, parameters=parameters,
+                        extra={**extra, "images_root": str(Path(root).resolve())})
+    target = bench.root / RELEASED_FILE
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with atomic_path(target) as temporary:
+        Path(temporary).write_text("\n".join(released_lines(rows)) + "\n", encoding="utf-8")
+    return bench
+
+
+def build_command(
+    out: Annotated[Path, typer.Option(help="benchmark folder to write")],
+    taxonomy: Annotated[Path | None, typer.Option(help="taxonomy JSON leaf → [root, …, leaf] (with --images)")] = None,
+    images: Annotated[Path | None, typer.Option(help="CSV image,label (label = a leaf of --taxonomy)")] = None,
+    images_root: Annotated[Path | None, typer.Option(help="folder image paths are relative to (default: the list's folder)")] = None,
+    c1_bench: Annotated[Path | None, typer.Option(help="a C1 benchmark folder: its images and their lineage")] = None,
+    released: Annotated[Path | None, typer.Option(help="released item JSON lines (image, label, levelN, choices_levelN)")] = None,
+    cub: Annotated[Path | None, typer.Option(help="a CUB_200_2011 folder (with --taxonomy: the CUB class → order/family/genus map)")] = None,
+    split: Annotated[str, typer.Option(help="CUB split: test (the paper's), train or all")] = "test",
+    text_from: Annotated[Path | None, typer.Option(help="a visual hca benchmark: build its text-only control")] = None,
+    levels: Annotated[str | None, typer.Option(help="comma-separated names of the levels below the root (e.g. order,family,genus,species)")] = None,
+    policy: Annotated[str, typer.Option(help="distractors: taxonomy (siblings first, offline), random, similarity")] = "taxonomy",
+    similarity_model: Annotated[str | None, typer.Option(help="local CLIP/SigLIP checkpoint folder for --policy similarity")] = None,
+    small_levels: Annotated[str, typer.Option(help="levels with < 4 labels: fewer (offer them all) or skip")] = "fewer",
+    seed: Annotated[int, typer.Option(help="distractor and shuffle seed")] = 42,
+    template_set: Annotated[str, typer.Option(help="Table 12 template set: cub, inat, imgnet")] = "inat",
+    template: Annotated[int, typer.Option(help="template 0–4 of the set (0–1 hierarchical for cub/inat)")] = 1,
+    subject: Annotated[str, typer.Option(help="fills {object}/{class}: animal, plant, artifact")] = "animal",
+    entity: Annotated[str, typer.Option(help="text control: leaf (the leaf label) or common (common name)")] = "leaf",
+    text_template: Annotated[int, typer.Option(help="text control template 0–4")] = 0,
+    device: Annotated[str | None, typer.Option(help="torch device of the similarity model")] = None,
+) -> None:
+    """Build the hierarchical 4-way VQA (one question per image and level) or its text-only control."""
+    from rich.console import Console
+
+    bench = build_hca(out, taxonomy=taxonomy, images=images, images_root=images_root, c1_bench=c1_bench,
+                      released=released, text_from=text_from, cub=cub, split=split,
+                      levels=[x.strip() for x in levels.split(",")] if levels else None, policy=policy,
+                      similarity_model=similarity_model, small_levels=small_levels, seed=seed,
+                      template_set=template_set, template=template, subject=subject, entity=entity,
+                      text_template=text_template, device=device, progress=True)
+    manifest = bench.manifest
+    console = Console(stderr=True)
+    console.print(f"[green]built HCA[/green]: {manifest['counts']['total']:,} questions "
+                  f"{manifest['counts'].get('by_task', {})} → {bench.root}")
+    if "dedup" in manifest:
+        console.print(f"  text control: {manifest['dedup']['non_leaf_questions']:,} non-leaf questions → "
+                      f"{manifest['dedup']['unique']:,} unique")
+    for level, entry in (manifest.get("levels") or {}).items():
+        console.print(f"  level {level} ({entry['name'] or '-'}): {entry['labels']} labels, {entry['action']}")
+
+
+def floor_responses(items: pa.Table) -> pa.Array:
+    """Image-blind floor: always the first option ("A"), i.e. chance on shuffled options."""
+    return pa.array(["A"] * items.num_rows, pa.string())
+
+
+__all__ = ["HCA_COLUMNS", "ITEM_SCHEMA", "build_command", "build_hca", "floor_responses", "make_questions",
+           "plan_levels", "text_items", "visual_items"]

@@ -1,0 +1,159 @@
+"""Scoring of the hierarchical VQA (hierarchy.md §4.1, §6, §7).
+
+``score(bench, predictions, options) -> ScoreResult`` is registered as
+``biovqa.components.hca.score:score``.
+
+Per-item table: the core columns (``parsed`` = the letter recovered by the strict parser,
+``score`` = correct 0/1; unparseable or missing = wrong, kept in place on the path), then
+level, level_name, gold, correct, parse_ok, n_paths (images the question stands for).
+
+Each question's correctness is placed on the path of every image it stands for; a text bench's
+leaf level is right by construction (leaf auto-correct). Summary (every metric a fraction, an
+estimate ``{value, lo, hi, n}`` with a percentile bootstrap over images)::
+
+    {
+      "table3":  {hca, leaf, por, spor, tor},
+      "kind":    "visual" | "text",
+      "metrics": {hca, acc_leaf, por, spor, spor_prefix, tor},
+      "levels":  {"<level>[ <name>]": per-level accuracy},
+      "scaled_hca": HCA / Acc_leaf (visual),
+      "without_genus": {<metrics>, "n_levels_removed"}   (text, when the entity gives the genus away),
+      "format":  {parse_failure_rate, letter_histogram, n_unparsed, n_missing, n_failed_requests},
+      "counts":  {images, questions},
+      "bootstrap": {resamples, seed, level, unit: "images"}
+    }
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from biovqa.bench.folder import Bench
+from biovqa.components.hca.prompts import LETTERS, parse_choice
+from biovqa.components.registry import ScoreResult
+from biovqa.scoring.schema import core_columns, estimate
+from biovqa.stats.bootstrap import bootstrap_means
+from biovqa.stats.hierarchy import HIERARCHICAL_METRICS, hierarchical_per_image, scaled_hca
+
+TABLE3: dict[str, str] = {"hca": "hca", "leaf": "acc_leaf", "por": "por", "spor": "spor", "tor": "tor"}
+
+
+def score_items(items: pa.Table, predictions: pa.Table) -> pa.Table:
+    options = items.column("options").to_pylist()
+    statuses = predictions.column("status").to_pylist()
+    parsed = [parse_choice(r, o) if s == "ok" else None
+              for s, r, o in zip(statuses, predictions.column("response").to_pylist(), options)]
+    correct = [p is not None and p == g for p, g in zip(parsed, items.column("answer").to_pylist())]
+    gold = [o[LETTERS.index(a)] for o, a in zip(options, items.column("answer").to_pylist())]
+    columns = core_columns(items, predictions, component="hca", parsed=pa.array(parsed, pa.string()),
+                           score=[float(c) for c in correct])
+    columns.update({
+        "level": items.column("level"),
+        "level_name": items.column("level_name"),
+        "gold": pa.array(gold, pa.string()),
+        "correct": pa.array(correct, pa.bool_()),
+        "parse_ok": pa.array([p is not None for p in parsed], pa.bool_()),
+        "n_paths": pa.array([len(p) for p in items.column("paths").to_pylist()], pa.int32()),
+    })
+    return pa.table(columns)
+
+
+def path_matrix(items: pa.Table, correct: list[bool]) -> tuple[list[str], np.ndarray, np.ndarray, np.ndarray]:
+    """``(images, correct, present, genus_leak)``, each matrix images × levels (level 1 first).
+    Text benches: the leaf level of every path is present and right."""
+    paths = items.column("paths").to_pylist()
+    levels = items.column("level").to_pylist()
+    depths = items.column("depth").to_pylist()
+    leaks = items.column("genus_leak").to_pylist()
+    text = items.column("task").to_pylist()
+    images = sorted({image for group in paths for image in group})
+    row_of = {image: i for i, image in enumerate(images)}
+    width = max(depths) if depths else 1
+    c = np.zeros((len(images), width), dtype=bool)
+    present = np.zeros_like(c)
+    leak = np.zeros_like(c)
+    for group, level, depth, ok, is_leak, task in zip(paths, levels, depths, correct, leaks, text):
+        rows = [row_of[image] for image in group]
+        c[rows, level - 1] = ok
+        present[rows, level - 1] = True
+        leak[rows, level - 1] = bool(is_leak)
+        if task == "text":
+            c[rows, depth - 1] = True
+            present[rows, depth - 1] = True
+    return images, c, present, leak
+
+
+def _estimates(matrix: np.ndarray, names: list[str], resamples: int, seed: int, level: float) -> dict[str, Any]:
+    n = len(matrix)
+    counts = (~np.isnan(matrix)).sum(axis=0)
+    if resamples > 0 and n:
+        result = bootstrap_means(matrix, np.arange(n), B=resamples, seed=seed, level=level)
+        return {name: estimate(v, lo, hi, n=int(k))
+                for name, v, lo, hi, k in zip(names, result.estimate, result.lo, result.hi, counts)}
+    with np.errstate(invalid="ignore"):
+        values = np.nanmean(matrix, axis=0) if n else np.full(len(names), np.nan)
+    return {name: estimate(v, n=int(k)) for name, v, k in zip(names, values, counts)}
+
+
+def summarize(items: pa.Table, table: pa.Table, *, resamples: int, seed: int, level: float) -> dict[str, Any]:
+    correct = table.column("correct").to_pylist()
+    images, c, present, leak = path_matrix(items, correct)
+    per_image = hierarchical_per_image(c, present)
+    level_names: dict[int, str | None] = {}
+    for lv, name in zip(items.column("level").to_pylist(), items.column("level_name").to_pylist()):
+        level_names.setdefault(lv, name)
+    level_keys = [f"{j}" + (f" {level_names[j]}" if level_names.get(j) else "") for j in range(1, c.shape[1] + 1)
+                  if present[:, j - 1].any()]
+    level_columns = [np.where(present[:, j - 1], c[:, j - 1], np.nan) for j in range(1, c.shape[1] + 1)
+                     if present[:, j - 1].any()]
+    matrix = np.column_stack([per_image[m] for m in HIERARCHICAL_METRICS] + level_columns)
+    estimates = _estimates(matrix, [*HIERARCHICAL_METRICS, *level_keys], resamples, seed, level)
+    metrics = {m: estimates[m] for m in HIERARCHICAL_METRICS}
+    statuses = table.column("status").to_pylist()
+    parse_ok = table.column("parse_ok").to_pylist()
+    replied = [s == "ok" for s in statuses]
+    unparsed = [r and not p for r, p in zip(replied, parse_ok)]
+    parsed_letters = [p for p in table.column("parsed").to_pylist() if p is not None]
+    kind = "text" if set(items.column("task").to_pylist()) == {"text"} else "visual"
+    summary: dict[str, Any] = {
+        "table3": {column: metrics[metric] for column, metric in TABLE3.items()},
+        "kind": kind,
+        "metrics": metrics,
+        "levels": {key: estimates[key] for key in level_keys},
+        "format": {
+            "parse_failure_rate": estimate(sum(unparsed) / max(sum(replied), 1) if any(replied) else float("nan"),
+                                           n=sum(replied)),
+            "letter_histogram": {x: (parsed_letters.count(x) / len(parsed_letters) if parsed_letters else None)
+                                 for x in LETTERS},
+            "n_unparsed": int(sum(unparsed)), "n_missing": statuses.count("missing"),
+            "n_failed_requests": statuses.count("failed"),
+        },
+        "counts": {"images": len(images), "questions": items.num_rows},
+        "bootstrap": {"resamples": resamples, "seed": seed, "level": level, "unit": "images"},
+    }
+    if kind == "visual":
+        summary["scaled_hca"] = scaled_hca(metrics["hca"]["value"] or 0.0, metrics["acc_leaf"]["value"] or 0.0)
+    if kind == "text":
+        summary["leaf_autocorrected"] = True
+        if leak.any():
+            kept = present & ~leak
+            without = hierarchical_per_image(c, kept)
+            plain = _estimates(np.column_stack([without[m] for m in HIERARCHICAL_METRICS]),
+                               list(HIERARCHICAL_METRICS), resamples, seed, level)
+            summary["without_genus"] = {**plain, "n_levels_removed": int(leak.sum())}
+    return summary
+
+
+def score(bench: Bench, predictions: pa.Table, options: Mapping[str, Any] | None = None) -> ScoreResult:
+    """Score hierarchical VQA predictions (aligned with ``bench.items``)."""
+    from biovqa.components.hca import COMPONENT
+
+    options = COMPONENT.resolve_score_options(dict(options or {}))
+    table = score_items(bench.items, predictions)
+    summary = summarize(bench.items, table, resamples=options["bootstrap"], seed=options["seed"],
+                        level=options["level"])
+    return ScoreResult(items=table, summary=summary)

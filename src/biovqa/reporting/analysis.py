@@ -1,0 +1,230 @@
+"""Cross-component analysis (paper Supplement J; metrics.md §6.2–6.7, results.md §7).
+
+The model × task matrix holds, for every generalist model, the Table 3 estimate of every task
+column (the OCR control left out by default, as the paper does). From it:
+
+* task-pair Spearman ρ (average ranks) over the models;
+* mean ρ within components vs across, and the label-permutation p of the gap
+  (``(1 + #{gap_perm ≥ gap})/(B + 1)``, block sizes kept);
+* per component: internal ρ (mean within-block ρ) and standardized α ``k·r̄/(1+(k−1)·r̄)``;
+* component scores (mean of the z-scored task columns, ddof = 1), Spearman between components,
+  two-sided t-approximation p, Holm over the pairs, Fisher-z (Bonett–Wright) intervals;
+* PCA of the z-scored matrix: PC1 share and loadings.
+
+Missing cells are imputed with the column median of the other models; the sensitivity run drops
+every model with a missing cell and reports how much the within − across gap moves.
+
+What the paper used is a 27-column matrix (per-group C1 EM, per-family C2 cags, per-species C4
+scores) that Table 3 alone does not hold (results.md §7.4); over Table 3's columns the numbers
+are those results.md lists for "Table 3 only" (e.g. C2–C3 .959, PC1 59.8 % over all 22 columns).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Mapping, Sequence
+
+import numpy as np
+import pandas as pd
+
+from biovqa.reporting.leaderboard import GENERALIST, Run, build_leaderboard
+from biovqa.reporting.stats import (alpha_std, fisher_ci, holm, pca_share, permutation_gap_p, spearman_matrix,
+                                    spearman_p, within_across_gap)
+
+#: Table 3 columns left out of the analysis by default (the OCR negative control, results.md §7.2)
+EXCLUDED: tuple[str, ...] = ("ocr",)
+MIN_MODELS = 4
+
+
+@dataclass(frozen=True)
+class Analysis:
+    matrix: pd.DataFrame            # models × tasks, imputed
+    imputed: pd.DataFrame           # bool, which cells were imputed
+    blocks: dict[str, str]          # task → component
+    rho: pd.DataFrame               # task × task Spearman
+    within: float
+    across: float
+    p_gap: float
+    components: pd.DataFrame        # per component: k, internal rho, alpha
+    pairs: pd.DataFrame             # per component pair: rho, lo, hi, p, p_holm, significant
+    pc1_share: float
+    loadings: pd.Series
+    sensitivity_gap: float          # within − across after dropping models with missing cells
+    dropped: tuple[str, ...]
+
+
+def task_matrix(runs: Sequence[Run], columns: Mapping[str, Sequence[str]],
+                exclude: Sequence[str] = EXCLUDED) -> tuple[pd.DataFrame, dict[str, str]]:
+    """Generalist models × Table 3 task columns (values; NaN where a model lacks a task)."""
+    board = build_leaderboard(runs, columns)
+    rows = [r for r in board.value.index if board.kind[r] == GENERALIST]
+    blocks = {c: comp.upper() for comp, cols in columns.items() for c in cols if c not in exclude}
+    return board.value.loc[rows, list(blocks)], blocks
+
+
+def analyze_matrix(raw: pd.DataFrame, blocks: dict[str, str], *, B: int = 2000, seed: int = 42) -> Analysis | None:
+    """The analysis of a models × tasks matrix; None when it has too few models or tasks."""
+    raw = raw.loc[:, [c for c in raw.columns if raw[c].notna().sum() >= 2]]
+    if raw.shape[0] < MIN_MODELS or raw.shape[1] < 2:
+        return None
+    imputed = raw.isna()
+    matrix = raw.fillna(raw.median(axis=0))
+    # a task with no spread over the models has no rank correlation; leave it out
+    matrix = matrix.loc[:, matrix.std(axis=0, ddof=1) > 0]
+    tasks = list(matrix.columns)
+    if len(tasks) < 2:
+        return None
+    labels = [blocks[t] for t in tasks]
+    rho = pd.DataFrame(spearman_matrix(matrix.to_numpy()), index=tasks, columns=tasks)
+    within, across = within_across_gap(rho.to_numpy(), labels)
+    p_gap = permutation_gap_p(rho.to_numpy(), labels, B=B, seed=seed) if len(set(labels)) > 1 else math.nan
+
+    comp_rows = []
+    for comp in sorted(set(labels)):
+        cols = [t for t in tasks if blocks[t] == comp]
+        k = len(cols)
+        sub = rho.loc[cols, cols].to_numpy()
+        r_bar = float(sub[np.triu_indices(k, 1)].mean()) if k > 1 else math.nan
+        comp_rows.append({"component": comp, "tasks": k, "internal_rho": r_bar,
+                          "alpha_std": alpha_std(r_bar, k) if k > 1 else math.nan})
+    components = pd.DataFrame(comp_rows).set_index("component")
+
+    z = (matrix - matrix.mean(axis=0)) / matrix.std(axis=0, ddof=1)
+    scores = pd.DataFrame({comp: z[[t for t in tasks if blocks[t] == comp]].mean(axis=1)
+                           for comp in sorted(set(labels))})
+    n = len(scores)
+    pair_rows = []
+    comps = list(scores.columns)
+    for i, a in enumerate(comps):
+        for b in comps[i + 1:]:
+            r = float(spearman_matrix(scores[[a, b]].to_numpy())[0, 1])
+            lo, hi = fisher_ci(r, n)
+            pair_rows.append({"pair": f"{a}-{b}", "rho": r, "lo": lo, "hi": hi, "p": spearman_p(r, n)})
+    pairs = pd.DataFrame(pair_rows, columns=["pair", "rho", "lo", "hi", "p"]).set_index("pair")
+    if len(pairs):
+        adjusted, rejected = holm(pairs["p"].to_numpy())
+        pairs["p_holm"] = adjusted
+        pairs["significant"] = ["yes" if r else "no †" for r in rejected]
+
+    share, loadings = pca_share(matrix.to_numpy())
+    dropped = tuple(str(m) for m in raw.index[imputed.any(axis=1)])
+    sensitivity = math.nan
+    kept = raw.drop(index=list(dropped))[tasks]
+    if dropped and len(kept) >= MIN_MODELS and (kept.std(axis=0, ddof=1) > 0).all():
+        w, a = within_across_gap(spearman_matrix(kept.to_numpy()), labels)
+        sensitivity = w - a
+    return Analysis(matrix, imputed[tasks], {t: blocks[t] for t in tasks}, rho, within, across, p_gap,
+                    components, pairs, share, pd.Series(loadings, index=tasks), sensitivity, dropped)
+
+
+def cross_component(runs: Sequence[Run], *, B: int = 2000, seed: int = 42,
+                    exclude: Sequence[str] = EXCLUDED) -> Analysis | None:
+    """The analysis over the generalists of ``runs``; None with fewer than four models or with
+    tasks from fewer than two columns."""
+    from biovqa.components.registry import get_component
+
+    columns = {name: list(get_component(name).table3) for name in sorted({r.component for r in runs})
+               if get_component(name).table3}
+    matrix, blocks = task_matrix(runs, columns, exclude)
+    return analyze_matrix(matrix, blocks, B=B, seed=seed)
+
+
+def analysis_tables(analysis: Analysis) -> dict[str, pd.DataFrame]:
+    """The analysis as report tables (name → frame with ``attrs`` title and decimals)."""
+    def fmt(value: float, places: int = 4) -> str:
+        return "—" if not math.isfinite(value) else f"{value:.{places}f}"
+
+    summary = pd.DataFrame([
+        {"statistic": "models", "value": str(len(analysis.matrix))},
+        {"statistic": "tasks", "value": str(analysis.matrix.shape[1])},
+        {"statistic": "imputed cells", "value": str(int(analysis.imputed.to_numpy().sum()))},
+        {"statistic": "mean task-pair rho within components", "value": fmt(analysis.within, 3)},
+        {"statistic": "mean task-pair rho across components", "value": fmt(analysis.across, 3)},
+        {"statistic": "gap (within - across)", "value": fmt(analysis.within - analysis.across, 3)},
+        {"statistic": "permutation p of the gap", "value": fmt(analysis.p_gap)},
+        {"statistic": "gap without models that needed imputation", "value": fmt(analysis.sensitivity_gap, 3)},
+        {"statistic": "PC1 share of variance (%)", "value": fmt(100 * analysis.pc1_share, 1)},
+    ]).set_index("statistic")
+    summary.attrs.update(title="Within- vs across-component agreement and PCA")
+    components = analysis.components.copy()
+    components.attrs.update(title="Internal agreement per component (mean within-component rho, standardized alpha)")
+    pairs = analysis.pairs.copy()
+    pairs.attrs.update(title="Component correlations (Spearman over models; Fisher-z 95% CI; Holm; † = not significant)",
+                       decimals={"p": 4, "p_holm": 4})
+    rho = analysis.rho.copy()
+    rho.index.name = "task"
+    rho.attrs.update(title="Spearman rho between tasks over the models", decimals={c: 2 for c in rho.columns})
+    loadings = pd.DataFrame({"component": [analysis.blocks[t] for t in analysis.loadings.index],
+                             "pc1_loading": analysis.loadings.to_numpy()},
+                            index=pd.Index(analysis.loadings.index, name="task"))
+    loadings.attrs.update(title="PC1 loadings of the standardized model × task matrix")
+    matrix = analysis.matrix.copy()
+    matrix.index.name = "model"
+    matrix.attrs.update(title="Model × task matrix (Table 3 estimates; imputed cells = column median)")
+    return {"summary": summary, "components": components, "pairs": pairs, "task_rho": rho,
+            "pc1_loadings": loadings, "matrix": matrix}
+
+
+def write_analysis(score_dirs: Sequence[str | Path], out: str | Path, *, B: int = 2000, seed: int = 42,
+                   include_ocr: bool = False) -> Path:
+    """Run the analysis over ``score_dirs`` and write its tables (CSV, Markdown, LaTeX) and
+    ``analysis.json`` into ``out``; returns ``out``. Too few generalist models is an error."""
+    import json
+
+    from biovqa.bench.folder import staged_folder
+    from biovqa.errors import BiovqaError
+    from biovqa.reporting.writer import _write_table, load_runs
+
+    runs = load_runs(score_dirs)
+    analysis = cross_component(runs, B=B, seed=seed, exclude=() if include_ocr else EXCLUDED)
+    if analysis is None:
+        generalists = sorted({r.name for r in runs if r.kind == GENERALIST})
+        raise BiovqaError(
+            f"the cross-component analysis needs at least {MIN_MODELS} generalist models with two or more "
+            f"varying tasks; got {len(generalists)} model(s)",
+            hint="pass the score folders of more models (floor and [specialist] runs are not counted)")
+    tables = analysis_tables(analysis)
+    out = Path(out)
+    with staged_folder(out) as stage:
+        for name, frame in tables.items():
+            _write_table(stage, name, frame)
+        card = {"models": list(map(str, analysis.matrix.index)), "tasks": analysis.blocks,
+                "within": analysis.within, "across": analysis.across, "p_gap": analysis.p_gap,
+                "permutations": B, "seed": seed, "pc1_share": analysis.pc1_share,
+                "sensitivity_gap": None if math.isnan(analysis.sensitivity_gap) else analysis.sensitivity_gap,
+                "dropped_in_sensitivity": list(analysis.dropped),
+                "pairs": {p: {k: (v if not isinstance(v, float) or math.isfinite(v) else None)
+                              for k, v in row.items()} for p, row in analysis.pairs.to_dict("index").items()}}
+        (stage / "analysis.json").write_text(json.dumps(card, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+    return out
+
+
+def heatmap(analysis: Analysis, out_dir: Path) -> Path:
+    """The task × task Spearman matrix as a heat map, component blocks outlined:
+    ``out_dir/analysis_task_rho.png``."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    tasks = list(analysis.rho.columns)
+    size = max(4.0, 0.32 * len(tasks) + 2.0)
+    figure, axes = plt.subplots(figsize=(size + 1.0, size))
+    image = axes.imshow(analysis.rho.to_numpy(), vmin=-1, vmax=1, cmap="RdBu_r")
+    axes.set_xticks(range(len(tasks)), tasks, rotation=90, fontsize=8)
+    axes.set_yticks(range(len(tasks)), tasks, fontsize=8)
+    start = 0
+    for comp in dict.fromkeys(analysis.blocks[t] for t in tasks):
+        k = sum(1 for t in tasks if analysis.blocks[t] == comp)
+        axes.add_patch(plt.Rectangle((start - 0.5, start - 0.5), k, k, fill=False, linewidth=1.5, edgecolor="black"))
+        axes.text(start + k / 2 - 0.5, -0.7, comp, ha="center", va="bottom", fontsize=9, fontweight="bold")
+        start += k
+    figure.colorbar(image, ax=axes, label="Spearman ρ over models")
+    axes.set_title("Task-pair rank correlation (boxes: components)", pad=20)
+    figure.tight_layout()
+    path = Path(out_dir) / "analysis_task_rho.png"
+    figure.savefig(path, dpi=110, metadata={"Software": None})
+    plt.close(figure)
+    return path

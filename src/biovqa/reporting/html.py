@@ -1,0 +1,180 @@
+"""The report's HTML page, rendered with Jinja2 (autoescape on: every label, reply and cell is
+text, never markup). The page is self-contained — styles and script inline, figures as data URLs,
+no network — apart from the item browser's sidecar files under ``browser/``, which it loads only
+when the user opens a page of items.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+PAGE = r"""<!doctype html>
+<html lang="en"><head><meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>Bio-VQA report</title>
+<style>
+body{font-family:system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;margin:0;color:#1f2328;line-height:1.4}
+main{max-width:1500px;margin:0 auto;padding:1rem 1.5rem 4rem}
+h1{font-size:1.6rem;margin:.6rem 0} h2{margin-top:2.4rem;border-bottom:1px solid #d0d7de;padding-bottom:.3rem}
+h3{font-size:1.02rem;margin:1.6rem 0 .4rem}
+nav.toc{background:#f6f8fa;border:1px solid #d0d7de;border-radius:6px;padding:.6rem 1rem;margin:1rem 0;font-size:.9rem}
+nav.toc ol{margin:.2rem 0;padding-left:1.3rem} nav.toc li{margin:.1rem 0}
+.scroll{overflow-x:auto;max-width:100%}
+table{border-collapse:collapse;margin:.5rem 0 1.2rem;font-size:.82rem}
+th,td{border:1px solid #d0d7de;padding:.25rem .45rem;text-align:right;white-space:nowrap}
+th:first-child,td:first-child{text-align:left}
+thead th{background:#f6f8fa} th[colspan]{text-align:center}
+tbody tr:nth-child(even){background:#fbfcfd}
+tr.kind-specialist td{color:#57606a;font-style:italic} tr.kind-mean td{font-weight:600;border-top:2px solid #8c959f}
+tr.kind-floor td{color:#57606a;background:#f3f4f6}
+td.best{font-weight:700;background:#dafbe1} td.second{text-decoration:underline}
+td.worst{color:#a40e26} td.tie::after{content:" ≈";color:#0969da}
+.ci{color:#57606a;font-size:.7rem}
+.meta,.note{color:#57606a;font-size:.85rem}
+dl.glossary{display:grid;grid-template-columns:max-content max-content max-content;gap:.2rem 1rem;font-size:.88rem}
+dl.glossary dt{font-weight:600} dl.glossary dd{margin:0}
+img.figure{max-width:100%;border:1px solid #d0d7de;margin:.5rem 0}
+#browser .filters{display:flex;flex-wrap:wrap;gap:.6rem;align-items:end;margin:.5rem 0}
+#browser label{font-size:.8rem;display:flex;flex-direction:column}
+#browser .item{border:1px solid #d0d7de;border-radius:6px;padding:.6rem;margin:.6rem 0;display:grid;grid-template-columns:170px 1fr;gap:.8rem}
+#browser .item img{max-width:160px;max-height:160px;border:1px solid #d0d7de}
+#browser .q{font-weight:600;white-space:pre-wrap} #browser .opts{margin:.2rem 0;padding-left:1.2rem}
+#browser table.replies td{white-space:pre-wrap;text-align:left;max-width:360px;vertical-align:top}
+#browser .tag{display:inline-block;background:#eef1f4;border-radius:4px;padding:0 .35rem;margin-right:.3rem;font-size:.75rem}
+#browser .gold{color:#1a7f37;font-weight:600}
+body.browser-only main>section:not(#browser),body.browser-only nav.toc{display:none}
+#full{display:none} body.browser-only #full{display:inline}
+</style></head>
+<body><main>
+<h1>Bio-VQA report</h1>
+<p class="meta">biovqa {{ version }} · {{ runs|length }} score folder(s) · components: {{ components|join(", ") }}</p>
+<nav class="toc" id="toc"><strong>Contents</strong><ol>
+{% for s in toc %}<li><a href="#{{ s.id }}">{{ s.title }}</a></li>{% endfor %}
+</ol></nav>
+
+<section id="leaderboard"><h2>Leaderboard (Table 3)</h2>
+<p class="note">Each cell: value [95% CI lower, upper]. All scores are fractions in [0, 1] (d′ in
+standard-deviation units); higher is better. Per column over the generalist models:
+<b>bold green</b> best, <u>underlined</u> second, red worst, ≈ a statistical tie with the best
+(overlapping 95% intervals). Specialists (italic) are shown for reference and are not ranked;
+the Mean row averages the generalists; the Floor row is the image-blind baseline run.
+Column names are spelled out in the <a href="#glossary">glossary</a>.</p>
+{% if board %}<div class="scroll"><table id="table3"><thead>
+<tr><th rowspan="2">model</th>{% for comp, cols in board.groups %}<th colspan="{{ cols|length }}">{{ comp }}</th>{% endfor %}</tr>
+<tr>{% for comp, cols in board.groups %}{% for c in cols %}<th title="{{ c.long }}">{{ c.name }}</th>{% endfor %}{% endfor %}</tr>
+</thead><tbody>
+{% for row in board.rows %}<tr class="kind-{{ row.kind }}"><td>{{ row.name }}</td>
+{% for cell in row.cells %}<td class="{{ cell.mark }}">{{ cell.value }}{% if cell.ci %}<br><span class="ci">{{ cell.ci }}</span>{% endif %}</td>{% endfor %}</tr>
+{% endfor %}</tbody></table></div>
+{% else %}<p>No component declares Table 3 columns.</p>{% endif %}
+{% if ranks is not none %}<h3>Rank ranges allowed by the intervals</h3><div class="scroll">{{ ranks }}</div>{% endif %}
+{% if paired is not none %}<h3>Is the lead real? Adjacent models on shared items</h3>
+<p class="note">Mean per-item headline score of model a minus model b over the items both answered, with a
+95% paired bootstrap interval; “tie” when the interval covers 0.</p><div class="scroll">{{ paired }}</div>{% endif %}
+</section>
+
+{% if analysis %}<section id="analysis"><h2>Cross-component analysis</h2>
+<p class="note">Supplement J: Spearman ρ between tasks over the generalist models, within- vs
+across-component agreement with a label-permutation test, standardized α, component
+correlations (Holm-corrected; † = not significant) and PCA.</p>
+{% for f in analysis_figures %}<img class="figure" alt="{{ f.alt }}" src="data:image/png;base64,{{ f.data }}">{% endfor %}
+{% for t in analysis %}<h3>{{ t.title }}</h3><div class="scroll">{{ t.html }}</div>{% endfor %}
+</section>{% endif %}
+
+<section id="glossary"><h2>Glossary</h2>
+<h3>Table 3 columns</h3>
+<dl class="glossary">{% for name, task, metric in columns %}<dt>{{ name }}</dt><dd>{{ task }}</dd><dd>{{ metric }}</dd>{% endfor %}</dl>
+<h3>Metrics</h3>
+<dl class="glossary">{% for name, formula, eq in metrics %}<dt>{{ name }}</dt><dd>{{ formula }}</dd><dd>{{ eq }}</dd>{% endfor %}</dl>
+</section>
+
+{% for s in sections %}<section id="{{ s.id }}"><h2>{{ s.title }}</h2>
+{% for f in s.figures %}<img class="figure" alt="{{ f.alt }}" src="data:image/png;base64,{{ f.data }}">{% endfor %}
+{% for t in s.tables %}<h3><a id="{{ t.id }}"></a>{{ t.title }}</h3><div class="scroll">{{ t.html }}</div>{% endfor %}
+</section>{% endfor %}
+
+<section id="browser"><h2>Item browser</h2>
+<p class="note">Every item with every model's reply side by side. Items load page by page from
+<code>browser/</code> beside this file (keep the folder with the report). The address bar keeps the
+filters (<code>#browser?component=…&amp;tier=…&amp;page=…</code>), so a view can be shared.
+<a href="#toc" id="full">Show the full report.</a></p>
+<div class="filters">
+<label>component<select id="f-component"><option value="">all</option></select></label>
+<label>task<select id="f-task"><option value="">all</option></select></label>
+<label>group / family / dataset<select id="f-group"><option value="">all</option></select></label>
+<label>tier<select id="f-tier"><option value="">all</option></select></label>
+<button id="prev" type="button">◀ previous</button><span id="pageinfo"></span><button id="next" type="button">next ▶</button>
+</div>
+<div id="items"><p class="note">Loading…</p></div>
+</section>
+</main>
+<script src="browser/manifest.js"></script>
+<script>
+(function () {
+  "use strict";
+  var M = window.BIOVQA_BROWSER, box = document.getElementById("items");
+  if (!M) { box.textContent = "The browser/ folder was not found beside this report."; return; }
+  var F = {component: "", task: "", group: "", tier: ""}, pos = 0, loaded = {}, waiting = {};
+  function el(tag, text, cls) { var e = document.createElement(tag); if (text !== undefined && text !== null) e.textContent = String(text); if (cls) e.className = cls; return e; }
+  function fill(id, values) { var s = document.getElementById("f-" + id); values.forEach(function (v) { var o = el("option", v === "" ? "(none)" : v); o.value = v; s.appendChild(o); });
+    s.addEventListener("change", function () { F[id] = s.value; pos = 0; if (id === "component") tasks(); show(); }); }
+  // the task list follows the chosen component
+  function tasks() { var s = document.getElementById("f-task"), keep = {};
+    M.pages.forEach(function (p) { if (!F.component || p.component === F.component) keep[p.task] = true; });
+    Array.prototype.forEach.call(s.options, function (o) { o.hidden = o.value !== "" && !keep[o.value]; });
+    if (F.task && !keep[F.task]) { F.task = ""; s.value = ""; } }
+  ["component", "task", "group", "tier"].forEach(function (k) { fill(k, M.facets[k]); });
+  // a view can be linked: index.html#browser?component=c3&tier=easy&page=2
+  var h = location.hash.split("?")[1];
+  if (h) { h.split("&").forEach(function (kv) { var p = kv.split("="), k = decodeURIComponent(p[0]), v = decodeURIComponent(p[1] || "");
+    if (k === "page") { pos = Math.max(0, (parseInt(v, 10) || 1) - 1); }
+    else if (F.hasOwnProperty(k)) { F[k] = v; document.getElementById("f-" + k).value = v; } }); }
+  tasks();
+  function link() { var q = []; Object.keys(F).forEach(function (k) { if (F[k]) q.push(k + "=" + encodeURIComponent(F[k])); });
+    if (pos) q.push("page=" + (pos + 1)); if (history.replaceState) history.replaceState(null, "", "#browser" + (q.length ? "?" + q.join("&") : "")); }
+  function match(p) { return (!F.component || p.component === F.component) && (!F.task || p.task === F.task) &&
+    (!F.group || p.groups.indexOf(F.group) >= 0) && (!F.tier || p.tiers.indexOf(F.tier) >= 0); }
+  function pages() { return M.pages.filter(match); }
+  window.biovqaPage = function (no, rows) { loaded[no] = rows; (waiting[no] || []).forEach(function (f) { f(); }); delete waiting[no]; };
+  function load(p, done) { if (loaded[p.no]) { done(); return; } (waiting[p.no] = waiting[p.no] || []).push(done);
+    if (waiting[p.no].length > 1) return; var s = document.createElement("script"); s.src = p.file; document.body.appendChild(s); }
+  function render(p) {
+    box.textContent = ""; var models = M.models[p.component] || [];
+    loaded[p.no].filter(function (r) { return (!F.group || r.group === F.group) && (!F.tier || r.tier === F.tier); }).forEach(function (r) {
+      var item = el("div", null, "item"); item.setAttribute("data-item", r.id);
+      var left = el("div"); if (r.image) { var img = el("img"); img.src = r.image; img.alt = "image of item " + r.id; img.loading = "lazy"; left.appendChild(img); }
+      item.appendChild(left); var right = el("div");
+      var tags = el("div"); [p.component, r.task, r.group, r.tier, r.id].forEach(function (t) { if (t) tags.appendChild(el("span", t, "tag")); }); right.appendChild(tags);
+      right.appendChild(el("div", r.question, "q"));
+      if (r.options.length) { var ol = el("ol", null, "opts"); ol.type = "A"; r.options.forEach(function (o) { ol.appendChild(el("li", o)); }); right.appendChild(ol); }
+      var g = el("div"); g.appendChild(el("span", "gold: ")); g.appendChild(el("span", r.gold, "gold")); right.appendChild(g);
+      var t = el("table", null, "replies"), head = el("tr"); ["model", "status", "reply", "parsed", "score"].forEach(function (h) { head.appendChild(el("th", h)); }); t.appendChild(head);
+      models.forEach(function (m, i) { var rep = r.replies[i], tr = el("tr"); tr.appendChild(el("td", m));
+        if (rep) { tr.appendChild(el("td", rep[0])); tr.appendChild(el("td", rep[1], "reply")); tr.appendChild(el("td", rep[2])); tr.appendChild(el("td", rep[3] === null ? "—" : rep[3].toFixed(3))); }
+        else { tr.appendChild(el("td", "not scored")); }
+        t.appendChild(tr); });
+      right.appendChild(t); item.appendChild(right); box.appendChild(item); });
+    if (!box.firstChild) box.appendChild(el("p", "No item on this page matches the filters.", "note"));
+  }
+  function show() { var ps = pages(); if (pos >= ps.length) pos = Math.max(0, ps.length - 1); if (started) link();
+    document.getElementById("pageinfo").textContent = ps.length ? " page " + (pos + 1) + " of " + ps.length + " (" + ps[pos].component + " · " + ps[pos].task + ") " : " no page matches ";
+    if (!ps.length) { box.textContent = ""; box.appendChild(el("p", "No item matches the filters.", "note")); return; }
+    var p = ps[pos]; load(p, function () { if (pages()[pos] === p) render(p); }); }
+  document.getElementById("prev").addEventListener("click", function () { if (pos > 0) { pos -= 1; show(); } });
+  document.getElementById("next").addEventListener("click", function () { if (pos < pages().length - 1) { pos += 1; show(); } });
+  var started = false; show(); started = true;
+  // a linked view (#browser?…) opens the browser on its own; "full report" shows everything again
+  if (location.hash.indexOf("#browser") === 0) document.body.className = "browser-only";
+  document.getElementById("full").addEventListener("click", function () { document.body.className = ""; });
+})();
+</script>
+</body></html>
+"""
+
+
+def render_page(context: dict[str, Any]) -> str:
+    """The report page for ``context`` (autoescaped; values marked safe are pre-rendered tables)."""
+    import jinja2
+
+    env = jinja2.Environment(autoescape=True, undefined=jinja2.StrictUndefined, keep_trailing_newline=True)
+    return env.from_string(PAGE).render(**context)

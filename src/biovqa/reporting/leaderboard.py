@@ -1,0 +1,242 @@
+"""Table 3: the one leaderboard over every component's headline columns.
+
+Each score folder contributes its component's ``table3`` estimates ({value, lo, hi, n} per
+column, in the order the component declares in ``Component.table3``). Runs are joined by model
+name (the label with its ``[tags]`` stripped), so one model scored on C1–C4 is one row.
+
+Row kinds, read from the label's tags (the C1 convention, docs/c1-report.md):
+
+* ``floor`` — an image-blind baseline run: the label starts with "floor"/"baseline", carries the
+  tag ``[floor]``/``[baseline]``/``[group=baseline]``, or the predictions came from the
+  ``baseline`` backend. Floor runs make the Floor row(s), printed last;
+* ``specialist`` — tagged ``[specialist]``; printed first, unranked, outside the Mean;
+* everything else is a generalist (VLM): ranked, marked, averaged in the Mean row.
+
+Marks per column over the generalists: ``best``, ``second``, ``worst``, and ``tie`` for a model
+whose interval overlaps the best model's (the paper's rule: overlapping CIs ⇒ statistical tie).
+The rank range of a model in a column runs from 1 + (models whose lower bound is above its upper
+bound) to n − (models whose upper bound is below its lower bound).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+import pandas as pd
+
+from biovqa.components.registry import component_rank
+
+_TAGS = re.compile(r"\s*\[([^\[\]]*)\]")
+FLOOR, SPECIALIST, GENERALIST = "floor", "specialist", "vlm"
+MEAN_ROW = "Mean"
+
+
+@dataclass(frozen=True)
+class Run:
+    """One score folder as the report reads it."""
+
+    label: str
+    component: str
+    summary: dict[str, Any]
+    path: Path | None = None
+    name: str = field(init=False)
+    kind: str = field(init=False)
+
+    def __post_init__(self) -> None:
+        name, kind = read_label(self.label, self.summary)
+        object.__setattr__(self, "name", name)
+        object.__setattr__(self, "kind", kind)
+
+
+def read_label(label: str, summary: dict[str, Any] | None = None) -> tuple[str, str]:
+    """(model name without tags, row kind) of a score label."""
+    tags: set[str] = set()
+    for block in _TAGS.findall(label):
+        for tag in re.split(r"[;,]", block):
+            key, _, value = tag.partition("=")
+            key = key.strip().lower()
+            tags.add(f"{key}={value.strip().lower()}" if value.strip() else key)
+    name = re.sub(r"\s+", " ", _TAGS.sub(" ", label)).strip() or label
+    lowered = name.lower()
+    if (tags & {"floor", "baseline", "group=baseline", "group=floor"}
+            or lowered.startswith(("floor", "baseline")) or _baseline_backend(summary)):
+        return name, FLOOR
+    if tags & {"specialist", "group=specialist"}:
+        return name, SPECIALIST
+    return name, GENERALIST
+
+
+def _baseline_backend(summary: dict[str, Any] | None) -> bool:
+    """Whether the predictions behind ``summary`` came from the ``baseline`` backend."""
+    path = ((summary or {}).get("provenance") or {}).get("predictions")
+    if not path or not Path(path).is_file():
+        return False
+    try:
+        import pyarrow.compute as pc
+        import pyarrow.parquet as pq
+
+        models = pc.unique(pq.read_table(path, columns=["model"]).column("model")).to_pylist()
+    except Exception:  # an unreadable predictions file only means "not known to be a baseline"
+        return False
+    return models == ["baseline"]
+
+
+@dataclass(frozen=True)
+class Leaderboard:
+    """Table 3 as frames sharing one index (rows) and columns (``component:column`` order kept
+    in ``columns``; frame columns are the short names, unique across C1–C4)."""
+
+    value: pd.DataFrame
+    lo: pd.DataFrame
+    hi: pd.DataFrame
+    n: pd.DataFrame
+    kind: pd.Series
+    marks: pd.DataFrame
+    rank_lo: pd.DataFrame
+    rank_hi: pd.DataFrame
+    components: dict[str, list[str]]
+
+    @property
+    def generalists(self) -> list[str]:
+        return [r for r in self.value.index if self.kind[r] == GENERALIST]
+
+
+def _number(value: Any) -> float:
+    try:
+        out = float(value)
+    except (TypeError, ValueError):
+        return math.nan
+    return out if math.isfinite(out) else math.nan
+
+
+def build_leaderboard(runs: Sequence[Run], columns: Mapping[str, Sequence[str]]) -> Leaderboard:
+    """Table 3 over ``runs``; ``columns`` maps component name → its Table 3 columns in order."""
+    ordered = [(comp, col) for comp in sorted(columns, key=component_rank) for col in columns[comp]]
+    names = [col for _, col in ordered]
+    cells: dict[str, dict[str, dict[str, float]]] = {}
+    kinds: dict[str, str] = {}
+    for run in runs:
+        row = cells.setdefault(run.name, {})
+        kinds[run.name] = FLOOR if FLOOR in (kinds.get(run.name), run.kind) else (
+            SPECIALIST if SPECIALIST in (kinds.get(run.name), run.kind) else GENERALIST)
+        for col in columns.get(run.component, ()):
+            est = (run.summary.get("table3") or {}).get(col) or {}
+            row[col] = {key: _number(est.get(key)) for key in ("value", "lo", "hi", "n")}
+
+    def frame(key: str, rows: list[str]) -> pd.DataFrame:
+        return pd.DataFrame([[cells[r].get(c, {}).get(key, math.nan) for c in names] for r in rows],
+                            index=pd.Index(rows, name="model"), columns=names, dtype=float)
+
+    generalists = [r for r in cells if kinds[r] == GENERALIST]
+    values = frame("value", generalists)
+    standing = _standing(values)
+    generalists = sorted(generalists, key=lambda r: (-standing[r], r))
+    specialists = sorted(r for r in cells if kinds[r] == SPECIALIST)
+    floors = sorted(r for r in cells if kinds[r] == FLOOR)
+    rows = specialists + generalists
+    value, lo, hi, n = (frame(k, rows) for k in ("value", "lo", "hi", "n"))
+    mean = value.loc[generalists].mean(axis=0) if generalists else pd.Series(math.nan, index=names)
+    extra = pd.DataFrame([mean.to_numpy()], index=pd.Index([MEAN_ROW], name="model"), columns=names)
+    if not generalists:  # no Mean row without models to average
+        extra = extra.iloc[:0]
+    floor_values = frame("value", floors)
+    value = pd.concat([value, extra, floor_values])
+    blank = pd.DataFrame(math.nan, index=pd.Index([*extra.index, *floors], name="model"), columns=names)
+    lo = pd.concat([lo, blank])
+    hi = pd.concat([hi, blank])
+    n = pd.concat([n, pd.concat([pd.DataFrame(math.nan, index=list(extra.index), columns=names),
+                                 frame("n", floors)]).rename_axis("model")])
+    kind = pd.Series({**{r: kinds[r] for r in rows}, **{r: "mean" for r in extra.index},
+                      **{r: FLOOR for r in floors}})
+    marks, rank_lo, rank_hi = _marks(value.loc[generalists], lo.loc[generalists], hi.loc[generalists])
+    marks = marks.reindex(value.index).fillna("")
+    components = {comp: list(columns[comp]) for comp in sorted(columns, key=component_rank)}
+    return Leaderboard(value, lo, hi, n, kind.reindex(value.index), marks, rank_lo, rank_hi, components)
+
+
+def _standing(values: pd.DataFrame) -> dict[str, float]:
+    """Overall standing: the mean over columns of a model's percentile rank in each column it has
+    (0 worst … 1 best); a model with no values stands last."""
+    if values.empty:
+        return {}
+    pct = values.rank(axis=0, pct=True, method="average")
+    return {r: float(v) if math.isfinite(v) else -1.0 for r, v in pct.mean(axis=1).items()}
+
+
+def _marks(value: pd.DataFrame, lo: pd.DataFrame, hi: pd.DataFrame
+           ) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+    marks = pd.DataFrame("", index=value.index, columns=value.columns, dtype=object)
+    rank_lo = pd.DataFrame(math.nan, index=value.index, columns=value.columns)
+    rank_hi = rank_lo.copy()
+    for col in value.columns:
+        v = value[col].dropna()
+        if len(v) < 2:
+            continue
+        order = v.sort_values(ascending=False, kind="stable")
+        best, second, worst = order.index[0], order.index[1], order.index[-1]
+        for r in order.index:
+            if order[r] == order[best]:
+                marks.loc[r, col] = "best"
+        for r in order.index:
+            if not marks.loc[r, col] and order[r] == order[second]:
+                marks.loc[r, col] = "second"
+        if not marks.loc[worst, col]:
+            marks.loc[worst, col] = "worst"
+        b_lo = lo.loc[best, col]
+        for r in order.index:
+            if marks.loc[r, col] in ("", "second", "worst") and math.isfinite(b_lo) \
+                    and math.isfinite(hi.loc[r, col]) and hi.loc[r, col] >= b_lo:
+                marks.loc[r, col] = (marks.loc[r, col] + " tie").strip()
+        los, his = lo.loc[v.index, col].to_numpy(), hi.loc[v.index, col].to_numpy()
+        if np.isfinite(los).all() and np.isfinite(his).all():
+            for i, r in enumerate(v.index):
+                rank_lo.loc[r, col] = 1 + int((los > his[i]).sum())
+                rank_hi.loc[r, col] = len(v) - int((his < los[i]).sum())
+    return marks, rank_lo, rank_hi
+
+
+def interval_text(value: float, lo: float, hi: float, places: int = 3) -> str:
+    """``value [lo, hi]`` (just the value when there is no interval; — when missing)."""
+    if not math.isfinite(value):
+        return "—"
+    if math.isfinite(lo) and math.isfinite(hi):
+        return f"{value:.{places}f} [{lo:.{places}f}, {hi:.{places}f}]"
+    return f"{value:.{places}f}"
+
+
+def leaderboard_table(board: Leaderboard, places: int = 3) -> pd.DataFrame:
+    """Table 3 as printed text: ``value [lo, hi]`` per cell, a ``kind`` column first."""
+    shown = pd.DataFrame(index=board.value.index, columns=board.value.columns, dtype=object)
+    for r in board.value.index:
+        for c in board.value.columns:
+            shown.loc[r, c] = interval_text(board.value.loc[r, c], board.lo.loc[r, c], board.hi.loc[r, c], places)
+    shown.insert(0, "kind", board.kind.reindex(shown.index).tolist())
+    shown.attrs["title"] = "Table 3 — main results across components (value [95% CI])"
+    return shown
+
+
+def leaderboard_values(board: Leaderboard) -> pd.DataFrame:
+    """Table 3 numbers (for CSV/LaTeX): value, then ``<col>_lo``/``<col>_hi`` per column."""
+    out = board.value.copy()
+    out.insert(0, "kind", board.kind.reindex(out.index).tolist())
+    for c in board.value.columns:
+        out[f"{c}_lo"] = board.lo[c]
+        out[f"{c}_hi"] = board.hi[c]
+    out.attrs["title"] = "Table 3 — values and 95% interval bounds"
+    return out
+
+
+def rank_ranges(board: Leaderboard) -> pd.DataFrame:
+    """Per generalist and column: the rank range ``lo–hi`` allowed by the intervals."""
+    shown = pd.DataFrame(index=board.rank_lo.index, columns=board.rank_lo.columns, dtype=object)
+    for r in shown.index:
+        for c in shown.columns:
+            a, b = board.rank_lo.loc[r, c], board.rank_hi.loc[r, c]
+            shown.loc[r, c] = "—" if not math.isfinite(a) else (f"{int(a)}" if a == b else f"{int(a)}–{int(b)}")
+    shown.attrs["title"] = "Rank ranges from the 95% intervals (1 = best)"
+    return shown

@@ -1,0 +1,122 @@
+"""Cross-cutting statistics of the leaderboard and the cross-component analysis (metrics.md §6).
+
+Pure functions over arrays, no I/O:
+
+* :func:`spearman_p` — two-sided p of a Spearman ρ from the t approximation
+  ``t = ρ·sqrt(n−2)/sqrt(1−ρ²)``, df = n − 2 (§6.3);
+* :func:`holm` — Holm step-down adjusted p-values and rejections at family-wise α (§6.3);
+* :func:`alpha_std` — standardized Cronbach α ``k·r̄/(1+(k−1)·r̄)`` (§6.5);
+* :func:`within_across_gap` / :func:`permutation_gap_p` — mean task-pair ρ within vs across
+  components and the label-permutation p ``(1 + #{gap ≥ observed})/(B + 1)`` (§6.4);
+* :func:`pca_share` — PC1 share and loadings of the z-scored matrix (§6.6);
+* :func:`spearman_matrix` — average-rank Spearman between columns (§6.2);
+* :func:`fisher_ci` — Fisher-z interval with the Bonett–Wright variance (§6.8).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Sequence
+
+import numpy as np
+
+
+def spearman_p(rho: float, n: int) -> float:
+    """Two-sided p-value of Spearman ``rho`` over ``n`` cases (t approximation, df = n − 2)."""
+    from scipy import stats
+
+    if n < 3 or not math.isfinite(rho):
+        return math.nan
+    if abs(rho) >= 1.0:
+        return 0.0
+    t = rho * math.sqrt(n - 2) / math.sqrt(1.0 - rho * rho)
+    return float(2.0 * stats.t.sf(abs(t), df=n - 2))
+
+
+def holm(p_values: Sequence[float], alpha: float = 0.05) -> tuple[np.ndarray, np.ndarray]:
+    """Holm step-down: (adjusted p-values, rejected?) in the input order.
+
+    Sorted ascending, the i-th smallest p (0-based) is compared with ``alpha/(m − i)``; testing
+    stops at the first that fails. Adjusted p = running max of ``(m − i)·p``, capped at 1."""
+    p = np.asarray(p_values, dtype=float)
+    m = p.size
+    order = np.argsort(p, kind="stable")
+    adjusted = np.empty(m)
+    rejected = np.zeros(m, dtype=bool)
+    running = 0.0
+    still = True
+    for i, idx in enumerate(order):
+        running = max(running, min(1.0, (m - i) * p[idx]))
+        adjusted[idx] = running
+        still = still and bool(p[idx] <= alpha / (m - i))
+        rejected[idx] = still
+    return adjusted, rejected
+
+
+def alpha_std(mean_r: float, k: int) -> float:
+    """Standardized Cronbach α of ``k`` items with mean inter-item correlation ``mean_r``."""
+    return k * mean_r / (1.0 + (k - 1) * mean_r)
+
+
+def _ranks(matrix: np.ndarray) -> np.ndarray:
+    from scipy.stats import rankdata
+
+    return np.column_stack([rankdata(matrix[:, j]) for j in range(matrix.shape[1])])
+
+
+def spearman_matrix(matrix: np.ndarray) -> np.ndarray:
+    """Spearman ρ (average ranks) between the columns of a complete ``cases × columns`` matrix."""
+    ranks = _ranks(np.asarray(matrix, dtype=float))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.atleast_2d(np.corrcoef(ranks, rowvar=False))
+
+
+def within_across_gap(rho: np.ndarray, blocks: Sequence[str]) -> tuple[float, float]:
+    """Mean off-diagonal ρ of task pairs in the same block, and of pairs in different blocks."""
+    labels = np.asarray(blocks)
+    upper = np.triu_indices(len(labels), k=1)
+    same = labels[upper[0]] == labels[upper[1]]
+    values = rho[upper]
+    within = float(np.nanmean(values[same])) if same.any() else math.nan
+    across = float(np.nanmean(values[~same])) if (~same).any() else math.nan
+    return within, across
+
+
+def permutation_gap_p(rho: np.ndarray, blocks: Sequence[str], *, B: int = 2000, seed: int = 42) -> float:
+    """Label-permutation p of the within − across gap: block labels shuffled (sizes kept)."""
+    within, across = within_across_gap(rho, blocks)
+    observed = within - across
+    rng = np.random.default_rng(seed)
+    labels = np.asarray(blocks)
+    exceed = 0
+    for _ in range(B):
+        w, a = within_across_gap(rho, list(rng.permutation(labels)))
+        exceed += int(w - a >= observed - 1e-12)
+    return (1 + exceed) / (B + 1)
+
+
+def pca_share(matrix: np.ndarray) -> tuple[float, np.ndarray]:
+    """PC1 share of variance and PC1 loadings (sign: positive sum) of the z-scored columns."""
+    x = np.asarray(matrix, dtype=float)
+    sd = x.std(axis=0, ddof=1)
+    keep = sd > 0
+    z = (x[:, keep] - x[:, keep].mean(axis=0)) / sd[keep]
+    corr = np.atleast_2d(np.corrcoef(z, rowvar=False))
+    values, vectors = np.linalg.eigh(corr)
+    first = vectors[:, -1]
+    if first.sum() < 0:
+        first = -first
+    loadings = np.full(x.shape[1], math.nan)
+    loadings[keep] = first
+    return float(values[-1] / values.sum()), loadings
+
+
+def fisher_ci(rho: float, n: int, level: float = 0.95) -> tuple[float, float]:
+    """Fisher-z interval of a Spearman ρ with the Bonett–Wright variance ``(1 + ρ²/2)/(n − 3)``."""
+    from scipy.stats import norm
+
+    if n <= 3 or not math.isfinite(rho) or abs(rho) >= 1.0:
+        return math.nan, math.nan
+    z = math.atanh(rho)
+    half = float(norm.ppf(0.5 + level / 2)) * math.sqrt((1 + rho * rho / 2) / (n - 3))
+    return math.tanh(z - half), math.tanh(z + half)

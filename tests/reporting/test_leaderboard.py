@@ -1,0 +1,92 @@
+"""Table 3 and the Table 4 Holm markers recomputed from the paper's printed numbers
+(results.md §1, §2; metrics.md §6.3)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+
+from biovqa.components.registry import get_component
+from biovqa.reporting.leaderboard import (FLOOR, GENERALIST, MEAN_ROW, SPECIALIST, Run, build_leaderboard,
+                                          leaderboard_table, read_label)
+from biovqa.reporting.stats import holm, spearman_p
+
+def test_table3_mean_row_reproduces_the_paper(paper_blocks: list[pd.DataFrame], paper_runs: list[Run]) -> None:
+    paper = paper_blocks[0]
+    columns = {c: list(get_component(c).table3) for c in ("c1", "c2", "c3", "c4")}
+    board = build_leaderboard(paper_runs, columns)
+    printed = paper.set_index("model").loc["Mean"]
+    assert len(board.generalists) == 18 and board.value.shape[1] == 22
+    for col in board.value.columns:
+        assert abs(board.value.loc[MEAN_ROW, col] - float(printed[col])) <= 0.0006, col
+    # specialists first, the floor last, kinds from the label tags
+    assert list(board.value.index[:2]) == ["BioCLIP-2 (tol)", "MegaDescriptor"]
+    assert board.value.index[-1] == "floor (image-blind)" and board.kind.iloc[-1] == FLOOR
+    assert board.value.loc["floor (image-blind)", "phy"] == 0.5
+    # best / second / worst per column over the 18 generalists (BioCLIP's .925 is not "best")
+    assert board.marks.loc["InternVL3-38B", "phy"] == "best"
+    assert board.marks.loc["Qwen3-VL-8B", "phy"] == "second"
+    assert board.marks.loc["LLaVA-NeXT-Mistral", "phy"] == "worst"
+    assert board.marks.loc["BioCLIP-2 (tol)", "phy"] == ""
+    # the paper's overall order puts the three consistently strong Qwen/InternVL models on top
+    assert set(board.generalists[:3]) <= {"Qwen3-VL-32B", "Qwen3-VL-30B-A3B", "InternVL3-38B", "Qwen3-VL-8B"}
+    shown = leaderboard_table(board)
+    assert shown.loc["Qwen3-VL-32B", "phy"] == "0.831" and shown.loc[MEAN_ROW, "kind"] == "mean"
+
+
+def test_ties_are_overlapping_intervals_and_rank_ranges_follow() -> None:
+    def run(name: str, v: float, lo: float, hi: float) -> Run:
+        return Run(name, "c4", {"table3": {"acc": {"value": v, "lo": lo, "hi": hi, "n": 100}}})
+
+    board = build_leaderboard([run("a", .70, .65, .75), run("b", .68, .62, .72), run("c", .50, .45, .55)],
+                              {"c4": ["acc"]})
+    assert board.marks["acc"].to_dict() == {"a": "best", "b": "second tie", "c": "worst", MEAN_ROW: ""}
+    assert (board.rank_lo.loc["a", "acc"], board.rank_hi.loc["a", "acc"]) == (1, 2)
+    assert (board.rank_lo.loc["c", "acc"], board.rank_hi.loc["c", "acc"]) == (3, 3)
+    assert leaderboard_table(board).loc["b", "acc"] == "0.680 [0.620, 0.720]"
+
+
+def test_label_kinds() -> None:
+    assert read_label("BioCLIP-2 (tol) [specialist]") == ("BioCLIP-2 (tol)", SPECIALIST)
+    assert read_label("Floor rule [group=baseline]") == ("Floor rule", FLOOR)
+    assert read_label("floor (image-blind)") == ("floor (image-blind)", FLOOR)
+    assert read_label("Qwen3-VL-8B [vlm; params=8]") == ("Qwen3-VL-8B", GENERALIST)
+
+
+def test_table4_holm_markers_from_the_printed_rhos(paper_blocks: list[pd.DataFrame]) -> None:
+    table4 = paper_blocks[1]
+    rhos = [float(r) for r in table4["rho"]]
+    p = [spearman_p(r, 18) for r in rhos]
+    adjusted, rejected = holm(p)
+    assert [("yes" if r else "no") for r in rejected] == table4["significant_after_holm"].tolist()
+    # metrics.md §6.3: p of C2–C4 = .0291, C1–C4 = .0727; Holm-adjusted C3–C4 .0216, C2–C4 .0582
+    by_pair = dict(zip(table4["pair"], zip(p, adjusted)))
+    assert round(by_pair["C2-C4"][0], 4) == 0.0291 and round(by_pair["C1-C4"][0], 4) == 0.0727
+    assert round(by_pair["C3-C4"][1], 4) == 0.0216 and round(by_pair["C2-C4"][1], 4) == 0.0582
+    assert math.isclose(float(np.max(adjusted)), 0.0727, abs_tol=5e-5)
+
+
+def test_paired_differences_on_shared_items(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from biovqa.reporting.paired import paired_differences
+
+    def run(name: str, ids: list[str], scores: list[float]) -> Run:
+        folder = tmp_path / name
+        folder.mkdir()
+        pq.write_table(pa.table({"item_id": ids, "score": scores}), folder / "items.parquet")
+        return Run(name, "c1", {"table3": {}}, folder)
+
+    ids = [f"i{k}" for k in range(40)]
+    a = run("a", ids, [1.0] * 40)
+    b = run("b", ids[:30], [1.0] * 15 + [0.0] * 15)  # shares 30 items with a
+    c = run("c", ids[:30], [1.0] * 14 + [0.0] * 16)
+    frame = paired_differences([a, b, c], ["a", "b", "c"], B=500)
+    assert frame[["model_a", "model_b", "items"]].values.tolist() == [["a", "b", 30], ["b", "c", 30]]
+    first, second = frame.iloc[0], frame.iloc[1]
+    assert first["difference"] == 0.5 and first["lo"] > 0 and first["verdict"] == "a better"
+    assert math.isclose(second["difference"], 1 / 30) and second["lo"] <= 0 <= second["hi"]
+    assert second["verdict"] == "tie"

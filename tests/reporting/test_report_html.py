@@ -1,0 +1,86 @@
+"""The report over scored runs: leaderboard first, TOC, glossary, exports, escaping, browser data."""
+
+from __future__ import annotations
+
+import csv
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from conftest import HOSTILE_LABEL, HOSTILE_REPLY  # type: ignore[import-not-found]
+
+
+@pytest.mark.slow
+def test_report_structure(report_dir: Path) -> None:
+    html = (report_dir / "index.html").read_text(encoding="utf-8")
+    # the leaderboard comes first, before every component section, and the TOC links every section
+    assert html.index('id="leaderboard"') < html.index('id="glossary"') < html.index("<h2>C1 hierarchical")
+    toc = re.search(r'<nav class="toc".*?</nav>', html, re.S)
+    assert toc is not None
+    for anchor in re.findall(r'href="#([^"]+)"', toc.group(0)):
+        assert f'id="{anchor}"' in html, anchor
+    # intervals as value [lo, hi]; marks; glossary with equation numbers
+    assert re.search(r'<td class="best[^"]*">0\.\d{3}<br><span class="ci">\[0\.\d{3}, 0\.\d{3}\]</span>', html)
+    assert "Eq. 5" in html and "Eqs. 3, 23" in html
+    # specialists first, floor last; the Mean row averages the four generalists only
+    rows = re.findall(r'<tr class="kind-(\w+)"><td>([^<]*)</td>', html)
+    assert [k for k, _ in rows] == ["specialist", "vlm", "vlm", "vlm", "vlm", "mean", "floor"]
+    assert rows[1][1] == "Good-VL-8B"
+
+
+@pytest.mark.slow
+def test_hostile_text_is_escaped_everywhere(report_dir: Path) -> None:
+    html = (report_dir / "index.html").read_text(encoding="utf-8")
+    assert "<b onmouseover" not in html and "&lt;b onmouseover=&#34;alert(1)&#34;&gt;" in html
+    for md in report_dir.glob("*.md"):
+        assert "<b onmouseover" not in md.read_text(encoding="utf-8"), md
+    runs_tex = (report_dir / "runs.tex").read_text(encoding="utf-8")
+    assert "Evil-VL-2B <b onmouseover=\"alert(1)\">" in runs_tex  # LaTeX prints < > as text
+    pages = "".join(p.read_text(encoding="utf-8") for p in (report_dir / "browser").glob("page-*.js"))
+    assert "<script>" not in pages and "\\u003cscript\\u003e" in pages
+    rows = list(csv.reader((report_dir / "runs.csv").open(encoding="utf-8")))
+    assert any(HOSTILE_LABEL in row[0] for row in rows)
+    assert HOSTILE_REPLY  # the reply itself is checked in the browser test
+
+
+@pytest.mark.slow
+def test_every_table_is_exported_three_ways(report_dir: Path) -> None:
+    stems = {p.stem for p in report_dir.glob("*.csv")}
+    assert {"table3", "table3_rank_ranges", "runs", "analysis_pairs", "analysis_summary"} <= stems
+    for stem in stems:
+        assert (report_dir / f"{stem}.md").exists() and (report_dir / f"{stem}.tex").exists(), stem
+    assert (report_dir / "analysis_task_rho.png").read_bytes()[:4] == b"\x89PNG"
+    tex = (report_dir / "table3.tex").read_text(encoding="utf-8")
+    assert tex.count("\\toprule") == 1 and "floor (image-blind)" in tex
+    header = next(csv.reader((report_dir / "table3.csv").open(encoding="utf-8")))
+    assert header[:3] == ["model", "kind", "phy"] and "phy_lo" in header and "cnt_hi" in header
+
+
+@pytest.mark.slow
+def test_browser_sidecar_files(report_dir: Path) -> None:
+    text = (report_dir / "browser" / "manifest.js").read_text(encoding="utf-8")
+    manifest = json.loads(text.removeprefix("window.BIOVQA_BROWSER=").rstrip().rstrip(";"))
+    assert manifest["facets"]["component"] == ["c1", "c3"]
+    assert len(manifest["models"]["c1"]) == 6 and all(p["count"] <= manifest["page_size"] for p in manifest["pages"])
+    first = (report_dir / manifest["pages"][0]["file"]).read_text(encoding="utf-8")
+    rows = json.loads(first[first.index(",") + 1:first.rindex(")")])
+    assert rows[0]["image"] and (report_dir / rows[0]["image"]).exists()
+    assert len(rows[0]["replies"]) == 6 and rows[0]["gold"]
+
+
+@pytest.mark.slow
+def test_table3_markdown_prints_intervals_and_the_report_is_deterministic(report_dir: Path, scored_runs: list[Path],
+                                                                          tmp_path: Path) -> None:
+    from biovqa.reporting import write_report
+
+    md = (report_dir / "table3.md").read_text(encoding="utf-8")
+    assert re.search(r"\| Good-VL-8B \| vlm \| 0\.\d{3} \[0\.\d{3}, 0\.\d{3}\] \|", md)
+    again = tmp_path / "again"
+    write_report(scored_runs, again)
+    first = sorted(p.relative_to(report_dir) for p in report_dir.rglob("*") if p.is_file())
+    second = sorted(p.relative_to(again) for p in again.rglob("*") if p.is_file())
+    assert first == second
+    differ = [str(p) for p in first if (report_dir / p).read_bytes() != (again / p).read_bytes()]
+    assert differ == []
