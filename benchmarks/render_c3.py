@@ -29,12 +29,8 @@ from PIL import Image
 
 from biovqa.components.c3.render import PNG_SAVE_OPTIONS, CanvasJob, Panel, Shape, render_all
 
-
-def photo_like(rng: np.random.Generator, width: int, height: int) -> Image.Image:
-    coarse = rng.integers(0, 256, size=(height // 25 + 2, width // 25 + 2, 3), dtype=np.uint8)
-    smooth = Image.fromarray(coarse).resize((width, height), Image.BICUBIC)
-    noise = rng.normal(0, 6, size=(height, width, 3))
-    return Image.fromarray(np.clip(np.asarray(smooth, dtype=np.float64) + noise, 0, 255).astype(np.uint8))
+sys.path.insert(0, str(Path(__file__).parent))
+from render_markers import photo_like  # noqa: E402  (the same synthetic photos as the C2 benchmark)
 
 
 def reference(paths: list[Path], out: Path) -> None:

@@ -14,18 +14,10 @@ import pytest
 from PIL import Image
 
 from biovqa.bench import open_bench
-from biovqa.cli.main import main
+from fixtures.cli_runner import cli
 from biovqa.sources import images as limits
 
 
-def cli(argv: list[str | Path], capsys: pytest.CaptureFixture[str]) -> tuple[int, str]:
-    try:
-        main([str(a) for a in argv])
-        code = 0
-    except SystemExit as exited:
-        code = int(exited.code or 0)
-    err = capsys.readouterr().err
-    return code, " ".join(err.split())
 
 
 def _tree_bytes(folder: Path) -> dict[str, bytes]:

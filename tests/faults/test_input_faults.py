@@ -13,17 +13,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from biovqa.cli.main import main
+from fixtures.cli_runner import cli
 
 
-def cli(argv: list[str | Path], capsys: pytest.CaptureFixture[str]) -> tuple[int, str]:
-    try:
-        main([str(a) for a in argv])
-        code = 0
-    except SystemExit as exited:
-        code = int(exited.code or 0)
-    err = capsys.readouterr().err
-    return code, " ".join(err.split())
 
 
 @pytest.fixture(scope="module")
