@@ -79,7 +79,8 @@ def run_demo(out: str | Path, *, console: Any | None = None) -> Path:
     from biovqa.synthetic import draw_placeholder_images, write_cub
     from biovqa.taxonomy.index import build_index
 
-    say = console.print if console is not None else print
+    def say(text: str) -> None:  # plain text: paths and hints like biovqa[transformers] are not markup
+        (console.print(text, markup=False, highlight=False) if console is not None else print(text))
     out = Path(out)
     prepare_demo_folder(out)
     data = demo_data_dir()
