@@ -119,6 +119,32 @@ def read_json_object(path: str | Path, *, what: str) -> dict[str, Any]:
     return value
 
 
+def iter_json_lines(path: str | Path, *, what: str) -> Iterator[tuple[int, dict[str, Any]]]:
+    """(line number, object) for every non-blank line of a JSON Lines file; a missing file, a line
+    that is not UTF-8, not JSON or not an object is an :class:`InputFormatError` naming the line."""
+    path = Path(path)
+    if not path.is_file():
+        raise InputFormatError(f"no such {what}", file=path)
+    with open(path, "rb") as handle:
+        for number, raw in enumerate(handle, start=1):
+            try:
+                line = raw.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                raise InputFormatError(f"not UTF-8 text (byte {exc.start + 1} of the line)", file=path,
+                                       row=number, hint=f"write the {what} as UTF-8") from None
+            if not line.strip():
+                continue
+            try:
+                value = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise InputFormatError(f"not valid JSON: {exc.msg} (column {exc.colno})", file=path,
+                                       row=number) from None
+            if not isinstance(value, dict):
+                raise InputFormatError(f"each line must hold a JSON object, got {type(value).__name__}",
+                                       file=path, row=number)
+            yield number, value
+
+
 def read_parquet(path: str | Path, *, what: str = "Parquet file") -> pa.Table:
     path = Path(path)
     if not path.exists():

@@ -17,7 +17,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from biovqa.bench.folder import Bench, read_parquet
+from biovqa.bench.folder import Bench, iter_json_lines, read_parquet
 from biovqa.errors import BiovqaError, InputFormatError, MissingResourceError
 from biovqa.records import PREDICTION_STATUSES
 
@@ -86,37 +86,23 @@ def _text_column(table: pa.Table, name: str, path: Path) -> pa.ChunkedArray:
 
 def _read_jsonl(path: Path) -> pa.Table:
     rows: list[dict[str, Any]] = []
-    with open(path, "rb") as handle:
-        for line_number, raw in enumerate(handle, start=1):
-            try:
-                line = raw.decode("utf-8")
-            except UnicodeDecodeError as exc:
-                raise InputFormatError(f"not UTF-8 text (byte {exc.start + 1} of the line)", file=path,
-                                       row=line_number, hint="write the predictions file as UTF-8") from None
-            if not line.strip():
+    for line_number, row in iter_json_lines(path, what="predictions file"):
+        for field in ("item_id", "response"):
+            if field not in row:
+                raise InputFormatError("missing key", file=path, row=line_number, field=field)
+        for field in ("item_id", "response", "status", "model"):
+            value = row.get(field)
+            if value is None:
                 continue
+            if not isinstance(value, str):
+                raise InputFormatError(f"{field} must be a string or null, found {type(value).__name__}",
+                                       file=path, row=line_number, field=field)
             try:
-                row = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise InputFormatError(f"not valid JSON: {exc.msg}", file=path, row=line_number) from None
-            if not isinstance(row, dict):
-                raise InputFormatError("each line must be a JSON object", file=path, row=line_number)
-            for field in ("item_id", "response"):
-                if field not in row:
-                    raise InputFormatError("missing key", file=path, row=line_number, field=field)
-            for field in ("item_id", "response", "status", "model"):
-                value = row.get(field)
-                if value is None:
-                    continue
-                if not isinstance(value, str):
-                    raise InputFormatError(f"{field} must be a string or null, found {type(value).__name__}",
-                                           file=path, row=line_number, field=field)
-                try:
-                    value.encode("utf-8")
-                except UnicodeEncodeError:
-                    raise InputFormatError("text holds a lone surrogate (e.g. \\ud800), which is not valid "
-                                           "Unicode", file=path, row=line_number, field=field) from None
-            rows.append({k: row.get(k) for k in ("item_id", "response", "status", "model")})
+                value.encode("utf-8")
+            except UnicodeEncodeError:
+                raise InputFormatError("text holds a lone surrogate (e.g. \\ud800), which is not valid "
+                                       "Unicode", file=path, row=line_number, field=field) from None
+        rows.append({k: row.get(k) for k in ("item_id", "response", "status", "model")})
     if not rows:
         raise InputFormatError("predictions file holds no rows", file=path)
     return pa.Table.from_pylist(rows, schema=pa.schema([

@@ -10,12 +10,12 @@ Every problem is a :class:`~biovqa.errors.InputFormatError` naming file, line an
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from biovqa.bench.folder import iter_json_lines
 from biovqa.errors import InputFormatError
 
 LETTERS: tuple[str, ...] = ("A", "B", "C", "D")
@@ -169,24 +169,14 @@ def load_items(sources: Sequence[str | Path]) -> list[BagelItem]:
     seen: dict[str, tuple[Path, int]] = {}
     for spec in sources:
         path, default_domain = parse_source(spec)
-        if not path.is_file():
-            raise InputFormatError("no such item file", file=path)
-        with path.open(encoding="utf-8") as handle:
-            for row, line in enumerate(handle, start=1):
-                if not line.strip():
-                    continue
-                try:
-                    record = json.loads(line)
-                except json.JSONDecodeError as exc:
-                    raise InputFormatError(f"not valid JSON: {exc.msg} (column {exc.colno})", file=path,
-                                           row=row) from None
-                item = parse_row(record, file=path, row=row, default_domain=default_domain)
-                if item.item_id in seen:
-                    first = seen[item.item_id]
-                    raise InputFormatError(f"id {item.item_id!r} repeats {first[0]} line {first[1]}", file=path,
-                                           row=row, field="id")
-                seen[item.item_id] = (path, row)
-                items.append(item)
+        for row, record in iter_json_lines(path, what="item file"):
+            item = parse_row(record, file=path, row=row, default_domain=default_domain)
+            if item.item_id in seen:
+                first = seen[item.item_id]
+                raise InputFormatError(f"id {item.item_id!r} repeats {first[0]} line {first[1]}", file=path,
+                                       row=row, field="id")
+            seen[item.item_id] = (path, row)
+            items.append(item)
     if not items:
         raise InputFormatError("no items in " + ", ".join(str(s) for s in sources))
     return items

@@ -8,6 +8,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+from biovqa.bench.folder import iter_json_lines
 from biovqa.errors import InputFormatError
 
 _LEVEL_KEY = re.compile(r"^level(\d+)$")
@@ -16,42 +17,31 @@ _LEVEL_KEY = re.compile(r"^level(\d+)$")
 def read_released(path: Path) -> list[dict[str, Any]]:
     """Each line as ``{"image", "label", "levels": [(level, gold, choices) …]}`` (null levels
     dropped, level numbers kept); errors name the line and key."""
-    if not Path(path).is_file():
-        raise InputFormatError("no such released item file", file=path)
     out = []
-    with Path(path).open(encoding="utf-8") as handle:
-        for row, line in enumerate(handle, start=1):
-            if not line.strip():
+    for row, record in iter_json_lines(path, what="released item file"):
+        for key in ("image", "label"):
+            if not isinstance(record.get(key), str) or not record[key].strip():
+                raise InputFormatError(f"{key} must be non-empty text", file=path, row=row, field=key)
+        levels = []
+        numbers = sorted(int(m.group(1)) for m in map(_LEVEL_KEY.match, record) if m)
+        for number in numbers:
+            gold = record[f"level{number}"]
+            if gold is None:
                 continue
-            try:
-                record = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise InputFormatError(f"not valid JSON: {exc.msg}", file=path, row=row) from None
-            if not isinstance(record, dict):
-                raise InputFormatError("a line must hold a JSON object", file=path, row=row)
-            for key in ("image", "label"):
-                if not isinstance(record.get(key), str) or not record[key].strip():
-                    raise InputFormatError(f"{key} must be non-empty text", file=path, row=row, field=key)
-            levels = []
-            numbers = sorted(int(m.group(1)) for m in map(_LEVEL_KEY.match, record) if m)
-            for number in numbers:
-                gold = record[f"level{number}"]
-                if gold is None:
-                    continue
-                choices = record.get(f"choices_level{number}")
-                field = f"choices_level{number}"
-                if (not isinstance(choices, list) or not 2 <= len(choices) <= 4
-                        or not all(isinstance(c, str) and c for c in choices)):
-                    raise InputFormatError("choices must be a list of 2–4 labels", file=path, row=row, field=field)
-                if len(set(choices)) != len(choices):
-                    raise InputFormatError(f"choices repeat a label: {choices}", file=path, row=row, field=field)
-                if choices.count(gold) != 1:
-                    raise InputFormatError(f"the gold {gold!r} is not among the choices", file=path, row=row,
-                                           field=field)
-                levels.append((number, gold, list(choices)))
-            if not levels:
-                raise InputFormatError("no level to ask", file=path, row=row, field="level1")
-            out.append({"image": record["image"], "label": record["label"], "levels": levels})
+            choices = record.get(f"choices_level{number}")
+            field = f"choices_level{number}"
+            if (not isinstance(choices, list) or not 2 <= len(choices) <= 4
+                    or not all(isinstance(c, str) and c for c in choices)):
+                raise InputFormatError("choices must be a list of 2–4 labels", file=path, row=row, field=field)
+            if len(set(choices)) != len(choices):
+                raise InputFormatError(f"choices repeat a label: {choices}", file=path, row=row, field=field)
+            if choices.count(gold) != 1:
+                raise InputFormatError(f"the gold {gold!r} is not among the choices", file=path, row=row,
+                                       field=field)
+            levels.append((number, gold, list(choices)))
+        if not levels:
+            raise InputFormatError("no level to ask", file=path, row=row, field="level1")
+        out.append({"image": record["image"], "label": record["label"], "levels": levels})
     if not out:
         raise InputFormatError("no items", file=path)
     return out
