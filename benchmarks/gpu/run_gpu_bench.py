@@ -19,11 +19,11 @@ One prepared script for a single bare GPU machine (≤ 8 minutes on an H100/H200
 5. Writes ``results.json`` + ``results.md`` (rows and ratios) to ``--out``.
 
 Run (see README.md beside this file):
-    PYTHONPATH=src python benchmarks/gpu/run_gpu_bench.py --out "$OUT" --c1-images 8 \
-        --c2-images 4 --hf-images 2 --hf-batch 16 --hf-budget-s 300 --stage-timeout-s 420
-    python benchmarks/gpu/run_gpu_bench.py --smoke --device cpu --stage transformers \
-        --c1-images 2 --c2-images 1 --hf-images 1 --hf-batch 4 --hf-questions 6 \
-        --hf-max-new-tokens 6 --out /tmp/gpu-smoke            # CPU smoke test
+    PYTHONPATH=src python benchmarks/gpu/run_gpu_bench.py --out "$OUT" --workdir /tmp/gpu-bench-work \
+        --c1-images 8 --c2-images 4 --hf-images 2 --hf-batch 16 --hf-budget-s 300 --stage-timeout-s 420
+    python benchmarks/gpu/run_gpu_bench.py --smoke --device cpu --c1-images 2 --c2-images 1 \
+        --hf-images 1 --hf-batch 4 --hf-questions 6 --hf-max-new-tokens 6 \
+        --workdir /tmp/gpu-smoke-work --out /tmp/gpu-smoke    # CPU smoke test (no torchvision needed)
 """
 
 from __future__ import annotations
@@ -488,15 +488,16 @@ def summarise(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
 
 
 def format_table(rows: Sequence[dict[str, Any]], summary: dict[str, Any]) -> str:
-    lines = [("| mode | items | s | items/s | prompt tok/s | generated tok/s | prefix-cache hit "
-             "| ceiling |"),
-             "|---|---:|---:|---:|---:|---:|---:|---:|"]
+    lines = [("| mode | items | s | items/s | prompt tok/s | generated tok/s | peak GPU GiB "
+              "| prefix-cache hit | ceiling |"),
+             "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for row in rows:
         hit = "" if row.get("hit_rate") is None else f"{row['hit_rate']:.1%}"
         ceiling = "" if row.get("hit_rate_ceiling") is None else f"{row['hit_rate_ceiling']:.1%}"
+        memory = "" if row.get("peak_gpu_memory_gib") is None else f"{row['peak_gpu_memory_gib']:.1f}"
         lines.append(f"| {row['mode']} | {row['items']} | {row['seconds']:.1f} | "
                      f"{row['items_per_s']:.2f} | {row['prompt_tokens_per_s']:.0f} | "
-                     f"{row['generated_tokens_per_s']:.0f} | {hit} | {ceiling} |")
+                     f"{row['generated_tokens_per_s']:.0f} | {memory} | {hit} | {ceiling} |")
     lines.append("")
     for key, value in summary.items():
         lines.append(f"- {key}: {value:.3f}" if isinstance(value, float) else f"- {key}: {value}")
@@ -645,6 +646,50 @@ def _backend_around(model: Any, processor: Any, *, batch_size: int, shared_prefi
     return backend
 
 
+def load_processor(model_folder: Path) -> tuple[Any, str]:
+    """The Qwen2.5-VL processor and how it was made.
+
+    ``AutoProcessor`` needs torchvision: Qwen's video processor (and the default "fast" image
+    processor) are torchvision classes, and a bare machine may have none, or one built for another
+    torch. Without it the same processor is assembled from its pieces: the PIL ("slow") image
+    processor, the tokenizer and the chat template, with no video processor — images are all the
+    benchmark sends. Returns ``(processor, "auto" | "pil-pieces: <why>")``."""
+    from transformers import AutoProcessor
+
+    try:
+        import torchvision  # noqa: F401  (a broken build fails here, not mid-run)
+
+        return AutoProcessor.from_pretrained(model_folder), "auto"
+    except Exception as error:  # ImportError, or a torchvision built for another torch
+        reason = f"{type(error).__name__}: {str(error).strip().splitlines()[0][:120] if str(error).strip() else ''}"
+    return pil_processor(model_folder), f"pil-pieces ({reason})"
+
+
+def pil_processor(model_folder: Path) -> Any:
+    """Qwen2.5-VL's processor without torchvision (see :func:`load_processor`)."""
+    import transformers
+    from transformers import AutoImageProcessor, AutoTokenizer, Qwen2_5_VLProcessor
+
+    pil_class = getattr(transformers, "Qwen2VLImageProcessorPil", None)  # transformers ≥ 5.x backends
+    if pil_class is not None:
+        image_processor = pil_class.from_pretrained(model_folder)
+    else:  # older releases: the slow image processor is the PIL/NumPy one
+        image_processor = AutoImageProcessor.from_pretrained(model_folder, use_fast=False)
+    tokenizer = AutoTokenizer.from_pretrained(model_folder)
+
+    class ImageOnlyProcessor(Qwen2_5_VLProcessor):
+        """Accepts ``video_processor=None``: its base class is a torchvision class, so the
+        type check would fail for any value when torchvision is missing."""
+
+        def check_argument_for_proper_class(self, argument_name: str, argument: Any) -> Any:
+            if argument_name == "video_processor" and argument is None:
+                return None
+            return super().check_argument_for_proper_class(argument_name, argument)
+
+    return ImageOnlyProcessor(image_processor=image_processor, tokenizer=tokenizer, video_processor=None,
+                              chat_template=tokenizer.chat_template)
+
+
 def stage_transformers(args: argparse.Namespace, model_folder: Path, items: list[SampleItem]) -> list[dict]:
     """Three ways to run the same image-grouped items through one random-weight model on the GPU:
 
@@ -658,7 +703,7 @@ def stage_transformers(args: argparse.Namespace, model_folder: Path, items: list
     multimodal positions), so the modes do about the same work. Items/s, prompt and generated tokens/s and peak GPU memory per mode.
     """
     import torch
-    from transformers import AutoConfig, AutoProcessor, Qwen2_5_VLForConditionalGeneration
+    from transformers import AutoConfig, Qwen2_5_VLForConditionalGeneration
 
     config = AutoConfig.from_pretrained(model_folder)
     config._attn_implementation = "sdpa"
@@ -678,8 +723,9 @@ def stage_transformers(args: argparse.Namespace, model_folder: Path, items: list
     def synchronize() -> None:
         if cuda:
             torch.cuda.synchronize()
-    processor = AutoProcessor.from_pretrained(model_folder)
-    print(f"[transformers] model up in {time.perf_counter() - started:.1f} s", flush=True)
+    processor, processor_source = load_processor(model_folder)
+    print(f"[transformers] model up in {time.perf_counter() - started:.1f} s; processor: {processor_source}",
+          flush=True)
 
     requests = to_requests(items)
     by_component: dict[str, list[Any]] = {}
@@ -732,9 +778,12 @@ def stage_transformers(args: argparse.Namespace, model_folder: Path, items: list
             row = measurement.row()
             row["peak_gpu_memory_gib"] = (torch.cuda.max_memory_allocated() / 2**30
                                           if cuda else None)
+            row["processor"] = processor_source
             row["failed"] = sum(r.status != "ok" for r in replies)
             row["first_error"] = next((r.error for r in replies if r.error), None)
             rows.append(row)
+            # kept if the stage is stopped by its timeout: the parent reads what was measured
+            (Path(args.out) / "stage-transformers.partial.json").write_text(json.dumps(rows, indent=2, default=str))
             memory = row["peak_gpu_memory_gib"]
             print(f"[transformers] {mode}_{component}: {measurement.items_per_s:.2f} items/s"
                   + ("" if memory is None else f", peak {memory:.1f} GiB"), flush=True)
@@ -747,6 +796,51 @@ def stage_transformers(args: argparse.Namespace, model_folder: Path, items: list
 
 
 # ------------------------------------------------------------------------------------ main
+
+
+#: What the transformers stage imports; a bare machine may lack any of these (biovqa itself needs pyarrow).
+REQUIRED_MODULES = ("torch", "transformers", "numpy", "PIL", "pyarrow")
+OPTIONAL_MODULES = ("torchvision", "vllm", "accelerate")
+
+
+def environment() -> dict[str, Any]:
+    """Versions of what the stages import (None: not importable here) and the GPU, without
+    importing anything heavy: the module specs and their distribution metadata only."""
+    import importlib.metadata
+    import importlib.util
+    import platform
+
+    distributions = {"PIL": "pillow"}
+    found: dict[str, Any] = {"python": platform.python_version()}
+    for module in (*REQUIRED_MODULES, *OPTIONAL_MODULES):
+        if importlib.util.find_spec(module) is None:
+            found[module] = None
+            continue
+        try:
+            found[module] = importlib.metadata.version(distributions.get(module, module))
+        except importlib.metadata.PackageNotFoundError:
+            found[module] = "installed"
+    return found
+
+
+def preflight(args: argparse.Namespace) -> dict[str, Any]:
+    """Fail in seconds, with what is missing, rather than minutes into a run. The device is
+    checked in the stage processes only (the parent keeps no CUDA context while they run)."""
+    found = environment()
+    missing = [m for m in REQUIRED_MODULES if found.get(m) is None]
+    if missing:
+        raise SystemExit(f"cannot run: {', '.join(missing)} not importable here (environment: {found}); "
+                         "see benchmarks/gpu/README.md")
+    if args.stage != "all" and args.device.startswith("cuda"):
+        import torch
+
+        if not torch.cuda.is_available():
+            raise SystemExit(f"--device {args.device} but torch {torch.__version__} sees no CUDA device "
+                             "(use --smoke --device cpu for the CPU smoke test)")
+        properties = torch.cuda.get_device_properties(0)
+        found["gpu"] = properties.name
+        found["gpu_memory_gib"] = round(properties.total_memory / 2**30, 1)
+    return found
 
 
 def parse_arguments(argv: Sequence[str] | None = None) -> argparse.Namespace:
@@ -814,10 +908,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     args.workdir = str(Path(args.workdir or out / "work"))
+    found = preflight(args)
     model_folder, items = prepare(args)
     if args.stage != "all":
         stage = stage_vllm if args.stage == "vllm" else stage_transformers
-        rows = stage(args, model_folder, items)
+        rows = [{"mode": f"_environment_{args.stage}", **found}, *stage(args, model_folder, items)]
         (out / f"stage-{args.stage}.json").write_text(json.dumps(rows, indent=2, default=str))
         return 0
     print(f"sample: {len(items)} items, {args.c1_images} C1 images × 9, {args.c2_images} C2 images "
@@ -833,19 +928,27 @@ def main(argv: Sequence[str] | None = None) -> int:
         environment = dict(os.environ, PYTHONPATH=os.pathsep.join(
             [str(REPOSITORY / "src"), os.environ.get("PYTHONPATH", "")]))
         started = time.perf_counter()
+        (out / f"stage-{stage}.partial.json").unlink(missing_ok=True)  # not an earlier run's
         try:
             subprocess.run(command, check=True, timeout=args.stage_timeout_s, env=environment)
             rows += json.loads((out / f"stage-{stage}.json").read_text())
         except (subprocess.CalledProcessError, subprocess.TimeoutExpired, FileNotFoundError) as error:
             print(f"[{stage}] stage failed after {time.perf_counter() - started:.0f} s: {error}",
                   flush=True)
+            partial = out / f"stage-{stage}.partial.json"
+            if partial.is_file():  # the modes measured before it stopped
+                kept = json.loads(partial.read_text())
+                rows += [{**row, "partial_stage": True} for row in kept]
+                print(f"[{stage}] keeping the {len(kept)} mode(s) measured before it stopped", flush=True)
     measured = [row for row in rows if not row["mode"].startswith("_")]
     summary = summarise(measured)
     table = format_table(measured, summary)
     print("\n" + table)
-    (out / "results.json").write_text(json.dumps({"rows": rows, "summary": summary,
-                                                  "smoke": args.smoke}, indent=2, default=str))
-    (out / "results.md").write_text(table + "\n")
+    (out / "results.json").write_text(json.dumps({"rows": rows, "summary": summary, "environment": found,
+                                                  "smoke": args.smoke, "arguments": vars(args)},
+                                                 indent=2, default=str))
+    described = ", ".join(f"{k} {v}" for k, v in found.items())
+    (out / "results.md").write_text(table + f"\n\nenvironment: {described}\n")
     return 0 if measured else 1
 
 

@@ -30,8 +30,12 @@ if _typing.TYPE_CHECKING:
 
 def build(component: str, *args: Any, **options: Any) -> Bench:
     """Build a component's benchmark folder (``build("c1", catalog, backbone, images, out)``);
-    the arguments are those of the component's build function (``Component.build_function``)."""
-    return get_component(component).load("build_function")(*args, **options)
+    the arguments are those of the component's build function (``Component.build_function``).
+    The folder is written beside ``out`` and moved into place only when complete, so a failed
+    rebuild leaves an earlier benchmark there as it was."""
+    from biovqa.bench.folder import staged_build
+
+    return staged_build(get_component(component).load("build_function"))(*args, **options)
 
 
 def audit(bench: str | Path) -> str:

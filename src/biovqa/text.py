@@ -14,6 +14,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from biovqa.scoring import PARSE_MAX_CHARS
+
 # Words a reply may open with before the answer itself (metrics.md §1.1, step 4). Longer
 # alternatives come first so that "answer is" wins over "answer".
 _C1_PREFIX_WORDS = (
@@ -54,7 +56,7 @@ _RE2_SPACE = r"\s\p{Z}\x{0b}\x{1c}-\x{1f}\x{85}"
 #: Only the first C1_MAX_CHARS characters of a text are normalized [DEFAULT]: far beyond any
 #: taxon name or C1 reply (15 new tokens), and a bound on the work of a hostile reply (NFKD
 #: expands some characters 18-fold). Both forms below apply the same cut.
-C1_MAX_CHARS = 4096
+C1_MAX_CHARS = PARSE_MAX_CHARS
 
 
 def normalize_c1(text: str | None) -> str:

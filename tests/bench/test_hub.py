@@ -170,3 +170,28 @@ def test_lite_of_an_export_with_images(tmp_path: Path, exported: Path, c2_bench:
                          capture_output=True, text=True, env={"BIOVQA_CACHE": str(tmp_path / "cache"), "PATH": "/usr/bin:/bin"})
     assert ran.returncode == 0, ran.stderr
     assert "component c2" in audit_bench(tmp_path / "lite")
+
+
+def test_a_cached_rebuild_rechecks_photos_changed_since(tmp_path: Path, exported: Path,
+                                                       c2_bench: tuple[Path, Path]) -> None:
+    """The rebuilt folder is reused; a photo altered (or removed) after the first check is still
+    caught, also in a rebuild that predates the photo stamps."""
+    from biovqa.bench.hub import PHOTO_STAMPS
+
+    images = tmp_path / "images"
+    shutil.copytree(c2_bench[1], images)
+    first = open_release(exported / "data" / "c2", images=images)
+    assert (first.root / PHOTO_STAMPS).is_file()
+    rows = [r for r in first.items.select(["item_id", "image"]).to_pylist() if not r["image"].startswith("rendered/")]
+    victim, item = rows[0]["image"], rows[0]["item_id"]
+    assert open_release(exported / "data" / "c2", images=images).root == first.root  # cached
+    (first.root / PHOTO_STAMPS).unlink()  # as an older biovqa left it
+    (images / victim).write_bytes((images / victim).read_bytes()[::-1])
+    with pytest.raises(MissingResourceError, match=f"item {item}: .*altered"):
+        open_release(exported / "data" / "c2", images=images)
+    shutil.copyfile(c2_bench[1] / victim, images / victim)
+    assert open_release(exported / "data" / "c2", images=images).root == first.root
+    assert (first.root / PHOTO_STAMPS).is_file()  # written again
+    (images / victim).unlink()
+    with pytest.raises(MissingResourceError, match=f"item {item}: source photo .* missing"):
+        open_release(exported / "data" / "c2", images=images)

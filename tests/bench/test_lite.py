@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from collections import Counter
@@ -99,3 +100,14 @@ def test_c2_strata_are_family_by_option_count(tmp_path: Path) -> None:
     # rendered marker images travel with the Lite folder; the audit re-checks them and the photos
     assert any(i.startswith("rendered/") for i in lite.items.column("image").to_pylist())
     assert "component c2" in audit_bench(lite.root)
+
+
+def test_a_lite_c1_bench_scores_with_its_parents_taxonomy_index(tmp_path: Path, c1_bench: Path) -> None:
+    import biovqa
+
+    lite = make_lite(c1_bench, tmp_path / "lite", per_task=10)
+    assert lite.manifest["taxonomy_index"] == open_bench(c1_bench).manifest["taxonomy_index"]
+    predictions = biovqa.run(lite.root, tmp_path / "run", backend="baseline", progress=False)
+    scores = biovqa.score(lite.root, predictions, tmp_path / "scores", label="floor", bootstrap=0)
+    summary = json.loads((Path(scores) / "summary.json").read_text())
+    assert summary["n_items"] == lite.items.num_rows and summary["taxonomy_index"]

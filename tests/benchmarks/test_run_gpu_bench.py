@@ -185,3 +185,72 @@ def test_the_vllm_stage_runs_end_to_end_around_the_engine(
     assert max(engine.calls[:-12]) > 1  # (a): whole batches
     summary = bench.summarise([row for row in rows if not row["mode"].startswith("_")])
     assert "speedup_vs_per_request" in summary and "c2_hit_rate_ceiling_for_this_layout" in summary
+
+
+@pytest.mark.slow
+@pytest.mark.models
+def test_the_processor_is_built_without_torchvision(bench: ModuleType, tmp_path: Path) -> None:
+    """The lent GPU machine may have no torchvision: Qwen's processor is then assembled from the PIL
+    image processor, the tokenizer and the chat template, and gives the preset's image tokens."""
+    pytest.importorskip("torch")
+    pytest.importorskip("transformers")
+    from PIL import Image
+
+    from biovqa.engine.presets import get_preset
+
+    folder = bench.write_model_folder(tmp_path / "model", bench.QWEN2_5_VL_SMOKE, bench.tokenizer_corpus(),
+                                      min_pixels=3136, max_pixels=12845056)
+    (item,) = bench.make_sample(tmp_path / "images", c1_images=0, c2_images=1, c2_size=(500, 375))[:1]
+    processor = bench.pil_processor(folder)
+    assert processor.video_processor is None
+    assert not type(processor.image_processor).__name__.endswith("Fast")  # the PIL one
+    text = processor.apply_chat_template(
+        [{"role": "user", "content": [{"type": "image"}, {"type": "text", "text": item.prompt}]}],
+        add_generation_prompt=True, tokenize=False)
+    with Image.open(item.image) as image:
+        inputs = processor(text=[text], images=[image.convert("RGB")], return_tensors="pt")
+    image_pad = processor.tokenizer.convert_tokens_to_ids("<|image_pad|>")
+    placeholders = int((inputs["input_ids"][0] == image_pad).sum())
+    assert placeholders + 2 == get_preset("Qwen2.5-VL-7B").image_tokens(500, 375)
+    loaded, source = bench.load_processor(folder)
+    assert source == "auto" or source.startswith("pil-pieces (")
+
+
+def test_preflight_names_what_is_missing(bench: ModuleType, monkeypatch: pytest.MonkeyPatch,
+                                         tmp_path: Path) -> None:
+    monkeypatch.setattr(bench, "REQUIRED_MODULES", (*bench.REQUIRED_MODULES, "no_such_module_here"))
+    args = bench.parse_arguments(["--out", str(tmp_path)])
+    with pytest.raises(SystemExit, match="no_such_module_here not importable here"):
+        bench.preflight(args)
+    found = bench.environment()
+    assert found["no_such_module_here"] is None and found["python"].count(".") == 2
+
+
+@pytest.mark.slow
+@pytest.mark.models
+def test_the_one_command_cpu_smoke_writes_results(bench: ModuleType, tmp_path: Path) -> None:
+    """The prepared command at smoke size on CPU: every transformers mode measured, ratios and
+    the environment written to --out."""
+    import json
+    import subprocess
+
+    pytest.importorskip("torch")
+    pytest.importorskip("transformers")
+    out = tmp_path / "out"
+    ran = subprocess.run([sys.executable, str(SCRIPT), "--smoke", "--device", "cpu", "--c1-images", "1",
+                          "--c2-images", "1", "--hf-images", "1", "--hf-batch", "4", "--hf-questions", "3",
+                          "--hf-max-new-tokens", "3", "--workdir", str(tmp_path / "work"), "--out", str(out)],
+                         capture_output=True, text=True, timeout=600)
+    assert ran.returncode == 0, ran.stderr[-3000:]
+    results = json.loads((out / "results.json").read_text())
+    modes = {row["mode"]: row for row in results["rows"]}
+    for component in ("c1", "c2"):
+        for mode in ("hf_per_request", "hf_batched", "hf_shared_prefix"):
+            row = modes[f"{mode}_{component}"]
+            assert row["items"] == 3 and row["failed"] == 0 and row["items_per_s"] > 0
+            assert row["generated_tokens_per_s"] > 0 and "peak_gpu_memory_gib" in row
+            assert row["processor"] == "auto" or row["processor"].startswith("pil-pieces")
+        assert f"{component}_shared_prefix_over_per_request" in results["summary"]
+    assert modes["_environment_transformers"]["transformers"] == results["environment"]["transformers"]
+    table = (out / "results.md").read_text()
+    assert "| peak GPU GiB |" in table and "environment: python" in table

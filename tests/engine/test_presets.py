@@ -83,7 +83,8 @@ def test_wrappers_follow_prompts_section_1(display_name: str, component: str) ->
 
 
 @pytest.mark.parametrize(("component", "cap"), [("c1", 15), ("C1", 15), ("c2", 48), ("c3", 48),
-                                                ("c4", 8), ("bagel", 48)])
+                                                ("c4", 8), ("bagel", 5), ("HCA", 10),
+                                                ("some-new-suite", 48)])
 def test_token_caps(component: str, cap: int) -> None:
     assert all(preset.max_new_tokens(component) == cap for preset in PRESETS.values())
 

@@ -125,3 +125,32 @@ def test_failed_index_rebuild_leaves_the_previous_index(tmp_path: Path, demo_dat
     code, err = cli(["taxonomy", "index", broken, "--out", index], capsys)
     assert code == 2 and "Taxon.tsv" in err and "Traceback" not in err, err
     assert _tree_bytes(index) == before
+
+
+def test_edited_side_file_is_refused_by_run_score_and_audit(bench_copy: Path, tmp_path: Path,
+                                                            capsys: pytest.CaptureFixture[str]) -> None:
+    tree = bench_copy / "c1" / "tree.parquet"
+    tree.write_bytes(tree.read_bytes()[:-1] + bytes([tree.read_bytes()[-1] ^ 1]))  # same size, new bytes
+    code, err = cli(["audit", bench_copy], capsys)
+    assert code == 2 and "c1/tree.parquet" in err and "sha256" in err and "Traceback" not in err, err
+    code, err = cli(["run", bench_copy, "--backend", "baseline", "--out", tmp_path / "run"], capsys)
+    assert code == 2 and str(tree) in err and "rebuild" in err, err
+    assert not (tmp_path / "run").exists()
+
+
+def test_failed_c3_rebuild_keeps_the_earlier_bench(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """C3 through the command line (its build function is staged by the dispatch in cli.main)."""
+    from biovqa.components.c3.demo import write_demo_sources
+
+    sources = write_demo_sources(tmp_path / "sources")
+    out = tmp_path / "bench"
+    args = ["build", "c3", "--source", f"waid={sources['waid']}", "--per-subset", "5", "--out", out]
+    code, err = cli(args, capsys)
+    assert code == 0, err
+    before = _tree_bytes(out)
+    assert open_bench(out).manifest["files"] is not None
+    (sources["waid"] / "images").rename(sources["waid"] / "gone")
+    code, err = cli(args, capsys)
+    assert code == 2 and "Traceback" not in err, err
+    assert _tree_bytes(out) == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["bench", "sources"]

@@ -18,10 +18,15 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from biovqa.components.bagel.prompt import parse_letter as bagel_parse_letter
 from biovqa.components.c2 import parser as c2
 from biovqa.components.c3 import parser as c3
 from biovqa.components.c4 import parser as c4
+from biovqa.components.hca import prompts as hca
+from biovqa.scoring import PARSE_MAX_CHARS
 from biovqa.text import C1_MAX_CHARS, normalize_c1, normalize_c1_array, normalize_c2
+
+_FOUR = ["Anseriformes", "Passeriformes", "Strigiformes", "Accipitriformes"]
 
 #: Every parser entry point: name → callable on one reply.
 PARSERS = {
@@ -41,6 +46,10 @@ PARSERS = {
     "c3.parse_viewpoint": c3.parse_viewpoint,
     "c3.parse_code": c3.parse_code,
     "c4.parse_reply": c4.parse_reply,
+    "bagel.parse_letter": lambda r: bagel_parse_letter(r, _FOUR),
+    "hca.parse_choice": lambda r: hca.parse_choice(r, _FOUR),
+    "hca.parse_cot_choice": lambda r: hca.parse_cot_choice(r, _FOUR),
+    "hca.parse_yes_no": hca.parse_yes_no,
 }
 
 #: Fragments that steer the parsers into their scaffolding, marker, number and boilerplate paths.
@@ -66,6 +75,7 @@ ADVERSARIAL = {
     "groups": "[1, 2, 3] " * 100_000,
     "words": "twenty " * 150_000,
     "combining": "e" + "\u0301" * 1_000_000,
+    "dot-star": ".*" * 500_000,  # the former BAGEL mark stripping: one layer per pass (quadratic)
 }
 #: Seconds one parser may take on a 1 MB reply (the former C2 and C4 parsers took minutes).
 ADVERSARIAL_BOUND_S = 2.0
@@ -116,12 +126,20 @@ def test_megabyte_replies_parse_in_bounded_time(case: str) -> None:
 
 
 def test_parse_window_is_recorded_and_raw_reply_untouched() -> None:
+    from biovqa.components.c3 import parser as c3_parser
+
     long_reply = "(C) Grey " + "x" * (2 * c2.MAX_PARSE_CHARS)
     assert c2.reply_truncated(long_reply) and not c2.reply_truncated("(C) Grey") and not c2.reply_truncated(None)
     assert c2.resolve_reply(long_reply, ["Blue", "Red", "Grey"]) == (2, c2.PARSED)
     # an answer past the window is not read; one inside it is
     assert c2.analyze_reply(" " * c2.MAX_PARSE_CHARS + "(B)").letter == -1
     assert normalize_c1("Chordata" + " x" * C1_MAX_CHARS).startswith("chordata")
+    # one cap for every parser, so the score table's flag means one thing
+    assert C1_MAX_CHARS == c2.MAX_PARSE_CHARS == c3_parser.MAX_REPLY_CHARS == c4.MAX_PARSE_CHARS == PARSE_MAX_CHARS
+    assert bagel_parse_letter("B" + " " * PARSE_MAX_CHARS + "C", _FOUR) == "B"
+    assert bagel_parse_letter(" " * PARSE_MAX_CHARS + "C", _FOUR) is None
+    assert hca.parse_cot_choice("x" * (2 * PARSE_MAX_CHARS) + " The answer is C.", _FOUR) == "C"
+    assert hca.parse_yes_no("Yes" + "!" * (2 * PARSE_MAX_CHARS)) == "Yes"
     assert normalize_c1_array(["a" * (C1_MAX_CHARS + 10)]).to_pylist() == ["a" * C1_MAX_CHARS]
 
 

@@ -1,8 +1,8 @@
 """Crash safety of the writers (issue 9): ``biovqa score``, ``biovqa build c1`` and ``biovqa
 taxonomy index`` killed with SIGKILL at random points, then rerun, give byte-identical outputs;
 and at every kill point the output folder holds either nothing or a complete earlier output —
-never new files beside stale ones; a C1 build, written file by file, at least never leaves a
-manifest beside partial files (the run engine's own test is tests/engine/test_crash.py)."""
+never new files beside stale ones; a C1 rebuild over an earlier benchmark leaves that benchmark
+openable until the new one moves in (the run engine's own test is tests/engine/test_crash.py)."""
 
 from __future__ import annotations
 
@@ -89,9 +89,55 @@ def test_kill_build_c1_then_rerun(tmp_path: Path, demo_data: Path, demo_index: P
     command = [sys.executable, "-m", "biovqa", "build", "c1", "--catalog", str(demo_data / "catalog.csv"),
                "--backbone", str(demo_index), "--images", str(demo_images), "--per-group", "8",
                "--species-cap", "2", "--out", str(out)]
-    # build c1 writes its side files, then items.parquet, then manifest.json (bench.folder.write_bench):
-    # a killed build of a new folder leaves no manifest, so nothing opens it as a benchmark
-    _kill_and_rerun(command, out, tmp_path / "reference", seed=92, card="manifest.json")
+    # a build writes a staging sibling that becomes the folder when complete (bench.folder.staged_build):
+    # a killed build of a new folder leaves nothing under its name
+    _kill_and_rerun(command, out, tmp_path / "reference", seed=92)
+
+
+@pytest.mark.slow
+def test_kill_rebuild_c1_over_an_existing_bench_then_rerun(tmp_path: Path, demo_data: Path, demo_index: Path,
+                                                           demo_images: Path) -> None:
+    """A rebuild over an earlier benchmark (another seed), killed at random points: the folder stays
+    the earlier benchmark, openable, until the new one is moved in (at worst, during that move,
+    it has no manifest, so nothing opens it); the rerun gives the fresh build's bytes."""
+    from biovqa.bench import open_bench
+
+    def command(out: Path, seed: int) -> list[str]:
+        return [sys.executable, "-m", "biovqa", "build", "c1", "--catalog", str(demo_data / "catalog.csv"),
+                "--backbone", str(demo_index), "--images", str(demo_images), "--per-group", "8",
+                "--species-cap", "2", "--seed", str(seed), "--out", str(out)]
+
+    out = tmp_path / "bench"
+    subprocess.run(command(out, 1), check=True, env=_env(), capture_output=True)
+    earlier = _files(out)
+    started = time.perf_counter()
+    subprocess.run(command(tmp_path / "reference", 42), check=True, env=_env(), capture_output=True)
+    duration = time.perf_counter() - started
+    expected = _files(tmp_path / "reference")
+    assert expected != earlier
+    rng = random.Random(94)
+    killed = 0
+    for _ in range(KILLS):
+        process = subprocess.Popen(command(out, 42), env=_env(), stdout=subprocess.DEVNULL,
+                                   stderr=subprocess.DEVNULL)
+        time.sleep(rng.uniform(0.3, 1.0) * duration)
+        if process.poll() is None:
+            process.send_signal(signal.SIGKILL)
+            killed += 1
+        process.wait()
+        assert process.returncode in (0, -signal.SIGKILL)
+        found = _files(out)
+        if found == expected:  # finished before the kill: start again from the earlier bench
+            subprocess.run(command(out, 1), check=True, env=_env(), capture_output=True)
+            continue
+        if "manifest.json" in found:
+            assert found == earlier, f"a manifest beside other files: {sorted(found)}"
+            assert open_bench(out).manifest["seed"] == 1
+    assert killed >= 1, "no attempt was interrupted"
+    rerun = subprocess.run(command(out, 42), env=_env(), capture_output=True, text=True, check=False)
+    assert rerun.returncode == 0, rerun.stderr
+    assert _files(out) == expected
+    assert not [p.name for p in tmp_path.iterdir() if ".partial-" in p.name]  # killed stages are removed
 
 
 @pytest.mark.slow

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import HOSTILE_REPLY  # type: ignore[import-not-found]
+from reporting_hostile import HOSTILE_REPLY  # type: ignore[import-not-found]
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 pytestmark = [pytest.mark.slow,

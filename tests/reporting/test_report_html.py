@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import HOSTILE_LABEL, HOSTILE_REPLY  # type: ignore[import-not-found]
+from reporting_hostile import HOSTILE_LABEL, HOSTILE_REPLY  # type: ignore[import-not-found]
 
 
 @pytest.mark.slow

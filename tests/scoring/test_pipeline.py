@@ -9,7 +9,9 @@ import pytest
 
 from biovqa.errors import InputFormatError, MissingResourceError
 from biovqa.bench import open_bench
+from biovqa.scoring import PARSE_MAX_CHARS
 from biovqa.scoring.pipeline import align_predictions, read_predictions, score_predictions
+from biovqa.scoring.schema import ITEM_CORE_COLUMNS
 
 
 def gold_predictions(bench_dir: Path) -> pa.Table:
@@ -94,3 +96,23 @@ def test_missing_synonym_index_is_an_error(tmp_path: Path, bench_copy: Path) -> 
     pq.write_table(gold_predictions(bench_copy).slice(0, 5), tmp_path / "p.parquet")
     with pytest.raises(MissingResourceError):
         score_predictions(bench_copy, tmp_path / "p.parquet", tmp_path / "s")
+
+
+def test_long_replies_are_flagged_truncated_and_kept_whole(tmp_path: Path, demo_bench: Path) -> None:
+    table = gold_predictions(demo_bench)
+    ids = table.column("item_id").to_pylist()
+    responses = table.column("response").to_pylist()
+    over = responses[0] + " " + "x" * PARSE_MAX_CHARS  # parsed from its first PARSE_MAX_CHARS only
+    responses[:3] = [over, "y" * PARSE_MAX_CHARS, "z" * (PARSE_MAX_CHARS + 1)]  # the cap itself is not cut
+    status = ["ok", "ok", "failed"] + ["ok"] * (len(ids) - 3)  # a failed request has no reply to cut
+    pq.write_table(pa.table({"item_id": ids, "response": responses, "status": status}), tmp_path / "p.parquet")
+    out = score_predictions(demo_bench, tmp_path / "p.parquet", tmp_path / "scores", options={"bootstrap": 0})
+    items = pq.read_table(out / "items.parquet")
+    assert items.column_names[len(ITEM_CORE_COLUMNS)] == "truncated"
+    assert items.schema.field("truncated").type == pa.bool_()
+    flags = dict(zip(items.column("item_id").to_pylist(), items.column("truncated").to_pylist()))
+    assert [flags[i] for i in ids[:3]] == [True, False, False] and sum(flags.values()) == 1
+    replies = dict(zip(items.column("item_id").to_pylist(), items.column("response").to_pylist()))
+    assert replies[ids[0]] == over  # the raw reply is kept whole
+    summary = json.loads((out / "summary.json").read_text(encoding="utf-8"))
+    assert summary["n_truncated"] == 1

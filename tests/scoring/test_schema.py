@@ -69,7 +69,7 @@ def test_every_component_writes_the_one_schema(tmp_path: Path, demo_bench: Path,
         score_dirs.append(out)
         items = pq.read_table(out / "items.parquet")
         core = [column for column, _ in ITEM_CORE_COLUMNS]
-        assert items.column_names[: len(core)] == core
+        assert items.column_names[: len(core) + 1] == core + ["truncated"]  # the standard column follows
         assert set(items.column("component").to_pylist()) == {name}
         assert set(items.column("status").to_pylist()) <= {"ok", "failed", "missing"}
         replies = pq.read_table(predictions).to_pydict()
@@ -80,6 +80,7 @@ def test_every_component_writes_the_one_schema(tmp_path: Path, demo_bench: Path,
         assert summary["component"] == name and summary["label"] == f"floor {name}"
         assert summary["n_items"] == items.num_rows
         assert sum(summary["statuses"].values()) == items.num_rows
+        assert summary["n_truncated"] == sum(items.column("truncated").to_pylist())
         assert summary["options"]["bootstrap"] == bootstrap
         component = biovqa.get_component(name)
         assert set(summary["table3"]) == set(component.table3)  # JSON keys are sorted; order: component.table3

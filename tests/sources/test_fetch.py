@@ -25,6 +25,10 @@ from biovqa.sources.fetch import (
     Source,
     download,
     fetch_source,
+    parse_pins,
+    verification_note,
+    with_mirror,
+    with_pins,
 )
 
 
@@ -166,3 +170,76 @@ def test_cli_fetches_a_catalogued_source_from_a_local_mirror(tmp_path: Path, ser
     unknown = subprocess.run([sys.executable, "-m", "biovqa", "fetch", "nope", "--out", str(tmp_path / "x")],
                              capture_output=True, text=True)
     assert unknown.returncode == 2 and "unknown source" in unknown.stderr + unknown.stdout
+
+
+def test_every_catalogued_archive_either_is_pinned_or_says_why_not() -> None:
+    for source in SOURCES.values():
+        for archive in source.archives:
+            pinned = archive.sha256 is not None
+            assert pinned or archive.unpinned.startswith("not pinned: "), (source.name, archive.filename)
+            note = verification_note(archive)
+            assert ("verified (sha256" in note) if pinned else ("not verified: no checksum known" in note)
+
+
+def test_cli_prints_not_verified_and_accepts_pins(tmp_path: Path, server: Server,
+                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    from fixtures.cli_runner import cli
+
+    archive = tiny_tar({"CUB_200_2011/classes.txt": b"1 001.Black_footed_Albatross\n"})
+    server.files["CUB_200_2011.tgz"] = archive
+    digest = hashlib.sha256(archive).hexdigest()
+    code, err = cli(["fetch", "cub-200-2011", "--out", tmp_path / "a", "--mirror", server.url], capsys)
+    assert code == 0, err
+    assert "CUB_200_2011.tgz: not verified: no checksum known (not pinned:" in err
+    marker = json.loads((tmp_path / "a/cub-200-2011" / MARKER_FILE).read_text())
+    assert marker["files"][0]["verified"] == "none" and marker["files"][0]["sha256"] == digest
+
+    code, err = cli(["fetch", "cub-200-2011", "--out", tmp_path / "b", "--mirror", server.url,
+                     "--sha256", digest, "--size", str(len(archive))], capsys)
+    assert code == 0, err
+    assert "CUB_200_2011.tgz: verified (sha256 and size pinned)" in err
+    assert json.loads((tmp_path / "b/cub-200-2011" / MARKER_FILE).read_text())["files"][0]["verified"] == "sha256"
+
+    code, err = cli(["fetch", "cub-200-2011", "--out", tmp_path / "c", "--mirror", server.url,
+                     "--sha256", "ab" * 32], capsys)
+    assert code == 2 and "not the published one" in err and "sha256" in err
+    assert not (tmp_path / "c/cub-200-2011").exists() and not (tmp_path / "c" / DOWNLOADS / "CUB_200_2011.tgz").exists()
+
+    # a folder fetched unpinned, asked for again with a pin it does not match
+    code, err = cli(["fetch", "cub-200-2011", "--out", tmp_path / "a", "--sha256", "cd" * 32], capsys)
+    assert code == 2 and "fetched earlier with sha256" in err
+
+
+def test_pins_are_checked_before_anything_is_downloaded(tmp_path: Path, server: Server,
+                                                        capsys: pytest.CaptureFixture[str]) -> None:
+    from fixtures.cli_runner import cli
+
+    for archive in (*SOURCES["cub-200-2011"].archives, *SOURCES["lila-reid"].archives):
+        server.files[archive.filename] = b"would be served"
+    cases = [
+        (["cub-200-2011", "--sha256", "xyz"], "64 hexadecimal digits"),
+        (["cub-200-2011", "--size", "-3"], "positive number of bytes"),
+        (["lila-reid", "--sha256", "ab" * 32], "name the one to pin as FILE=VALUE"),
+        (["lila-reid", "--sha256", f"nope.tar.gz={'ab' * 32}"], "has no archive 'nope.tar.gz'"),
+        (["cub-200-2011", "--sha256", "ab" * 32, "--sha256", "cd" * 32], "pinned twice"),
+    ]
+    for argv, message in cases:
+        code, err = cli(["fetch", *argv, "--out", tmp_path / "x", "--mirror", server.url], capsys)
+        assert code == 2 and message in err, (argv, err)
+    assert server.ranges == []  # nothing was requested
+
+
+def test_a_pinned_archive_among_several(tmp_path: Path, server: Server) -> None:
+    for archive in SOURCES["lila-reid"].archives:
+        stem = archive.filename.split(".")[0]
+        server.files[archive.filename] = tiny_tar({f"{stem}.coco/annotations/instances_train2022.json": b"{}"})
+    beluga = server.files["beluga.coco.tar.gz"]
+    pinned = with_pins(SOURCES["lila-reid"], sha256=parse_pins(
+        [f"beluga.coco.tar.gz={hashlib.sha256(beluga).hexdigest()}"], SOURCES["lila-reid"], flag="--sha256"))
+    notes = {a.filename: verification_note(a) for a in pinned.archives}
+    assert notes["beluga.coco.tar.gz"] == "beluga.coco.tar.gz: verified (sha256 pinned)"
+    assert "not verified" in notes["hyena.coco.tar.gz"]
+    folder = fetch_source(with_mirror(pinned, server.url), tmp_path / "out")
+    verified = {f["file"]: f["verified"] for f in json.loads((folder / MARKER_FILE).read_text())["files"]}
+    assert verified == {"whaleshark.coco.tar.gz": "none", "beluga.coco.tar.gz": "sha256", "hyena.coco.tar.gz": "none",
+                        "leopard.coco.tar.gz": "none", "gzgc.coco.tar.gz": "none"}

@@ -1,9 +1,10 @@
 """The verification contract of a built benchmark (paper L.2), checked before any run.
 
 A row exists iff its image exists and every field its question needs is present. The audit
-re-checks that on disk: item ids are unique, the items file is the one the manifest hashed, counts
-equal the manifest, every image exists and matches its recorded sha256, and the component's own
-rules hold (C1: every rank an item needs is non-null). Any violation fails the audit.
+re-checks that on disk: item ids are unique, the items file is the one the manifest hashed, every
+side file matches the manifest's ``files`` card, counts equal the manifest, every image exists and
+matches its recorded sha256, and the component's own rules hold (C1: every rank an item needs is
+non-null). Any violation fails the audit.
 """
 
 from __future__ import annotations
@@ -15,7 +16,16 @@ import pyarrow.compute as pc
 
 from biovqa.components.registry import get_component
 from biovqa.errors import AuditError
-from biovqa.bench.folder import Bench, count_items, items_integrity_problem, open_bench, sha256_file
+from biovqa.bench.folder import (
+    FILES_KEY,
+    MANIFEST_FILE,
+    Bench,
+    count_items,
+    items_integrity_problem,
+    open_bench,
+    sha256_file,
+    side_file_problems,
+)
 
 
 def audit_bench(path: str | Path, *, check_images: bool = True, workers: int = 8) -> str:
@@ -33,6 +43,10 @@ def audit_violations(bench: Bench, *, check_images: bool = True, workers: int = 
     if problem:
         return [f"items.parquet: {problem}"]  # nothing else can be trusted
     violations: list[str] = []
+    if FILES_KEY not in bench.manifest:
+        violations.append(f"{MANIFEST_FILE}: the manifest records no {FILES_KEY!r} card, so the side files "
+                          "cannot be verified (built by an older biovqa: rebuild it)")
+    violations.extend(f"{name}: {problem}" for name, problem in side_file_problems(bench))
     items = bench.items
     ids = items.column("item_id")
     if pc.count_distinct(ids).as_py() != items.num_rows:

@@ -9,20 +9,29 @@ Layout::
       images/           images the component renders (C2 markers, C3 canvases, C4 pairs)
       <component>/      component side files (C1: the benchmark tree and vernacular index)
 
-Nothing time-dependent is written, so the same inputs and seed give byte-identical files.
+Nothing time-dependent is written, so the same inputs and seed give byte-identical files. The
+manifest's ``files`` card holds the sha256 and size of every side file (everything but
+items.parquet, manifest.json, ``rendered/`` and the reusable caches it lists under ``caches``), and
+:func:`open_bench` checks it. A build writes the whole folder into a staging sibling and moves it
+into place only when it is complete (:func:`staged_build`), so a failed rebuild leaves the earlier
+benchmark as it was.
 """
 
 from __future__ import annotations
 
+import functools
 import hashlib
+import inspect
 import json
 import os
+import re
 import shutil
 from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
-from typing import Any, Iterable, Iterator
+from typing import Any, Callable, Iterable, Iterator, TypeVar
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -35,6 +44,11 @@ from biovqa.records import ITEM_COLUMNS, Item, items_from_table
 ITEMS_FILE = "items.parquet"
 MANIFEST_FILE = "manifest.json"
 RENDERED_PREFIX = "rendered/"
+#: manifest key of the side-file card: {relative path: {"sha256", "bytes"}}
+FILES_KEY = "files"
+#: manifest key listing reusable caches inside the folder (relative paths; a rebuild starts from them)
+CACHES_KEY = "caches"
+REBUILD_HINT = "rebuild the benchmark (`biovqa build …`); `biovqa audit` lists every problem"
 
 
 def sha256_file(path: str | Path) -> str:
@@ -55,33 +69,162 @@ def atomic_path(path: str | Path) -> Iterator[Path]:
         temporary.unlink(missing_ok=True)
 
 
+#: staging folders of the builds running in this context (see :func:`staged_build`)
+_ACTIVE_STAGES: ContextVar[tuple[Path, ...]] = ContextVar("biovqa_active_stages", default=())
+_LEFTOVER = re.compile(r"\.(?P<name>.+)\.(?:partial|previous)-(?P<pid>\d+)")
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OSError):
+        return True
+    return True
+
+
+def _remove_dead_leftovers(folder: Path, name: str | None = None) -> None:
+    """Delete ``.NAME.partial-PID`` / ``.NAME.previous-PID`` folders in ``folder`` that a killed
+    process left (its pid no longer runs); ``name`` limits it to one output's leftovers."""
+    if not folder.is_dir():
+        return
+    for path in folder.iterdir():
+        match = _LEFTOVER.fullmatch(path.name)
+        if match and (name is None or match["name"] == name) and not _pid_alive(int(match["pid"])):
+            shutil.rmtree(path, ignore_errors=True) if path.is_dir() else path.unlink(missing_ok=True)
+
+
+def _link_or_copy(source: Path, target: Path) -> None:
+    target.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        os.link(source, target)  # every writer replaces files by rename, so the original is untouched
+    except OSError:
+        shutil.copy2(source, target)
+
+
 @contextmanager
-def staged_folder(out: str | Path) -> Iterator[Path]:
+def staged_folder(out: str | Path, *, card: str | None = None,
+                  carry: Iterable[str] = ()) -> Iterator[Path]:
     """A staging folder beside ``out`` to write a whole output folder into; when the block
-    finishes each file is renamed into ``out`` (results first, so a reader never sees a new
-    summary beside old items), and on failure ``out`` is left exactly as it was. Files in ``out``
-    that the block did not write are kept."""
+    finishes each entry is moved into ``out`` (results first, so a reader never sees a new
+    summary beside old items), and on failure ``out`` is left exactly as it was. Entries of
+    ``out`` the block did not write are kept.
+
+    ``card`` names the file that makes the folder usable (a benchmark's manifest.json): the old
+    one is withdrawn before the first entry moves and the new one moves last, so a reader finds
+    the old folder whole, no card, or the new folder whole. ``carry`` lists files of ``out``
+    (relative paths) that start the stage (reusable caches), linked, not copied, where possible."""
     out = Path(out)
     if out.exists() and not out.is_dir():
         raise BiovqaError("the output path is a file, not a folder", file=out,
                           hint="give a folder with --out")
-    stage = out.parent / f".{out.name}.partial-{os.getpid()}"
+    beside = out.resolve()  # "." or "x/.." have no name to put a sibling beside
+    _remove_dead_leftovers(beside.parent, beside.name)
+    _remove_dead_leftovers(out)
+    stage = beside.parent / f".{beside.name}.partial-{os.getpid()}"
     if stage.exists():
         shutil.rmtree(stage)
     stage.mkdir(parents=True)
     try:
+        for relative in carry:
+            source = out / relative
+            if source.is_file():
+                _link_or_copy(source, stage / relative)
         yield stage
+        if not out.exists() or out.is_dir() and not out.is_symlink() and not any(out.iterdir()):
+            try:  # a new (or empty) folder: the whole output appears in one rename
+                os.replace(stage, out)
+                return
+            except OSError:
+                pass  # e.g. a file system that will not rename onto an empty folder: move entries
         out.mkdir(parents=True, exist_ok=True)
-        written = sorted(stage.iterdir(), key=lambda p: (p.suffix == ".json", p.name))
+        written = sorted(stage.iterdir(), key=lambda p: (p.name == card, p.suffix == ".json", p.name))
+        for path in written:
+            if (out / path.name).is_dir() and not path.is_dir():
+                raise BiovqaError("a folder is in the way of an output file", file=out / path.name)
+        if card is not None and (out / card).is_file() and (stage / card).exists():
+            (out / card).unlink()
         for path in written:
             target = out / path.name
-            if target.is_dir() and not path.is_dir():
-                raise BiovqaError("a folder is in the way of an output file", file=target)
-            if path.is_dir() and target.exists():
-                shutil.rmtree(target) if target.is_dir() else target.unlink()
-            os.replace(path, target)
+            if path.is_dir() and (target.exists() or target.is_symlink()):
+                aside = out / f".{path.name}.previous-{os.getpid()}"
+                os.replace(target, aside)
+                os.replace(path, target)
+                shutil.rmtree(aside) if aside.is_dir() and not aside.is_symlink() else aside.unlink()
+            else:
+                os.replace(path, target)
     finally:
         shutil.rmtree(stage, ignore_errors=True)
+
+
+def recorded_caches(out: str | Path) -> list[str]:
+    """The reusable caches an existing benchmark at ``out`` lists in its manifest (relative paths
+    inside the folder; anything else is ignored)."""
+    manifest_path = Path(out) / MANIFEST_FILE
+    if not manifest_path.is_file():
+        return []
+    try:
+        caches = json.loads(manifest_path.read_bytes().decode("utf-8")).get(CACHES_KEY, [])
+    except (ValueError, AttributeError):
+        return []
+    if not isinstance(caches, list):
+        return []
+    return [c for c in caches if isinstance(c, str) and c and not Path(c).is_absolute()
+            and ".." not in Path(c).parts]
+
+
+@contextmanager
+def staged_bench(out: str | Path) -> Iterator[Path]:
+    """A staging sibling to build a benchmark folder in (:func:`staged_folder` with the manifest as
+    the folder's card); the caches the existing benchmark lists start the stage, so a rebuild
+    reuses them (C4's embeddings)."""
+    out = Path(out)
+    with staged_folder(out, card=MANIFEST_FILE, carry=recorded_caches(out)) as stage:
+        token = _ACTIVE_STAGES.set(_ACTIVE_STAGES.get() + (stage.resolve(),))
+        try:
+            yield stage
+        finally:
+            _ACTIVE_STAGES.reset(token)
+
+
+def _in_active_stage(path: Path) -> bool:
+    resolved = path.resolve()
+    return any(resolved == stage or stage in resolved.parents for stage in _ACTIVE_STAGES.get())
+
+
+BuildFunction = TypeVar("BuildFunction", bound=Callable[..., Any])
+
+
+def staged_build(build: BuildFunction) -> BuildFunction:
+    """Wrap a build function (or build command) whose ``out`` parameter names the benchmark
+    folder: it runs against a staging sibling (:func:`staged_bench`) that replaces ``out`` only
+    when the build returns, and the result is the benchmark opened at ``out``. A build already
+    writing into a stage (one build calling another) runs unwrapped; wrapping twice is a no-op."""
+    if getattr(build, "__biovqa_staged__", False):
+        return build
+    signature = inspect.signature(build)
+    if "out" not in signature.parameters:
+        raise TypeError(f"{build.__qualname__} has no 'out' parameter to stage")
+
+    @functools.wraps(build)
+    def staged(*args: Any, **kwargs: Any) -> Any:
+        bound = signature.bind(*args, **kwargs)
+        out = Path(bound.arguments["out"])
+        if _in_active_stage(out):
+            return build(*args, **kwargs)
+        with staged_bench(out) as stage:
+            bound.arguments["out"] = stage
+            result = build(*bound.args, **bound.kwargs)
+        return open_bench(out) if isinstance(result, Bench) else result
+
+    staged.__biovqa_staged__ = True  # type: ignore[attr-defined]
+    return staged  # type: ignore[return-value]
+
+
+def is_staged(build: Callable[..., Any]) -> bool:
+    """Whether ``build`` already stages its output (:func:`staged_build`)."""
+    return bool(getattr(build, "__biovqa_staged__", False))
 
 
 def write_text(path: str | Path, text: str) -> None:
@@ -184,10 +327,14 @@ def write_bench(
     sources: dict[str, str | Path],
     parameters: dict[str, Any],
     extra: dict[str, Any] | None = None,
+    caches: Iterable[str | Path] = (),
 ) -> "Bench":
-    """Write ``items`` and a manifest describing how they were made; returns the opened bench."""
+    """Write ``items`` and a manifest describing how they were made; returns the opened bench.
+    Call it last: the manifest's ``files`` card hashes the side files already in ``out``.
+    ``caches`` are files inside ``out`` a rebuild reuses (listed, not hashed)."""
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
+    cache_list = sorted({bench_relative(path, out) for path in caches if _inside(Path(path), out)})
     missing = [name for name, _ in ITEM_COLUMNS if name not in items.column_names]
     if missing:
         raise ValueError(f"items table lacks required columns {missing}")
@@ -207,11 +354,52 @@ def write_bench(
         "parameters": parameters,
         "counts": count_items(items),
         "items_sha256": sha256_file(items_path),
+        FILES_KEY: side_file_card(out, skip=cache_list),
     }
+    if cache_list:
+        manifest[CACHES_KEY] = cache_list
     if extra:
         manifest.update(extra)
     write_json(out / MANIFEST_FILE, manifest)
     return open_bench(out)
+
+
+def _inside(path: Path, folder: Path) -> bool:
+    resolved, root = path.resolve(), folder.resolve()
+    return resolved != root and root in resolved.parents
+
+
+def bench_relative(path: str | Path, out: str | Path) -> str:
+    """``path`` relative to the benchmark folder ``out`` (POSIX form) when it lies inside it, so
+    a manifest never records where the folder was built (a staging sibling); else ``path``."""
+    if _inside(Path(path), Path(out)):
+        return Path(path).resolve().relative_to(Path(out).resolve()).as_posix()
+    return str(path)
+
+
+def _side_files(root: Path, skip: Iterable[str] = ()) -> list[str]:
+    """Relative paths of a benchmark's side files: everything but the items, the manifest,
+    rendered images, the listed caches and hidden (temporary) names, sorted."""
+    skipped = {ITEMS_FILE, MANIFEST_FILE, *skip}
+    found = []
+    for folder, subfolders, files in os.walk(root):  # prunes rendered/ (maybe 10^5 images) unread
+        here = Path(folder).relative_to(root)
+        subfolders[:] = [d for d in subfolders if not d.startswith(".")
+                         and (here / d).as_posix() != RENDERED_PREFIX.rstrip("/")]
+        for file in files:
+            name = (here / file).as_posix()
+            if name not in skipped and not file.startswith(".") and (root / name).is_file():
+                found.append(name)
+    return sorted(found)
+
+
+def side_file_card(root: str | Path, *, skip: Iterable[str] = ()) -> dict[str, dict[str, Any]]:
+    """The manifest's ``files`` card: sha256 and size of every side file of the folder ``root``.
+    Rendered images are left to ``biovqa audit`` (each item records its image's sha256), so
+    opening a benchmark stays fast."""
+    root = Path(root)
+    return {name: {"sha256": sha256_file(root / name), "bytes": (root / name).stat().st_size}
+            for name in _side_files(root, skip)}
 
 
 @dataclass(frozen=True)
@@ -292,9 +480,35 @@ def open_bench(path: str | Path, *, verify: bool = True) -> Bench:
     if verify:
         problem = items_integrity_problem(bench)
         if problem:
-            raise InputFormatError(problem, file=bench.items_path,
-                                   hint="rebuild the benchmark (`biovqa build …`); `biovqa audit` lists every problem")
+            raise InputFormatError(problem, file=bench.items_path, hint=REBUILD_HINT)
+        changed = side_file_problems(bench)
+        if changed:
+            name, problem = changed[0]
+            more = f" (and {len(changed) - 1} more side file(s))" if len(changed) > 1 else ""
+            raise InputFormatError(problem + more, file=root / name, hint=REBUILD_HINT)
     return bench
+
+
+def side_file_problems(bench: Bench) -> list[tuple[str, str]]:
+    """(relative path, why) for each side file that differs from the manifest's ``files`` card:
+    missing, another size, another sha256. A manifest without a card (a benchmark built before
+    cards existed) gives none here; :func:`biovqa.bench.audit.audit_violations` reports it."""
+    card = bench.manifest.get(FILES_KEY)
+    if card is None:
+        return []
+    if not isinstance(card, dict):
+        return [(MANIFEST_FILE, f"the manifest's {FILES_KEY!r} card must be a JSON object")]
+    problems: list[tuple[str, str]] = []
+    for name, entry in sorted(card.items()):
+        path = bench.root / name
+        if not isinstance(entry, dict) or not {"sha256", "bytes"} <= set(entry) \
+                or Path(name).is_absolute() or ".." in Path(name).parts:
+            problems.append((MANIFEST_FILE, f"the {FILES_KEY!r} card entry {name!r} is malformed"))
+        elif not path.is_file():
+            problems.append((name, "side file missing (the manifest's files card lists it)"))
+        elif path.stat().st_size != entry["bytes"] or sha256_file(path) != entry["sha256"]:
+            problems.append((name, "side file differs from the sha256 the manifest recorded (changed after build)"))
+    return problems
 
 
 def items_integrity_problem(bench: Bench) -> str | None:

@@ -311,18 +311,45 @@ def _hub_snapshot(reference: str) -> tuple[Path, str | None]:
     except ImportError:
         raise MissingResourceError("opening a hub id needs huggingface_hub",
                                    hint="pip install 'biovqa[release]'") from None
+    from huggingface_hub import constants
+
+    component = parts[2] if len(parts) == 3 else None
+    patterns = None if component is None else ["README.md", RELEASE_FILE, f"biovqa/{component}/**",
+                                               f"data/{component}/**"]
     try:
-        component = parts[2] if len(parts) == 3 else None
-        patterns = None if component is None else ["README.md", RELEASE_FILE, f"biovqa/{component}/**",
-                                                   f"data/{component}/**"]
         folder = snapshot_download(repo_id, repo_type="dataset", allow_patterns=patterns)
     except Exception as exc:  # network, auth, offline mode: all mean "not available here"
-        raise MissingResourceError(
-            f"cannot download the dataset {repo_id} from the Hugging Face hub ({type(exc).__name__}: {exc})",
-            field="BENCH",
-            hint="check the network (HF_HUB_OFFLINE must be unset), or download it elsewhere and "
-                 "give the folder instead of the hf:// id") from None
+        raise _hub_error(repo_id, patterns, exc, offline=bool(constants.HF_HUB_OFFLINE),
+                         cache=str(constants.HF_HUB_CACHE)) from None
     return Path(folder), component
+
+
+def _hub_error(repo_id: str, patterns: list[str] | None, exc: Exception, *, offline: bool,
+               cache: str) -> MissingResourceError:
+    """One clear message for each way ``snapshot_download`` can fail: what happened, what to do."""
+    from huggingface_hub import errors as hub_errors
+
+    download = (f"hf download {repo_id} --repo-type dataset"
+                + "".join(f" --include '{p}'" for p in patterns or []))
+    elsewhere = "or download the release elsewhere and give its folder instead of the hf:// id"
+    if isinstance(exc, getattr(hub_errors, "IncompleteSnapshotError", ())):
+        return MissingResourceError(f"the cached copy of the dataset {repo_id} is incomplete", file=cache,
+                                    field="BENCH", hint=f"finish it with network access: {download}")
+    if isinstance(exc, (hub_errors.RepositoryNotFoundError, hub_errors.GatedRepoError)):
+        return MissingResourceError(f"the Hugging Face hub has no dataset {repo_id}, or it needs a token",
+                                    field="BENCH", hint="check the id; for a private or gated dataset log in "
+                                                        "(`hf auth login`) or set HF_TOKEN")
+    if isinstance(exc, hub_errors.RevisionNotFoundError):
+        return MissingResourceError(f"the dataset {repo_id} has no revision main", field="BENCH")
+    if offline:
+        return MissingResourceError(
+            f"the dataset {repo_id} is not in the Hugging Face cache and HF_HUB_OFFLINE is set, "
+            "so it cannot be downloaded", file=cache, field="BENCH",
+            hint=f"download it once with network access ({download}; HF_HUB_OFFLINE unset), {elsewhere}")
+    return MissingResourceError(
+        f"cannot download the dataset {repo_id} from the Hugging Face hub ({type(exc).__name__})",
+        file=cache, field="BENCH",
+        hint=f"check the network and run again (downloads resume), {elsewhere}")
 
 
 def cache_dir() -> Path:
@@ -368,7 +395,25 @@ def open_release(reference: str | Path, *, images: str | Path | None = None, ver
     target = cache_dir() / "released" / key
     if not (target / ".complete").is_file():
         _materialize(root, component, description, images_root, target)
+    elif images_root is not None:  # rebuilt earlier: photos changed since then are checked again
+        _recheck_source_photos(target, images_root)
     return open_bench(target, verify=verify)
+
+
+def resolve_bench(reference: str | Path, images: str | Path | None = None) -> Path:
+    """The benchmark folder a command's ``BENCH`` and ``--images`` name.
+
+    An exported folder or hub id is rebuilt (once) into the cache with its source photos
+    resolved against ``images`` (``$BIOVQA_IMAGES`` when not given) and checked against their
+    sha256; the rebuilt folder is returned. A built benchmark folder is returned as given: it
+    records its own images folder, so ``images`` is refused there rather than silently ignored."""
+    if is_release_reference(reference):
+        return open_release(reference, images=images).root
+    if images is not None:
+        raise BiovqaError("--images is for exported folders and hf:// ids; a built benchmark folder "
+                          "records its own images folder (manifest.json images_root)", field="--images",
+                          file=reference)
+    return Path(reference)
 
 
 def _materialize(root: Path, component: str, description: dict[str, Any], images_root: Path | None,
@@ -396,7 +441,7 @@ def _materialize(root: Path, component: str, description: dict[str, Any], images
     try:
         _write_rendered(table, stage)
         if images_root is not None:
-            _check_source_photos(table, images_root)
+            _check_source_photos(table, images_root, stage)
         items = table.select(schema.names).cast(schema).combine_chunks()
         write_parquet(items, stage / ITEMS_FILE)
         manifest = read_json_object(root / "biovqa" / component / MANIFEST_FILE, what="manifest")
@@ -448,30 +493,94 @@ def _write_rendered(table: pa.Table, stage: Path) -> None:
         destination.write_bytes(payload)
 
 
-def _check_source_photos(table: pa.Table, images_root: Path, workers: int = 8) -> None:
+#: In a rebuilt folder: each source photo checked, with the size and mtime it had then, so a
+#: later open re-hashes only the photos that changed on disk since.
+PHOTO_STAMPS = ".source-photos.parquet"
+
+
+def _check_source_photos(table: pa.Table, images_root: Path, stage: Path | None = None,
+                         workers: int = 8) -> None:
     """Every source photo exists under ``images_root`` with its recorded sha256, else an error
-    naming the first item (in benchmark order) whose photo is missing or altered."""
-    if not images_root.is_dir():
-        raise MissingResourceError("the images folder does not exist", file=images_root, field="--images")
+    naming the first item (in benchmark order) whose photo is missing or altered. With ``stage``,
+    the checked photos' sizes and mtimes are written there (:data:`PHOTO_STAMPS`)."""
     mask = pc.equal(table.column(IMAGE_KIND), "source")
     rows = table.filter(mask).select(["item_id", "image", "image_sha256"]).to_pylist()
     first: dict[tuple[str, str | None], str] = {}
     for row in rows:
         first.setdefault((row["image"], row["image_sha256"]), row["item_id"])
+    stamps = _verify_photos(first, images_root, workers)
+    if stage is not None:
+        _write_stamps(stage / PHOTO_STAMPS, first, stamps)
+
+
+def _verify_photos(first: dict[tuple[str, str | None], str], images_root: Path,
+                   workers: int) -> dict[tuple[str, str | None], tuple[int, int]]:
+    """Hash every (image, sha256) of ``first`` (→ its first item) under ``images_root``; returns
+    each photo's (size, mtime_ns) or raises naming the first item whose photo is missing or altered."""
+    if not images_root.is_dir():
+        raise MissingResourceError("the images folder does not exist", file=images_root, field="--images")
     pairs = list(first)
 
-    def problem(pair: tuple[str, str | None]) -> str | None:
+    def check(pair: tuple[str, str | None]) -> tuple[str | None, tuple[int, int]]:
         image, digest = pair
         path = images_root / image
-        if not path.is_file():
-            return f"item {first[pair]}: source photo {image} is missing under {images_root}"
+        try:
+            stat = path.stat()
+        except OSError:
+            stat = None
+        if stat is None or not path.is_file():
+            return f"item {first[pair]}: source photo {image} is missing under {images_root}", (0, 0)
         if digest and sha256_file(path) != digest:
-            return f"item {first[pair]}: source photo {image} differs from its recorded sha256 (altered)"
-        return None
+            return (f"item {first[pair]}: source photo {image} differs from its recorded sha256 (altered)",
+                    (0, 0))
+        return None, (stat.st_size, stat.st_mtime_ns)
 
     with ThreadPoolExecutor(max_workers=workers) as pool:
-        found = [p for p in pool.map(problem, pairs) if p]
+        results = list(pool.map(check, pairs))
+    found = [problem for problem, _ in results if problem]
     if found:
         more = f" (and {len(found) - 1} more)" if len(found) > 1 else ""
         raise MissingResourceError(found[0] + more, file=images_root, field="image",
-                                   hint="fetch the sources (`biovqa fetch …`) and give their images folder")
+                                   hint="fetch the sources (`biovqa fetch …`) and give their images folder "
+                                        "as --images (or $BIOVQA_IMAGES)")
+    return {pair: stamp for pair, (_, stamp) in zip(pairs, results)}
+
+
+def _write_stamps(path: Path, first: dict[tuple[str, str | None], str],
+                  stamps: dict[tuple[str, str | None], tuple[int, int]]) -> None:
+    pairs = list(first)
+    write_parquet(pa.table({
+        "image": pa.array([p[0] for p in pairs], pa.string()),
+        "image_sha256": pa.array([p[1] for p in pairs], pa.string()),
+        "item_id": pa.array([first[p] for p in pairs], pa.string()),
+        "size": pa.array([stamps[p][0] for p in pairs], pa.int64()),
+        "mtime_ns": pa.array([stamps[p][1] for p in pairs], pa.int64()),
+    }), path)
+
+
+def _recheck_source_photos(target: Path, images_root: Path, workers: int = 8) -> None:
+    """A cached rebuild opened again: every photo must still be there, and those whose size or
+    mtime changed since the last check are hashed again (a cheap stat for the rest)."""
+    path = target / PHOTO_STAMPS
+    if not path.is_file():  # rebuilt by an older biovqa: check from the items
+        table = pq.read_table(target / ITEMS_FILE, columns=["item_id", "image", "image_sha256"])
+        kinds = pa.array(["rendered" if (i or "").startswith(RENDERED_PREFIX) else "source"
+                          for i in table.column("image").to_pylist()])
+        _check_source_photos(table.append_column(IMAGE_KIND, kinds), images_root, target, workers)
+        return
+    rows = pq.read_table(path).to_pylist()
+    changed: dict[tuple[str, str | None], str] = {}
+    for row in rows:
+        try:
+            stat = (images_root / row["image"]).stat()
+            same = (stat.st_size, stat.st_mtime_ns) == (row["size"], row["mtime_ns"])
+        except OSError:
+            same = False
+        if not same:
+            changed[(row["image"], row["image_sha256"])] = row["item_id"]
+    if changed:
+        fresh = _verify_photos(changed, images_root, workers)
+        first = {(r["image"], r["image_sha256"]): r["item_id"] for r in rows}
+        stamps = {(r["image"], r["image_sha256"]): (r["size"], r["mtime_ns"]) for r in rows}
+        stamps.update(fresh)
+        _write_stamps(path, first, stamps)

@@ -38,6 +38,8 @@ STRATA: dict[str, tuple[str, ...]] = {
     "c4": ("dataset", "same"),
 }
 PER_TASK = 500
+#: Parent manifest keys a Lite bench keeps because scorers read them (C1: its taxonomy index).
+LITE_INHERITED_KEYS = ("taxonomy_index", "taxonomy_index_card")
 SEED = 42
 
 
@@ -130,6 +132,8 @@ def make_lite(bench_path: str | Path, out: str | Path, *, per_task: int = PER_TA
         write_bench(stage, items, component=bench.component, generator="biovqa.lite", seed=seed, sources={},
                     parameters={"per_task": per_task, "seed": seed},
                     extra={"images_root": str(bench.images_root().resolve()),
+                           # what the component's scorer reads from its bench (C1: the index)
+                           **{key: bench.manifest[key] for key in LITE_INHERITED_KEYS if key in bench.manifest},
                            "lite": {"parent_manifest_sha256": bench.manifest_sha256,
                                     "parent_items_sha256": bench.manifest.get("items_sha256"),
                                     "parent_generator": bench.manifest.get("generator"),

@@ -14,6 +14,7 @@ from typer.core import TyperGroup
 
 from biovqa._version import __version__
 from biovqa.cli._app import console, run_app
+from biovqa.cli.release import ImagesOption, bench_folder
 from biovqa.errors import BiovqaError
 
 
@@ -33,6 +34,12 @@ class _ComponentBuildGroup(TyperGroup):
         if component is None:
             return None
         function = component.load("builder")
+        from biovqa.bench.folder import is_staged, staged_build
+
+        if not is_staged(component.load("build_function")):
+            # the build writes a staging sibling of --out that replaces it only when complete
+            # (a component whose build function stages itself prints the final folder)
+            function = staged_build(function)
         single = typer.Typer(add_completion=False, rich_markup_mode=None)
         single.command(component.name, help=function.__doc__ or component.title)(function)
         return typer.main.get_command(single)
@@ -77,12 +84,13 @@ def _root(
 
 @app.command()
 def audit(
-    bench: Annotated[Path, typer.Argument(help="benchmark folder")],
+    bench: Annotated[Path, typer.Argument(help="benchmark folder, exported folder or hf:// id")],
+    images: ImagesOption = None,
 ) -> None:
     """Check a built benchmark against the verification contract (paper L.2)."""
     from biovqa.bench.audit import audit_bench
 
-    report = audit_bench(bench)
+    report = audit_bench(bench_folder(bench, images))
     console.print(f"[green]audit passed[/green]: {report}")
 
 
@@ -117,7 +125,7 @@ def parse_option_pairs(pairs: list[str] | None, *, flag: str = "--option") -> di
 
 @app.command(epilog="Run `biovqa score --help` to see each component's options.")
 def score(
-    bench: Annotated[Path, typer.Argument(help="benchmark folder")],
+    bench: Annotated[Path, typer.Argument(help="benchmark folder, exported folder or hf:// id")],
     predictions: Annotated[list[Path], typer.Option("--predictions", "-p", help="predictions .parquet or .jsonl (item_id, response); repeat with --sweep")],
     out: Annotated[Path, typer.Option("--out", "-o", help="output folder for items.parquet + summary.json")],
     option: Annotated[Optional[list[str]], typer.Option("--option", "-O", help="component score option NAME=VALUE (repeatable; listed below)")] = None,
@@ -127,11 +135,13 @@ def score(
     sweep: Annotated[bool, typer.Option("--sweep", help="run the component's sensitivity sweep over several predictions files")] = False,
     label: Annotated[Optional[str], typer.Option(help="model label shown in reports (default: from predictions)")] = None,
     score_missing_as_wrong: Annotated[bool, typer.Option(help="score every benchmark item, those a --limit run did not ask as wrong (default: only the run's selection)")] = False,
+    images: ImagesOption = None,
 ) -> None:
     """Score a predictions file against a benchmark (a pure function of both)."""
     from biovqa.scoring.pipeline import score_predictions, sweep_predictions
 
     options: dict[str, Any] = parse_option_pairs(option)
+    bench = bench_folder(bench, images)
     for name, value in (("bootstrap", bootstrap), ("seed", seed), ("level", level)):
         if value is not None:
             if name in options:
@@ -150,10 +160,12 @@ def score(
 
 @app.command()
 def report(
-    scores: Annotated[list[Path], typer.Argument(help="one or more score folders")],
+    scores: Annotated[list[Path], typer.Argument(
+        help="one or more score folders (full runs; Lite runs of the same models add a full-vs-Lite comparison)")],
     out: Annotated[Path, typer.Option("--out", "-o", help="report folder")],
 ) -> None:
-    """Turn score folders into leaderboard tables (Markdown, CSV), plots and an HTML page."""
+    """Turn score folders into Table 3 (rank intervals from a shared bootstrap), component tables
+    (Markdown, CSV, LaTeX), plots, the cross-component analysis and an HTML page with an item browser."""
     from biovqa.reporting import write_report
 
     index = write_report(scores, out)

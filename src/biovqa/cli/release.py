@@ -13,6 +13,20 @@ import typer
 
 from biovqa.cli._app import console
 
+#: ``--images DIR`` of every command that takes ``BENCH``.
+ImagesOption = Annotated[Optional[Path], typer.Option(
+    "--images", help="source photos of an exported folder or hf:// id, each checked against its sha256 "
+                     "(default: $BIOVQA_IMAGES)")]
+
+
+def bench_folder(bench: Path, images: Path | None) -> Path:
+    """The benchmark folder ``BENCH`` (+ ``--images``) names: an exported folder or hub id is
+    rebuilt into the cache with its source photos resolved and verified (see
+    :func:`biovqa.bench.hub.resolve_bench`)."""
+    from biovqa.bench.hub import resolve_bench
+
+    return resolve_bench(bench, images)
+
 
 def export(
     benches: Annotated[list[Path], typer.Argument(help="benchmark folders, one per component")],
@@ -33,7 +47,7 @@ def lite(
     out: Annotated[Path, typer.Option("--out", "-o", help="Lite benchmark folder to write")],
     per_task: Annotated[int, typer.Option("--per-task", help="items per task")] = 500,
     seed: Annotated[int, typer.Option(help="selection seed")] = 42,
-    images: Annotated[Optional[Path], typer.Option(help="source photos of an exported folder (default: $BIOVQA_IMAGES)")] = None,
+    images: ImagesOption = None,
 ) -> None:
     """Bio-VQA-Lite: a stratified subset, PER-TASK items per task (components.md §6)."""
     from biovqa.bench.lite import make_lite
@@ -47,19 +61,38 @@ def fetch(
     out: Annotated[Path, typer.Option("--out", "-o", help="folder to download and unpack into")] = Path("sources"),
     mirror: Annotated[Optional[str], typer.Option(help="fetch the archives from this base URL instead")] = None,
     list_sources: Annotated[bool, typer.Option("--list", help="list the known sources and exit")] = False,
+    sha256: Annotated[Optional[list[str]], typer.Option("--sha256", help="pin the archive's sha256 (HEX, or FILE=HEX for a source of several archives; repeatable)")] = None,
+    size: Annotated[Optional[list[str]], typer.Option("--size", help="pin the archive's size in bytes (N or FILE=N; repeatable)")] = None,
 ) -> None:
-    """Download a public source dataset (resumable) and unpack it where the builders read it."""
-    from biovqa.sources.fetch import SOURCES, fetch_source, get_source, licence_note, with_mirror
+    """Download a public source dataset (resumable) and unpack it where the builders read it.
+
+    The catalogue pins no checksum it could not compute (each archive says why); pin one with
+    --sha256/--size, otherwise the download is reported as not verified."""
+    from biovqa.sources.fetch import (
+        SOURCES,
+        fetch_source,
+        get_source,
+        licence_note,
+        parse_pins,
+        verification_note,
+        with_mirror,
+        with_pins,
+    )
 
     if list_sources or not source:
         for name, info in sorted(SOURCES.items()):
             console.print(f"{name:16s} {info.title} ({info.licence})")
         return
     chosen = get_source(source)
+    if sha256 or size:
+        chosen = with_pins(chosen, sha256=parse_pins(sha256, chosen, flag="--sha256"),
+                           size=parse_pins(size, chosen, flag="--size"))
     if mirror:
         chosen = with_mirror(chosen, mirror)
     folder = fetch_source(chosen, out, console=console)
     console.print(f"[green]{chosen.title} ready[/green]: {folder}")
+    for archive in chosen.archives:
+        console.print(verification_note(archive), highlight=False)
     if chosen.layout:
         console.print(f"layout: {chosen.layout}")
     console.print(licence_note(chosen))

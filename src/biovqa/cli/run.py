@@ -12,6 +12,7 @@ from typing import Annotated, Any
 import typer
 
 from biovqa.cli._app import console
+from biovqa.cli.release import ImagesOption, bench_folder
 from biovqa.errors import BiovqaError
 
 
@@ -57,7 +58,7 @@ def _selection(components: list[str] | None, tasks: list[str] | None, limit: int
 
 
 def run_command(
-    bench: Annotated[Path, typer.Argument(help="benchmark folder (items.parquet + manifest.json)")],
+    bench: Annotated[Path, typer.Argument(help="benchmark folder (items.parquet + manifest.json), exported folder or hf:// id")],
     out: Annotated[Path, typer.Option("--out", "-o", help="run folder: predictions.parquet, run.json, store/ (re-run the same command to resume)")],
     model: Annotated[str | None, typer.Option("--model", "-m", help="HF id, local checkpoint folder or served model name (preset names work too)")] = None,
     backend: Annotated[str, typer.Option(help="transformers | vllm | openai | baseline | echo | module:factory")] = "transformers",
@@ -89,6 +90,7 @@ def run_command(
     flush_rows: Annotated[int, typer.Option(help="write a store segment every N replies …")] = 4096,
     flush_seconds: Annotated[float, typer.Option(help="… or every S seconds, whichever comes first")] = 10.0,
     progress: Annotated[bool, typer.Option(help="live progress on stderr")] = True,
+    images: ImagesOption = None,
 ) -> None:
     """Run a model on a benchmark: predictions.parquet + run.json in --out (resumable)."""
     from biovqa.engine.runner import RunOptions, run_benchmark
@@ -112,7 +114,7 @@ def run_command(
         flush_rows=flush_rows,
         flush_seconds=flush_seconds, progress=progress,
     )
-    result = run_benchmark(bench, out, options)
+    result = run_benchmark(bench_folder(bench, images), out, options)
     if result.selected and result.failed >= result.selected:
         from rich.markup import escape
 
@@ -180,7 +182,7 @@ def merge_command(
 
 
 def plan_command(
-    bench: Annotated[Path, typer.Argument(help="benchmark folder")],
+    bench: Annotated[Path, typer.Argument(help="benchmark folder, exported folder or hf:// id")],
     model: Annotated[str, typer.Option("--model", "-m", help="model (preset name, HF id or path)")],
     components: Annotated[list[str] | None, typer.Option("--components")] = None,
     tasks: Annotated[list[str] | None, typer.Option("--tasks")] = None,
@@ -197,11 +199,13 @@ def plan_command(
     option: Annotated[list[str] | None, typer.Option("--option", help="--calibrate: backend option NAME=VALUE")] = None,
     threads: Annotated[int | None, typer.Option(help="--calibrate: torch threads")] = None,
     preset: Annotated[str | None, typer.Option(help="force the paper preset NAME")] = None,
+    images: ImagesOption = None,
 ) -> None:
     """Dry run: items, images, prompt/completion tokens, GPU-hours and API cost of a run."""
     from biovqa.engine.plan import calibrate as run_calibration
     from biovqa.engine.plan import plan_run, render_plan
 
+    bench = bench_folder(bench, images)
     selection = _selection(components, tasks, limit, seed, shard)
     estimate = plan_run(bench, model, selection, throughput=throughput, price_in=price_in,
                         price_out=price_out, max_new_tokens=max_new_tokens,

@@ -121,8 +121,10 @@ def build_card(*, bench: Bench, options: RunOptions, facts: dict[str, Any],
                earlier_sessions: list[dict[str, Any]] | None = None,
                preset_match: dict[str, Any] | None = None,
                subset: dict[str, Any] | None = None,
-               planned_tokens: int | None = None) -> dict[str, Any]:
-    """The run card as a JSON-able dict; ``sessions`` lists every invocation that wrote into the
+               planned_tokens: int | None = None,
+               prompting: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The run card as a JSON-able dict (``prompting``: the per-item system prompt rule and the
+    request modes when the benchmark uses them, and how the backend sent system prompts); ``sessions`` lists every invocation that wrote into the
     run folder (a killed and resumed run shows each attempt)."""
     selection = options.selection
     card: dict[str, Any] = {
@@ -143,6 +145,9 @@ def build_card(*, bench: Bench, options: RunOptions, facts: dict[str, Any],
         "executor": executor,
         "decoding": header.decoding,
         "prompt_template_hash": header.prompt_template_hash,
+        "prompting": {**(prompting or {}),
+                      **({"system_prompt_handling": facts["system_prompt_handling"]}
+                         if facts.get("system_prompt_handling") else {})},
         "benchmark": {
             "path": str(bench.root),
             "component": bench.component,

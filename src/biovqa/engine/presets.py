@@ -3,8 +3,9 @@
 A :class:`ModelPreset` says how the benchmark talks to one model: its checkpoint, the wrappers of
 prompts.md §1 (Gemma-3/Gemma-4 system message on C1 and C2; the InternVL "Please answer in
 English." prefix), the per-component cap on new tokens (C1 15 [PAPER]; C2 48, C3 48, C4 8
-[DEFAULT]), the processor's pixel limits where the checkpoint sets them, and the model's rule for
-how many prompt tokens one image costs (used by ``biovqa plan``).
+[DEFAULT]; BAGEL 5, HCA 10 from their specs), the processor's pixel limits where the checkpoint
+sets them, and the model's rule for how many prompt tokens one image costs (used by
+``biovqa plan``).
 
 Any other Hugging Face id or local path gets :func:`default_preset`: no wrappers, the same token
 caps, and an image-token rule guessed from the model's architecture name (the ``model_type`` of a
@@ -32,8 +33,12 @@ from biovqa.errors import BiovqaError
 GEMMA_SYSTEM_MESSAGE = "You are a precise taxonomy expert. Reply with only the requested term."
 #: prompts.md §1 [PAPER]: the user-text prefix of InternVL3-8B, InternVL3-38B, InternVL3.5-38B.
 INTERNVL_ENGLISH_PREFIX = "Please answer in English."
-#: Max new tokens per component: C1 15 [PAPER]; C2 48, C3 48, C4 8 [DEFAULT] (prompts.md §1).
-MAX_NEW_TOKENS: Mapping[str, int] = {"c1": 15, "c2": 48, "c3": 48, "c4": 8}
+#: Max new tokens per component: C1 15 [PAPER]; C2 48, C3 48, C4 8 [DEFAULT] (prompts.md §1);
+#: BAGEL 5 (bagel.md §9.3: ``generate(prompt, max_new_tokens≈5, greedy)``; one capital letter is
+#: asked for); HCA 10 (hierarchy.md §4: ``max_new_tokens`` 5–10 [code]; the upper end, so that a
+#: reply such as "B. Anseriformes" or "The answer is B." reaches the strict parser whole). Items
+#: that carry their own cap (the HCA chain-of-thought variant) override these.
+MAX_NEW_TOKENS: Mapping[str, int] = {"c1": 15, "c2": 48, "c3": 48, "c4": 8, "bagel": 5, "hca": 10}
 #: [DEFAULT] cap for components the paper does not cover (text-only suites, new components).
 DEFAULT_MAX_NEW_TOKENS = 48
 
@@ -322,7 +327,8 @@ class ModelPreset:
         return None
 
     def max_new_tokens(self, component: str) -> int:
-        """Hard cap on generated tokens: C1 15 [PAPER], C2 48, C3 48, C4 8, others 48 [DEFAULT]."""
+        """Hard cap on generated tokens: C1 15 [PAPER], C2 48, C3 48, C4 8, BAGEL 5, HCA 10,
+        others 48 [DEFAULT] (see :data:`MAX_NEW_TOKENS`)."""
         return dict(self.max_new_tokens_by_component).get(component.lower(), DEFAULT_MAX_NEW_TOKENS)
 
     def image_tokens(self, width: int, height: int) -> int:

@@ -75,13 +75,68 @@ def resolve_preset(model: str, forced: str | None = None) -> tuple[ModelPreset, 
     return presets.resolve_preset(model, forced)[0], presets.apply_wrappers
 
 
-def prompt_template_hash(preset: ModelPreset, wrap: Wrap,
-                         components: Sequence[str]) -> str:
-    """sha256 of how a prompt is wrapped for each component (system message, prefix, joiner)."""
-    template = {
+def prompt_template_hash(preset: ModelPreset, wrap: Wrap, components: Sequence[str],
+                         prompting: dict[str, Any] | None = None) -> str:
+    """sha256 of how a prompt is wrapped for each component (system message, prefix, joiner),
+    plus — only when a benchmark uses them — the per-item system prompt rule and the request
+    modes (:func:`prompting_facts`), so that stores of benches without them keep their hash."""
+    template: dict[str, Any] = {
         c: list(wrap(preset, c, "{question}\n{instruction}")) for c in sorted(set(components))
     }
+    if prompting:
+        template["__prompting__"] = prompting
     return hashlib.sha256(json.dumps(template, sort_keys=True).encode()).hexdigest()
+
+
+# -- per-item system prompts and request modes ---------------------------------------------------
+#: Optional items column: the item's own system prompt (hierarchy.md §4: HCA items carry one).
+ITEM_SYSTEM_COLUMN = "system"
+#: Optional items column: "chat" or "raw" per item (bagel.md §5.1: chat vs raw completion).
+ITEM_MODE_COLUMN = "prompt_mode"
+#: How an item's system prompt and a preset's system message combine [DEFAULT]: the item's
+#: replaces the preset's (the benchmark's protocol names the system prompt the model gets); the
+#: preset's user-text prefix (InternVL's "Please answer in English.") still applies.
+SYSTEM_RULE = "item system prompt replaces the preset's system message"
+#: Optional items column: the item's own cap on new tokens (overrides the preset's component cap;
+#: ``--max-new-tokens`` overrides both).
+ITEM_CAP_COLUMN = "max_new_tokens"
+
+
+def item_modes(bench: Bench, items: pa.Table) -> list[str]:
+    """Request mode of every row: the ``prompt_mode`` column, else the manifest's
+    ``parameters.prompt_mode`` (or a BAGEL manifest's ``parameters.mode``), else "chat"."""
+    from biovqa.engine.backends.base import REQUEST_MODES
+
+    if ITEM_MODE_COLUMN in items.column_names:
+        modes = [m or "chat" for m in items.column(ITEM_MODE_COLUMN).to_pylist()]
+    else:
+        parameters = bench.manifest.get("parameters") or {}
+        mode = parameters.get("prompt_mode")
+        if mode is None and bench.manifest.get("component") == "bagel":
+            mode = parameters.get("mode")
+        modes = [str(mode or "chat")] * items.num_rows
+    bad = sorted(set(modes) - set(REQUEST_MODES))
+    if bad:
+        raise BiovqaError(f"unknown request mode {bad[0]!r}", file=bench.root / "items.parquet",
+                          field=ITEM_MODE_COLUMN, hint=f"use one of {', '.join(REQUEST_MODES)}")
+    return modes
+
+
+def prompting_facts(bench: Bench) -> dict[str, Any]:
+    """What the store header and run card record about per-item system prompts and modes (empty
+    when the benchmark uses neither: its header hash stays what it was)."""
+    facts: dict[str, Any] = {}
+    items = bench.items
+    if ITEM_SYSTEM_COLUMN in items.column_names and items.column(ITEM_SYSTEM_COLUMN).null_count < items.num_rows:
+        facts["item_system"] = SYSTEM_RULE
+    modes = sorted(set(item_modes(bench, items)))
+    if modes != ["chat"]:
+        facts["modes"] = modes
+    if ITEM_CAP_COLUMN in items.column_names:
+        caps = {int(c) for c in items.column(ITEM_CAP_COLUMN).to_pylist() if c is not None}
+        if caps:
+            facts["item_max_new_tokens"] = sorted(caps)
+    return facts
 
 
 def decoding_settings(preset: ModelPreset, components: Sequence[str],
@@ -241,10 +296,17 @@ def _field(text: str | None) -> str:
     return "~" if text is None else f"{len(text)}:{text}"
 
 
+def _decoding_field(max_new_tokens: int, mode: str = "chat") -> str:
+    """The key's decoding field: ``greedy:N``, prefixed ``raw:`` for a raw-mode request (chat
+    keys stay what they were before modes existed)."""
+    return f"greedy:{max_new_tokens}" if mode == "chat" else f"{mode}:greedy:{max_new_tokens}"
+
+
 def request_key(item_id: str, question: str, instruction: str, options: Sequence[str] | None,
                 image_ref: str, system: str | None, user_text: str, max_new_tokens: int,
-                model: str, revision: str) -> str:
-    """``sha256`` over the item's content, the exact prompt, the model and the decoding.
+                model: str, revision: str, mode: str = "chat") -> str:
+    """``sha256`` over the item's content, the exact prompt (system message included: an item's
+    own system prompt changes the key), the request mode, the model and the decoding.
 
     Fields are length-prefixed and joined (an unambiguous encoding; faster than JSON). The item id
     is part of the content so two items with equal text on one image stay two rows.
@@ -253,7 +315,7 @@ def request_key(item_id: str, question: str, instruction: str, options: Sequence
         _field(o) for o in options)
     payload = "|".join((
         "biovqa-key/1", _field(item_id), _field(question), _field(instruction), encoded_options,
-        _field(image_ref), _field(system), _field(user_text), f"greedy:{max_new_tokens}",
+        _field(image_ref), _field(system), _field(user_text), _decoding_field(max_new_tokens, mode),
         _field(model), _field(revision),
     ))
     return hashlib.sha256(payload.encode()).hexdigest()
@@ -330,7 +392,9 @@ def build_requests(bench: Bench, items: pa.Table, preset: ModelPreset, wrap: Wra
     """One :class:`Request` per item, image-first order, keys as :func:`request_key` computes them.
 
     The user text is ``question + "\\n" + instruction`` (prompts.md §1) passed through the model's
-    wrappers (system message, English prefix), and the token estimate is
+    wrappers (system message, English prefix); an item's own ``system`` column replaces the
+    preset's system message (:data:`SYSTEM_RULE`) and its ``prompt_mode`` (or the manifest's,
+    :func:`item_modes`) sets ``Request.mode``. The token estimate is
     ``image_tokens(w, h) + ⌈len(system + user text) / 4⌉ + max_new_tokens``. The string work is
     done column-wise in Arrow; only hashing and the request records are per item.
     """
@@ -345,12 +409,22 @@ def build_requests(bench: Bench, items: pa.Table, preset: ModelPreset, wrap: Wra
                          pc.binary_join_element_wise(column["question"], instruction, "\n"),
                          column["question"])
     system, user = _wrapped_prompts(preset, wrap, column["component"], prompts)
+    if ITEM_SYSTEM_COLUMN in items.column_names:
+        # [issue 14] an item's own system prompt replaces the preset's (SYSTEM_RULE)
+        own = items.column(ITEM_SYSTEM_COLUMN).combine_chunks()
+        has_own = pc.fill_null(pc.not_equal(own, ""), False)
+        system = pc.if_else(has_own, own, system)
     components = column["component"].to_pylist()
+    modes = item_modes(bench, items)
     caps_by_component = {c: int(max_new_tokens or preset.max_new_tokens(c))
                          for c in set(components)}
     caps = [caps_by_component[c] for c in components]
-    tails = {c: f"greedy:{cap}|{_field(model)}|{_field(revision)}"
-             for c, cap in caps_by_component.items()}
+    if ITEM_CAP_COLUMN in items.column_names and not max_new_tokens:
+        # [issue 14] an item's own cap (e.g. the HCA chain-of-thought variant) wins over the preset's
+        caps = [cap if own is None else int(own)
+                for cap, own in zip(caps, items.column(ITEM_CAP_COLUMN).to_pylist())]
+    tails = {(cap, m): f"{_decoding_field(cap, m)}|{_field(model)}|{_field(revision)}"
+             for cap, m in set(zip(caps, modes))}
     options = column["options"].to_pylist()
     encoded_options = ["~" if o is None else f"L{len(o)}" + "".join([f"{len(x)}:{x}" for x in o])
                        for o in options]
@@ -359,7 +433,7 @@ def build_requests(bench: Bench, items: pa.Table, preset: ModelPreset, wrap: Wra
         _length_prefixed(column["question"]), _length_prefixed(instruction),
         pa.array(encoded_options, pa.string()), _length_prefixed(image_key_column),
         _length_prefixed(system), _length_prefixed(user),
-        pa.array([tails[c] for c in components], pa.string()), "|",
+        pa.array([tails[(cap, m)] for cap, m in zip(caps, modes)], pa.string()), "|",
     )
     sha256 = hashlib.sha256
     keys = [sha256(p).hexdigest() for p in payloads.cast(pa.binary()).to_pylist()]
@@ -387,10 +461,10 @@ def build_requests(bench: Bench, items: pa.Table, preset: ModelPreset, wrap: Wra
     requests = [
         Request(key=key, item_id=item_id, prompt=user_text, image_path=resolved[image],
                 system=system_message, max_new_tokens=cap,
-                options=None if opts is None else tuple(opts), task=task)
-        for key, item_id, user_text, image, system_message, cap, opts, task in zip(
+                options=None if opts is None else tuple(opts), task=task, mode=mode)
+        for key, item_id, user_text, image, system_message, cap, opts, task, mode in zip(
             keys, column["item_id"].to_pylist(), user.to_pylist(), images, system.to_pylist(),
-            caps, options, column["task"].to_pylist())
+            caps, options, column["task"].to_pylist(), modes)
     ]
     return RequestPlan(requests, image_key_list, estimates)
 
@@ -639,7 +713,8 @@ def _run_locked(bench_path: str | Path, out: str | Path, options: RunOptions,
         # the preset gives the wrappers, caps and processor limits
         options = replace(options, backend_options={**options.backend_options, "preset": preset})
     all_components = sorted(set(bench.items.column("component").to_pylist()))
-    template_hash = prompt_template_hash(preset, wrap, all_components)
+    prompting = prompting_facts(bench)
+    template_hash = prompt_template_hash(preset, wrap, all_components, prompting)
     decoding = decoding_settings(preset, all_components, options.max_new_tokens)
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
@@ -684,6 +759,7 @@ def _run_locked(bench_path: str | Path, out: str | Path, options: RunOptions,
             "preset_match": preset_match,
             "subset": subset_facts(bench.items, selected_items, options.selection),
             "planned_tokens": int(plan.token_estimates.sum()),
+            "prompting": prompting,
         }
         write_card(out, build_card(**card_args, status="running"))
 

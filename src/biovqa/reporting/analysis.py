@@ -6,7 +6,10 @@ column (the OCR control left out by default, as the paper does). From it:
 * task-pair Spearman ρ (average ranks) over the models;
 * mean ρ within components vs across, and the label-permutation p of the gap
   (``(1 + #{gap_perm ≥ gap})/(B + 1)``, block sizes kept);
-* per component: internal ρ (mean within-block ρ) and standardized α ``k·r̄/(1+(k−1)·r̄)``;
+* per component: internal ρ (mean within-block ρ) and standardized α ``k·r̄/(1+(k−1)·r̄)`` with
+  r̄ = internal ρ (the paper's printed α follow this: C1 .981 = α(.841, 10)); also with r̄ = the
+  mean Pearson r of the columns (``alpha_std_pearson``, the reading of results.md §7.4's
+  reconstruction table);
 * component scores (mean of the z-scored task columns, ddof = 1), Spearman between components,
   two-sided t-approximation p, Holm over the pairs, Fisher-z (Bonett–Wright) intervals;
 * PCA of the z-scored matrix: PC1 share and loadings.
@@ -14,9 +17,18 @@ column (the OCR control left out by default, as the paper does). From it:
 Missing cells are imputed with the column median of the other models; the sensitivity run drops
 every model with a missing cell and reports how much the within − across gap moves.
 
-What the paper used is a 27-column matrix (per-group C1 EM, per-family C2 cags, per-species C4
-scores) that Table 3 alone does not hold (results.md §7.4); over Table 3's columns the numbers
-are those results.md lists for "Table 3 only" (e.g. C2–C3 .959, PC1 59.8 % over all 22 columns).
+Two designs of the matrix (``design``):
+
+* ``paper27`` (the default) — the paper's 27 tasks (results.md §7.2, recipe §7.5), read from the
+  score summaries: C1 EM of the 10 organismal groups (``groups.<group>.em``, Table 75), C2 cags
+  of the five attribute/anatomy families (``families.<family>.cags``: attr_bare_value,
+  attr_group_value, marker_localization, visibility_partset, visibility_side; Table 33), the 7
+  C3 spatial tasks as Table 3 scores them (``table3``: cnt, rcnt, adst, rdst, lcl, rpos, view; OCR
+  is the negative control), and C4 random-pairing d′ per species (``cells.<dataset>.random.dprime``,
+  Table 86). The paper does not say which C3 headline and which C4 per-species metric it used;
+  these are results.md's recorded choices (§7.4 reconstruction);
+* ``table3`` — Table 3's columns (OCR left out): the numbers results.md lists for "Table 3 only"
+  (e.g. C2–C3 .959, PC1 .598 over all 22 columns).
 """
 
 from __future__ import annotations
@@ -36,6 +48,25 @@ from biovqa.reporting.stats import (alpha_std, fisher_ci, holm, pca_share, permu
 #: Table 3 columns left out of the analysis by default (the OCR negative control, results.md §7.2)
 EXCLUDED: tuple[str, ...] = ("ocr",)
 MIN_MODELS = 4
+DESIGNS: tuple[str, ...] = ("paper27", "table3")
+C1_GROUPS: tuple[tuple[str, str], ...] = (
+    ("Amph", "Amphibians"), ("Angio", "Angiosperms"), ("Arach", "Arachnids"), ("Birds", "Birds"),
+    ("Bryo", "Bryophytes"), ("Fish", "Fish"), ("Gymno", "Gymnosperms"), ("Insect", "Insects"),
+    ("Mamm", "Mammals"), ("Rept", "Reptiles"))
+C2_FAMILIES: tuple[tuple[str, str], ...] = (
+    ("attr_bare", "attr_bare_value"), ("attr_group", "attr_group_value"), ("marker", "marker_localization"),
+    ("vis_set", "visibility_partset"), ("vis_side", "visibility_side"))
+C3_TASKS: tuple[str, ...] = ("cnt", "rcnt", "adst", "rdst", "lcl", "rpos", "view")
+C4_SPECIES: tuple[tuple[str, str], ...] = (
+    ("whale_shark", "whaleshark"), ("hyena", "hyena"), ("leopard", "leopard"), ("grevys_zebra", "gzcd"),
+    ("beluga", "beluga"))
+#: Supplement J's 27 tasks: task label → (component, path of the estimate in its summary.json)
+PAPER27: dict[str, tuple[str, tuple[str, ...]]] = {
+    **{label: ("c1", ("groups", group, "em")) for label, group in C1_GROUPS},
+    **{label: ("c2", ("families", family, "cags")) for label, family in C2_FAMILIES},
+    **{label: ("c3", ("table3", label)) for label in C3_TASKS},
+    **{label: ("c4", ("cells", dataset, "random", "dprime")) for label, dataset in C4_SPECIES},
+}
 
 
 @dataclass(frozen=True)
@@ -53,6 +84,53 @@ class Analysis:
     loadings: pd.Series
     sensitivity_gap: float          # within − across after dropping models with missing cells
     dropped: tuple[str, ...]
+
+
+def _dig(summary: Mapping[str, object], path: Sequence[str]) -> float:
+    node: object = summary
+    for key in path:
+        if not isinstance(node, Mapping) or key not in node:
+            return math.nan
+        node = node[key]
+    if isinstance(node, Mapping):
+        node = node.get("value")
+    try:
+        value = float(node)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return math.nan
+    return value if math.isfinite(value) else math.nan
+
+
+def paper27_matrix(runs: Sequence[Run], *, include_ocr: bool = False) -> tuple[pd.DataFrame, dict[str, str]]:
+    """Generalist models × the 27 tasks of :data:`PAPER27` (NaN where a summary lacks a task),
+    models in the Table 3 order; ``include_ocr`` adds the C3 OCR control as a 28th task."""
+    from biovqa.components.registry import get_component
+
+    columns = {name: list(get_component(name).table3) for name in sorted({r.component for r in runs})
+               if get_component(name).table3}
+    board = build_leaderboard(runs, columns)
+    models = [r for r in board.value.index if board.kind[r] == GENERALIST]
+    tasks = {**PAPER27, **({"ocr": ("c3", ("table3", "ocr"))} if include_ocr else {})}
+    matrix = pd.DataFrame(math.nan, index=pd.Index(models, name="model"), columns=list(tasks))
+    for run in runs:
+        if run.name not in matrix.index:
+            continue
+        for task, (component, path) in tasks.items():
+            if component == run.component and math.isnan(matrix.loc[run.name, task]):
+                matrix.loc[run.name, task] = _dig(run.summary, path)
+    return matrix, {task: component.upper() for task, (component, _) in tasks.items()}
+
+
+def paper27_availability(runs: Sequence[Run]) -> pd.DataFrame:
+    """Per task of the 27: its component, where the summaries hold it, and how many generalist
+    score folders have a value for it."""
+    matrix, _ = paper27_matrix(runs)
+    frame = pd.DataFrame({"component": [PAPER27[t][0].upper() for t in PAPER27],
+                          "summary_path": [".".join(PAPER27[t][1]) for t in PAPER27],
+                          "models_with_value": [int(matrix[t].notna().sum()) for t in PAPER27]},
+                         index=pd.Index(list(PAPER27), name="task"))
+    frame.attrs["title"] = "Supplement J's 27 tasks: where each is read from and how many models have it"
+    return frame
 
 
 def task_matrix(runs: Sequence[Run], columns: Mapping[str, Sequence[str]],
@@ -87,8 +165,11 @@ def analyze_matrix(raw: pd.DataFrame, blocks: dict[str, str], *, B: int = 2000, 
         k = len(cols)
         sub = rho.loc[cols, cols].to_numpy()
         r_bar = float(sub[np.triu_indices(k, 1)].mean()) if k > 1 else math.nan
+        pearson = np.atleast_2d(np.corrcoef(matrix[cols].to_numpy(), rowvar=False))
+        p_bar = float(pearson[np.triu_indices(k, 1)].mean()) if k > 1 else math.nan
         comp_rows.append({"component": comp, "tasks": k, "internal_rho": r_bar,
-                          "alpha_std": alpha_std(r_bar, k) if k > 1 else math.nan})
+                          "alpha_std": alpha_std(r_bar, k) if k > 1 else math.nan,
+                          "alpha_std_pearson": alpha_std(p_bar, k) if k > 1 else math.nan})
     components = pd.DataFrame(comp_rows).set_index("component")
 
     z = (matrix - matrix.mean(axis=0)) / matrix.std(axis=0, ddof=1)
@@ -120,11 +201,16 @@ def analyze_matrix(raw: pd.DataFrame, blocks: dict[str, str], *, B: int = 2000, 
 
 
 def cross_component(runs: Sequence[Run], *, B: int = 2000, seed: int = 42,
-                    exclude: Sequence[str] = EXCLUDED) -> Analysis | None:
-    """The analysis over the generalists of ``runs``; None with fewer than four models or with
-    tasks from fewer than two columns."""
+                    exclude: Sequence[str] = EXCLUDED, design: str = "paper27") -> Analysis | None:
+    """The analysis over the generalists of ``runs`` (``design``: ``paper27`` or ``table3``);
+    None with fewer than four models or with tasks from fewer than two columns."""
     from biovqa.components.registry import get_component
 
+    if design not in DESIGNS:
+        raise ValueError(f"unknown analysis design {design!r}; choose one of {', '.join(DESIGNS)}")
+    if design == "paper27":
+        matrix, blocks = paper27_matrix(runs, include_ocr="ocr" not in exclude)
+        return analyze_matrix(matrix, blocks, B=B, seed=seed)
     columns = {name: list(get_component(name).table3) for name in sorted({r.component for r in runs})
                if get_component(name).table3}
     matrix, blocks = task_matrix(runs, columns, exclude)
@@ -145,11 +231,12 @@ def analysis_tables(analysis: Analysis) -> dict[str, pd.DataFrame]:
         {"statistic": "gap (within - across)", "value": fmt(analysis.within - analysis.across, 3)},
         {"statistic": "permutation p of the gap", "value": fmt(analysis.p_gap)},
         {"statistic": "gap without models that needed imputation", "value": fmt(analysis.sensitivity_gap, 3)},
-        {"statistic": "PC1 share of variance (%)", "value": fmt(100 * analysis.pc1_share, 1)},
+        {"statistic": "PC1 share of variance", "value": fmt(analysis.pc1_share, 3)},
     ]).set_index("statistic")
     summary.attrs.update(title="Within- vs across-component agreement and PCA")
     components = analysis.components.copy()
-    components.attrs.update(title="Internal agreement per component (mean within-component rho, standardized alpha)")
+    components.attrs.update(title="Internal agreement per component (mean within-component rho; standardized alpha "
+                                  "from it and from the mean Pearson r)")
     pairs = analysis.pairs.copy()
     pairs.attrs.update(title="Component correlations (Spearman over models; Fisher-z 95% CI; Holm; † = not significant)",
                        decimals={"p": 4, "p_holm": 4})
@@ -162,13 +249,13 @@ def analysis_tables(analysis: Analysis) -> dict[str, pd.DataFrame]:
     loadings.attrs.update(title="PC1 loadings of the standardized model × task matrix")
     matrix = analysis.matrix.copy()
     matrix.index.name = "model"
-    matrix.attrs.update(title="Model × task matrix (Table 3 estimates; imputed cells = column median)")
+    matrix.attrs.update(title="Model × task matrix (imputed cells = column median)")
     return {"summary": summary, "components": components, "pairs": pairs, "task_rho": rho,
             "pc1_loadings": loadings, "matrix": matrix}
 
 
 def write_analysis(score_dirs: Sequence[str | Path], out: str | Path, *, B: int = 2000, seed: int = 42,
-                   include_ocr: bool = False) -> Path:
+                   include_ocr: bool = False, design: str = "paper27") -> Path:
     """Run the analysis over ``score_dirs`` and write its tables (CSV, Markdown, LaTeX) and
     ``analysis.json`` into ``out``; returns ``out``. Too few generalist models is an error."""
     import json
@@ -178,7 +265,7 @@ def write_analysis(score_dirs: Sequence[str | Path], out: str | Path, *, B: int 
     from biovqa.reporting.writer import _write_table, load_runs
 
     runs = load_runs(score_dirs)
-    analysis = cross_component(runs, B=B, seed=seed, exclude=() if include_ocr else EXCLUDED)
+    analysis = cross_component(runs, B=B, seed=seed, exclude=() if include_ocr else EXCLUDED, design=design)
     if analysis is None:
         generalists = sorted({r.name for r in runs if r.kind == GENERALIST})
         raise BiovqaError(
@@ -190,7 +277,9 @@ def write_analysis(score_dirs: Sequence[str | Path], out: str | Path, *, B: int 
     with staged_folder(out) as stage:
         for name, frame in tables.items():
             _write_table(stage, name, frame)
-        card = {"models": list(map(str, analysis.matrix.index)), "tasks": analysis.blocks,
+        if design == "paper27":
+            _write_table(stage, "paper27_tasks", paper27_availability(runs))
+        card = {"design": design, "models": list(map(str, analysis.matrix.index)), "tasks": analysis.blocks,
                 "within": analysis.within, "across": analysis.across, "p_gap": analysis.p_gap,
                 "permutations": B, "seed": seed, "pc1_share": analysis.pc1_share,
                 "sensitivity_gap": None if math.isnan(analysis.sensitivity_gap) else analysis.sensitivity_gap,
@@ -204,27 +293,23 @@ def write_analysis(score_dirs: Sequence[str | Path], out: str | Path, *, B: int 
 def heatmap(analysis: Analysis, out_dir: Path) -> Path:
     """The task × task Spearman matrix as a heat map, component blocks outlined:
     ``out_dir/analysis_task_rho.png``."""
-    import matplotlib
+    from matplotlib.patches import Rectangle
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    from biovqa.reporting.plots import figure
 
     tasks = list(analysis.rho.columns)
     size = max(4.0, 0.32 * len(tasks) + 2.0)
-    figure, axes = plt.subplots(figsize=(size + 1.0, size))
-    image = axes.imshow(analysis.rho.to_numpy(), vmin=-1, vmax=1, cmap="RdBu_r")
-    axes.set_xticks(range(len(tasks)), tasks, rotation=90, fontsize=8)
-    axes.set_yticks(range(len(tasks)), tasks, fontsize=8)
-    start = 0
-    for comp in dict.fromkeys(analysis.blocks[t] for t in tasks):
-        k = sum(1 for t in tasks if analysis.blocks[t] == comp)
-        axes.add_patch(plt.Rectangle((start - 0.5, start - 0.5), k, k, fill=False, linewidth=1.5, edgecolor="black"))
-        axes.text(start + k / 2 - 0.5, -0.7, comp, ha="center", va="bottom", fontsize=9, fontweight="bold")
-        start += k
-    figure.colorbar(image, ax=axes, label="Spearman ρ over models")
-    axes.set_title("Task-pair rank correlation (boxes: components)", pad=20)
-    figure.tight_layout()
     path = Path(out_dir) / "analysis_task_rho.png"
-    figure.savefig(path, dpi=110, metadata={"Software": None})
-    plt.close(figure)
+    with figure(path, (size + 1.0, size), dpi=110) as (fig, axes):
+        image = axes.imshow(analysis.rho.to_numpy(), vmin=-1, vmax=1, cmap="RdBu_r")
+        axes.set_xticks(range(len(tasks)), tasks, rotation=90, fontsize=8)
+        axes.set_yticks(range(len(tasks)), tasks, fontsize=8)
+        start = 0
+        for comp in dict.fromkeys(analysis.blocks[t] for t in tasks):
+            k = sum(1 for t in tasks if analysis.blocks[t] == comp)
+            axes.add_patch(Rectangle((start - 0.5, start - 0.5), k, k, fill=False, linewidth=1.5, edgecolor="black"))
+            axes.text(start + k / 2 - 0.5, -0.7, comp, ha="center", va="bottom", fontsize=9, fontweight="bold")
+            start += k
+        fig.colorbar(image, ax=axes, label="Spearman ρ over models")
+        axes.set_title("Task-pair rank correlation (boxes: components)", pad=20)
     return path

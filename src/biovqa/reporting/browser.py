@@ -20,7 +20,7 @@ import hashlib
 import json
 import math
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 import pyarrow.parquet as pq
 
@@ -37,12 +37,22 @@ def _js_json(value: Any) -> str:
     return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
 
 
-def _first(row: dict[str, Any], names: Sequence[str]) -> str:
+def _first(value: Callable[[str], Any], names: Sequence[str]) -> str:
+    """The first of the columns ``names`` with a value (``value(name)``), as text."""
     for name in names:
-        value = row.get(name)
-        if value not in (None, ""):
-            return str(value)
+        found = value(name)
+        if found not in (None, ""):
+            return str(found)
     return ""
+
+
+def _reply(scores: "_Columns | None", item_id: str) -> list[Any] | None:
+    """[status, raw reply, parsed reply, score] of one model, None when it has no row."""
+    row = scores.row.get(item_id) if scores is not None else None
+    if scores is None or row is None:
+        return None
+    return [str(scores.get(row, "status") or ""), scores.get(row, "response"), scores.get(row, "parsed"),
+            _score(scores.get(row, "score"))]
 
 
 def _score(value: Any) -> float | None:
@@ -53,18 +63,31 @@ def _score(value: Any) -> float | None:
     return out if math.isfinite(out) else None
 
 
-def _read_scores(run: Run) -> dict[str, dict[str, Any]]:
+class _Columns:
+    """A table held column-wise (one Python list per column) with each item's row: far less memory
+    than one dict per row at 1.86 M items × many models. A repeated item id keeps its last row."""
+
+    def __init__(self, table: Any) -> None:
+        self.columns: dict[str, list[Any]] = {name: table.column(name).to_pylist() for name in table.column_names}
+        self.row = {item_id: k for k, item_id in enumerate(self.columns["item_id"])}
+
+    def get(self, row: int | None, name: str) -> Any:
+        if row is None or name not in self.columns:
+            return None
+        return self.columns[name][row]
+
+
+def _read_scores(run: Run) -> _Columns | None:
     path = (run.path / "items.parquet") if run.path is not None else None
     if path is None or not path.is_file():
-        return {}
+        return None
     names = pq.read_schema(path).names
     wanted = [c for c in ("item_id", "task", "status", "response", "parsed", "score", "gold",
                           *GROUP_COLUMNS, *TIER_COLUMNS) if c in names]
-    table = pq.read_table(path, columns=wanted)
-    return {row["item_id"]: row for row in table.to_pylist()}
+    return _Columns(pq.read_table(path, columns=wanted))
 
 
-def _read_bench(runs: Sequence[Run]) -> tuple[dict[str, dict[str, Any]], Any]:
+def _read_bench(runs: Sequence[Run]) -> tuple[_Columns | None, Any]:
     """Benchmark items of the first run whose recorded benchmark folder still exists."""
     from biovqa.bench.folder import open_bench
 
@@ -75,11 +98,47 @@ def _read_bench(runs: Sequence[Run]) -> tuple[dict[str, dict[str, Any]], Any]:
                 bench = open_bench(root, verify=False)
                 keep = [c for c in ("item_id", "task", "question", "options", "answer", "image",
                                     *GROUP_COLUMNS, *TIER_COLUMNS) if c in bench.items.column_names]
-                rows = bench.items.select(keep).to_pylist()
+                rows = _Columns(bench.items.select(keep))
             except Exception:  # the browser still works from the score files alone
                 continue
-            return {row["item_id"]: row for row in rows}, bench
-    return {}, None
+            return rows, bench
+    return None, None
+
+
+class _Item:
+    """One item as the browser shows it: benchmark columns where the benchmark has them, else the
+    first score folder's."""
+
+    def __init__(self, item_id: str, base: _Columns | None, present: Sequence[_Columns]) -> None:
+        self.id = item_id
+        self.base = base
+        self.b = base.row.get(item_id) if base is not None else None
+        self.first = next(s for s in present if item_id in s.row)
+        self.f = self.first.row[item_id]
+
+    def value(self, name: str) -> Any:
+        if self.base is not None and self.b is not None and name in self.base.columns:
+            return self.base.columns[name][self.b]
+        return self.first.get(self.f, name)
+
+    def task(self) -> str:
+        return str(self.value("task") or "")
+
+    def entry(self, task: str, scores: Sequence[_Columns | None], bench: Any, out: Path,
+              cache: dict[str, str | None]) -> dict[str, Any]:
+        bench_value = (lambda name: self.base.get(self.b, name)) if self.base is not None else (lambda name: None)
+        answer = bench_value("answer")
+        return {
+            "id": self.id,
+            "task": task,
+            "group": _first(self.value, GROUP_COLUMNS),
+            "tier": _first(self.value, TIER_COLUMNS),
+            "question": str(bench_value("question") or ""),
+            "options": [str(o) for o in (bench_value("options") or [])],
+            "gold": str(answer if answer is not None else self.first.get(self.f, "gold") or ""),
+            "image": _thumbnail(bench, str(bench_value("image") or ""), out, cache),
+            "replies": [_reply(s, self.id) for s in scores],
+        }
 
 
 def _thumbnail(bench: Any, image: str, out: Path, cache: dict[str, str | None]) -> str | None:
@@ -121,33 +180,19 @@ def write_browser(runs: Sequence[Run], out: Path) -> dict[str, Any]:
         comp_runs = by_component[component]
         models[component] = [r.label for r in comp_runs]
         scores = [_read_scores(r) for r in comp_runs]
-        bench_rows, bench = _read_bench(comp_runs)
-        ids = sorted(set().union(*[set(s) for s in scores]) if scores else set())
-        by_task: dict[str, list[dict[str, Any]]] = {}
+        present = [s for s in scores if s is not None]
+        base, bench = _read_bench(comp_runs)
+        ids = sorted(set().union(*[s.row.keys() for s in present]))
+        # items grouped by task (ids sorted within), then written page by page: only one page of
+        # entries is held at a time
+        by_task: dict[str, list[str]] = {}
         for item_id in ids:
-            base = bench_rows.get(item_id, {})
-            first = next((s[item_id] for s in scores if item_id in s), {})
-            merged = {**first, **base}
-            task = str(merged.get("task") or "")
-            entry: dict[str, Any] = {
-                "id": item_id,
-                "task": task,
-                "group": _first(merged, GROUP_COLUMNS),
-                "tier": _first(merged, TIER_COLUMNS),
-                "question": str(base.get("question") or ""),
-                "options": [str(o) for o in (base.get("options") or [])],
-                "gold": str(base.get("answer") if base.get("answer") is not None else first.get("gold") or ""),
-                "image": _thumbnail(bench, str(base.get("image") or ""), out, cache),
-                "replies": [
-                    [str(s[item_id].get("status") or ""), s[item_id].get("response"), s[item_id].get("parsed"),
-                     _score(s[item_id].get("score"))] if item_id in s else None
-                    for s in scores],
-            }
-            by_task.setdefault(task, []).append(entry)
+            by_task.setdefault(_Item(item_id, base, present).task(), []).append(item_id)
         for task in sorted(by_task):
-            rows = by_task[task]
-            for start in range(0, len(rows), PAGE_SIZE):
-                chunk = rows[start:start + PAGE_SIZE]
+            task_ids = by_task[task]
+            for start in range(0, len(task_ids), PAGE_SIZE):
+                chunk = [_Item(item_id, base, present).entry(task, scores, bench, out, cache)
+                         for item_id in task_ids[start:start + PAGE_SIZE]]
                 page_no += 1
                 name = f"page-{page_no:05d}.js"
                 (folder / name).write_text(f"biovqaPage({page_no},{_js_json(chunk)});\n", encoding="utf-8")

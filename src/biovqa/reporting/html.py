@@ -53,8 +53,8 @@ body.browser-only main>section:not(#browser),body.browser-only nav.toc{display:n
 </ol></nav>
 
 <section id="leaderboard"><h2>Leaderboard (Table 3)</h2>
-<p class="note">Each cell: value [95% CI lower, upper]. All scores are fractions in [0, 1] (d′ in
-standard-deviation units); higher is better. Per column over the generalist models:
+<p class="note">Each cell: value [95% CI lower, upper], in the report's one unit convention
+(<a href="#units">units</a>); higher is better. Per column over the generalist models:
 <b>bold green</b> best, <u>underlined</u> second, red worst, ≈ a statistical tie with the best
 (overlapping 95% intervals). Specialists (italic) are shown for reference and are not ranked;
 the Mean row averages the generalists; the Floor row is the image-blind baseline run.
@@ -67,11 +67,23 @@ Column names are spelled out in the <a href="#glossary">glossary</a>.</p>
 {% for cell in row.cells %}<td class="{{ cell.mark }}">{{ cell.value }}{% if cell.ci %}<br><span class="ci">{{ cell.ci }}</span>{% endif %}</td>{% endfor %}</tr>
 {% endfor %}</tbody></table></div>
 {% else %}<p>No component declares Table 3 columns.</p>{% endif %}
-{% if ranks is not none %}<h3>Rank ranges allowed by the intervals</h3><div class="scroll">{{ ranks }}</div>{% endif %}
+{% if ranks is not none %}<h3>Rank 95% intervals</h3>
+<p class="note">Each model's rank (1 = best) across bootstrap replicates in which all models are
+resampled with the same draws on the items they share; a column without per-item scores for every
+model falls back to the ranks its 95% intervals allow. The method of each column is listed below.</p>
+<div class="scroll">{{ ranks }}</div>
+<details><summary>Method per column and P(best)</summary><div class="scroll">{{ rank_methods }}</div>
+<div class="scroll">{{ p_best }}</div></details>{% endif %}
 {% if paired is not none %}<h3>Is the lead real? Adjacent models on shared items</h3>
 <p class="note">Mean per-item headline score of model a minus model b over the items both answered, with a
 95% paired bootstrap interval; “tie” when the interval covers 0.</p><div class="scroll">{{ paired }}</div>{% endif %}
 </section>
+
+{% if lite is not none %}<section id="lite"><h2>Full vs Lite</h2>
+<p class="note">Does Bio-VQA-Lite (the stratified subset, <code>biovqa lite</code>) rank the models as the
+full benchmark does? Spearman ρ between the models' full and Lite scores per Table 3 column, over the
+generalist models scored on both, and for each model's mean over the columns both runs hold.</p>
+<div class="scroll">{{ lite }}</div></section>{% endif %}
 
 {% if analysis %}<section id="analysis"><h2>Cross-component analysis</h2>
 <p class="note">Supplement J: Spearman ρ between tasks over the generalist models, within- vs
@@ -82,6 +94,10 @@ correlations (Holm-corrected; † = not significant) and PCA.</p>
 </section>{% endif %}
 
 <section id="glossary"><h2>Glossary</h2>
+<p class="note" id="units"><b>Units.</b> Every score, rate, accuracy and share in this report is a
+fraction in [0, 1] printed with 3 decimals (the paper prints Tables 31, 34, 51 and 88 in percent;
+here they are fractions like the rest); d′ and c are in standard-deviation units, angles in degrees,
+rank correlations ρ in [−1, 1].</p>
 <h3>Table 3 columns</h3>
 <dl class="glossary">{% for name, task, metric in columns %}<dt>{{ name }}</dt><dd>{{ task }}</dd><dd>{{ metric }}</dd>{% endfor %}</dl>
 <h3>Metrics</h3>

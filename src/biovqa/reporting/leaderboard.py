@@ -15,11 +15,15 @@ Row kinds, read from the label's tags (the C1 convention, docs/c1-report.md):
 Marks per column over the generalists: ``best``, ``second``, ``worst``, and ``tie`` for a model
 whose interval overlaps the best model's (the paper's rule: overlapping CIs ⇒ statistical tie).
 The rank range of a model in a column runs from 1 + (models whose lower bound is above its upper
-bound) to n − (models whose upper bound is below its lower bound).
+bound) to n − (models whose upper bound is below its lower bound). Where the score folders allow
+it, :func:`with_bootstrap_ranks` replaces that range by the 95% rank interval from a bootstrap
+whose resamples all models share (:mod:`biovqa.reporting.replicates`) and adds P(best); the
+``rank_methods`` of the board say, per column, which of the two a column's ranks come from.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import re
 from dataclasses import dataclass, field
@@ -46,6 +50,8 @@ class Run:
     path: Path | None = None
     name: str = field(init=False)
     kind: str = field(init=False)
+    #: scored on a Bio-VQA-Lite benchmark (its manifest's generator is ``biovqa.lite``)
+    lite: bool = False
 
     def __post_init__(self) -> None:
         name, kind = read_label(self.label, self.summary)
@@ -100,6 +106,8 @@ class Leaderboard:
     rank_lo: pd.DataFrame
     rank_hi: pd.DataFrame
     components: dict[str, list[str]]
+    p_best: pd.DataFrame | None = None
+    rank_methods: dict[str, str] = field(default_factory=dict)
 
     @property
     def generalists(self) -> list[str]:
@@ -200,6 +208,35 @@ def _marks(value: pd.DataFrame, lo: pd.DataFrame, hi: pd.DataFrame
     return marks, rank_lo, rank_hi
 
 
+#: How a column's rank range is found when no bootstrap replicates are available
+OVERLAP_METHOD = "95% CI overlap (no shared replicates)"
+
+
+def with_bootstrap_ranks(board: Leaderboard, runs: Sequence[Run], *, B: int | None = None) -> Leaderboard:
+    """``board`` with rank intervals and P(best) from the shared-draw bootstrap in every column
+    where each ranked generalist's score folder can be recomputed; other columns keep the
+    interval-overlap range (:data:`OVERLAP_METHOD`)."""
+    from biovqa.reporting.replicates import RANK_B, bootstrap_ranks
+
+    generalists = board.generalists
+    methods = {c: OVERLAP_METHOD for c in board.value.columns}
+    p_best = pd.DataFrame(math.nan, index=board.rank_lo.index, columns=board.rank_lo.columns)
+    if len(generalists) < 2:
+        return dataclasses.replace(board, p_best=p_best, rank_methods=methods)
+    ranks = bootstrap_ranks(runs, generalists, board.components, B=RANK_B if B is None else B)
+    rank_lo, rank_hi = board.rank_lo.copy(), board.rank_hi.copy()
+    for column in board.value.columns:
+        ranked = [g for g in generalists if math.isfinite(board.value.loc[g, column])]
+        if column not in ranks.methods or len(ranked) < 2 or not np.isfinite(
+                ranks.rank_lo.loc[ranked, column].to_numpy()).all():
+            continue
+        rank_lo[column] = ranks.rank_lo[column].reindex(rank_lo.index)
+        rank_hi[column] = ranks.rank_hi[column].reindex(rank_hi.index)
+        p_best[column] = ranks.p_best[column].reindex(p_best.index)
+        methods[column] = f"{ranks.methods[column]}; B = {ranks.B}, seed {ranks.seed}"
+    return dataclasses.replace(board, rank_lo=rank_lo, rank_hi=rank_hi, p_best=p_best, rank_methods=methods)
+
+
 def interval_text(value: float, lo: float, hi: float, places: int = 3) -> str:
     """``value [lo, hi]`` (just the value when there is no interval; — when missing)."""
     if not math.isfinite(value):
@@ -232,11 +269,29 @@ def leaderboard_values(board: Leaderboard) -> pd.DataFrame:
 
 
 def rank_ranges(board: Leaderboard) -> pd.DataFrame:
-    """Per generalist and column: the rank range ``lo–hi`` allowed by the intervals."""
+    """Per generalist and column: the rank interval ``lo–hi`` (bootstrap or interval overlap, as
+    ``board.rank_methods`` says)."""
     shown = pd.DataFrame(index=board.rank_lo.index, columns=board.rank_lo.columns, dtype=object)
     for r in shown.index:
         for c in shown.columns:
             a, b = board.rank_lo.loc[r, c], board.rank_hi.loc[r, c]
             shown.loc[r, c] = "—" if not math.isfinite(a) else (f"{int(a)}" if a == b else f"{int(a)}–{int(b)}")
-    shown.attrs["title"] = "Rank ranges from the 95% intervals (1 = best)"
+    shown.attrs["title"] = "Rank 95% intervals (1 = best; method per column in the next table)"
     return shown
+
+
+def rank_methods(board: Leaderboard) -> pd.DataFrame:
+    """Per Table 3 column: how its rank intervals were found."""
+    frame = pd.DataFrame({"method": [board.rank_methods.get(c, OVERLAP_METHOD) for c in board.value.columns]},
+                         index=pd.Index(board.value.columns, name="column"))
+    frame.attrs["title"] = "How each column's rank interval was found"
+    return frame
+
+
+def best_probabilities(board: Leaderboard) -> pd.DataFrame:
+    """P(best) per generalist and column: the share of bootstrap replicates ranking it first."""
+    frame = (board.p_best if board.p_best is not None
+             else pd.DataFrame(math.nan, index=board.rank_lo.index, columns=board.rank_lo.columns)).copy()
+    frame.index.name = "model"
+    frame.attrs["title"] = "P(best): share of bootstrap replicates in which the model ranks first (— = no replicates)"
+    return frame

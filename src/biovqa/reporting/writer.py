@@ -26,8 +26,8 @@ from biovqa._version import __version__
 from biovqa.bench.folder import staged_folder
 from biovqa.components.registry import get_component
 from biovqa.errors import BiovqaError
-from biovqa.reporting.leaderboard import (Leaderboard, Run, build_leaderboard, leaderboard_table, leaderboard_values,
-                                          rank_ranges)
+from biovqa.reporting.leaderboard import (Leaderboard, Run, best_probabilities, build_leaderboard, leaderboard_table,
+                                          leaderboard_values, rank_methods, rank_ranges, with_bootstrap_ranks)
 from biovqa.scoring.pipeline import load_summary
 
 Section = tuple[str, list[tuple[str, pd.DataFrame]], list[Path]]
@@ -39,17 +39,34 @@ def load_runs(score_dirs: Sequence[str | Path]) -> list[Run]:
     if not score_dirs:
         raise BiovqaError("no score folders given", hint="pass one or more folders written by `biovqa score`")
     runs: list[Run] = []
-    labels_seen: dict[tuple[str, str], int] = defaultdict(int)
+    labels_seen: dict[tuple[str, str, bool], int] = defaultdict(int)
     for score_dir in score_dirs:
         summary = load_summary(score_dir)
         label = str(summary["label"] or Path(score_dir).name)
         component_name = str(summary["component"])
         get_component(component_name)  # an unknown component is an error naming it
-        labels_seen[component_name, label] += 1
-        if labels_seen[component_name, label] > 1:  # two runs of one model: keep both, named apart
-            label = f"{label} ({labels_seen[component_name, label]})"
-        runs.append(Run(label, component_name, summary, Path(score_dir)))
+        lite = is_lite(summary)
+        labels_seen[component_name, label, lite] += 1
+        if labels_seen[component_name, label, lite] > 1:  # two runs of one model: keep both, named apart
+            label = f"{label} ({labels_seen[component_name, label, lite]})"
+        runs.append(Run(label, component_name, summary, Path(score_dir), lite=lite))
     return runs
+
+
+def is_lite(summary: dict[str, Any]) -> bool:
+    """Whether a score folder's benchmark is a Bio-VQA-Lite one (its manifest's generator is
+    ``biovqa.lite``, :mod:`biovqa.bench.lite`); unknown when the benchmark folder is gone (then
+    not Lite)."""
+    import json
+
+    bench = (summary.get("provenance") or {}).get("benchmark")
+    manifest = Path(str(bench)) / "manifest.json" if bench else None
+    if manifest is None or not manifest.is_file():
+        return False
+    try:
+        return json.loads(manifest.read_text(encoding="utf-8")).get("generator") == "biovqa.lite"
+    except (OSError, ValueError, AttributeError):
+        return False
 
 
 def table3_columns(runs: Sequence[Run]) -> dict[str, list[str]]:
@@ -78,8 +95,18 @@ def _write_table(out: Path, stem: str, frame: pd.DataFrame) -> None:
 
 
 def _write_into(out: Path, runs: list[Run]) -> None:
-    from biovqa.reporting.analysis import analysis_tables, cross_component, heatmap
+    from biovqa.reporting.analysis import analysis_tables, cross_component, heatmap, paper27_availability
     from biovqa.reporting.browser import write_browser
+    from biovqa.reporting.lite import full_vs_lite
+
+    lite_runs = [r for r in runs if r.lite]
+    if lite_runs and len(lite_runs) < len(runs):  # full and Lite runs: the report is the full one
+        runs = [r for r in runs if not r.lite]
+    else:
+        lite_runs = []
+    lite_frame = full_vs_lite(runs, lite_runs) if lite_runs else None
+    if lite_frame is not None:
+        _write_table(out, "lite_spearman", lite_frame)
 
     by_component: dict[str, list[tuple[str, dict[str, Any]]]] = defaultdict(list)
     for run in runs:
@@ -87,6 +114,7 @@ def _write_into(out: Path, runs: list[Run]) -> None:
     runs_frame = pd.DataFrame([
         {"model": run.label, "component": run.component, "kind": run.kind, "items": run.summary["n_items"],
          **{status: count for status, count in run.summary["statuses"].items() if status != "ok"},
+         "replies truncated for parsing": run.summary.get("n_truncated", 0),
          "benchmark manifest": str(run.summary.get("provenance", {}).get("benchmark_manifest_sha256", ""))[:12],
          "predictions": str(run.summary.get("provenance", {}).get("predictions_sha256", ""))[:12]}
         for run in sorted(runs, key=lambda r: component_rank(r.component))
@@ -95,7 +123,7 @@ def _write_into(out: Path, runs: list[Run]) -> None:
     _write_table(out, "runs", runs_frame)
 
     columns = table3_columns(runs)
-    board = build_leaderboard(runs, columns) if columns else None
+    board = with_bootstrap_ranks(build_leaderboard(runs, columns), runs) if columns else None
     headline: list[tuple[str, pd.DataFrame]] = []
     if board is not None:
         values = leaderboard_values(board)
@@ -103,9 +131,13 @@ def _write_into(out: Path, runs: list[Run]) -> None:
         shown = leaderboard_table(board)  # Markdown and LaTeX print value [lo, hi]; the CSV keeps numbers
         (out / "table3.md").write_text(_markdown(shown) + "\n", encoding="utf-8")
         (out / "table3.tex").write_text(_latex(shown), encoding="utf-8")
-        ranks = rank_ranges(board)
-        _write_table(out, "table3_rank_ranges", ranks)
+        _write_table(out, "table3_rank_ranges", rank_ranges(board))
+        _write_table(out, "table3_rank_methods", rank_methods(board))
+        _write_table(out, "table3_p_best", best_probabilities(board))
         headline = [("table3", shown)]
+        if len(board.generalists) > 1:
+            headline += [("table3_rank_ranges", rank_ranges(board)), ("table3_rank_methods", rank_methods(board)),
+                         ("table3_p_best", best_probabilities(board))]
         if len(board.generalists) > 1:
             from biovqa.reporting.paired import paired_differences
 
@@ -114,6 +146,8 @@ def _write_into(out: Path, runs: list[Run]) -> None:
             headline.append(("paired_differences", paired))
     analysis = cross_component(runs) if board is not None else None
     analysis_frames = analysis_tables(analysis) if analysis is not None else {}
+    if analysis is not None:
+        analysis_frames["paper27_tasks"] = paper27_availability(runs)
     analysis_figures = [heatmap(analysis, out)] if analysis is not None else []
     for name, frame in analysis_frames.items():
         _write_table(out, f"analysis_{name}", frame)
@@ -135,12 +169,14 @@ def _write_into(out: Path, runs: list[Run]) -> None:
 
     write_browser(runs, out)
     md_sections: list[Section] = [("Leaderboard (Table 3)", headline, [])] if headline else []
+    if lite_frame is not None:
+        md_sections.append(("Full vs Lite", [("lite_spearman", lite_frame)], []))
     if analysis_frames:
         md_sections.append(("Cross-component analysis", list(analysis_frames.items()), analysis_figures))
     (out / "index.md").write_text(_index_markdown(md_sections + sections), encoding="utf-8")
     paired_frame = dict(headline).get("paired_differences")
     (out / "index.html").write_text(_index_html(sections, board, analysis_frames, runs, paired_frame,
-                                                analysis_figures), encoding="utf-8")
+                                                analysis_figures, lite_frame), encoding="utf-8")
 
 
 def _figures_function(reporter: str) -> Any:
@@ -260,12 +296,14 @@ def _board_context(board: Leaderboard) -> dict[str, Any]:
 
 def _index_html(sections: list[Section], board: Leaderboard | None, analysis: dict[str, pd.DataFrame],
                 runs: list[Run], paired: pd.DataFrame | None = None,
-                analysis_figures: Sequence[Path] = ()) -> str:
+                analysis_figures: Sequence[Path] = (), lite: pd.DataFrame | None = None) -> str:
     from biovqa.reporting.glossary import COLUMNS, METRICS
     from biovqa.reporting.html import render_page
 
     rendered = []
     toc = [{"id": "leaderboard", "title": "Leaderboard (Table 3)"}]
+    if lite is not None:
+        toc.append({"id": "lite", "title": "Full vs Lite"})
     if analysis:
         toc.append({"id": "analysis", "title": "Cross-component analysis"})
     toc.append({"id": "glossary", "title": "Glossary"})
@@ -283,8 +321,11 @@ def _index_html(sections: list[Section], board: Leaderboard | None, analysis: di
         "version": __version__, "runs": runs, "components": [c.upper() for c in sorted({r.component for r in runs}, key=component_rank)],
         "toc": toc, "sections": rendered,
         "board": _board_context(board) if board is not None else None,
-        "ranks": _html_table(rank_ranges(board)) if board is not None and board.generalists else None,
+        "ranks": _html_table(rank_ranges(board)) if board is not None and len(board.generalists) > 1 else None,
+        "rank_methods": _html_table(rank_methods(board)) if board is not None and len(board.generalists) > 1 else None,
+        "p_best": _html_table(best_probabilities(board)) if board is not None and len(board.generalists) > 1 else None,
         "paired": _html_table(paired) if paired is not None and len(paired) else None,
+        "lite": _html_table(lite) if lite is not None else None,
         "analysis": [{"title": _title(name, frame), "html": _html_table(frame)} for name, frame in analysis.items()],
         "analysis_figures": [{"alt": f.stem, "data": base64.b64encode(f.read_bytes()).decode("ascii")}
                              for f in analysis_figures],

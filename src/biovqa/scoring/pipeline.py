@@ -29,7 +29,14 @@ from biovqa.scoring.predictions import (
     run_subset,
     subset_bench,
 )
-from biovqa.scoring.schema import SCORE_STATUSES, SUMMARY_KEYS, check_items, check_summary
+from biovqa.scoring.schema import (
+    PARSE_MAX_CHARS,
+    SCORE_STATUSES,
+    SUMMARY_KEYS,
+    check_items,
+    check_summary,
+    with_standard_columns,
+)
 
 SCORE_ITEMS_FILE = "items.parquet"
 SUMMARY_FILE = "summary.json"
@@ -63,6 +70,8 @@ def score_predictions(
     aligned = align_predictions(bench, predictions, source=predictions_path)
     result: ScoreResult = component.load("scorer")(bench, aligned, resolved)
     check_items(result.items, component=component.name)
+    items = with_standard_columns(result.items)
+    check_items(items, component=component.name)
     label = label or _model_label(predictions) or Path(predictions_path).parent.name
     statuses = {status: 0 for status in SCORE_STATUSES}
     for entry in pc.value_counts(aligned.column("status")).to_pylist():
@@ -72,6 +81,7 @@ def score_predictions(
         "label": label,
         "n_items": bench.items.num_rows,
         "statuses": statuses,
+        "n_truncated": int(pc.sum(items.column("truncated")).as_py() or 0),
         "options": resolved,
         "table3": result.summary.get("table3", {}),
         "provenance": {
@@ -92,7 +102,7 @@ def score_predictions(
     summary = _jsonable({**head, **{k: v for k, v in result.summary.items() if k not in head}})
     check_summary(summary)
     with staged_folder(out) as stage:
-        write_parquet(result.items, stage / SCORE_ITEMS_FILE)
+        write_parquet(items, stage / SCORE_ITEMS_FILE)
         write_json(stage / SUMMARY_FILE, summary)
     out = Path(out)
     if console is not None:
@@ -100,6 +110,9 @@ def score_predictions(
         if subset is not None:
             console.print(f"{head['subset']['text']} (the run's selection; "
                           "--score-missing-as-wrong scores all items)", highlight=False)
+        if head["n_truncated"]:
+            console.print(f"note: {head['n_truncated']:,} replies are longer than {PARSE_MAX_CHARS:,} characters; "
+                          "only their opening was parsed (column 'truncated')", highlight=False)
         if statuses["missing"]:
             console.print(f"[yellow]warning[/yellow]: {statuses['missing']:,} items have no prediction; "
                           "they are scored as wrong (status 'missing')")

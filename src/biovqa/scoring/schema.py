@@ -1,11 +1,14 @@
 """The one score schema every component writes (docs/architecture.md, "Score schema").
 
 ``SCORES/items.parquet`` starts with :data:`ITEM_CORE_COLUMNS` — ``item_id, component, task,
-status, response, parsed, score`` — followed by the component's own columns. ``score`` is the
-item's value of the component's headline metric (C1 exact match, C2 cags, …).
+status, response, parsed, score`` — then the standard column ``truncated`` (the reply was longer
+than :data:`biovqa.scoring.PARSE_MAX_CHARS`, so only part of it was parsed; added by the scoring pipeline for
+every component), followed by the component's own columns. ``score`` is the item's value of the
+component's headline metric (C1 exact match, C2 cags, …).
 
-``SCORES/summary.json`` has ``component, label, n_items, statuses, options, table3`` at the top,
-then ``provenance`` and the component's own sections. Every estimate anywhere in it has the one
+``SCORES/summary.json`` has ``component, label, n_items, statuses, options, table3`` at the top
+(and ``n_truncated``, the number of truncated replies), then ``provenance`` and the component's
+own sections. Every estimate anywhere in it has the one
 form ``{"value", "lo", "hi", "n"}`` (:func:`estimate`); bounds are null when no bootstrap ran.
 Reports and the leaderboard read only this schema.
 """
@@ -19,6 +22,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from biovqa.errors import BiovqaError
+from biovqa.scoring import PARSE_MAX_CHARS
 
 #: Per-item columns every component writes first, in this order.
 ITEM_CORE_COLUMNS: tuple[tuple[str, pa.DataType], ...] = (
@@ -29,6 +33,10 @@ ITEM_CORE_COLUMNS: tuple[tuple[str, pa.DataType], ...] = (
     ("response", pa.string()),
     ("parsed", pa.string()),
     ("score", pa.float64()),
+)
+#: Standard per-item columns that follow the core ones (written by the pipeline, not the scorer).
+ITEM_STANDARD_COLUMNS: tuple[tuple[str, pa.DataType], ...] = (
+    ("truncated", pa.bool_()),
 )
 #: What ``status`` says: a reply was scored, the request finally failed, or no reply was given.
 SCORE_STATUSES: tuple[str, ...] = ("ok", "failed", "missing")
@@ -69,6 +77,24 @@ def core_columns(items: pa.Table, aligned: pa.Table, *, component: str,
     }
 
 
+def truncated_flags(status: pa.Array | pa.ChunkedArray,
+                    response: pa.Array | pa.ChunkedArray) -> pa.Array | pa.ChunkedArray:
+    """Per item: a reply (status "ok") longer than :data:`PARSE_MAX_CHARS` characters, so parsed
+    from its opening only. Null replies and failed or missing requests are ``False``."""
+    long = pc.greater(pc.utf8_length(_strings(response)), PARSE_MAX_CHARS)
+    return pc.fill_null(pc.and_(pc.equal(_strings(status), "ok"), long), False)
+
+
+def with_standard_columns(items: pa.Table) -> pa.Table:
+    """A scorer's per-item table with the standard columns (:data:`ITEM_STANDARD_COLUMNS`) right
+    after the core ones, computed from the core columns (any the scorer wrote are replaced)."""
+    for name, _ in ITEM_STANDARD_COLUMNS:
+        if name in items.column_names:
+            items = items.drop_columns([name])
+    flags = truncated_flags(items.column("status"), items.column("response"))
+    return items.add_column(len(ITEM_CORE_COLUMNS), pa.field("truncated", pa.bool_()), flags)
+
+
 def _strings(column: pa.Array | pa.ChunkedArray) -> pa.Array | pa.ChunkedArray:
     if pa.types.is_dictionary(column.type):
         column = column.cast(column.type.value_type)
@@ -87,6 +113,10 @@ def check_items(table: pa.Table, *, component: str) -> None:
             actual = actual.value_type
         if actual != kind:
             raise BiovqaError(f"the {component} scorer wrote column {name!r} as {actual}, the schema says {kind}")
+    for offset, (name, kind) in enumerate(ITEM_STANDARD_COLUMNS, start=len(names)):
+        if name in table.column_names and (table.column_names.index(name) != offset
+                                           or table.schema.field(name).type != kind):
+            raise BiovqaError(f"column {name!r} must follow the core columns as {kind}")
     statuses = set(pc.unique(_strings(table.column("status"))).to_pylist())
     if not statuses <= set(SCORE_STATUSES):
         raise BiovqaError(f"the {component} scorer wrote statuses {sorted(statuses - set(SCORE_STATUSES))}")

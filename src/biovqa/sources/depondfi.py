@@ -19,12 +19,10 @@ from biovqa.sources.waid import (
     EXCLUDED_NO_IMAGE,
     EXCLUDED_NO_LABELS,
     EXCLUDED_OUTSIDE,
-    EXCLUDED_UNREADABLE,
     IMAGE_SUFFIXES,
     AnnotatedImage,
     CountingSource,
     find_image,
-    image_size,
 )
 
 POINTS_PER_FISH = 9
@@ -81,9 +79,8 @@ def read_depondfi(root: str | Path) -> CountingSource:
         if len(points) % POINTS_PER_FISH:
             source.exclude(EXCLUDED_PARTIAL)
             continue
-        size = image_size(image_path)
+        size = source.size_or_exclude(image_path)
         if size is None:
-            source.exclude(EXCLUDED_UNREADABLE)
             continue
         width, height = size
         if any(x < -tol or y < -tol or x > width + tol or y > height + tol for x, y in points):

@@ -64,6 +64,14 @@ class CountingSource:
     def exclude(self, reason: str, n: int = 1) -> None:
         self.exclusions[reason] = self.exclusions.get(reason, 0) + n
 
+    def size_or_exclude(self, path: Path) -> tuple[int, int] | None:
+        """(width, height) of a photo from its header; None, counted as an unreadable image, when
+        PIL cannot open it."""
+        size = image_size(path)
+        if size is None:
+            self.exclude(EXCLUDED_UNREADABLE)
+        return size
+
 
 def image_size(path: Path) -> tuple[int, int] | None:
     """(width, height) from the image header (no decode); None when PIL cannot open it."""
@@ -157,9 +165,8 @@ def read_waid(root: str | Path) -> CountingSource:
             if image_path.stem not in label_stems:
                 source.exclude(EXCLUDED_NO_LABELS)
                 continue
-            size = image_size(image_path)
+            size = source.size_or_exclude(image_path)
             if size is None:
-                source.exclude(EXCLUDED_UNREADABLE)
                 continue
             width, height = size
             boxes, labels, outside = [], [], False

@@ -112,6 +112,9 @@ class WildlifeCatalog:
     exclusions: dict[str, int] = field(default_factory=dict)
     #: counts of kept-but-adjusted annotations (``box clipped``, ``unknown identity``)
     notes: dict[str, int] = field(default_factory=dict)
+    #: annotations per photo (``file_name``) in the file, kept or not: a photo whose kept count is
+    #: lower lost an annotation, so its count of animals is unverifiable (C3 counting)
+    annotations_per_image: dict[str, int] = field(default_factory=dict)
 
     @property
     def viewpoints(self) -> list[str]:
@@ -171,11 +174,29 @@ def _images_dir_for(annotation_file: Path) -> Path:
     return coco_root / "images"
 
 
-def _number(value: Any) -> float | None:
+def json_number(value: Any) -> float | None:
+    """A finite JSON number as float (booleans and strings are not numbers); else None."""
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return None
     number = float(value)
     return number if math.isfinite(number) else None
+
+
+def read_coco_json(path: Path) -> dict[str, Any]:
+    """A COCO-shaped JSON object with ``images[]`` and ``annotations[]`` lists (Wild Me catalogs,
+    GZCD's ``final_metadata.json``); anything else is an error naming the file and key."""
+    try:
+        payload = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise InputFormatError(f"not valid JSON: {exc.msg}", file=path, row=exc.lineno) from None
+    except UnicodeDecodeError:
+        raise InputFormatError("not UTF-8 text", file=path) from None
+    if not isinstance(payload, dict):
+        raise InputFormatError("expected a JSON object with images[] and annotations[]", file=path)
+    for key in ("images", "annotations"):
+        if not isinstance(payload.get(key), list):
+            raise InputFormatError(f"the COCO key {key!r} is missing or not a list", file=path, field=key)
+    return payload
 
 
 def read_wildlife_catalog(path: str | Path, name: str | None = None, *,
@@ -184,18 +205,7 @@ def read_wildlife_catalog(path: str | Path, name: str | None = None, *,
     ``.coco``; ``check_images=False`` skips the on-disk check of every photo."""
     annotation_file, images_dir = find_annotation_file(path)
     name = name or Path(path).name.removesuffix(".coco")
-    try:
-        payload = json.loads(annotation_file.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as exc:
-        raise InputFormatError(f"not valid JSON: {exc.msg}", file=annotation_file, row=exc.lineno) from None
-    except UnicodeDecodeError:
-        raise InputFormatError("not UTF-8 text", file=annotation_file) from None
-    if not isinstance(payload, dict):
-        raise InputFormatError("expected a JSON object with images[] and annotations[]", file=annotation_file)
-    for key in ("images", "annotations"):
-        if not isinstance(payload.get(key), list):
-            raise InputFormatError(f"the COCO key {key!r} is missing or not a list", file=annotation_file,
-                                   field=key)
+    payload = read_coco_json(annotation_file)
     species = {c.get("id"): c.get("name") for c in payload.get("categories", []) or [] if isinstance(c, dict)}
     images: dict[Any, dict[str, Any]] = {}
     for index, image in enumerate(payload["images"], start=1):
@@ -211,6 +221,7 @@ def read_wildlife_catalog(path: str | Path, name: str | None = None, *,
     notes: dict[str, int] = {}
     existing: dict[str, bool] = {}
     out: list[WildlifeAnnotation] = []
+    per_image: dict[str, int] = {}
 
     def count(bucket: dict[str, int], reason: str) -> None:
         bucket[reason] = bucket.get(reason, 0) + 1
@@ -222,7 +233,7 @@ def read_wildlife_catalog(path: str | Path, name: str | None = None, *,
             raise InputFormatError(f"image_id {entry.get('image_id')!r} is not in images[]",
                                    file=annotation_file, row=row, field="image_id")
         box = entry.get("bbox")
-        numbers = [_number(v) for v in box] if isinstance(box, list) else []
+        numbers = [json_number(v) for v in box] if isinstance(box, list) else []
         if len(numbers) != 4 or any(v is None for v in numbers):
             raise InputFormatError(f"bbox must be four numbers [x, y, w, h], found {box!r}",
                                    file=annotation_file, row=row, field="bbox")
@@ -230,12 +241,13 @@ def read_wildlife_catalog(path: str | Path, name: str | None = None, *,
         if w <= 0 or h <= 0:
             raise InputFormatError(f"bbox width and height must be positive, found {box!r}",
                                    file=annotation_file, row=row, field="bbox")
-        theta = _number(entry.get("theta", 0.0))
+        theta = json_number(entry.get("theta", 0.0))
         if theta is None:
             raise InputFormatError(f"theta must be a number (radians), found {entry.get('theta')!r}",
                                    file=annotation_file, row=row, field="theta")
         image = images[entry["image_id"]]
-        width, height = _number(image.get("width")), _number(image.get("height"))
+        per_image[str(image["file_name"])] = per_image.get(str(image["file_name"]), 0) + 1
+        width, height = json_number(image.get("width")), json_number(image.get("height"))
         if width is None or height is None or width <= 0 or height <= 0:
             raise InputFormatError("image width and height must be positive numbers",
                                    file=annotation_file, row=row, field="images[].width")
@@ -267,7 +279,8 @@ def read_wildlife_catalog(path: str | Path, name: str | None = None, *,
         out.append(annotation)
     return WildlifeCatalog(name=name, root=Path(path), images_dir=images_dir,
                            annotation_file=annotation_file, annotations=out,
-                           exclusions=dict(sorted(exclusions.items())), notes=dict(sorted(notes.items())))
+                           exclusions=dict(sorted(exclusions.items())), notes=dict(sorted(notes.items())),
+                           annotations_per_image=dict(sorted(per_image.items())))
 
 
 def _enclosing(annotation: WildlifeAnnotation) -> tuple[float, float, float, float]:
@@ -311,7 +324,9 @@ __all__ = [
     "WildlifeAnnotation",
     "WildlifeCatalog",
     "find_annotation_file",
+    "json_number",
     "normalize_viewpoint",
+    "read_coco_json",
     "read_wildlife_catalog",
     "write_coco_catalog",
 ]

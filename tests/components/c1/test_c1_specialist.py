@@ -14,7 +14,7 @@ import pytest
 
 from biovqa.bench import open_bench
 from biovqa.components.c1.specialist import Species, bench_species, read_label_space, run_bioclip2
-from biovqa.errors import InputFormatError
+from biovqa.errors import BiovqaError, InputFormatError
 
 
 @pytest.fixture(scope="module")
@@ -159,3 +159,155 @@ def test_bioclip2_command_with_a_tiny_open_clip(tmp_path: Path, c1_bench: Path) 
                              str(tmp_path / "run" / "predictions.parquet"), "-o", str(tmp_path / "scores"),
                              "--bootstrap", "0"], capture_output=True, text=True)
     assert scored.returncode == 0, scored.stderr
+
+
+# --- precomputed label embeddings (BioCLIP's txt_emb_species.npy + .json) -----------------------
+
+
+def write_label_embeddings(folder: Path, species: Sequence[Species], vectors: np.ndarray, *,
+                           orientation: str = "dims_by_species") -> Path:
+    """Write a label space in BioCLIP's published form: the names as
+    ``[[kingdom, phylum, class, order, family, genus, epithet], common name]`` (an unranked level
+    as ""), the float matrix ``[dims × species]`` (or ``[species × dims]``)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    names = [[[s.kingdom or "", s.phylum or "", s.klass or "", s.order or "", s.family or "", s.genus, s.epithet],
+              s.common_name or ""] for s in species]
+    (folder / "txt_emb_species.json").write_text(json.dumps(names), encoding="utf-8")
+    matrix = vectors.T if orientation == "dims_by_species" else vectors
+    np.save(folder / "txt_emb_species.npy", np.ascontiguousarray(matrix, dtype=np.float32))
+    return folder
+
+
+class CountingEmbedder(LookupEmbedder):
+    """The lookup embedder, recording every text it was asked to encode."""
+
+    def __init__(self, *args: Any) -> None:
+        super().__init__(*args)
+        self.encoded: list[str] = []
+
+    def embed_texts(self, texts: Sequence[str]) -> np.ndarray:
+        self.encoded.extend(texts)
+        return super().embed_texts(texts)
+
+
+def _oracle(c1_bench: Path) -> tuple[list[Species], CountingEmbedder]:
+    bench = open_bench(c1_bench)
+    gold = bench_species(bench.items)
+    by_image = {r["image"]: r for r in bench.items.to_pylist()}
+    choose = {image: next(s for s in gold if s.genus == row["genus"] and s.epithet == row["epithet"]).label()
+              for image, row in by_image.items()}
+    answers = {r["image"]: r["answer"] for r in bench.items.to_pylist() if r["task"] == "common_name_mcq"}
+    embedder = CountingEmbedder([s.label() for s in gold], choose, answers)
+    embedder.images = _images_in_call_order(c1_bench)
+    return gold, embedder
+
+
+@pytest.mark.parametrize("orientation", ["dims_by_species", "species_by_dims"])
+@pytest.mark.parametrize("candidates", ["kingdom", "group"])
+def test_precomputed_label_embeddings_replace_encoding_the_names(tmp_path: Path, c1_bench: Path, orientation: str,
+                                                                 candidates: str) -> None:
+    gold, embedder = _oracle(c1_bench)
+    # the published label space is larger than the benchmark's and in another order
+    extra = [Species("Plantae", "Tracheophyta", "Magnoliopsida", "", "Rosaceae", "Rosa", f"fictiva{k}", None)
+             for k in range(3)]
+    space = [*extra, *reversed(gold)]
+    folder = write_label_embeddings(tmp_path / "tol" / "embeddings", space,
+                                    embedder.embed_texts([s.label() for s in space]), orientation=orientation)
+    embedder.encoded.clear()
+    predictions = run_bioclip2(c1_bench, embedder, tmp_path / "run", candidates=candidates,
+                               label_embeddings=tmp_path / "tol")  # DIR or DIR/embeddings/
+    assert not {s.label() for s in space} & set(embedder.encoded)  # only the MCQ options were encoded
+    bench = open_bench(c1_bench)
+    assert pq.read_table(predictions).column("response").to_pylist() == bench.items.column("answer").to_pylist()
+    card = json.loads((tmp_path / "run" / "run.json").read_text())
+    assert card["label_embeddings"] == str(folder.parent)
+    assert card["label_space_size"] == (len(space) if candidates == "kingdom" else len(gold))
+
+
+def test_label_embedding_errors_name_the_problem(tmp_path: Path, c1_bench: Path) -> None:
+    gold, embedder = _oracle(c1_bench)
+    vectors = embedder.embed_texts([s.label() for s in gold])
+
+    def attempt(folder: Path, **options: Any) -> str:
+        embedder.images = _images_in_call_order(c1_bench)
+        with pytest.raises(BiovqaError) as caught:
+            run_bioclip2(c1_bench, embedder, tmp_path / "run", label_embeddings=folder, **options)
+        return str(caught.value)
+
+    one_more = write_label_embeddings(tmp_path / "shape", gold, vectors)
+    np.save(one_more / "txt_emb_species.npy", np.ones((vectors.shape[1], len(gold) + 1), np.float32))
+    assert f"shape ({vectors.shape[1]}, {len(gold) + 1})" in attempt(one_more)
+    assert f"lists {len(gold):,} names" in attempt(one_more)
+
+    narrow = write_label_embeddings(tmp_path / "dims", gold, vectors[:, :-1])
+    assert f"{vectors.shape[1] - 1}-dimensional, the model's image embeddings {vectors.shape[1]}" in attempt(narrow)
+
+    flat = write_label_embeddings(tmp_path / "flat", gold, vectors)
+    np.save(flat / "txt_emb_species.npy", np.ones(len(gold), np.float32))
+    assert "2-D float matrix" in attempt(flat)
+
+    good = write_label_embeddings(tmp_path / "good", gold, vectors)
+    other = tmp_path / "other.json"
+    names = json.loads((good / "txt_emb_species.json").read_text())
+    names[1][0][6] = "renamed"
+    other.write_text(json.dumps(names))
+    message = attempt(good, labels=other)
+    assert "differ at entry 2" in message and "--labels" in message
+
+    missing = write_label_embeddings(tmp_path / "partial", gold[1:], vectors[1:])
+    message = attempt(missing, candidates="group")
+    assert gold[0].scientific_name in message and "not among" in message
+
+    (tmp_path / "lonely").mkdir()
+    np.save(tmp_path / "lonely" / "txt_emb_species.npy", vectors.T)
+    assert "lacks txt_emb_species.json" in attempt(tmp_path / "lonely")
+
+
+def test_cli_label_embedding_mismatch_is_exit_2(tmp_path: Path, c1_bench: Path,
+                                                capsys: pytest.CaptureFixture[str]) -> None:
+    """Checked before any model is loaded: no open_clip needed to see the error."""
+    from fixtures.cli_runner import cli
+
+    gold = bench_species(open_bench(c1_bench).items)
+    folder = write_label_embeddings(tmp_path / "tol", gold, np.eye(len(gold) + 2, dtype=np.float32)[:len(gold)])
+    np.save(folder / "txt_emb_species.npy", np.ones((8, len(gold) + 2), np.float32))
+    code, err = cli(["specialist", "bioclip2", c1_bench, "--model", tmp_path / "no-model", "--out", tmp_path / "run",
+                     "--label-embeddings", folder], capsys)
+    assert code == 2 and "txt_emb_species.npy" in err and "neither axis matches" in err
+    assert "Traceback" not in err
+
+
+def test_a_published_entry_with_an_unranked_level_is_read(tmp_path: Path) -> None:
+    path = tmp_path / "labels.json"
+    path.write_text(json.dumps([[["Animalia", "Chordata", "Aves", "", "Fringillidae", "Serinus", "canaria"],
+                                 "Common Canary"]]))
+    (species,) = read_label_space(path)
+    assert species.order is None and species.label() == \
+        "a photo of Animalia Chordata Aves Fringillidae Serinus canaria with common name Common Canary."
+    path.write_text(json.dumps([[["Animalia", "Chordata", "Aves", "", "Fringillidae", "Serinus", ""], None]]))
+    with pytest.raises(InputFormatError, match="genus and epithet not empty"):
+        read_label_space(path)
+
+
+@pytest.mark.vision
+def test_tiny_open_clip_with_its_own_label_embeddings_equals_encoding(tmp_path: Path, c1_bench: Path) -> None:
+    """The label embeddings a model would compute, given precomputed, change no prediction."""
+    from fixtures.open_clip_models import build_tiny_open_clip
+    from fixtures.vision import require_vision
+
+    from biovqa.components.c1.specialist import OpenClipModel
+
+    require_vision("open_clip")
+    folder = build_tiny_open_clip(tmp_path / "bioclip-2")
+    model = OpenClipModel(folder, device="cpu", batch_size=16)
+    gold = bench_species(open_bench(c1_bench).items)
+    write_label_embeddings(tmp_path / "tol", gold, model.embed_texts([s.label() for s in gold]))
+    encoded = run_bioclip2(c1_bench, model, tmp_path / "encoded", candidates="tol")
+    given = run_bioclip2(c1_bench, model, tmp_path / "given", candidates="tol", label_embeddings=tmp_path / "tol")
+    assert pq.read_table(given).column("response").equals(pq.read_table(encoded).column("response"))
+    ran = subprocess.run([sys.executable, "-m", "biovqa", "specialist", "bioclip2", str(c1_bench), "--model",
+                          str(folder), "--out", str(tmp_path / "cli"), "--device", "cpu", "--candidates", "tol",
+                          "--label-embeddings", str(tmp_path / "tol")], capture_output=True, text=True)
+    assert ran.returncode == 0, ran.stderr
+    assert pq.read_table(tmp_path / "cli" / "predictions.parquet").column("response").equals(
+        pq.read_table(encoded).column("response"))

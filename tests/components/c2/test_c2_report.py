@@ -1,4 +1,4 @@
-"""C2 report tables (Table 3 C2 block, Tables 30–35) and the per-family figure."""
+"""C2 report tables (Table 3 C2 block, Tables 30–35) and the category and family figures."""
 
 from __future__ import annotations
 
@@ -42,23 +42,28 @@ def test_tables_layout_and_values(summaries):
     assert list(lead.columns) == ["rank", "model", "EM", "GS_raw", "cags", "ci95_lo", "ci95_hi", "severity"]
     assert lead["model"].tolist() == ["strong", "weak"] and lead["rank"].tolist() == [1, 2]
     assert lead.loc[0, "cags"] == 1.0
-    assert list(out["table31_em_format"].columns) == ["model", "acc_all", "acc_mcq", "acc_open", "parse_pct",
-                                                      "mismatch_pct", "choose_A_pct"]
-    assert out["table31_em_format"].loc[0, "acc_all"] == 100.0
+    assert list(out["table31_em_format"].columns) == ["model", "acc_all", "acc_mcq", "acc_open", "parse_rate",
+                                                      "mismatch_rate", "choose_A_rate"]
+    # one unit convention: fractions in [0, 1], 3 decimals, like every other table
+    assert out["table31_em_format"].loc[0, "acc_all"] == 1.0
+    assert out["table31_em_format"].loc[1, "acc_all"] == round(summaries[1][1]["pooled"]["em"]["value"], 3)
     assert list(out["table32_categories"].columns) == ["model", "anatomical", "morphological", "salience", "naming"]
     fam = out["table33_cags_by_family"]
     assert fam.columns.tolist()[1:4] == ["attr_bare", "attr_group", "cat_mcq"]
     assert fam["model"].tolist()[-1] == "mean"
     assert fam.loc[2, "vis_side"] == round((1.0 + fam.loc[1, "vis_side"]) / 2, 3)
-    assert out["table34_em_by_family"].loc[0, "attr_bare"] == 100.0
+    assert out["table34_em_by_family"].loc[0, "attr_bare"] == 1.0
     difficulty = out["table35_family_difficulty"]
     assert set(difficulty["family"]) == {"attr_bare_value", "visibility_side", "open_genus"}
     assert difficulty["mean"].is_monotonic_increasing
 
 
-def test_figure_is_written(summaries, tmp_path):
+def test_figures_are_written_deterministically(summaries, tmp_path):
     paths = report.figures(summaries, tmp_path / "fig")
-    assert len(paths) == 1 and paths[0].exists() and paths[0].read_bytes()[:4] == b"\x89PNG"
+    assert [p.name for p in paths] == ["c2_cags_by_category.png", "c2_cags_by_family.png"]
+    assert all(p.read_bytes()[:4] == b"\x89PNG" for p in paths)
+    again = report.figures(summaries, tmp_path / "again")
+    assert [p.read_bytes() for p in again] == [p.read_bytes() for p in paths]
 
 
 def test_tables_tolerate_missing_families():

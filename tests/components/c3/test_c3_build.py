@@ -30,10 +30,11 @@ def test_build_is_deterministic_and_records_what_it_skipped(tmp_path: Path, sour
     for image in a.items.column("image").to_pylist()[::7]:
         assert (a.root / image).read_bytes() == (b.root / image).read_bytes()
     counts = a.manifest["counts"]["by_task"]
-    assert set(counts) == set(TASKS) - {"localization", "viewpoint"}
-    assert set(a.manifest["counts"]["by_tier"]) >= {"easy", "medium", "hard", "same", "different"}
-    assert a.manifest["skipped_tasks"]["viewpoint"]
-    assert set(a.manifest["subsets"]) == {"waid-train", "waid-valid", "waid-test", "bees", "depondfi", "beetles"}
+    assert set(counts) == set(TASKS)
+    assert set(a.manifest["counts"]["by_tier"]) >= {"easy", "medium", "hard", "same", "different", "red_box"}
+    assert a.manifest["skipped_tasks"] == {}
+    assert set(a.manifest["subsets"]) == {"waid-train", "waid-valid", "waid-test", "bees", "depondfi", "beetles",
+                                          "gzcd"}
     items = a.items.to_pydict()
     for task, payload, answer in zip(items["task"], items["answer_payload"], items["answer"]):
         data = json.loads(payload)

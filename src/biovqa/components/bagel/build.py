@@ -2,7 +2,10 @@
 
 Each item becomes one text-only row (``image`` null): ``question`` holds the whole evaluation
 prompt of §5.1 in the chosen style, ``instruction`` is empty, ``options`` the four option texts in
-the order shown, ``answer`` the gold letter. With ``permute_seed`` every item's options are
+the order shown, ``answer`` the gold letter, ``prompt_mode`` how the engine sends it (``chat``: a
+user turn through the model's chat template; ``raw``: the prompt as completion text — no chat
+template in the transformers backend, ``/v1/completions`` in the openai backend, ``LLM.generate``
+in the vllm backend; bagel.md §5.1: raw for base models). With ``permute_seed`` every item's options are
 re-permuted by a seeded permutation of its own (the robustness run of §9.5); ``permutation``
 records, for each shown position, the original letter.
 """
@@ -19,6 +22,7 @@ from typing import TYPE_CHECKING, Annotated
 import pyarrow as pa
 import typer
 
+from biovqa.bench.folder import staged_build
 from biovqa.components.bagel.items import LETTERS, BagelItem, load_items, parse_source
 from biovqa.components.bagel.prompt import MODES, PROMPT_STYLES, render_prompt
 from biovqa.errors import BiovqaError
@@ -36,6 +40,9 @@ BAGEL_COLUMNS: tuple[tuple[str, pa.DataType], ...] = (
     ("gold_index", pa.int8()),
     ("meta", pa.string()),
     ("permutation", pa.string()),
+    # how the engine sends the prompt: "chat" (user turn through the chat template / chat
+    # endpoint) or "raw" (completion text: no template, /v1/completions, LLM.generate)
+    ("prompt_mode", pa.string()),
 )
 ITEM_SCHEMA = pa.schema(list(ITEM_COLUMNS) + list(BAGEL_COLUMNS))
 #: Decoding the paper used (bagel.md §5): greedy, seed 0, one run.
@@ -52,7 +59,7 @@ def permutation_for(item_id: str, seed: int) -> tuple[int, ...]:
 
 
 def items_table(items: list[BagelItem], *, prompt_style: str = "canonical",
-                permute_seed: int | None = None) -> pa.Table:
+                permute_seed: int | None = None, mode: str = "chat") -> pa.Table:
     """The items table of ``items`` (see the module docstring)."""
     if prompt_style not in PROMPT_STYLES:
         raise BiovqaError(f"prompt style {prompt_style!r} is not one of {', '.join(PROMPT_STYLES)}",
@@ -78,9 +85,11 @@ def items_table(items: list[BagelItem], *, prompt_style: str = "canonical",
         rows["gold_index"].append(gold)
         rows["meta"].append(json.dumps(item.meta, sort_keys=True, ensure_ascii=False))
         rows["permutation"].append("".join(LETTERS[i] for i in order) if permute_seed is not None else None)
+        rows["prompt_mode"].append(mode)
     return pa.table(rows, schema=ITEM_SCHEMA)
 
 
+@staged_build
 def build_bagel(items: Sequence[str | Path], out: str | Path, *, prompt_style: str = "canonical",
                 mode: str = "chat", permute_seed: int | None = None) -> Bench:
     """Load, validate and write the BAGEL items of ``items`` (paths or ``DOMAIN=PATH``) to ``out``."""
@@ -89,7 +98,7 @@ def build_bagel(items: Sequence[str | Path], out: str | Path, *, prompt_style: s
     if mode not in MODES:
         raise BiovqaError(f"mode {mode!r} is not one of {', '.join(MODES)}", field="mode")
     loaded = load_items(list(items))
-    table = items_table(loaded, prompt_style=prompt_style, permute_seed=permute_seed)
+    table = items_table(loaded, prompt_style=prompt_style, permute_seed=permute_seed, mode=mode)
     sources: dict[str, str | Path] = {f"items_{i}": parse_source(spec)[0] for i, spec in enumerate(items)}
     return write_bench(
         out, table, component=COMPONENT, generator="biovqa.components.bagel.build",
@@ -105,7 +114,7 @@ def build_command(
     items: Annotated[list[str], typer.Option("--items", help="item JSONL file, or DOMAIN=PATH when its lines carry no domain (repeatable)")],
     out: Annotated[Path, typer.Option(help="benchmark folder to write")],
     prompt_style: Annotated[str, typer.Option(help="canonical (one option per line) or inline (the paper's printed one-line string)")] = "canonical",
-    mode: Annotated[str, typer.Option(help="chat (a user turn through the chat template) or raw (completion text); recorded in the manifest")] = "chat",
+    mode: Annotated[str, typer.Option(help="chat (a user turn through the chat template) or raw (completion text, no template: for base models); recorded per item and in the manifest")] = "chat",
     permute_seed: Annotated[int | None, typer.Option(help="re-permute every item's options with this seed (robustness run)")] = None,
 ) -> None:
     """Build BAGEL (text-only animal-knowledge MCQ) from its per-domain JSONL files."""

@@ -10,6 +10,8 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
+from biovqa.scoring import PARSE_MAX_CHARS
+
 PROMPT_STYLES: tuple[str, ...] = ("canonical", "inline")
 #: How the prompt reaches the model: a user turn through the chat template, or raw completion text.
 MODES: tuple[str, ...] = ("chat", "raw")
@@ -55,10 +57,11 @@ def parse_letter(output: str | None, options: Sequence[str]) -> str | None:
        end) or the phrase "answer is X" / "Answer: X", whichever comes first;
     4. else the whole reply equal (case and whitespace-insensitively) to exactly one option's text;
     5. else None. A capital letter inside a word (the "A" of "Anseriformes") never counts.
+    Only the first :data:`~biovqa.scoring.PARSE_MAX_CHARS` characters are read.
     """
     if output is None:
         return None
-    text = _strip(output)
+    text = _strip(output[:PARSE_MAX_CHARS])
     if len(text) == 1 and text.upper() in "ABCD":
         return text.upper()
     found: list[tuple[int, str]] = []

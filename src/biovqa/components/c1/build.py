@@ -31,7 +31,7 @@ import pyarrow.compute as pc
 import typer
 
 from biovqa.errors import BiovqaError, MissingResourceError
-from biovqa.bench.folder import Bench, write_bench, write_parquet
+from biovqa.bench.folder import Bench, staged_build, write_bench, write_parquet
 from biovqa.records import TREE_RANKS
 from biovqa.sources.treeoflife import read_catalog
 from biovqa.taxonomy.tree import RANK_DEPTH, BenchmarkTree, build_tree
@@ -616,6 +616,7 @@ def _attach_tiers(built: ItemColumns, tree: BenchmarkTree, image_leaves: np.ndar
 # entry points
 
 
+@staged_build
 def build_c1(
     catalog: str | Path,
     backbone: str | Path,

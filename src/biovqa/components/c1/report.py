@@ -595,38 +595,24 @@ def tables(summaries: Summaries) -> dict[str, pd.DataFrame]:
 
 def figures(summaries: list[tuple[str, dict[str, Any]]], out_dir: Path) -> list[Path]:
     """EM per question type with 95% bootstrap error bars, one bar per model, floor marked."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    from biovqa.reporting.plots import figure, grouped_bars, legend
 
     summaries, _ = _named(summaries)
-    out_dir = Path(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    positions = np.arange(len(TASKS))
-    width = 0.8 / max(len(summaries), 1)
-    figure, axes = plt.subplots(figsize=(max(8.0, 1.1 * len(TASKS) + 0.3 * len(summaries)), 4.5))
-    for k, (label, summary) in enumerate(summaries):
+    path = Path(out_dir) / "c1_em_by_rank.png"
+    series = []
+    for label, summary in summaries:
         tasks = summary.get("tasks", {})
-        value = np.array([_value(tasks.get(t), "em") for t in TASKS])
-        lo = np.array([_value(tasks.get(t), "em", "lo") for t in TASKS])
-        hi = np.array([_value(tasks.get(t), "em", "hi") for t in TASKS])
-        errors = np.vstack([np.nan_to_num(value - lo), np.nan_to_num(hi - value)]).clip(min=0)
-        axes.bar(positions - 0.4 + width * (k + 0.5), np.nan_to_num(value), width, yerr=errors, capsize=2,
-                 label=label)
-    if summaries:
-        tasks = summaries[0][1].get("tasks", {})
-        floors = [_number((tasks.get(t) or {}).get("floor")) for t in TASKS]
-        axes.hlines(floors, positions - 0.42, positions + 0.42, colors="black", linestyles="dashed",
-                    label="floor (most frequent taxon)")
-    axes.set_xticks(positions, [SHORT[t] for t in TASKS])
-    axes.set_ylim(0, 1)
-    axes.set_ylabel("exact match (95% CI)")
-    axes.set_title("C1: accuracy by question type")
-    axes.legend(fontsize="small", ncol=min(4, len(summaries) + 1), frameon=False, loc="upper center",
-                bbox_to_anchor=(0.5, -0.08))
-    figure.tight_layout()
-    path = out_dir / "c1_em_by_rank.png"
-    figure.savefig(path, dpi=120, metadata={"Software": None})
-    plt.close(figure)
+        value, lo, hi = ([_value(tasks.get(t), "em", part) for t in TASKS] for part in ("value", "lo", "hi"))
+        series.append((label, value, lo, hi))
+    with figure(path, (max(8.0, 1.1 * len(TASKS) + 0.3 * len(summaries)), 4.5)) as (_, axes):
+        positions = grouped_bars(axes, [SHORT[t] for t in TASKS], series)
+        if summaries:
+            tasks = summaries[0][1].get("tasks", {})
+            floors = [_number((tasks.get(t) or {}).get("floor")) for t in TASKS]
+            axes.hlines(floors, positions - 0.42, positions + 0.42, colors="black", linestyles="dashed",
+                        label="floor (most frequent taxon)")
+        axes.set_ylim(0, 1)
+        axes.set_ylabel("exact match (95% CI)")
+        axes.set_title("C1: accuracy by question type")
+        legend(axes, len(summaries) + 1 if summaries else 0, columns=4, below=True)
     return [path]

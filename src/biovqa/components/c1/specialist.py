@@ -21,6 +21,14 @@ per entry), or, without it, the benchmark's own species (from its items) — the
 ``kingdom`` are the benchmark's species, a much smaller space than the paper's, and the run card
 says so.
 
+Precomputed label embeddings (``label_embeddings=`` / ``--label-embeddings DIR``): BioCLIP ships
+the text embeddings of its whole label space, ``txt_emb_species.npy`` (float, ``[dims × species]``
+as published; ``[species × dims]`` is accepted too) beside ``txt_emb_species.json`` (the names, in
+the same order), in ``DIR`` or ``DIR/embeddings/`` (the layout of ``imageomics/TreeOfLife-200M``).
+They are used instead of encoding the candidate names — the paper's label space without encoding
+~1M strings. The matrix must have one column per name and the model's embedding width; the
+``group`` candidate set looks the benchmark's species up in it by genus and epithet.
+
 Outputs in ``RUN``: ``predictions.parquet`` (scored by ``biovqa score`` like any model's),
 ``top1.parquet`` (image, candidate set, predicted lineage), ``run.json`` (``"kind": "specialist"``).
 A local weights folder holds ``open_clip_config.json`` and ``open_clip_model.safetensors`` (or
@@ -114,13 +122,105 @@ def read_label_space(path: str | Path) -> list[Species]:
         raise InputFormatError("the label space must be a JSON list", file=path)
     species = []
     for k, entry in enumerate(entries):
+        # a rank above the genus may be empty (unranked in the source taxonomy); genus and epithet may not
         ok = (isinstance(entry, list) and len(entry) == 2 and isinstance(entry[0], list) and len(entry[0]) == 7
-              and all(isinstance(v, str) and v for v in entry[0]) and (entry[1] is None or isinstance(entry[1], str)))
+              and all(isinstance(v, str) for v in entry[0]) and all(entry[0][5:])
+              and (entry[1] is None or isinstance(entry[1], str)))
         if not ok:
             raise InputFormatError("an entry must be [[kingdom, phylum, class, order, family, genus, epithet], "
-                                   "common name]", file=path, row=k + 1)
-        species.append(_species(entry[0], entry[1] or None, None))
+                                   "common name] (genus and epithet not empty)", file=path, row=k + 1)
+        species.append(_species([v or None for v in entry[0]], entry[1] or None, None))
     return species
+
+
+EMBEDDINGS_NPY = "txt_emb_species.npy"
+EMBEDDINGS_JSON = "txt_emb_species.json"
+
+
+@dataclass(frozen=True)
+class LabelEmbeddings:
+    """A precomputed label space: species and their L2-normalised text embeddings, row k for
+    ``species[k]``."""
+
+    species: list[Species]
+    vectors: np.ndarray  # (species, dims) float32
+    folder: Path
+
+    @property
+    def dims(self) -> int:
+        return int(self.vectors.shape[1])
+
+    def rows_for(self, wanted: Sequence[Species]) -> np.ndarray:
+        """The rows of ``wanted`` species (matched by genus and epithet, the kingdom breaking ties);
+        an error names the first species the embeddings lack."""
+        rows: dict[tuple[str, str], list[int]] = {}
+        for k, species in enumerate(self.species):
+            rows.setdefault((species.genus, species.epithet), []).append(k)
+        found = []
+        for species in wanted:
+            candidates = rows.get((species.genus, species.epithet), [])
+            same_kingdom = [k for k in candidates if self.species[k].kingdom == species.kingdom]
+            if not candidates:
+                raise InputFormatError(f"species {species.scientific_name} ({species.kingdom}) of the benchmark is "
+                                       f"not among the {len(self.species):,} names of the label embeddings",
+                                       file=self.folder / EMBEDDINGS_JSON, field="--label-embeddings",
+                                       hint="use embeddings of a label space that holds the benchmark's species")
+            found.append((same_kingdom or candidates)[0])
+        return np.asarray(found, dtype=np.int64)
+
+
+def _embedding_files(folder: Path) -> tuple[Path, Path]:
+    for base in (folder, folder / "embeddings"):
+        if (base / EMBEDDINGS_NPY).is_file() or (base / EMBEDDINGS_JSON).is_file():
+            return base / EMBEDDINGS_NPY, base / EMBEDDINGS_JSON
+    return folder / EMBEDDINGS_NPY, folder / EMBEDDINGS_JSON
+
+
+def read_label_embeddings(folder: str | Path, *, names: str | Path | None = None) -> LabelEmbeddings:
+    """Read BioCLIP's precomputed label embeddings from ``folder`` (see the module docstring).
+    ``names``: a species list (``--labels``) that must equal the embeddings' own names."""
+    folder = Path(folder)
+    if not folder.is_dir():
+        raise MissingResourceError("the label embeddings folder does not exist", file=folder,
+                                   field="--label-embeddings")
+    matrix_path, names_path = _embedding_files(folder)
+    for path in (matrix_path, names_path):
+        if not path.is_file():
+            raise MissingResourceError(f"the label embeddings folder lacks {path.name}", file=path,
+                                       field="--label-embeddings",
+                                       hint=f"give the folder holding {EMBEDDINGS_NPY} and {EMBEDDINGS_JSON}")
+    species = read_label_space(names_path)
+    try:
+        matrix = np.load(matrix_path, allow_pickle=False, mmap_mode="r")
+    except (ValueError, OSError, EOFError) as exc:
+        raise InputFormatError(f"not a NumPy .npy file ({exc})", file=matrix_path, field="--label-embeddings") from None
+    if matrix.ndim != 2 or not np.issubdtype(matrix.dtype, np.floating):
+        raise InputFormatError(f"the label embeddings must be a 2-D float matrix, got shape {matrix.shape} "
+                               f"of {matrix.dtype}", file=matrix_path, field="--label-embeddings")
+    n = len(species)
+    if matrix.shape[1] == n:  # as published: dims × species
+        vectors = np.asarray(matrix, dtype=np.float32).T
+    elif matrix.shape[0] == n:
+        vectors = np.asarray(matrix, dtype=np.float32)
+    else:
+        raise InputFormatError(f"the label embeddings have shape {tuple(matrix.shape)} but {names_path.name} "
+                               f"lists {n:,} names: neither axis matches", file=matrix_path,
+                               field="--label-embeddings",
+                               hint=f"{EMBEDDINGS_NPY} and {EMBEDDINGS_JSON} must come from the same release")
+    if not np.isfinite(vectors).all():
+        raise InputFormatError("the label embeddings hold NaN or infinite values", file=matrix_path,
+                               field="--label-embeddings")
+    norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+    if not np.allclose(norms, 1.0, atol=1e-5):  # published unit-length: left bit-exact
+        vectors = (vectors / np.where(norms > 0, norms, 1.0)).astype(np.float32)
+    if names is not None:
+        given = read_label_space(names)
+        if given != species:
+            row = next((k for k, (a, b) in enumerate(zip(given, species)) if a != b), min(len(given), len(species)))
+            raise InputFormatError(f"--labels and the label embeddings' {names_path.name} differ at entry {row + 1} "
+                                   f"({len(given):,} vs {len(species):,} names)", file=names, row=row + 1,
+                                   field="--labels", hint="give one of them, or both from the same release")
+    return LabelEmbeddings(species=species, vectors=np.ascontiguousarray(vectors), folder=folder)
 
 
 class OpenClipModel:
@@ -180,10 +280,12 @@ def _embed_texts(model: Any, texts: Sequence[str], batch: int, bar: Any, label: 
 
 
 def run_bioclip2(bench_path: str | Path, model: str | Path | Any, out: str | Path, *,
-                 candidates: str = "kingdom", labels: str | Path | None = None, batch_size: int = 64,
+                 candidates: str = "kingdom", labels: str | Path | None = None,
+                 label_embeddings: str | Path | None = None, batch_size: int = 64,
                  device: str | None = None, progress: bool = False) -> Path:
     """Run BioCLIP-2 on a C1 benchmark; returns the predictions file (see the module docstring).
-    ``model`` is a local open_clip folder or an object with ``embed_images``, ``embed_texts``, ``name``."""
+    ``model`` is a local open_clip folder or an object with ``embed_images``, ``embed_texts``, ``name``;
+    ``label_embeddings`` a folder of precomputed label embeddings used instead of encoding the names."""
     from PIL import Image
 
     if candidates not in CANDIDATE_SETS:
@@ -195,11 +297,19 @@ def run_bioclip2(bench_path: str | Path, model: str | Path | Any, out: str | Pat
                           file=bench.root)
     items = bench.items
     gold = bench_species(items)
-    space = read_label_space(labels) if labels is not None else gold
+    precomputed = read_label_embeddings(label_embeddings, names=labels) if label_embeddings is not None else None
+    if precomputed is not None:
+        space = precomputed.species
+    else:
+        space = read_label_space(labels) if labels is not None else gold
     if candidates == "group":
         space = gold  # the group's gold species: always the benchmark's own
     if not space:
         raise BiovqaError("the label space is empty", field="--labels")
+    given_vectors: np.ndarray | None = None
+    if precomputed is not None:
+        given_vectors = precomputed.vectors if space is precomputed.species else \
+            precomputed.vectors[precomputed.rows_for(space)]
     embedder = OpenClipModel(model, device=device, batch_size=batch_size) if isinstance(model, (str, Path)) else model
     batch = max(1, int(getattr(embedder, "batch_size", batch_size)))
 
@@ -224,7 +334,10 @@ def run_bioclip2(bench_path: str | Path, model: str | Path | Any, out: str | Pat
     started = time.perf_counter()
     top1: dict[str, int | None] = {}
     with _progress(progress) as bar:
-        label_vectors = _embed_texts(embedder, [s.label() for s in space], batch, bar, "BioCLIP-2 labels")
+        if given_vectors is not None:
+            label_vectors = given_vectors
+        else:
+            label_vectors = _embed_texts(embedder, [s.label() for s in space], batch, bar, "BioCLIP-2 labels")
         task = bar.add_task("BioCLIP-2 images", total=len(images))
         for start in range(0, len(images), batch):
             chunk = images[start:start + batch]
@@ -238,6 +351,12 @@ def run_bioclip2(bench_path: str | Path, model: str | Path | Any, out: str | Pat
                     handle.load()
                     opened.append(handle.convert("RGB"))
             vectors = np.asarray(embedder.embed_images(opened), dtype=np.float32)
+            if vectors.shape[1] != label_vectors.shape[1]:
+                raise InputFormatError(
+                    f"the label embeddings are {label_vectors.shape[1]}-dimensional, the model's image "
+                    f"embeddings {vectors.shape[1]}-dimensional", field="--label-embeddings",
+                    file=precomputed.folder if precomputed is not None else None,
+                    hint="use the label embeddings published with this model (BioCLIP-2's differ from BioCLIP's)")
             similarity = vectors @ label_vectors.T
             for k, image in enumerate(chunk):
                 if image in mcq_images:
@@ -299,7 +418,9 @@ def run_bioclip2(bench_path: str | Path, model: str | Path | Any, out: str | Pat
     write_json(out / "run.json", {
         "kind": "specialist", "model": label, "weights": str(model) if isinstance(model, (str, Path)) else None,
         "component": "c1", "candidates": candidates,
-        "label_space": str(labels) if labels is not None and candidates != "group" else "benchmark species",
+        "label_space": ("benchmark species" if candidates == "group" or (labels is None and precomputed is None)
+                        else str(precomputed.folder) if precomputed is not None else str(labels)),
+        "label_embeddings": str(precomputed.folder) if precomputed is not None else None,
         "label_space_size": len(space), "benchmark": str(bench.root),
         "benchmark_manifest_sha256": bench.manifest_sha256, "items": n, "images": len(images),
         "elapsed_s": round(elapsed, 3), "images_per_s": round(len(images) / elapsed, 2) if elapsed else None,
@@ -308,4 +429,5 @@ def run_bioclip2(bench_path: str | Path, model: str | Path | Any, out: str | Pat
     return predictions_path
 
 
-__all__ = ["CANDIDATE_SETS", "OpenClipModel", "Species", "bench_species", "read_label_space", "run_bioclip2"]
+__all__ = ["CANDIDATE_SETS", "LabelEmbeddings", "OpenClipModel", "Species", "bench_species", "read_label_embeddings",
+           "read_label_space", "run_bioclip2"]

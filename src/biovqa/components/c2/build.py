@@ -28,7 +28,7 @@ import pyarrow.compute as pc
 import typer
 
 from biovqa.errors import InputFormatError, MissingResourceError
-from biovqa.bench.folder import Bench, sha256_file, write_bench, write_json
+from biovqa.bench.folder import Bench, sha256_file, staged_build, write_bench, write_json
 from biovqa.records import ITEM_COLUMNS
 from biovqa.sources.cub import CubDataset, read_cub
 from biovqa.text import normalize_c2
@@ -236,6 +236,7 @@ def _family_rng(seed: int, family: str) -> np.random.Generator:
     return np.random.default_rng([seed, zlib.crc32(family.encode("utf-8"))])
 
 
+@staged_build
 def build_c2(
     cub_dir: str | Path,
     out: str | Path,

@@ -33,6 +33,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from biovqa.scoring import PARSE_MAX_CHARS
 from biovqa.text import encode_strings, normalize_c2
 
 FUZZY_THRESHOLD = 0.86
@@ -69,10 +70,10 @@ _SCAFFOLD_RE = re.compile(
     r"sure\s*[,!.:]|sure\b|option\s*(?=\(?[a-j]\b)|option\s*:)\s*",
     re.IGNORECASE,
 )
-#: Replies are parsed from their first MAX_PARSE_CHARS characters [DEFAULT]: far beyond any answer
-#: a model gives under the C2 token budget (48), and a bound on the work a hostile reply can cause.
-#: The raw reply is kept as it is; :func:`reply_truncated` says whether the cap applied.
-MAX_PARSE_CHARS = 4096
+#: Replies are parsed from their first MAX_PARSE_CHARS characters: the one cap of every parser
+#: (:data:`biovqa.scoring.PARSE_MAX_CHARS`), far beyond any answer under the C2 token budget
+#: (48). The raw reply is kept as it is; :func:`reply_truncated` says whether the cap applied.
+MAX_PARSE_CHARS = PARSE_MAX_CHARS
 # Step 4b [DEFAULT]: a letter at the start — "(B)", "B)", "B.", "B:", "B" alone, or "B " + text
 # (a lower-case "a " is read as the article, not a letter) — or "(B)" anywhere.
 _LEADING_LETTER_RE = re.compile(r"^(\()?([A-Ja-j])(\))?(?=[\s.:)]|$)")

@@ -8,20 +8,25 @@ named pandas DataFrames:
 * ``table3_c2`` — cags of the four categories in Table 3's order: sal (relative salience), mrp
   (morphological), loc (anatomical), nam (naming); models in the given order, then the floor (0);
 * ``table30_leaderboard`` — EM, GS_raw, pooled cags with its 95 % CI and severity, ranked by cags;
-* ``table31_em_format`` — EM (%) over all / MCQ / open items, parse %, letter–text mismatch %,
-  choose-A %, ranked by EM;
+* ``table31_em_format`` — EM over all / MCQ / open items, parse rate, letter–text mismatch rate,
+  choose-A rate, ranked by EM;
 * ``table32_categories`` — cags per category (4 decimals, as printed);
-* ``table33_cags_by_family`` / ``table34_em_by_family`` (%) / ``table83_severity_by_family`` /
+* ``table33_cags_by_family`` / ``table34_em_by_family`` / ``table83_severity_by_family`` /
   ``table84_gs_raw_by_family`` — one column per family, the ``mean`` row last;
 * ``table35_family_difficulty`` — per family the mean, min and max cags over the models, easiest
   last (ascending mean).
 
-``figures(summaries, out_dir)`` draws cags per family, one bar per model, into
-``out_dir/c2_cags_by_family.png`` (matplotlib, Agg backend).
+Every rate is a fraction in [0, 1] printed with 3 decimals, as in every other report table (the
+paper prints Tables 31 and 34 in percent).
+
+``figures(summaries, out_dir)`` draws cags per category (``c2_cags_by_category.png``, Table 3's C2
+block) and per family (``c2_cags_by_family.png``), one bar per model with 95 % CI whiskers
+(:mod:`biovqa.reporting.plots`).
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -46,10 +51,16 @@ FAMILY_COLUMNS: tuple[str, ...] = (
 TABLE3_COLUMNS: tuple[tuple[str, str], ...] = (
     ("sal", "relative_salience"), ("mrp", "morphological"), ("loc", "anatomical"), ("nam", "naming"),
 )
+#: Category names as the paper's Table 7 spells them (figure labels).
+CATEGORY_TITLE: dict[str, str] = {"relative_salience": "relative salience\n(sal)",
+                                  "morphological": "morphological\n(mrp)", "anatomical": "anatomical\n(loc)",
+                                  "naming": "naming\n(nam)"}
 TABLE32_COLUMNS: tuple[tuple[str, str], ...] = (
     ("anatomical", "anatomical"), ("morphological", "morphological"), ("salience", "relative_salience"),
     ("naming", "naming"),
 )
+#: Table 31's columns: EM over all / MCQ / open items, then the format diagnostics (all fractions)
+TABLE31_COLUMNS: tuple[str, ...] = ("acc_all", "acc_mcq", "acc_open", "parse_rate", "mismatch_rate", "choose_A_rate")
 DECIMALS = 3
 
 
@@ -71,24 +82,19 @@ def _get(block: dict[str, Any] | None, key: str) -> float:
     return _number(block.get(key))
 
 
-def _percent(value: Any) -> float:
-    return _number(value) * 100.0
-
-
-def _family_frame(summaries: list[tuple[str, dict]], metric: str, scale: float = 1.0,
-                  decimals: int = DECIMALS) -> pd.DataFrame:
+def _family_frame(summaries: list[tuple[str, dict]], metric: str) -> pd.DataFrame:
     rows = []
     for label, summary in summaries:
         families = summary.get("families", {})
         row: dict[str, Any] = {"model": label}
         for family in FAMILY_COLUMNS:
-            row[FAMILY_SHORT[family]] = _get(families.get(family), metric) * scale
+            row[FAMILY_SHORT[family]] = _get(families.get(family), metric)
         rows.append(row)
     frame = pd.DataFrame(rows, columns=["model", *(FAMILY_SHORT[f] for f in FAMILY_COLUMNS)])
     if len(frame):
         mean = {"model": "mean", **{c: frame[c].mean() for c in frame.columns[1:]}}
         frame = pd.concat([frame, pd.DataFrame([mean])], ignore_index=True)
-    return frame.round(decimals)
+    return frame.round(DECIMALS)
 
 
 def tables(summaries: list[tuple[str, dict]]) -> dict[str, pd.DataFrame]:
@@ -121,15 +127,14 @@ def tables(summaries: list[tuple[str, dict]]) -> dict[str, pd.DataFrame]:
     for label, summary in summaries:
         pooled = summary.get("pooled", {})
         fmt = summary.get("format", {})
-        rows.append({"model": label, "acc_all": _percent(pooled.get("em")),
-                     "acc_mcq": _percent(fmt.get("em_mcq")), "acc_open": _percent(fmt.get("em_open")),
-                     "parse_pct": _percent(fmt.get("parse_rate")),
-                     "mismatch_pct": _percent(fmt.get("mismatch_rate")),
-                     "choose_A_pct": _percent(fmt.get("choose_a_rate"))})
-    frame = pd.DataFrame(rows, columns=["model", "acc_all", "acc_mcq", "acc_open", "parse_pct",
-                                        "mismatch_pct", "choose_A_pct"])
-    out["table31_em_format"] = frame.sort_values("acc_all", ascending=False, kind="stable") \
-        .reset_index(drop=True).round(2)
+        rows.append({"model": label, "acc_all": _number(pooled.get("em")), "acc_mcq": _number(fmt.get("em_mcq")),
+                     "acc_open": _number(fmt.get("em_open")), "parse_rate": _number(fmt.get("parse_rate")),
+                     "mismatch_rate": _number(fmt.get("mismatch_rate")),
+                     "choose_A_rate": _number(fmt.get("choose_a_rate"))})
+    frame = pd.DataFrame(rows, columns=["model", *TABLE31_COLUMNS])
+    frame = frame.sort_values("acc_all", ascending=False, kind="stable").reset_index(drop=True).round(DECIMALS)
+    frame.attrs["title"] = "Table 31 — EM and format diagnostics (fractions; the paper prints %)"
+    out["table31_em_format"] = frame
 
     rows = []
     for label, summary in summaries:
@@ -138,7 +143,8 @@ def tables(summaries: list[tuple[str, dict]]) -> dict[str, pd.DataFrame]:
     out["table32_categories"] = pd.DataFrame(rows, columns=["model", *(n for n, _ in TABLE32_COLUMNS)]).round(4)
 
     out["table33_cags_by_family"] = _family_frame(summaries, "cags")
-    out["table34_em_by_family"] = _family_frame(summaries, "em", scale=100.0, decimals=2)
+    out["table34_em_by_family"] = _family_frame(summaries, "em")
+    out["table34_em_by_family"].attrs["title"] = "Table 34 — EM by family (fractions; the paper prints %)"
     out["table83_severity_by_family"] = _family_frame(summaries, "severity")
     out["table84_gs_raw_by_family"] = _family_frame(summaries, "gs_raw")
 
@@ -155,38 +161,38 @@ def tables(summaries: list[tuple[str, dict]]) -> dict[str, pd.DataFrame]:
     return out
 
 
+def _cags_series(summaries: list[tuple[str, dict]], section: str, keys: Sequence[str]
+                 ) -> list[tuple[str, list[float], list[float], list[float]]]:
+    """Per model: (label, cags, lo, hi) of each key of ``summary[section]`` (families or categories)."""
+    out = []
+    for label, summary in summaries:
+        blocks = [summary.get(section, {}).get(key) for key in keys]
+        bounds = [_bounds(block, "cags") for block in blocks]
+        out.append((label, [_get(block, "cags") for block in blocks], [_number(b[0]) for b in bounds],
+                    [_number(b[1]) for b in bounds]))
+    return out
+
+
 def figures(summaries: list[tuple[str, dict]], out_dir: str | Path) -> list[Path]:
-    """cags per family, one bar per model, with 95 % CIs; returns the written PNG path."""
-    import matplotlib
+    """cags per category (Table 3's C2 block) and per family, one bar per model with 95 % CI
+    whiskers; returns the written PNG paths."""
+    from biovqa.reporting.plots import figure, grouped_bars, legend
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    out_dir = Path(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    path = out_dir / "c2_cags_by_family.png"
     n_models = max(1, len(summaries))
-    width = 0.8 / n_models
-    x = np.arange(len(FAMILY_COLUMNS))
-    fig, ax = plt.subplots(figsize=(max(8.0, 1.1 * len(FAMILY_COLUMNS) + 0.3 * n_models), 4.5))
-    for k, (label, summary) in enumerate(summaries):
-        families = summary.get("families", {})
-        values = np.array([_get(families.get(f), "cags") for f in FAMILY_COLUMNS])
-        cis = [_bounds(families.get(f), "cags") for f in FAMILY_COLUMNS]
-        lo = np.array([_number(c[0]) for c in cis])
-        hi = np.array([_number(c[1]) for c in cis])
-        errors = np.vstack([np.where(np.isnan(lo), 0.0, values - lo), np.where(np.isnan(hi), 0.0, hi - values)])
-        errors = np.clip(np.nan_to_num(errors), 0.0, None)
-        ax.bar(x + (k - (n_models - 1) / 2) * width, np.nan_to_num(values), width, label=label,
-               yerr=np.nan_to_num(errors), capsize=2)
-    ax.axhline(0.0, color="black", linewidth=0.8)
-    ax.set_xticks(x)
-    ax.set_xticklabels([FAMILY_SHORT[f] for f in FAMILY_COLUMNS], rotation=30, ha="right")
-    ax.set_ylabel("cags (0 = chance)")
-    ax.set_title("C2 cags by family")
-    if summaries:
-        ax.legend(fontsize="small", ncol=min(3, n_models))
-    fig.tight_layout()
-    fig.savefig(path, dpi=120, metadata={"Software": None})
-    plt.close(fig)
-    return [path]
+    categories = _cags_series(summaries, "categories", [category for _, category in TABLE3_COLUMNS])
+    path_categories = Path(out_dir) / "c2_cags_by_category.png"
+    with figure(path_categories, (max(7.0, 1.6 * len(TABLE3_COLUMNS) + 0.3 * n_models), 4.2)) as (_, ax):
+        grouped_bars(ax, [CATEGORY_TITLE[category] for _, category in TABLE3_COLUMNS], categories)
+        ax.axhline(0.0, color="black", linewidth=0.8)
+        ax.set_ylabel("cags (0 = chance), 95% CI")
+        ax.set_title("C2 cags by category (Table 3)")
+        legend(ax, len(summaries))
+    families = _cags_series(summaries, "families", FAMILY_COLUMNS)
+    path_families = Path(out_dir) / "c2_cags_by_family.png"
+    with figure(path_families, (max(8.0, 1.1 * len(FAMILY_COLUMNS) + 0.3 * n_models), 4.5)) as (_, ax):
+        grouped_bars(ax, [FAMILY_SHORT[f] for f in FAMILY_COLUMNS], families, rotation=30)
+        ax.axhline(0.0, color="black", linewidth=0.8)
+        ax.set_ylabel("cags (0 = chance)")
+        ax.set_title("C2 cags by family")
+        legend(ax, len(summaries))
+    return [path_categories, path_families]

@@ -25,11 +25,11 @@ import numpy as np
 import pyarrow as pa
 import typer
 
-from biovqa.bench.folder import Bench, write_bench
+from biovqa.bench.folder import Bench, staged_build, write_bench
 from biovqa.errors import BiovqaError
 from biovqa.components.c3 import tasks as T
 from biovqa.components.c3.render import COLOURS, CanvasJob, CopyJob, Panel, Shape, render_all, single
-from biovqa.components.c3.subsets import SUBSET_DATASET, WAID_SPLITS, Subset, stratified_sample
+from biovqa.components.c3.subsets import SUBSET_DATASET, WAID_SPLITS, CountLevel, Subset, stratified_sample
 
 GENERATOR = "biovqa.components.c3.build"
 SOURCE_NAMES: tuple[str, ...] = ("waid", "bees", "depondfi", "beetles", "gzcd", "whaleshark", "hyena", "leopard")
@@ -73,7 +73,8 @@ def parse_sources(pairs: list[str]) -> dict[str, Path]:
 # ------------------------------------------------------------------------------- reading
 
 
-def _read_subsets(sources: dict[str, Path], per_subset: int, seed: int, manifest: dict[str, Any]
+def _read_subsets(sources: dict[str, Path], per_subset: int, seed: int, manifest: dict[str, Any],
+                  catalog_images: Mapping[str, tuple[Path, list[Any], dict[str, int]]] | None = None
                   ) -> tuple[list[Subset], Any]:
     from biovqa.sources.waid import AnnotatedImage
 
@@ -118,6 +119,11 @@ def _read_subsets(sources: dict[str, Path], per_subset: int, seed: int, manifest
         if incomplete:
             subset.discarded["individuals not 1..N (completeness unverifiable)"] = incomplete
         subsets.append(subset)
+    for name, (root, images, discarded) in sorted((catalog_images or {}).items(),
+                                                  key=lambda kv: WILDLIFE_SOURCES.index(kv[0])):
+        subset = _subset(name, root, images)
+        subset.discarded.update(discarded)
+        subsets.append(subset)
     for subset in subsets:
         zero = [im for im in subset.images if im.count == 0]
         if zero:
@@ -133,28 +139,61 @@ def _subset(sid: str, root: Path, images: list[Any]) -> Subset:
     return Subset(sid, dataset, noun, root, list(images))
 
 
-def _wildlife_records(name: str, path: Path) -> list[dict[str, Any]] | None:
-    """Catalog records (path, width, height, box_xywh, viewpoint, species, single) from the shared
-    wildlife reader (:mod:`biovqa.sources.wildlife`); None when that reader is not installed.
-    ``single`` marks the only annotation of its photo (one dominant animal: localization)."""
-    import importlib
+def _read_catalogs(paths: Mapping[str, Path], manifest: dict[str, Any]
+                   ) -> tuple[dict[str, list[dict[str, Any]]], dict[str, tuple[Path, list[Any], dict[str, int]]]]:
+    """The wildlife catalogs given: per catalog the localization/viewpoint records (path, width,
+    height, box_xywh, viewpoint, species, single) and the counting images (root, images,
+    discarded). GZCD is read by :mod:`biovqa.sources.gzcd` (either form), the Wild Me catalogs by
+    :mod:`biovqa.sources.wildlife`. ``single`` marks the only annotation of its photo (one dominant
+    animal: localization)."""
+    from biovqa.sources.waid import AnnotatedImage
 
-    try:
-        wildlife = importlib.import_module("biovqa.sources.wildlife")
-    except ImportError:
-        return None
-    catalog = wildlife.read_wildlife_catalog(path, name)
-    per_image: dict[str, int] = {}
-    for a in catalog.annotations:
-        per_image[str(a.image_path)] = per_image.get(str(a.image_path), 0) + 1
-    records = []
-    for a in sorted(catalog.annotations, key=lambda a: (str(a.image_path), a.row)):
-        left, top, right, bottom = a.crop_box()
-        records.append({"path": a.image_path, "width": a.width, "height": a.height,
-                        "box_xywh": (left, top, right - left, bottom - top), "viewpoint": a.viewpoint,
-                        "species": (a.species or "animal").replace("_", " "),
-                        "single": per_image[str(a.image_path)] == 1})
-    return records
+    records: dict[str, list[dict[str, Any]]] = {}
+    counting: dict[str, tuple[Path, list[Any], dict[str, int]]] = {}
+    for name in WILDLIFE_SOURCES:
+        if name not in paths:
+            continue
+        rows: list[dict[str, Any]] = []
+        images: list[AnnotatedImage] = []
+        discarded: dict[str, int] = {}
+        if name == "gzcd":
+            from biovqa.sources.gzcd import read_gzcd, species_name
+
+            gzcd = read_gzcd(paths[name])
+            manifest["exclusions"][name] = gzcd.exclusions
+            manifest["files"].update(gzcd.files)
+            root = gzcd.root
+            for image in gzcd.images:
+                images.append(AnnotatedImage(image.path, image.width, image.height, image.boxes, image.species))
+                for g in image.annotations:
+                    x1, y1, x2, y2 = g.box
+                    rows.append({"path": image.path, "width": image.width, "height": image.height,
+                                 "box_xywh": (x1, y1, x2 - x1, y2 - y1), "viewpoint": g.viewpoint,
+                                 "species": species_name(g.species), "single": len(image.annotations) == 1})
+        else:
+            from biovqa.sources.wildlife import read_wildlife_catalog
+
+            catalog = read_wildlife_catalog(paths[name], name)
+            manifest["exclusions"][name] = dict(catalog.exclusions)
+            root = catalog.images_dir
+            per_image: dict[str, list[Any]] = {}
+            for a in sorted(catalog.annotations, key=lambda a: (a.file_name, a.row)):
+                per_image.setdefault(a.file_name, []).append(a)
+            for file_name, kept in per_image.items():
+                boxes = tuple((float(b[0]), float(b[1]), float(b[2]), float(b[3])) for b in (a.crop_box() for a in kept))
+                if len(kept) < catalog.annotations_per_image.get(file_name, len(kept)):
+                    discarded["an annotation left out by the reader (count unverifiable)"] = (
+                        discarded.get("an annotation left out by the reader (count unverifiable)", 0) + 1)
+                else:
+                    images.append(AnnotatedImage(kept[0].image_path, kept[0].width, kept[0].height, boxes,
+                                                 tuple((a.species or "animal") for a in kept)))
+                for a, (left, top, right, bottom) in zip(kept, boxes):
+                    rows.append({"path": a.image_path, "width": a.width, "height": a.height,
+                                 "box_xywh": (left, top, right - left, bottom - top), "viewpoint": a.viewpoint,
+                                 "species": (a.species or "animal").replace("_", " "), "single": len(kept) == 1})
+        records[name] = sorted(rows, key=lambda r: str(r["path"]))
+        counting[name] = (root, images, discarded)
+    return records, counting
 
 
 # ------------------------------------------------------------------------------- building
@@ -189,40 +228,50 @@ class _Builder:
     # ---------------------------------------------------------------- counting
 
     def counting(self, subsets: list[Subset]) -> None:
-        c, half = self.canvas, self.canvas // 2
         rng = _rng(self.seed, "counting")
         pool = [(s, im) for s in subsets for im in s.images]
         for subset in subsets:
             others = [(s, im) for s, im in pool if s.dataset != subset.dataset]
+            levels = subset.levels
             for k, image in enumerate(subset.images):
-                base = {"subset": subset.id, "dataset": subset.dataset, "cluster": subset.cluster(image),
-                        "source_id": subset.cluster(image), "gold_number": float(image.count),
-                        "answer": str(image.count)}
-                item_id = f"c3-counting-{subset.id}-{k:05d}"
-                rel, dest = self.destination("counting", f"{item_id}-easy")
-                if "easy" in self.counting_tiers:
-                    self.add("counting", {**base, "item_id": f"{item_id}-easy", "tier": "easy", "image": rel,
-                                          "question": T.prompt(None, T.Q_COUNT.format(animals=subset.noun)),
-                                          "answer_payload": T.payload({"count": image.count, "panel": None})},
-                             single(image.path, dest, (c, c)))
-                for tier, candidates in (("medium", others),
-                                         ("hard", [(subset, im) for im in subset.images if im is not image])):
-                    if tier not in self.counting_tiers:
+                for level in levels:
+                    count = level.count(image)
+                    if count == 0:
+                        self.skip(f"counting {subset.id}: no {level.noun} in the photograph (level not asked)")
                         continue
-                    if not candidates:
-                        self.skip(f"counting {tier}: no partner photograph")
-                        continue
-                    _, partner = candidates[int(rng.integers(len(candidates)))]
-                    side = ("left", "right")[int(rng.integers(2))]
-                    pair = (image, partner) if side == "left" else (partner, image)
-                    rel, dest = self.destination("counting", f"{item_id}-{tier}")
-                    job = CanvasJob(dest, (c, c), (Panel(pair[0].path, (0, 0, half, c)),
-                                                   Panel(pair[1].path, (half, 0, c - half, c))))
-                    question = T.prompt(T.FRAME_TWO_PANEL, T.Q_COUNT_PANEL.format(animals=subset.noun, side=side))
-                    self.add("counting", {**base, "item_id": f"{item_id}-{tier}", "tier": tier, "image": rel,
-                                          "question": question,
-                                          "answer_payload": T.payload({"count": image.count, "panel": side,
-                                                                       "other_count": partner.count})}, job)
+                    self.counting_image(subset, k, image, level, count, others, rng, nested=len(levels) > 1)
+
+    def counting_image(self, subset: Subset, k: int, image: Any, level: CountLevel, count: int,
+                       others: list[tuple[Subset, Any]], rng: np.random.Generator, *, nested: bool) -> None:
+        c, half = self.canvas, self.canvas // 2
+        base = {"subset": subset.id, "dataset": subset.dataset, "cluster": subset.cluster(image),
+                "source_id": subset.cluster(image), "gold_number": float(count), "answer": str(count)}
+        item_id = f"c3-counting-{subset.id}-{k:05d}" + (f"-{level.name}" if nested else "")
+        extra = {"level": level.name} if nested else {}
+        rel, dest = self.destination("counting", f"{item_id}-easy")
+        if "easy" in self.counting_tiers:
+            self.add("counting", {**base, "item_id": f"{item_id}-easy", "tier": "easy", "image": rel,
+                                  "question": T.prompt(None, T.Q_COUNT.format(animals=level.noun)),
+                                  "answer_payload": T.payload({"count": count, "panel": None, **extra})},
+                     single(image.path, dest, (c, c)))
+        for tier, candidates in (("medium", others),
+                                 ("hard", [(subset, im) for im in subset.images if im is not image])):
+            if tier not in self.counting_tiers:
+                continue
+            if not candidates:
+                self.skip(f"counting {tier}: no partner photograph")
+                continue
+            _, partner = candidates[int(rng.integers(len(candidates)))]
+            side = ("left", "right")[int(rng.integers(2))]
+            pair = (image, partner) if side == "left" else (partner, image)
+            rel, dest = self.destination("counting", f"{item_id}-{tier}")
+            job = CanvasJob(dest, (c, c), (Panel(pair[0].path, (0, 0, half, c)),
+                                           Panel(pair[1].path, (half, 0, c - half, c))))
+            question = T.prompt(T.FRAME_TWO_PANEL, T.Q_COUNT_PANEL.format(animals=level.noun, side=side))
+            self.add("counting", {**base, "item_id": f"{item_id}-{tier}", "tier": tier, "image": rel,
+                                  "question": question,
+                                  "answer_payload": T.payload({"count": count, "panel": side,
+                                                               "other_count": partner.count, **extra})}, job)
 
     def relative_counting(self, subsets: list[Subset]) -> None:
         c, half = self.canvas, self.canvas // 2
@@ -427,9 +476,11 @@ class _Builder:
     def viewpoint(self, name: str, records: list[dict[str, Any]]) -> None:
         rng = _rng(self.seed, f"viewpoint:{name}")
         usable = [r for r in records if r.get("viewpoint") in T.VIEWPOINTS]
-        if len(usable) < len(records):
-            self.skipped["viewpoint: label outside the 10 viewpoints"] = (
-                self.skipped.get("viewpoint: label outside the 10 viewpoints", 0) + len(records) - len(usable))
+        for r in records:
+            if r.get("viewpoint") is None:
+                self.skip("viewpoint: annotation without a viewpoint")
+            elif r["viewpoint"] not in T.VIEWPOINTS:
+                self.skip("viewpoint: label outside the 10 viewpoints")
         for k, rec in enumerate(usable):
             tier = T.VIEWPOINT_TIERS[k % 3]
             x, y, w, h = (float(v) for v in rec["box_xywh"])
@@ -465,6 +516,18 @@ class _Builder:
                 question = T.prompt(T.FRAME_THREE_PANEL, T.Q_VIEW_PANEL.format(
                     species=species, side=("left", "middle", "right")[side]))
                 self.add("viewpoint", {**base, "image": rel, "question": question}, job)
+
+
+#: components.md §3.2 / paper §3: GZCD contributes 2.9 × the median subset's counting items.
+PAPER_GZCD_COUNTING_RATIO = 2.9
+
+
+def _median_ratios(per_subset_items: Mapping[str, Mapping[str, int]]) -> dict[str, Any]:
+    """Each subset's counting items over the median subset's, beside the paper's GZCD ratio."""
+    counts = {sid: entry.get("counting", 0) for sid, entry in per_subset_items.items()}
+    median = float(np.median(list(counts.values()))) if counts else 0.0
+    return {"median": median, "paper_gzcd_ratio": PAPER_GZCD_COUNTING_RATIO,
+            "ratios": {sid: round(n / median, 3) if median else None for sid, n in sorted(counts.items())}}
 
 
 def _xyxy(box: Any) -> tuple[float, float, float, float]:
@@ -528,6 +591,7 @@ def placed_boxes(plate: Any, red: int, blue: int, rng: np.random.Generator, trie
     return sorted(out, key=lambda e: order[e[0]])
 
 
+@staged_build
 def build_c3(
     sources: Mapping[str, str | Path] | list[str],
     out: str | Path,
@@ -556,22 +620,14 @@ def build_c3(
         raise BiovqaError("--canvas must be an even number of pixels ≥ 16", field="canvas")
     out = Path(out)
     manifest: dict[str, Any] = {"exclusions": {}, "files": {}, "ignored_object_names": {}}
-    subsets, beetles = _read_subsets(paths, per_subset, seed, manifest)
+    catalogs, catalog_images = _read_catalogs(paths, manifest)
+    subsets, beetles = _read_subsets(paths, per_subset, seed, manifest, catalog_images)
     tiers = tuple(counting_tiers)
     if not tiers or set(tiers) - set(T.COUNTING_TIERS):
         raise BiovqaError(f"counting tiers are {', '.join(T.COUNTING_TIERS)}, got {', '.join(tiers)}",
                           field="counting_tiers")
     builder = _Builder(out, seed, canvas, plate_side, tiers)
     skipped_tasks: dict[str, str] = {}
-    wildlife_missing: list[str] = []
-    catalogs: dict[str, list[dict[str, Any]]] = {}
-    for name in WILDLIFE_SOURCES:
-        if name in paths:
-            records = _wildlife_records(name, paths[name])
-            if records is None:
-                wildlife_missing.append(name)
-            else:
-                catalogs[name] = records
     if subsets:
         builder.counting(subsets)
         builder.relative_counting(subsets)
@@ -590,8 +646,7 @@ def build_c3(
         builder.localization(name, records)
         builder.viewpoint(name, records)
     if not catalogs:
-        reason = ("the wildlife catalog reader (biovqa.paths.wildlife) is not available yet"
-                  if wildlife_missing else "no wildlife catalog source (gzcd, whaleshark, hyena, leopard) given")
+        reason = "no wildlife catalog source (gzcd, whaleshark, hyena, leopard) given"
         skipped_tasks["localization"] = skipped_tasks["viewpoint"] = reason
 
     digests = render_all(builder.jobs, workers=workers)
@@ -600,6 +655,11 @@ def build_c3(
     ordered = [row for task in T.TASKS for row in builder.rows[task]]
     table = T.items_table(ordered) if ordered else T.ITEM_SCHEMA.empty_table()
     produced = {t: len(builder.rows[t]) for t in T.TASKS}
+    per_subset_items: dict[str, dict[str, int]] = {}
+    for task in ("counting", "relative_counting"):
+        for row in builder.rows[task]:
+            entry = per_subset_items.setdefault(row["subset"], {})
+            entry[task] = entry.get(task, 0) + 1
     files: dict[str, str | Path] = dict(manifest["files"])
     parameters = {
         "seed": seed, "per_subset": per_subset, "canvas_px": canvas, "plate_max_side_px": plate_side,
@@ -616,15 +676,19 @@ def build_c3(
             "sources_given": {k: str(v) for k, v in sorted(paths.items())},
             "subsets": {s.id: {"dataset": s.dataset, "noun": s.noun, "available": s.available,
                                "selected": len(s.images), "discarded": s.discarded,
+                               "count_levels": [level.name for level in s.levels],
                                "count_min": min((im.count for im in s.images), default=None),
-                               "count_max": max((im.count for im in s.images), default=None)}
+                               "count_max": max((im.count for im in s.images), default=None),
+                               "items": per_subset_items.get(s.id, {})}
                         for s in subsets},
+            "counting_items_vs_median_subset": _median_ratios(per_subset_items),
             "exclusions": manifest["exclusions"],
             "ignored_object_names": manifest["ignored_object_names"],
             "skipped": dict(sorted(builder.skipped.items())),
             "skipped_tasks": skipped_tasks,
             "images": {"rendered": len(builder.jobs)},
-            "task_counts": {t: {"produced": produced[t], "expected_paper_count": T.PAPER_COUNTS[t]} for t in T.TASKS},
+            "task_counts": {t: {"produced": produced[t], "expected_paper_count": T.PAPER_COUNTS[t],
+                                "difference": produced[t] - T.PAPER_COUNTS[t]} for t in T.TASKS},
         },
     )
 

@@ -5,7 +5,8 @@ Writers (also used by the tests): :func:`write_waid` (``classes.txt`` + YOLO lab
 ``images/<split>``), :func:`write_bees` (Pascal VOC XML next to each JPEG in ``ML-Data/``),
 :func:`write_depondfi` (``Images/`` + ``Keypoints/`` with 9 points per fish) and
 :func:`write_beetles` (``BeetleMeasurements.csv`` with JSON endpoints annotated on half-size
-"resized" images + full-size ``group_images/``). Animals are drawn as ellipses at their boxes.
+"resized" images + full-size ``group_images/``) and :func:`write_gzcd` (the GGR pipeline's table
+or GZCD's COCO ``final_metadata.json`` + ``images/``). Animals are drawn as ellipses at their boxes.
 """
 
 from __future__ import annotations
@@ -166,6 +167,63 @@ def write_beetles(root: Path, plates: Mapping[str, Sequence[tuple[float | None, 
     return root
 
 
+GGR_COLUMNS = ("uuid", "image uuid", "bbox pred score", "category id", "annot species", "annot census", "bbox gt",
+               "bbox pred", "bbox x", "bbox y", "bbox w", "bbox h", "image fname", "species_prediction",
+               "species_pred_score", "species_true_simple", "species_pred_simple", "path", "bbox",
+               "predicted_viewpoint")
+GGR_CATEGORY = {"zebra_grevys": 22, "zebra_plains": 23, "giraffe_reticulated": 17}
+GGR_VIEWS = ("right", "left", "front, right", "back, left", "front", "back, right")
+
+
+def write_gzcd(root: Path, photos: Sequence[Sequence[str]], *, form: str = "table", size: tuple[int, int] = (192, 128),
+               seed: int = 4) -> Path:
+    """A GZCD folder in the GGR table form (``ggr_output.csv`` + ``images/<uuid>.jpg``) or the COCO
+    form (``final_metadata.json`` + ``images/``); ``photos`` = one list of GGR species codes per
+    photo (one animal each). Viewpoints cycle through GGR's comma-joined labels; census flags
+    alternate. Returns the folder."""
+    rng = np.random.default_rng(seed)
+    root = Path(root)
+    rows: list[list[Any]] = []
+    images: list[dict[str, Any]] = []
+    annotations: list[dict[str, Any]] = []
+    n = 0
+    for k, species_list in enumerate(photos):
+        image_uuid = str(uuid.UUID(int=int(rng.integers(0, 2**62))))
+        boxes = _layout(rng, len(species_list), size, 40)
+        _scene(rng, size, boxes, root / "images" / f"{image_uuid}.jpg", colour=(230, 230, 230))
+        images.append({"id": k + 1, "file_name": f"{image_uuid}.jpg", "width": size[0], "height": size[1],
+                       "uuid": image_uuid})
+        for species, (x1, y1, x2, y2) in zip(species_list, boxes):
+            view, census = GGR_VIEWS[n % len(GGR_VIEWS)], n % 3 != 2
+            annot_uuid = str(uuid.UUID(int=int(rng.integers(0, 2**62))))
+            corner = f"[{int(x1)}, {int(y1)}, {int(x2)}, {int(y2)}]"
+            xywh = (x1, y1, x2 - x1, y2 - y1)
+            rows.append([annot_uuid, image_uuid, f"{0.9 - 0.01 * n:.4f}", GGR_CATEGORY.get(species, 0), species,
+                         str(census), corner, corner, *(f"{v:.4f}" for v in xywh), f"{image_uuid}.jpg",
+                         species.replace("_", " "), "0.99", 0, 0, f"./images/{image_uuid}.jpg",
+                         "(" + ", ".join(f"{v:.4f}" for v in xywh) + ")", view])
+            annotations.append({"id": n + 1, "uuid": annot_uuid, "image_id": k + 1, "bbox": [round(v, 4) for v in xywh],
+                                "annot species": species, "annot census": census, "viewpoint": view})
+            n += 1
+    if form == "table":
+        with open(root / "ggr_output.csv", "w", encoding="utf-8", newline="") as handle:
+            writer = csv.writer(handle)
+            writer.writerow(GGR_COLUMNS)
+            writer.writerows(rows)
+    elif form == "coco":
+        (root / "final_metadata.json").write_text(json.dumps({"images": images, "annotations": annotations}, indent=1),
+                                                  encoding="utf-8")
+    else:
+        raise ValueError(f"form is 'table' or 'coco', not {form!r}")
+    return root
+
+
+def demo_gzcd_photos() -> list[list[str]]:
+    """Six photos: Grevy's zebras, some with a plains zebra or a giraffe beside them."""
+    g, p, r = "zebra_grevys", "zebra_plains", "giraffe_reticulated"
+    return [[g], [g, g, p], [g, r], [g, g, g, g], [g, p, p, r], [g, g]]
+
+
 def demo_beetle_plates() -> dict[str, list[tuple[float | None, float | None]]]:
     rng = np.random.default_rng(11)
     plates: dict[str, list[tuple[float | None, float | None]]] = {}
@@ -176,13 +234,15 @@ def demo_beetle_plates() -> dict[str, list[tuple[float | None, float | None]]]:
 
 
 def write_demo_sources(root: Path) -> dict[str, Path]:
-    """All four native-format sources under ``root``; returns {source name: path}."""
+    """The five native-format sources (WAID, Boxes on Bees, DePondFi, beetles, GZCD as a GGR table)
+    under ``root``; returns {source name: path}."""
     root = Path(root)
     return {
         "waid": write_waid(root / "waid", {"train": [1, 2, 4, 7, 12, 3], "valid": [2, 5, 9, 1], "test": [3, 6, 15, 2]}),
         "bees": write_bees(root / "bees", [4, 9, 17, 30, 2, 6]),
         "depondfi": write_depondfi(root / "depondfi", [1, 3, 5, 8, 2]),
         "beetles": write_beetles(root / "beetles", demo_beetle_plates()),
+        "gzcd": write_gzcd(root / "gzcd", demo_gzcd_photos()),
     }
 
 
@@ -195,4 +255,4 @@ def build_demo(out: Path, sources_dir: Path) -> Any:
 
 
 __all__ = ["build_demo", "voc_xml", "write_bees", "write_beetles", "write_demo_sources", "write_depondfi",
-           "write_waid"]
+           "write_gzcd", "write_waid"]

@@ -15,8 +15,8 @@ TOL = 1e-9
 def modal_counts(pairs: Iterable[tuple[str, int]]) -> dict[str, int]:
     """Per subset, the most frequent gold count (ties: the smaller count)."""
     counts: dict[str, Counter[int]] = {}
-    for subset, gold in pairs:
-        counts.setdefault(subset, Counter())[gold] += 1
+    for (subset, gold), n in Counter(pairs).items():
+        counts.setdefault(subset, Counter())[gold] += n
     return {s: min(c.items(), key=lambda kv: (-kv[1], kv[0]))[0] for s, c in counts.items()}
 
 

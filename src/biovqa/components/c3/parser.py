@@ -25,8 +25,9 @@ from __future__ import annotations
 import re
 
 from biovqa.components.c3.tasks import DIRECTIONS, VIEWPOINTS
+from biovqa.scoring import PARSE_MAX_CHARS
 
-MAX_REPLY_CHARS = 2000
+MAX_REPLY_CHARS = PARSE_MAX_CHARS
 
 _SMALL = {"zero": 0, "no": 0, "none": 0, "one": 1, "a": 1, "an": 1, "two": 2, "three": 3, "four": 4, "five": 5,
           "six": 6, "seven": 7, "eight": 8, "nine": 9, "ten": 10, "eleven": 11, "twelve": 12, "thirteen": 13,

@@ -172,34 +172,24 @@ def _diagnosis(row: Any) -> str:
 
 def figures(summaries: list[tuple[str, dict]], out_dir: str | Path) -> list[Path]:
     """Each model's Table 3 score (dot) against its own floor (bar) for every C3 task."""
-    import matplotlib
+    from biovqa.reporting.plots import figure, legend, series_offsets
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    out_dir = Path(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    path = out_dir / "c3_model_vs_floor.png"
+    path = Path(out_dir) / "c3_model_vs_floor.png"
     columns = list(TABLE3)
-    fig, ax = plt.subplots(figsize=(9.0, 4.5))
     x = np.arange(len(columns))
-    n = max(1, len(summaries))
-    for k, (label, s) in enumerate(summaries):
-        offset = (k - (n - 1) / 2) * 0.8 / n
-        scores = [_v((s.get("table3") or {}).get(c)) for c in columns]
-        floor = [floor_value(s, c) for c in columns]
-        ax.bar(x + offset, np.nan_to_num(floor), 0.8 / n, color="lightgrey", edgecolor="grey")
-        ax.scatter(x + offset, scores, zorder=3, label=label, s=18)
-    ax.set_xticks(x)
-    ax.set_xticklabels(columns)
-    ax.set_ylim(0, 1.05)
-    ax.set_ylabel("Table 3 metric (grey bar: the model's own floor)")
-    ax.set_title("C3: each model against its image-blind floors")
-    if summaries:
-        ax.legend(fontsize="small", ncol=min(3, n))
-    fig.tight_layout()
-    fig.savefig(path, dpi=110, metadata={"Software": None})
-    plt.close(fig)
+    offsets, width = series_offsets(len(summaries))
+    with figure(path, (9.0, 4.5), dpi=110) as (_, ax):
+        for offset, (label, s) in zip(offsets, summaries):
+            scores = [_v((s.get("table3") or {}).get(c)) for c in columns]
+            floor = [floor_value(s, c) for c in columns]
+            ax.bar(x + offset, np.nan_to_num(floor), width, color="lightgrey", edgecolor="grey")
+            ax.scatter(x + offset, scores, zorder=3, label=label, s=18)
+        ax.set_xticks(x)
+        ax.set_xticklabels(columns)
+        ax.set_ylim(0, 1.05)
+        ax.set_ylabel("Table 3 metric (grey bar: the model's own floor)")
+        ax.set_title("C3: each model against its image-blind floors")
+        legend(ax, len(summaries))
     return [path]
 
 

@@ -15,7 +15,7 @@ failed), ``missing`` (no reply). Every non-parsed item scores 0 on the headline.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import numpy as np
@@ -73,10 +73,12 @@ def view_credit(gold: str, pred: str | None, weights: tuple[float, ...]) -> floa
     return weights[steps]
 
 
-def to_xyxy(box: tuple[float, ...], convention: str, width: float, height: float) -> tuple[float, float, float, float]:
-    """A parsed box under ``convention`` as absolute, clipped (x1, y1, x2, y2)."""
+def corners(boxes: np.ndarray, convention: str, width: np.ndarray | float, height: np.ndarray | float
+            ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Parsed boxes (rows of four numbers) under ``convention`` as absolute (x1, y1, x2, y2) arrays
+    clipped to the image."""
     scale_name, layout = convention.split()
-    a, b, c, d = box
+    a, b, c, d = np.asarray(boxes, dtype=np.float64).reshape(-1, 4).T
     if layout == "xywh":
         x1, y1, x2, y2 = a, b, a + c, b + d
     elif layout == "xyxy":
@@ -87,8 +89,14 @@ def to_xyxy(box: tuple[float, ...], convention: str, width: float, height: float
     if scale is not None:
         x1, x2 = x1 * width / scale, x2 * width / scale
         y1, y2 = y1 * height / scale, y2 * height / scale
-    clip = lambda v, hi: min(max(v, 0.0), hi)  # noqa: E731
-    return clip(x1, width), clip(y1, height), clip(x2, width), clip(y2, height)
+    return (np.clip(x1, 0.0, width), np.clip(y1, 0.0, height), np.clip(x2, 0.0, width),
+            np.clip(y2, 0.0, height))
+
+
+def to_xyxy(box: tuple[float, ...], convention: str, width: float, height: float) -> tuple[float, float, float, float]:
+    """One parsed box under ``convention`` as absolute, clipped (x1, y1, x2, y2)."""
+    x1, y1, x2, y2 = (float(v[0]) for v in corners(np.array([box]), convention, width, height))
+    return x1, y1, x2, y2
 
 
 def iou(p: tuple[float, ...], g: tuple[float, ...]) -> float:
@@ -110,6 +118,16 @@ def char_accuracy(gold: str, pred: str | None, start: int = 0) -> float:
     return sum(1 for k in positions if k < len(pred) and pred[k] == gold[k]) / len(positions)
 
 
+#: task → the parser of its replies (Table 14)
+PARSERS: dict[str, Callable[[str], Any]] = {
+    "counting": P.parse_integer, "relative_counting": lambda r: P.parse_letter(r, "image"),
+    "relative_distance": lambda r: P.parse_letter(r, "beetle"), "relative_position": P.parse_direction,
+    "absolute_distance": P.parse_centimetres, "localization": P.parse_box, "viewpoint": P.parse_viewpoint,
+    "ocr": P.parse_code,
+}
+_UNSEEN = object()
+
+
 def _fmt(value: float) -> str:
     return f"{value:.6g}"
 
@@ -127,28 +145,18 @@ def score_items(items: pa.Table, predictions: pa.Table, options: Mapping[str, An
     codes = [a for t, a in zip(cols["task"], cols["answer"]) if t == "ocr"]
     prefix_len = len(common_prefix(codes)) if codes else 0
     boxes: dict[int, tuple[float, ...]] = {}
+    parsed_replies: dict[tuple[str, str], Any] = {}  # the parsers are pure: parse each distinct reply once
     for i in range(n):
         task, gold = cols["task"][i], cols["answer"][i]
         reply = responses[i] if statuses[i] == "ok" else None
         status = statuses[i] if statuses[i] in ("failed", "missing") else None
         parsed: Any = None
         if reply is not None:
-            if task == "counting":
-                parsed = P.parse_integer(reply)
-            elif task == "relative_counting":
-                parsed = P.parse_letter(reply, "image")
-            elif task == "relative_distance":
-                parsed = P.parse_letter(reply, "beetle")
-            elif task == "relative_position":
-                parsed = P.parse_direction(reply)
-            elif task == "absolute_distance":
-                parsed = P.parse_centimetres(reply)
-            elif task == "localization":
-                parsed = P.parse_box(reply)
-            elif task == "viewpoint":
-                parsed = P.parse_viewpoint(reply)
-            elif task == "ocr":
-                parsed = P.parse_code(reply)
+            key = (task, reply)
+            parsed = parsed_replies.get(key, _UNSEEN)
+            if parsed is _UNSEEN:
+                parse = PARSERS.get(task)
+                parsed = parsed_replies[key] = parse(reply) if parse is not None else None
         ok = parsed is not None
         out["parse_status"][i] = "parsed" if ok else status or "unparsed"
         if task == "counting":
@@ -195,13 +203,13 @@ def score_items(items: pa.Table, predictions: pa.Table, options: Mapping[str, An
             out["score"][i] = out["correct"][i]
             out["parsed"][i] = parsed
     convention = detect_convention(boxes, cols) if boxes else None
+    if convention is not None:
+        arrays = _box_arrays(boxes, cols)
+        for i, value in zip(boxes, ious_under(arrays[0], convention, *arrays[1:])):
+            out["iou"][i] = float(value)
+            out["box_convention"][i] = convention
     for i in range(n):
         if cols["task"][i] == "localization":
-            if i in boxes and convention is not None:
-                value = iou(to_xyxy(boxes[i], convention, cols["image_width"][i], cols["image_height"][i]),
-                            tuple(cols["gold_box"][i]))
-                out["iou"][i] = value
-                out["box_convention"][i] = convention
             out["score"][i] = out["iou"][i] if out["iou"][i] is not None else 0.0
     for i in range(n):
         if out["score"][i] is None:
@@ -221,14 +229,36 @@ def score_items(items: pa.Table, predictions: pa.Table, options: Mapping[str, An
     return pa.table(columns)
 
 
+def ious_under(boxes: np.ndarray, convention: str, width: np.ndarray, height: np.ndarray, gold: np.ndarray
+               ) -> np.ndarray:
+    """:func:`iou` of every parsed box (rows of ``boxes``) read under ``convention`` against its
+    gold box (x1, y1, x2, y2), as arrays (what :func:`to_xyxy` and :func:`iou` do one box at a time)."""
+    x1, y1, x2, y2 = corners(boxes, convention, width, height)
+    gx1, gy1, gx2, gy2 = gold.T
+    area_p = np.maximum(0.0, x2 - x1) * np.maximum(0.0, y2 - y1)
+    area_g = np.maximum(0.0, gx2 - gx1) * np.maximum(0.0, gy2 - gy1)
+    inter = (np.maximum(0.0, np.minimum(x2, gx2) - np.maximum(x1, gx1))
+             * np.maximum(0.0, np.minimum(y2, gy2) - np.maximum(y1, gy1)))
+    ok = (area_p > 0) & (area_g > 0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(ok, inter / np.where(ok, area_p + area_g - inter, 1.0), 0.0)
+
+
+def _box_arrays(boxes: dict[int, tuple[float, ...]], cols: Mapping[str, list[Any]]
+                ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    index = list(boxes)
+    return (np.array([boxes[i] for i in index], dtype=np.float64).reshape(-1, 4),
+            np.array([cols["image_width"][i] for i in index], dtype=np.float64),
+            np.array([cols["image_height"][i] for i in index], dtype=np.float64),
+            np.array([cols["gold_box"][i] for i in index], dtype=np.float64).reshape(-1, 4))
+
+
 def convention_means(boxes: dict[int, tuple[float, ...]], cols: Mapping[str, list[Any]]) -> dict[str, float]:
     """Mean IoU over the parsed boxes under every candidate convention."""
-    out = {}
-    for convention in CONVENTIONS:
-        values = [iou(to_xyxy(b, convention, cols["image_width"][i], cols["image_height"][i]),
-                      tuple(cols["gold_box"][i])) for i, b in boxes.items()]
-        out[convention] = float(np.mean(values)) if values else math.nan
-    return out
+    if not boxes:
+        return dict.fromkeys(CONVENTIONS, math.nan)
+    arrays = _box_arrays(boxes, cols)
+    return {c: float(ious_under(arrays[0], c, *arrays[1:]).mean()) for c in CONVENTIONS}
 
 
 def detect_convention(boxes: dict[int, tuple[float, ...]], cols: Mapping[str, list[Any]]) -> str:
@@ -251,5 +281,5 @@ def score(bench: Bench, predictions: pa.Table, options: Mapping[str, Any] | None
     return ScoreResult(items=table, summary=summary)
 
 
-__all__ = ["CONVENTIONS", "char_accuracy", "detect_convention", "iou", "ring_steps", "score", "score_items",
-           "to_xyxy", "view_credit"]
+__all__ = ["CONVENTIONS", "char_accuracy", "convention_means", "corners", "detect_convention", "iou", "ious_under", "ring_steps",
+           "score", "score_items", "to_xyxy", "view_credit"]

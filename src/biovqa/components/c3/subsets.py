@@ -6,7 +6,14 @@
 stratification: images are binned by ⌊log2 count⌋ (1, 2–3, 4–7, …) and the bins get equal shares
 (left-over shares go to bins that still have images, densest first), so sparse and dense scenes are
 balanced. Images with no annotated individual, and beetle plates whose individuals are not exactly
-1..N (completeness unverifiable), are discarded and counted.
+1..N (completeness unverifiable), are discarded and counted. The wildlife catalogs feed their
+subsets with every photo whose annotations all survived the reader (a photo that lost one has an
+unverifiable count).
+
+Count levels: a subset asks one counting question per image (every annotated individual), except
+GZCD, which asks three nested ones (components.md §3.2; the paper does not name them, [DEFAULT]
+:data:`GZCD_LEVELS`: all animals ⊇ zebras ⊇ Grevy's zebras, from the GGR species codes). A level
+whose count is 0 for an image is not asked for it.
 """
 
 from __future__ import annotations
@@ -22,10 +29,35 @@ from biovqa.sources.waid import AnnotatedImage
 SUBSET_DATASET: dict[str, tuple[str, str]] = {
     "waid-train": ("waid", "animals"), "waid-valid": ("waid", "animals"), "waid-test": ("waid", "animals"),
     "bees": ("bees", "bees"), "depondfi": ("depondfi", "fish"), "beetles": ("beetles", "beetles"),
-    "gzcd": ("gzcd", "zebras"), "whaleshark": ("whaleshark", "whale sharks"), "hyena": ("hyena", "hyenas"),
+    "gzcd": ("gzcd", "animals"), "whaleshark": ("whaleshark", "whale sharks"), "hyena": ("hyena", "hyenas"),
     "leopard": ("leopard", "leopards"),
 }
 WAID_SPLITS = {"train": "waid-train", "valid": "waid-valid", "val": "waid-valid", "test": "waid-test"}
+
+
+@dataclass(frozen=True)
+class CountLevel:
+    """One counting question about an image: the individuals whose label starts with one of
+    ``prefixes`` (None: every annotated individual), named ``noun`` in the question."""
+
+    name: str
+    noun: str
+    prefixes: tuple[str, ...] | None = None
+
+    def count(self, image: AnnotatedImage) -> int:
+        if self.prefixes is None:
+            return image.count
+        return sum(1 for label in image.labels if label.startswith(self.prefixes))
+
+
+#: GZCD's three nested counting questions per image [DEFAULT] (module docstring).
+GZCD_LEVELS: tuple[CountLevel, ...] = (
+    CountLevel("animals", "animals"),
+    CountLevel("zebras", "zebras", ("zebra",)),
+    CountLevel("grevys", "Grevy's zebras", ("zebra_grevys",)),
+)
+#: subset id → its nested count levels (others: one level, every individual, the subset's noun)
+SUBSET_LEVELS: dict[str, tuple[CountLevel, ...]] = {"gzcd": GZCD_LEVELS}
 
 
 @dataclass
@@ -38,8 +70,14 @@ class Subset:
     available: int = 0
     discarded: dict[str, int] = field(default_factory=dict)
 
+    @property
+    def levels(self) -> tuple[CountLevel, ...]:
+        """The counting questions asked per image (the first is the whole count)."""
+        return SUBSET_LEVELS.get(self.id, (CountLevel("all", self.noun),))
+
     def cluster(self, image: AnnotatedImage) -> str:
-        return f"{self.dataset}/{image.path.relative_to(self.root).as_posix()}"
+        path = image.path.relative_to(self.root) if image.path.is_relative_to(self.root) else image.path
+        return f"{self.dataset}/{path.as_posix()}"
 
 
 def count_bin(count: int) -> int:
@@ -74,4 +112,4 @@ def stratified_sample(images: list[AnnotatedImage], n: int, rng: np.random.Gener
     return [images[i] for i in sorted(chosen)]
 
 
-__all__ = ["SUBSET_DATASET", "Subset", "WAID_SPLITS", "count_bin", "stratified_sample"]
+__all__ = ["GZCD_LEVELS", "SUBSET_DATASET", "SUBSET_LEVELS", "CountLevel", "Subset", "WAID_SPLITS", "count_bin", "stratified_sample"]

@@ -40,7 +40,7 @@ import numpy as np
 import pyarrow as pa
 
 from biovqa.components.c3 import floors as F
-from biovqa.components.c3.score import (CONVENTIONS, char_accuracy, iou, ring_steps, to_xyxy,
+from biovqa.components.c3.score import (CONVENTIONS, char_accuracy, convention_means, iou, ring_steps,
                                         vas_weights, view_credit)
 from biovqa.components.c3.tasks import COUNTING_TIERS, TABLE3, TASKS, VIEWPOINT_BEARING
 from biovqa.scoring.schema import estimate
@@ -58,51 +58,234 @@ def _wmean(x: np.ndarray, w: np.ndarray) -> float:
     return float((w * x).sum() / total) if total > 0 else math.nan
 
 
-def _balanced(gold: np.ndarray, correct: np.ndarray, w: np.ndarray) -> float:
-    recalls = []
-    for label in np.unique(gold):
-        m = gold == label
-        if w[m].sum() > 0:
-            recalls.append(_wmean(correct[m], w[m]))
-    return float(np.mean(recalls)) if recalls else math.nan
-
-
 def spearman(x: np.ndarray, y: np.ndarray) -> float:
     """Spearman ρ; 0 when either side is constant (metrics.md §4.1), NaN under 2 points."""
     if len(x) < 2:
         return math.nan
     if np.all(x == x[0]) or np.all(y == y[0]):
         return 0.0
-    from scipy.stats import rankdata
-
-    rx, ry = rankdata(x), rankdata(y)
+    zeros = np.zeros(len(x), dtype=np.int64)
+    rx, ry = group_ranks(np.asarray(x, dtype=np.float64), zeros), group_ranks(np.asarray(y, dtype=np.float64), zeros)
     return float(np.corrcoef(rx, ry)[0, 1])
 
 
-def _repeat(w: np.ndarray) -> np.ndarray:
-    return np.repeat(np.arange(len(w)), np.round(w).astype(np.int64))
+def group_ranks(values: np.ndarray, groups: np.ndarray) -> np.ndarray:
+    """1-based average ranks (ties share their mean rank) of ``values`` within each group code."""
+    n = len(values)
+    order = np.lexsort((values, groups))
+    sg, sv = groups[order], values[order]
+    new_group = np.r_[True, sg[1:] != sg[:-1]]
+    group_start = np.maximum.accumulate(np.where(new_group, np.arange(n), 0))
+    new_tie = new_group | np.r_[True, sv[1:] != sv[:-1]]
+    tie_id = np.cumsum(new_tie) - 1
+    tie_start = np.flatnonzero(new_tie)
+    tie_end = np.r_[tie_start[1:], n] - 1
+    mean_rank = (tie_start + tie_end) / 2 - group_start[tie_start] + 1
+    out = np.empty(n)
+    out[order] = mean_rank[tie_id]
+    return out
+
+
+def grouped_spearman(x: np.ndarray, y: np.ndarray, groups: np.ndarray, min_size: int = 3) -> np.ndarray:
+    """Spearman ρ of ``x`` and ``y`` within each group code (0 when a side is constant), for the
+    groups of at least ``min_size`` rows."""
+    if len(x) == 0:
+        return np.zeros(0)
+    rx, ry = group_ranks(x, groups), group_ranks(y, groups)
+    k = int(groups.max()) + 1
+    size = np.bincount(groups, minlength=k).astype(float)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        mx = np.bincount(groups, rx, k) / size
+        my = np.bincount(groups, ry, k) / size
+        dx, dy = rx - mx[groups], ry - my[groups]
+        sxx, syy, sxy = (np.bincount(groups, dx * dx, k), np.bincount(groups, dy * dy, k),
+                         np.bincount(groups, dx * dy, k))
+        rho = np.where((sxx <= 1e-12) | (syy <= 1e-12), 0.0, sxy / np.sqrt(sxx * syy))
+    return rho[size >= min_size]
+
+
+# ----------------------------------------------------------------------------- bootstrap
+#
+# Every statistic is computed for a block of replicates at once. A section lists the per-row
+# columns it sums (numerators and denominators, 0 where a row does not count); the bootstrap sums
+# them per cluster once, and a block of resampled cluster counts W (replicates × clusters) turns
+# them into the replicates' totals with one product W @ S (float64). Statistics that are not ratios
+# of sums (Spearman's ρ) get the clusters' weights instead. Written by hand for speed (132 504
+# items × B = 1000 in a few seconds instead of minutes).
+
+
+def _ratio(num: np.ndarray, den: np.ndarray) -> np.ndarray:
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(den > 0, num / np.where(den > 0, den, 1), np.nan)
+
+
+def _nanmean(values: np.ndarray) -> np.ndarray:
+    """Mean over the last axis ignoring NaN; NaN where every entry is NaN (no warning)."""
+    ok = ~np.isnan(values)
+    count = ok.sum(axis=-1)
+    total = np.where(ok, values, 0.0).sum(axis=-1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(count > 0, total / np.where(count > 0, count, 1), np.nan)
+
+
+class _Columns:
+    """Named per-row columns to be summed under bootstrap weights."""
+
+    def __init__(self, n: int) -> None:
+        self.n = n
+        self.blocks: list[np.ndarray] = []
+        self.width = 0
+
+    def add(self, values: np.ndarray | float) -> int:
+        self.blocks.append(np.broadcast_to(np.asarray(values, dtype=np.float64), (self.n,))[:, None])
+        self.width += 1
+        return self.width - 1
+
+    def cells(self, values: np.ndarray | float, *keys: np.ndarray) -> tuple[np.ndarray, list[tuple[Any, ...]]]:
+        """One column per distinct combination of ``keys`` (values where the row has it, else 0);
+        returns (column index per combination, the combinations sorted by their text)."""
+        import pandas as pd
+
+        combined = np.zeros(self.n, dtype=np.int64)
+        uniques = []
+        for key in keys:
+            codes, levels = pd.factorize(pd.Series(key, dtype=object).fillna(""), sort=False)
+            combined = combined * (len(levels) + 1) + codes
+            uniques.append((codes, levels))
+        present, first, inverse = np.unique(combined, return_index=True, return_inverse=True)
+        combos = [tuple(levels[codes[i]] for codes, levels in uniques) for i in first]
+        rank = sorted(range(len(combos)), key=lambda j: tuple(map(str, combos[j])))
+        position = np.empty(len(combos), dtype=np.int64)
+        position[rank] = np.arange(len(combos))
+        block = np.zeros((self.n, len(combos)))
+        block[np.arange(self.n), position[inverse.ravel()]] = np.broadcast_to(
+            np.asarray(values, dtype=np.float64), (self.n,))
+        self.blocks.append(block)
+        index = np.arange(self.width, self.width + len(combos), dtype=np.int64)
+        self.width += len(combos)
+        return index, [combos[j] for j in rank]
+
+    def matrix(self) -> np.ndarray:
+        return np.hstack(self.blocks) if self.blocks else np.zeros((self.n, 0))
+
+
+Stats = Callable[[np.ndarray, np.ndarray | None], Sequence[np.ndarray]]
 
 
 class _Boot:
     def __init__(self, resamples: int, seed: int, level: float) -> None:
         self.B, self.seed, self.level = resamples, seed, level
 
-    def __call__(self, fn: Callable[[np.ndarray], Sequence[float]], clusters: Sequence[str], n: int
+    def __call__(self, columns: _Columns, fn: Stats, clusters: Sequence[str], n: int, *, rowwise: bool = False
                  ) -> list[dict[str, Any]]:
-        """Estimates of the statistics ``fn(weights)`` (weights = 1 per row on the full sample)."""
-        full = np.asarray(fn(np.ones(len(clusters))), dtype=float)
+        """Estimates of the statistics ``fn(totals, cluster_weights)``: ``totals`` (replicates ×
+        columns) are the weighted column sums, ``cluster_weights`` (replicates × clusters, codes of
+        :func:`~biovqa.stats.bootstrap.cluster_codes`) is given when ``rowwise``; each statistic is
+        a vector over the replicates."""
+        from biovqa.stats.bootstrap import cluster_codes, percentile_interval, resampled_cluster_counts
+
+        X = columns.matrix()
+        codes, k = cluster_codes(np.asarray(clusters, dtype=object)) if len(clusters) else (np.zeros(0, np.int64), 0)
+        full = np.array([float(v[0]) for v in fn(X.sum(axis=0)[None, :],
+                                                 np.ones((1, k), dtype=np.float32) if rowwise else None)])
         lo = hi = np.full(len(full), np.nan)
         if self.B > 0 and len(clusters):
-            from biovqa.stats.bootstrap import cluster_codes, percentile_interval, resampled_cluster_counts
-
-            codes, k = cluster_codes(np.asarray(clusters, dtype=object))
+            order = np.argsort(codes, kind="stable")
+            starts = np.flatnonzero(np.r_[True, np.diff(codes[order]) != 0])
+            # float64 sums: a replicate that repeats the full sample's value must give it exactly
+            S = np.add.reduceat(X[order], starts, axis=0) if X.shape[1] else np.zeros((k, 0))
+            product = _product(S)
             reps = []
             for block in resampled_cluster_counts(k, B=self.B, seed=self.seed):
-                for counts in block:
-                    reps.append(np.asarray(fn(counts[codes].astype(float)), dtype=float))
-            lo, hi = percentile_interval(np.array(reps), self.level)
+                totals = product(block)
+                reps.append(np.column_stack([np.asarray(v, dtype=np.float64)
+                                             for v in fn(totals, block if rowwise else None)]))
+            lo, hi = percentile_interval(np.vstack(reps), self.level)
         return [estimate(v, None if math.isnan(a) else a, None if math.isnan(b) else b, n=n)
                 for v, a, b in zip(full, lo, hi)]
+
+
+def _product(S: np.ndarray) -> Callable[[np.ndarray], np.ndarray]:
+    """``W ↦ W @ S`` in float64; through a sparse matrix when few of S's entries are non-zero (a
+    cluster adds to few cells: one subset, one gold label), which is ~10× fewer operations."""
+    if S.size >= 200_000 and np.count_nonzero(S) < 0.2 * S.size:
+        from scipy.sparse import csr_matrix
+
+        ST = csr_matrix(S.T)
+        return lambda W: np.asarray(ST @ W.T.astype(np.float64)).T
+    return lambda W: W.astype(np.float64) @ S
+
+
+class _TieLayout:
+    """Sort order and tie runs of one vector, computed once for every replicate's ranks."""
+
+    def __init__(self, values: np.ndarray) -> None:
+        self.order = np.argsort(values, kind="stable")
+        sv = values[self.order]
+        new = np.r_[True, sv[1:] != sv[:-1]]
+        self.ties = not bool(new.all())
+        self.run = np.cumsum(new) - 1
+        self.starts = np.flatnonzero(new)
+        self.ends = np.r_[self.starts[1:], len(sv)] - 1
+
+    def sorted_ranks(self, sorted_w: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Average ranks, in sort order, of the rows repeated ``sorted_w[b, i]`` times (float64,
+        replicates × rows), and Σ (t³ − t)/12 over each replicate's tie groups of size t."""
+        cw = np.cumsum(sorted_w, axis=1)  # float32 weights: exact integer counts
+        if not self.ties:  # every value distinct: a row's copies are its only ties
+            w = sorted_w.astype(np.float64)
+            return cw - (w - 1) / 2, ((w ** 3 - w) / 12).sum(axis=1)
+        before = (cw[:, self.starts] - sorted_w[:, self.starts]).astype(np.float64)
+        within = cw[:, self.ends] - before
+        return (before + (within + 1) / 2)[:, self.run], ((within ** 3 - within) / 12).sum(axis=1)
+
+
+def weighted_spearman(x: np.ndarray, y: np.ndarray, W: np.ndarray,
+                      layouts: tuple[_TieLayout, _TieLayout] | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Spearman ρ of ``x`` and ``y`` for each row of row weights ``W`` (replicates × rows): the ρ
+    of the sample that repeats row i W[b, i] times (average ranks for ties; 0 when either side is
+    constant; NaN under 2 points). Returns (ρ per replicate, Σ weights per replicate).
+
+    With N = Σ w the mean rank is (N + 1)/2 and Σ w (r − mean)² = (N³ − N)/12 − Σ (t³ − t)/12
+    over tie groups, so one product Σ w r_x r_y per replicate gives ρ (written by hand for speed:
+    the bootstrap needs it for 1000 replicates of 14 108 rows)."""
+    W = np.asarray(W, dtype=np.float32)  # counts: exact in float32 up to 2**24
+    total = W.sum(axis=1, dtype=np.float64)
+    if len(x) == 0:
+        return np.full(len(W), np.nan), total
+    lx, ly = layouts or (_TieLayout(np.asarray(x, dtype=np.float64)), _TieLayout(np.asarray(y, dtype=np.float64)))
+    wx = W[:, lx.order]
+    rx, tx = lx.sorted_ranks(wx)
+    ry_sorted, ty = ly.sorted_ranks(W[:, ly.order])
+    position_in_y = np.empty(len(x), dtype=np.int64)
+    position_in_y[ly.order] = np.arange(len(x))
+    ry = ry_sorted[:, position_in_y[lx.order]]  # y's ranks in x's sort order
+    mean = (total + 1) / 2
+    sxy = np.einsum("bi,bi,bi->b", wx, rx, ry) - total * mean * mean
+    base = (total ** 3 - total) / 12
+    sxx, syy = base - tx, base - ty
+    scale = np.maximum(total, 1.0) ** 2 * 1e-9
+    constant = (sxx <= scale) | (syy <= scale)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        rho = np.where(constant, 0.0, sxy / np.sqrt(np.where(constant, 1.0, sxx * syy)))
+    return np.where(total >= 2, rho, np.nan), total
+
+
+class _Rows(dict):  # type: ignore[type-arg]
+    """One task's rows, column by column: a column becomes a Python list when first read (the
+    sections read a few of the ~30 columns)."""
+
+    def __init__(self, *tables: pa.Table) -> None:
+        super().__init__()
+        self.tables = tables
+
+    def __missing__(self, name: str) -> list[Any]:
+        for table in self.tables:
+            if name in table.column_names:
+                values = table.column(name).to_pylist()
+                self[name] = values
+                return values
+        raise KeyError(name)
 
 
 def _plain(value: float, n: int) -> dict[str, Any]:
@@ -116,19 +299,18 @@ def _f(values: list[Any]) -> np.ndarray:
 def summarize(table: pa.Table, items: pa.Table, options: Mapping[str, Any]) -> dict[str, Any]:
     boot = _Boot(int(options["bootstrap"]), int(options["seed"]), float(options["level"]))
     weights = vas_weights(options.get("vas_weights", "1,0.25,0.1,0,0"))
-    data = table.to_pydict()
-    extra = items.select(["item_id", "image_width", "image_height", "gold_box", "gold_number"]).to_pydict()
-    tasks = data["task"]
+    extra_names = ["image_width", "image_height", "gold_box", "gold_number"]
+    tasks_np = table.column("task").to_numpy(zero_copy_only=False)
     summary: dict[str, Any] = {"format": {}, "bootstrap": {
         "resamples": boot.B, "seed": boot.seed, "level": boot.level,
         "units": {t: ("source photograph / plate" if t in CLUSTER_TASKS else "item") for t in TASKS}}}
     table3 = {column: estimate(math.nan, n=0) for column in TABLE3}
     for task in TASKS:
-        idx = [i for i, t in enumerate(tasks) if t == task]
-        if not idx:
+        idx = np.flatnonzero(tasks_np == task)
+        if not len(idx):
             continue
-        rows = {k: [v[i] for i in idx] for k, v in data.items()}
-        rows.update({k: [v[i] for i in idx] for k, v in extra.items()})
+        take = pa.array(idx)
+        rows = _Rows(table.take(take), items.select(extra_names).take(take))
         status = rows["parse_status"]
         n = len(idx)
         parsed = np.array([s == "parsed" for s in status])
@@ -154,20 +336,26 @@ def _counting(rows: dict[str, list[Any]], parsed: np.ndarray, boot: _Boot, clust
     tiers = np.array(rows["tier"], dtype=object)
     names = sorted(set(subsets))
     n = len(cas)
+    cols = _Columns(n)
+    i_cas, cells = cols.cells(cas, subsets, tiers)
+    i_em, _ = cols.cells(em, subsets, tiers)
+    i_one, _ = cols.cells(1.0, subsets, tiers)
+    at = {c: k for k, c in enumerate(cells)}
+    in_subset = [[at[c] for c in cells if c[0] == s] for s in names]
 
-    def macro(values: np.ndarray, w: np.ndarray, mask: np.ndarray | None = None) -> float:
-        means = []
-        for s in names:
-            m = subsets == s if mask is None else (subsets == s) & mask
-            if w[m].sum() > 0:
-                means.append(_wmean(values[m], w[m]))
-        return float(np.mean(means)) if means else math.nan
+    def stats(T: np.ndarray, _: np.ndarray | None) -> list[np.ndarray]:
+        c_cas, c_em, c_one = T[:, i_cas], T[:, i_em], T[:, i_one]
+        s_cas = np.column_stack([c_cas[:, m].sum(axis=1) for m in in_subset])
+        s_em = np.column_stack([c_em[:, m].sum(axis=1) for m in in_subset])
+        s_one = np.column_stack([c_one[:, m].sum(axis=1) for m in in_subset])
+        out = [_nanmean(_ratio(s_cas, s_one)), _ratio(s_cas.sum(axis=1), s_one.sum(axis=1)),
+               _nanmean(_ratio(s_em, s_one)), _ratio(s_em.sum(axis=1), s_one.sum(axis=1))]
+        for t in COUNTING_TIERS:
+            m = [at[c] for c in cells if c[1] == t]
+            out.append(_nanmean(_ratio(c_cas[:, m], c_one[:, m])) if m else np.full(len(T), np.nan))
+        return out
 
-    def stats(w: np.ndarray) -> list[float]:
-        return [macro(cas, w), _wmean(cas, w), macro(em, w), _wmean(em, w),
-                *(macro(cas, w, tiers == t) for t in COUNTING_TIERS)]
-
-    est = boot(stats, clusters, n)
+    est = boot(cols, stats, clusters, n)
     out: dict[str, Any] = {"macro_cas": est[0], "micro_cas": est[1], "em": est[2], "em_micro": est[3]}
     out["tiers"] = {t: {"macro_cas": est[4 + k]} for k, t in enumerate(COUNTING_TIERS)
                     if (tiers == t).any()}
@@ -189,15 +377,22 @@ def _counting(rows: dict[str, list[Any]], parsed: np.ndarray, boot: _Boot, clust
         out["corpora"][d] = {"spearman": _plain(spearman(pred[ok], gold[ok]), int(ok.sum()))}
     # floor: per-subset modal count fitted on the parsed rows, macro-averaged like the score
     modes = F.modal_counts((s, int(g)) for s, g, p in zip(subsets, gold, parsed) if p)
-    fcas = np.array([max(0.0, 1 - abs(modes[s] - g) / g) if p else np.nan for s, g, p in zip(subsets, gold, parsed)])
-    fem = np.array([float(modes[s] == g) if p else np.nan for s, g, p in zip(subsets, gold, parsed)])
-    ones = np.ones(n)
-    phi = macro(np.nan_to_num(fcas), ones * parsed)
-    phi_em = macro(np.nan_to_num(fem), ones * parsed)
+    mode = np.array([modes.get(s, 0) for s in names], dtype=np.float64)[np.searchsorted(names, subsets)]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        fcas = np.where(parsed, np.maximum(0.0, 1 - np.abs(mode - gold) / gold), np.nan)
+    fem = np.where(parsed, (mode == gold).astype(float), np.nan)
+    phi = _macro_parsed(np.nan_to_num(fcas), subsets, names, parsed)
+    phi_em = _macro_parsed(np.nan_to_num(fem), subsets, names, parsed)
     out["floor"] = {"cas": _plain(phi, int(parsed.sum())), "em": _plain(phi_em, int(parsed.sum())),
                     "modes": {s: int(v) for s, v in sorted(modes.items())}}
     _lift_into(out, est[0]["value"], phi, n)
     return out
+
+
+def _macro_parsed(values: np.ndarray, groups: np.ndarray, names: list[Any], parsed: np.ndarray) -> float:
+    """Mean over groups of the mean of ``values`` on the group's parsed rows."""
+    means = [values[(groups == g) & parsed].mean() for g in names if ((groups == g) & parsed).any()]
+    return float(np.mean(means)) if means else math.nan
 
 
 def _diff(a: float | None, b: float | None) -> float | None:
@@ -218,14 +413,29 @@ def _choice(rows: dict[str, list[Any]], parsed: np.ndarray, boot: _Boot, cluster
     names = sorted(g for g in set(groups) if g is not None)
     n = len(gold)
 
-    def stats(w: np.ndarray) -> list[float]:
-        values = [_balanced(gold, correct, w), _wmean(correct, w)]
-        for g in names:
-            m = groups == g
-            values += [_balanced(gold[m], correct[m], w[m]), _wmean(correct[m], w[m])]
-        return values
+    cols = _Columns(n)
+    labels = sorted(set(gold))
+    group_keys = np.array([g if g is not None else "" for g in groups], dtype=object)
+    i_hit, combos = cols.cells(correct, gold, group_keys)
+    i_one, _ = cols.cells(1.0, gold, group_keys)
 
-    est = boot(stats, clusters, n)
+    def stats(T: np.ndarray, _: np.ndarray | None) -> list[np.ndarray]:
+        hit, one = T[:, i_hit], T[:, i_one]
+
+        def pick(label: Any, g: Any | None) -> list[int]:
+            return [k for k, c in enumerate(combos) if c[0] == label and (g is None or c[1] == g)]
+
+        def balanced(g: Any | None) -> np.ndarray:
+            recalls = [_ratio(hit[:, pick(lb, g)].sum(axis=1), one[:, pick(lb, g)].sum(axis=1)) for lb in labels]
+            return _nanmean(np.column_stack(recalls))
+
+        out = [balanced(None), _ratio(hit.sum(axis=1), one.sum(axis=1))]
+        for g in names:
+            m = [k for k, c in enumerate(combos) if c[1] == g]
+            out += [balanced(g), _ratio(hit[:, m].sum(axis=1), one[:, m].sum(axis=1))]
+        return out
+
+    est = boot(cols, stats, clusters, n)
     answers = [p for p, ok in zip(rows["parsed"], parsed) if ok]
     out: dict[str, Any] = {"balanced_accuracy": est[0], "accuracy": est[1],
                            "pos_bias": _plain(Counter(answers).most_common(1)[0][1] / len(answers)
@@ -259,12 +469,19 @@ def _relative_position(rows: dict[str, list[Any]], parsed: np.ndarray, boot: _Bo
     ang = _f(rows["ang_err"])
     n = len(gold)
 
-    def stats(w: np.ndarray) -> list[float]:
-        wp = w * parsed
-        return [_wmean(correct, w), _balanced(gold, correct, w), _wmean(np.nan_to_num(ang), wp),
-                _wmean(np.nan_to_num(ang) <= 45.0, wp)]
+    cols = _Columns(n)
+    i_hit, _ = cols.cells(correct, gold)
+    i_one, _ = cols.cells(1.0, gold)
+    i_ang = cols.add(np.nan_to_num(ang) * parsed)
+    i_w45 = cols.add((np.nan_to_num(ang) <= 45.0) * parsed)
+    i_parsed = cols.add(parsed.astype(float))
 
-    est = boot(stats, clusters, n)
+    def stats(T: np.ndarray, _: np.ndarray | None) -> list[np.ndarray]:
+        hit, one = T[:, i_hit], T[:, i_one]
+        return [_ratio(hit.sum(axis=1), one.sum(axis=1)), _nanmean(_ratio(hit, one)),
+                _ratio(T[:, i_ang], T[:, i_parsed]), _ratio(T[:, i_w45], T[:, i_parsed])]
+
+    est = boot(cols, stats, clusters, n)
     est[2]["n"] = est[3]["n"] = int(parsed.sum())
     out: dict[str, Any] = {"accuracy": est[0], "balanced_accuracy": est[1], "ang_err": est[2], "within45": est[3]}
     shares = Counter(g for g, p in zip(gold, parsed) if p)
@@ -284,39 +501,52 @@ def _absolute_distance(rows: dict[str, list[Any]], parsed: np.ndarray, boot: _Bo
     plates = np.array(rows["cluster"], dtype=object)
     n = len(gold)
 
-    def rho_within(w: np.ndarray) -> float:
-        total, value = 0.0, 0.0
-        for t in names:
-            take = _repeat(w * (parsed & (types == t)))
-            if len(take) >= 2:
-                value += len(take) * spearman(pred[take], gold[take])
-                total += len(take)
-        return value / total if total else math.nan
+    from biovqa.stats.bootstrap import cluster_codes
 
-    def kappa(w: np.ndarray) -> float:
-        values = []
-        for t in names:
-            m = parsed & (types == t) & (w > 0)
-            if m.sum() >= 2:
-                sd_y = math.sqrt(np.cov(gold[m], aweights=w[m], bias=True)) if np.ptp(gold[m]) > 0 else 0.0
-                sd_p = math.sqrt(np.cov(pred[m], aweights=w[m], bias=True)) if np.ptp(pred[m]) > 0 else 0.0
-                if sd_y > 0:
-                    values.append(1 - sd_p / sd_y)
-        return float(np.mean(values)) if values else math.nan
+    cluster_of = cluster_codes(np.asarray(clusters, dtype=object))[0]
+    cols = _Columns(n)
+    i_hit, i_one = cols.add(np.nan_to_num(hit)), cols.add(1.0)
+    i_rel, i_parsed = cols.add(np.nan_to_num(rel) * parsed), cols.add(parsed.astype(float))
+    by_type = []
+    for t in names:
+        m = parsed & (types == t)
+        # moments centred on the full-sample means (stable sums)
+        g0 = float(gold[m].mean()) if m.any() else 0.0
+        p0 = float(np.nan_to_num(pred[m]).mean()) if m.any() else 0.0
+        dg, dp = np.where(m, gold - g0, 0.0), np.where(m, np.nan_to_num(pred) - p0, 0.0)
+        rows_t = np.flatnonzero(m)
+        by_type.append((rows_t, (_TieLayout(pred[rows_t]), _TieLayout(gold[rows_t])),
+                        [cols.add(m.astype(float)), cols.add(dg), cols.add(dg * dg), cols.add(dp), cols.add(dp * dp)]))
 
-    def stats(w: np.ndarray) -> list[float]:
-        return [_wmean(hit, w), _wmean(np.nan_to_num(rel), w * parsed), rho_within(w), kappa(w)]
+    def stats(T: np.ndarray, W: np.ndarray | None) -> list[np.ndarray]:
+        assert W is not None
+        b = len(T)
+        rho_sum, rho_total, kappas = np.zeros(b), np.zeros(b), []
+        for rows_t, layouts, (c_n, c_g, c_gg, c_p, c_pp) in by_type:
+            rho, total = weighted_spearman(pred[rows_t], gold[rows_t], W[:, cluster_of[rows_t]], layouts)
+            ok = ~np.isnan(rho)
+            rho_sum += np.where(ok, rho * total, 0.0)
+            rho_total += np.where(ok, total, 0.0)
+            w_n = T[:, c_n]
+            with np.errstate(invalid="ignore", divide="ignore"):
+                mean_g, mean_p = T[:, c_g] / w_n, T[:, c_p] / w_n
+                var_g = np.maximum(T[:, c_gg] / w_n - mean_g ** 2, 0.0)
+                var_p = np.maximum(T[:, c_pp] / w_n - mean_p ** 2, 0.0)
+                sd_g = np.where(var_g > 1e-12 * (1 + T[:, c_gg] / w_n), np.sqrt(var_g), 0.0)
+                sd_p = np.where(var_p > 1e-12 * (1 + T[:, c_pp] / w_n), np.sqrt(var_p), 0.0)
+                kappas.append(np.where((w_n >= 2) & (sd_g > 0), 1 - sd_p / np.where(sd_g > 0, sd_g, 1), np.nan))
+        kappa = _nanmean(np.column_stack(kappas)) if kappas else np.full(b, np.nan)
+        return [_ratio(T[:, i_hit], T[:, i_one]), _ratio(T[:, i_rel], T[:, i_parsed]),
+                _ratio(rho_sum, rho_total), kappa]
 
-    est = boot(stats, clusters, n)
+    est = boot(cols, stats, clusters, n, rowwise=True)
     est[1]["n"] = int(parsed.sum())
     out: dict[str, Any] = {"acc20": est[0], "mre": est[1], "rho_within": est[2], "kappa": est[3]}
     # within-(plate, type) ρ, groups of ≥ 3 parsed items
-    rhos = []
-    for plate in sorted(set(plates)):
-        for t in names:
-            m = parsed & (plates == plate) & (types == t)
-            if m.sum() >= 3:
-                rhos.append(spearman(pred[m], gold[m]))
+    import pandas as pd
+
+    cell_codes, _ = pd.factorize(pd.Series(plates[parsed].astype(str)) + "\x00" + pd.Series(types[parsed].astype(str)))
+    rhos = grouped_spearman(pred[parsed], gold[parsed], np.asarray(cell_codes, dtype=np.int64)).tolist()
     out["rho_within_plate"] = _plain(float(np.mean(rhos)) if rhos else math.nan, len(rhos))
     # calibrated acc@20: ŷ' = ŷ · median_t(y / ŷ)
     calibrated = np.zeros(n)
@@ -350,12 +580,16 @@ def _localization(rows: dict[str, list[Any]], parsed: np.ndarray, boot: _Boot, c
     n = len(values)
     thresholds = (0.25, 0.50, 0.75, 0.90)
 
-    def stats(w: np.ndarray) -> list[float]:
-        wp = w * parsed
-        return [_wmean(all_rows, w), _wmean(all_rows, wp), _wmean(parsed.astype(float), w),
-                *(_wmean(all_rows >= t - 1e-12, wp) for t in thresholds)]
+    cols = _Columns(n)
+    i_iou, i_one = cols.add(all_rows), cols.add(1.0)
+    i_iou_parsed, i_parsed = cols.add(all_rows * parsed), cols.add(parsed.astype(float))
+    i_acc = [cols.add((all_rows >= t - 1e-12) * parsed) for t in thresholds]
 
-    est = boot(stats, clusters, n)
+    def stats(T: np.ndarray, _: np.ndarray | None) -> list[np.ndarray]:
+        return [_ratio(T[:, i_iou], T[:, i_one]), _ratio(T[:, i_iou_parsed], T[:, i_parsed]),
+                _ratio(T[:, i_parsed], T[:, i_one]), *(_ratio(T[:, i], T[:, i_parsed]) for i in i_acc)]
+
+    est = boot(cols, stats, clusters, n)
     for e in est[1:2] + est[3:]:
         e["n"] = int(parsed.sum())
     out: dict[str, Any] = {"miou_all": est[0], "miou_parsed": est[1], "parse_rate": est[2]}
@@ -366,9 +600,8 @@ def _localization(rows: dict[str, list[Any]], parsed: np.ndarray, boot: _Boot, c
     # mean IoU under every convention (what the detection compared)
     boxes = {i: tuple(float(v) for v in rows["parsed"][i].strip("[]").split(","))
              for i in range(n) if parsed[i]}
-    out["conventions"] = {c: (float(np.mean([iou(to_xyxy(b, c, rows["image_width"][i], rows["image_height"][i]),
-                                                 tuple(rows["gold_box"][i])) for i, b in boxes.items()]))
-                              if boxes else None) for c in CONVENTIONS}
+    means = convention_means(boxes, rows)
+    out["conventions"] = {c: (means[c] if boxes else None) for c in CONVENTIONS}
     # floor: the mean normalised gold box over the parsed rows
     keep = [i for i in range(n) if parsed[i]]
     mean = F.mean_normalised_box((rows["gold_box"][i], rows["image_width"][i], rows["image_height"][i]) for i in keep)
@@ -414,26 +647,51 @@ def _viewpoint(rows: dict[str, list[Any]], parsed: np.ndarray, boot: _Boot, clus
     ang = _f(rows["ang_err"])
     n = len(gold)
 
-    def stats(w: np.ndarray) -> list[float]:
-        em, vas, macro, kappa = view_stats(gold, pred, w, weights)
-        has = ~np.isnan(ang) & parsed
+    credit, exact = _f(rows["vas"]), _f(rows["correct"])  # the per-item credit and exact match
+    gold_a = np.array(gold, dtype=object)
+    pred_a = np.array(["" if p is None else p for p in pred], dtype=object)
+    has = ~np.isnan(ang) & parsed
+    cols = _Columns(n)
+    i_exact, i_credit, i_one = cols.add(exact), cols.add(credit), cols.add(1.0)
+    i_ang, i_has = cols.add(np.nan_to_num(ang) * has), cols.add(has.astype(float))
+    gold_labels = sorted(set(gold))
+    i_gold_credit, _ = cols.cells(credit, gold_a)
+    i_gold_one, _ = cols.cells(1.0, gold_a)
+    i_pred_one, pred_labels = cols.cells(1.0, pred_a)
+    # chance agreement: credit between every gold label and every predicted label ("" = none)
+    chance = np.array([[view_credit(g, p[0] or None, weights) for p in pred_labels] for g in gold_labels])
+    tier_keys = np.array([t if t is not None else "" for t in tiers], dtype=object)
+    i_tier_credit, tier_cells = cols.cells(credit, tier_keys, gold_a)
+    i_tier_one, _ = cols.cells(1.0, tier_keys, gold_a)
+
+    def stats(T: np.ndarray, _: np.ndarray | None) -> list[np.ndarray]:
+        total = T[:, i_one]
+        vas = _ratio(T[:, i_credit], total)
+        macro = _nanmean(_ratio(T[:, i_gold_credit], T[:, i_gold_one]))
+        with np.errstate(invalid="ignore", divide="ignore"):
+            p_gold = T[:, i_gold_one] / total[:, None]
+            p_pred = T[:, i_pred_one] / total[:, None]
+        p_e = np.einsum("bg,gp,bp->b", p_gold, chance, p_pred)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            kappa = np.where(p_e < 1, (vas - p_e) / np.where(p_e < 1, 1 - p_e, 1), 0.0)
         per_tier = []
         for t in names:
-            m = tiers == t
-            per_tier.append(view_stats([g for g, k in zip(gold, m) if k], [p for p, k in zip(pred, m) if k],
-                                       w[m], weights)[2])
-        return [em, vas, macro, kappa, _wmean(np.nan_to_num(ang), w * has), *per_tier]
+            m = [k for k, c in enumerate(tier_cells) if c[0] == t]
+            per_tier.append(_nanmean(_ratio(T[:, i_tier_credit[m]], T[:, i_tier_one[m]])))
+        return [_ratio(T[:, i_exact], total), vas, macro, np.where(total > 0, kappa, np.nan),
+                _ratio(T[:, i_ang], T[:, i_has]), *per_tier]
 
-    est = boot(stats, clusters, n)
+    est = boot(cols, stats, clusters, n)
     out: dict[str, Any] = {"em": est[0], "vas": est[1], "macro_vas": est[2], "kappa_vas": est[3], "ang_err": est[4]}
     est[4]["n"] = int((~np.isnan(ang) & parsed).sum())
     out["tiers"] = {}
     for k, t in enumerate(names):
         est[5 + k]["n"] = int((tiers == t).sum())
         out["tiers"][t] = {"macro_vas": est[5 + k]}
-    over = [1 for g, p in zip(gold, pred) if p is not None and ring_steps(g, p) == 1 and g in VIEWPOINT_BEARING
+    pairs = Counter((g, p) for g, p in zip(gold, pred) if p is not None)
+    over = [k for (g, p), k in pairs.items() if ring_steps(g, p) == 1 and g in VIEWPOINT_BEARING
             and len(g) <= 5 and len(p) > 5]
-    out["over_share"] = _plain(len(over) / max(1, int(parsed.sum())), int(parsed.sum()))
+    out["over_share"] = _plain(sum(over) / max(1, int(parsed.sum())), int(parsed.sum()))
     steps = Counter(s for s, ok in zip(rows["steps"], parsed) if ok and s is not None)
     out["steps"] = {str(k): v for k, v in sorted(steps.items())}
     keep = [i for i in range(n) if parsed[i]]
@@ -452,10 +710,13 @@ def _ocr(rows: dict[str, list[Any]], parsed: np.ndarray, boot: _Boot, clusters: 
     n = len(em)
     prefix = F.common_prefix(rows["gold"])
 
-    def stats(w: np.ndarray) -> list[float]:
-        return [_wmean(em, w), _wmean(char, w), _wmean(np.nan_to_num(suffix), w)]
+    cols = _Columns(n)
+    i_em, i_char, i_suffix, i_one = cols.add(em), cols.add(char), cols.add(np.nan_to_num(suffix)), cols.add(1.0)
 
-    est = boot(stats, clusters, n)
+    def stats(T: np.ndarray, _: np.ndarray | None) -> list[np.ndarray]:
+        return [_ratio(T[:, i], T[:, i_one]) for i in (i_em, i_char, i_suffix)]
+
+    est = boot(cols, stats, clusters, n)
     out: dict[str, Any] = {"em": est[0], "char_acc": est[1], "suffix_char_acc": est[2], "prefix": prefix}
     out["inflation"] = _plain(_diff(est[1]["value"], est[2]["value"]) or 0.0, n)
     keep = [g for g, ok in zip(rows["gold"], parsed) if ok]

@@ -27,7 +27,7 @@ import numpy as np
 import pyarrow as pa
 import typer
 
-from biovqa.bench.folder import Bench, write_bench
+from biovqa.bench.folder import Bench, bench_relative, staged_build, write_bench
 from biovqa.errors import BiovqaError
 from biovqa.records import ITEM_COLUMNS
 from biovqa.sources.wildlife import CATALOG_SPECIES, read_wildlife_catalog
@@ -109,6 +109,7 @@ def construction_checks(similarity: np.ndarray, same: np.ndarray) -> dict[str, A
             "margin": None if margin is None else round(margin, 6), "n": int(len(same))}
 
 
+@staged_build
 def build_c4(
     catalogs: Sequence[str] | Mapping[str, str | Path],
     embedder: str | Path | Any,
@@ -163,7 +164,11 @@ def build_c4(
         per_identity = np.bincount(identity[identity >= 0], minlength=1) if len(known) else np.zeros(0, int)
         vectors, keys, stats = embed_annotations(known, network, store, progress=progress,
                                                  label=f"embedding {name}")
-        embedding_stats[name] = stats
+        # Only what the inputs determine goes into the manifest: how many crops were embedded now
+        # rather than read from the cache, and how fast, differ between a build and its rebuild.
+        embedding_stats[name] = {"crops": stats["crops"]}
+        if progress:
+            _report_embedding(name, stats)
         store.save()
         results: dict[str, PairResult] = {}
         summary: dict[str, Any] = {
@@ -233,10 +238,11 @@ def build_c4(
     }
     return write_bench(
         out, table, component="c4", generator=GENERATOR, seed=seed, sources=sources, parameters=parameters,
+        caches=[cache_path],  # listed in the manifest: a rebuild over this folder starts from it
         extra={
             "datasets": datasets,
             "construction_checks": checks,
-            "embedding": {"cache": str(cache_path), **embedding_stats},
+            "embedding": {"cache": bench_relative(cache_path, out), **embedding_stats},
             "prompt": {"question": C4_QUESTION, "instruction": C4_INSTRUCTION, "system_message": None},
             "images": {"rendered": table.num_rows},
         },
@@ -269,9 +275,13 @@ def build_command(
         checks = {c: v["auc"] for c, v in manifest["construction_checks"][name].items()}
         console.print(f"  {name:10s} pairs per kind {produced} (requested {pairs}); DINOv2 AUC {checks}; "
                       f"excluded {entry['exclusions']}")
-        stats = manifest["embedding"][name]
-        console.print(f"  {'':10s} crops {stats['crops']:,}: embedded {stats['embedded']:,}, "
-                      f"cached {stats['cached']:,}, {stats['crops_per_s']} crops/s")
+
+
+def _report_embedding(name: str, stats: dict[str, Any]) -> None:
+    from rich.console import Console
+
+    Console(stderr=True).print(f"  {name:10s} crops {stats['crops']:,}: embedded {stats['embedded']:,}, "
+                               f"cached {stats['cached']:,}, {stats['crops_per_s']} crops/s")
 
 
 def floor_responses(items: pa.Table) -> pa.Array:

@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import re
 
+from biovqa.scoring import PARSE_MAX_CHARS
+
 #: The question line of the C4 prompt (K.4), verbatim.
 C4_QUESTION = ("This image shows two images placed side by side. Is the main subject in the left image "
                "the very same individual animal as the main subject in the right image?")
@@ -41,9 +43,10 @@ REFUSALS: tuple[str, ...] = (
 #: Characters dropped from the start / the end of a reply before the strict tier (with whitespace).
 _LEAD_MARKS = "*_`\"'“”‘’>#"
 _TRAIL_MARKS = "*_`\"'“”‘’.!?,;:"
-#: Replies are parsed from their first MAX_PARSE_CHARS characters [DEFAULT] (the C4 budget is 8
-#: new tokens); every step below is a single linear scan.
-MAX_PARSE_CHARS = 4096
+#: Replies are parsed from their first MAX_PARSE_CHARS characters, the one cap of every parser
+#: (:data:`biovqa.scoring.PARSE_MAX_CHARS`; the C4 budget is 8 new tokens); every step below
+#: is a single linear scan.
+MAX_PARSE_CHARS = PARSE_MAX_CHARS
 _TOKENS = re.compile(r"[a-z]+")
 _NEGATED_NO = re.compile(r"\bnot\s+the\s+(very\s+)?same\b|\bdifferent\s+(individual|animal)s?\b")
 _NEGATED_YES = re.compile(r"\bsame\s+individual\b")

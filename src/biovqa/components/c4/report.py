@@ -8,8 +8,9 @@
 * ``table49_dprime`` — d′ pooled over datasets per condition and the verdict, sorted by random d′;
 * ``table50_criterion_mean_species`` — c per condition as the mean of per-dataset c (Table 50's
   reading); ``table85_criterion_pooled`` — c from summed counts (Table 85's);
-* ``table51_easy_minus_hard`` — pooled accuracy (%) easy, hard, the difference (pp) and its Wald 95 %
-  interval, sorted by the difference;
+* ``table51_easy_minus_hard`` — pooled accuracy easy, hard, the difference and its Wald 95 %
+  interval, sorted by the difference (fractions, 3 decimals, like every report table; the paper
+  prints Tables 51/88 in percent and percentage points);
 * ``table52_dprime_by_species`` — per dataset the mean d′ over the models per condition, and
   easy − hard;
 * ``table86_dprime_random_by_species`` — per model the random-condition d′ of every dataset;
@@ -92,13 +93,14 @@ def tables(summaries: list[tuple[str, dict]]) -> dict[str, pd.DataFrame]:
     for label, s in summaries:
         pooled = s.get("pooled", {})
         diff = s.get("ordering", {}).get("easy_minus_hard_acc") or {}
-        rows.append({"model": _plain(label), "acc_easy": 100 * _value(pooled.get("easy", {}).get("acc")),
-                     "acc_hard": 100 * _value(pooled.get("hard", {}).get("acc")),
-                     "diff_pp": 100 * _value(diff.get("difference")), "ci95_lo": 100 * _value(diff.get("lo")),
-                     "ci95_hi": 100 * _value(diff.get("hi"))})
-    frame = pd.DataFrame(rows, columns=["model", "acc_easy", "acc_hard", "diff_pp", "ci95_lo", "ci95_hi"])
-    out["table51_easy_minus_hard"] = frame.sort_values("diff_pp", ascending=False, kind="stable") \
-        .reset_index(drop=True).round(1)
+        rows.append({"model": _plain(label), "acc_easy": _value(pooled.get("easy", {}).get("acc")),
+                     "acc_hard": _value(pooled.get("hard", {}).get("acc")), "difference": _value(diff.get("difference")),
+                     "ci95_lo": _value(diff.get("lo")), "ci95_hi": _value(diff.get("hi"))})
+    frame = pd.DataFrame(rows, columns=["model", "acc_easy", "acc_hard", "difference", "ci95_lo", "ci95_hi"])
+    frame = frame.sort_values("difference", ascending=False, kind="stable").reset_index(drop=True).round(DECIMALS)
+    frame.attrs["title"] = ("Tables 51/88 — easy − hard accuracy with its Wald 95% interval "
+                            "(fractions; the paper prints percentage points)")
+    out["table51_easy_minus_hard"] = frame
 
     models = [(label, s) for label, s in summaries if not _is_specialist(label)]
     rows = []
@@ -168,42 +170,33 @@ def tables(summaries: list[tuple[str, dict]]) -> dict[str, pd.DataFrame]:
 
 def figures(summaries: list[tuple[str, dict]], out_dir: str | Path) -> list[Path]:
     """d′ and c per dataset × condition (and pooled), one series per model."""
-    import matplotlib
+    from biovqa.reporting.plots import figure, legend
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    out_dir = Path(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    path = out_dir / "c4_dprime_c.png"
+    path = Path(out_dir) / "c4_dprime_c.png"
     datasets = _datasets(summaries)
     groups = [*datasets, "pooled"]
     slots = [(g, c) for g in groups for c in CONDITIONS]
     x = np.arange(len(slots))
-    fig, axes = plt.subplots(2, 1, figsize=(max(8.0, 0.45 * len(slots) + 2), 6.5), sharex=True)
     n_models = max(1, len(summaries))
-    for k, (label, s) in enumerate(summaries):
-        offset = (k - (n_models - 1) / 2) * min(0.12, 0.8 / n_models)
-        for ax, key in zip(axes, ("dprime", "c")):
-            values = []
-            for group, condition in slots:
-                block = s.get("pooled", {}) if group == "pooled" else s.get("cells", {}).get(group, {})
-                values.append(_value(block.get(condition, {}).get(key)))
-            ax.plot(x + offset, values, marker="o", linestyle="none", label=label if key == "dprime" else None)
-    for ax, name in zip(axes, ("d′ (0 = chance)", "criterion c (< 0: bias to Yes)")):
-        ax.axhline(0.0, color="black", linewidth=0.8)
-        ax.set_ylabel(name)
-        for boundary in range(3, len(slots), 3):
-            ax.axvline(boundary - 0.5, color="grey", linewidth=0.5)
-    axes[1].set_xticks(x)
-    axes[1].set_xticklabels([f"{SPECIES_LABEL.get(g, g)}\n{c}" if c == "random" else c for g, c in slots],
-                            rotation=0, fontsize="x-small")
-    axes[0].set_title("C4 d′ and criterion c per dataset and condition")
-    if summaries:
-        axes[0].legend(fontsize="small", ncol=min(3, n_models))
-    fig.tight_layout()
-    fig.savefig(path, dpi=120, metadata={"Software": None})
-    plt.close(fig)
+    with figure(path, (max(8.0, 0.45 * len(slots) + 2), 6.5), nrows=2, sharex=True) as (_, axes):
+        for k, (label, s) in enumerate(summaries):
+            offset = (k - (n_models - 1) / 2) * min(0.12, 0.8 / n_models)
+            for ax, key in zip(axes, ("dprime", "c")):
+                values = []
+                for group, condition in slots:
+                    block = s.get("pooled", {}) if group == "pooled" else s.get("cells", {}).get(group, {})
+                    values.append(_value(block.get(condition, {}).get(key)))
+                ax.plot(x + offset, values, marker="o", linestyle="none", label=label if key == "dprime" else None)
+        for ax, name in zip(axes, ("d′ (0 = chance)", "criterion c (< 0: bias to Yes)")):
+            ax.axhline(0.0, color="black", linewidth=0.8)
+            ax.set_ylabel(name)
+            for boundary in range(3, len(slots), 3):
+                ax.axvline(boundary - 0.5, color="grey", linewidth=0.5)
+        axes[1].set_xticks(x)
+        axes[1].set_xticklabels([f"{SPECIES_LABEL.get(g, g)}\n{c}" if c == "random" else c for g, c in slots],
+                                rotation=0, fontsize="x-small")
+        axes[0].set_title("C4 d′ and criterion c per dataset and condition")
+        legend(axes[0], len(summaries))
     return [path]
 
 

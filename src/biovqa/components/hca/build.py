@@ -14,8 +14,10 @@ level is not asked and is scored right (leaf auto-correct, so text Acc_leaf = 10
 
 Items carry ``image_key`` (the image a visual question is about), ``paths`` (the images a
 question stands for), ``level``, ``level_name``, ``depth`` (levels on the path), ``leaf``,
-``system`` (the system prompt the paper used, recorded; the engine applies the model's own
-wrappers), ``policy`` and ``genus_leak`` (text: the genus is the first word of the entity).
+``system`` (the system prompt of §4 / §7, sent by the engine as the system message in place of a
+preset's), ``policy``, ``genus_leak`` (text: the genus is the first word of the entity), ``variant``
+(§5.3: plain, cot, taxonomy, binary and their combinations — :class:`PromptVariant`), ``statement``
+(binary: the letter of the option stated) and ``max_new_tokens`` (the item's own token cap: CoT).
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -30,10 +33,13 @@ import numpy as np
 import pyarrow as pa
 import typer
 
+from biovqa.bench.folder import staged_build
 from biovqa.components.hca.distractors import (POLICIES, SMALL_LEVEL_POLICIES, ClipScorer, random_distractors,
                                                seeded_rng, similarity_distractors, taxonomy_distractors)
-from biovqa.components.hca.prompts import (LETTERS, TEMPLATES, TEXT_CLOSING, TEXT_SYSTEM_PROMPT, TEXT_TEMPLATES,
-                                           VISUAL_CLOSING, VISUAL_SYSTEM_PROMPT, text_question, visual_question)
+from biovqa.components.hca.prompts import (COT_MAX_NEW_TOKENS, LETTERS, TEMPLATES, TEXT_CLOSING, TEXT_SYSTEM_PROMPT,
+                                           TEXT_TEMPLATES, VISUAL_CLOSING, VISUAL_SYSTEM_PROMPT, binary_statement,
+                                           taxonomy_json, text_question, visual_question, with_cot,
+                                           with_taxonomy)
 from biovqa.components.hca.released import read_released, released_lines
 from biovqa.components.hca.taxonomy import Hierarchy, from_c1_bench, read_image_list, read_taxonomy_json
 from biovqa.errors import BiovqaError, InputFormatError
@@ -54,8 +60,77 @@ HCA_COLUMNS: tuple[tuple[str, pa.DataType], ...] = (
     ("system", pa.string()),
     ("policy", pa.string()),
     ("genus_leak", pa.bool_()),
+    # prompt variant of hierarchy.md §5.3: plain, cot, taxonomy, taxonomy+cot, binary, taxonomy+binary
+    ("variant", pa.string()),
+    # binary variant: the letter of the option this statement states (null otherwise)
+    ("statement", pa.string()),
+    # the item's own cap on new tokens (CoT; null: the preset's HCA cap) — read by the engine
+    ("max_new_tokens", pa.int32()),
 )
 ITEM_SCHEMA = pa.schema(list(ITEM_COLUMNS) + list(HCA_COLUMNS))
+
+
+@dataclass(frozen=True)
+class PromptVariant:
+    """The prompt variants of hierarchy.md §5.3 a bench is built with (recorded in the manifest).
+
+    ``cot``: "Let's think step by step." appended to the question sentence; replies are parsed for
+    their final answer and may use ``cot_max_new_tokens`` tokens. ``taxonomy``: "Here's a taxonomy: "
+    + the taxonomy JSON (leaf → ancestors up to the root) + a newline before the prompt.
+    ``binary``: every option becomes its own Yes/No statement item (4 passes per level); a level is
+    right only if exactly one statement got "Yes" and it is the true one. Binary statements carry
+    no system prompt: §4's asks for a letter, and the paper names none for this variant.
+    """
+
+    cot: bool = False
+    taxonomy: bool = False
+    binary: bool = False
+    cot_max_new_tokens: int = COT_MAX_NEW_TOKENS
+
+    def __post_init__(self) -> None:
+        if self.cot and self.binary:
+            raise BiovqaError("--cot and --binary cannot be combined (a statement is answered Yes or No)",
+                              field="variant")
+        if self.cot_max_new_tokens < 1:
+            raise BiovqaError("the CoT token cap must be at least 1", field="cot_max_new_tokens")
+
+    @property
+    def name(self) -> str:
+        parts = [n for n, on in (("taxonomy", self.taxonomy), ("cot", self.cot), ("binary", self.binary)) if on]
+        return "+".join(parts) or "plain"
+
+    def record(self) -> dict[str, Any]:
+        return {"name": self.name, "cot": self.cot, "taxonomy_context": self.taxonomy, "binary": self.binary,
+                "cot_max_new_tokens": self.cot_max_new_tokens if self.cot else None,
+                "biological_cot": "not offered: its worked example is missing from the paper (hierarchy.md §5.3)"}
+
+
+def _split_question(question: str) -> tuple[str, str]:
+    """(question sentence, options block) of a rendered question."""
+    line, _, block = question.partition("\n")
+    return line, block
+
+
+def apply_variant(question: str, variant: PromptVariant, taxonomy: str | None) -> str:
+    """The question column under ``variant`` (CoT suffix on the sentence, taxonomy prefix)."""
+    if variant.cot:
+        line, block = _split_question(question)
+        question = f"{with_cot(line)}\n{block}"
+    if variant.taxonomy:
+        assert taxonomy is not None
+        question = with_taxonomy(question, taxonomy)
+    return question
+
+
+def _paths_from_rows(rows: list[dict[str, Any]]) -> dict[str, list[str]]:
+    """leaf → [level-1 gold, …, leaf] from generated rows (when no full taxonomy is at hand)."""
+    paths: dict[str, list[str]] = {}
+    for row in rows:
+        golds = [gold for _, gold, _ in sorted(row["levels"])]
+        if golds and golds[-1] != row["label"]:
+            golds.append(row["label"])
+        paths.setdefault(row["label"], golds)
+    return paths
 
 
 def plan_levels(hierarchy: Hierarchy, small_levels: str) -> dict[int, dict[str, Any]]:
@@ -144,21 +219,37 @@ def similarity_matrix(hierarchy: Hierarchy, images: Sequence[tuple[str, str]], i
 
 
 def visual_items(rows: list[dict[str, Any]], hierarchy: Hierarchy | None, *, policy: str, template_set: str,
-                 template: int, subject: str) -> pa.Table:
+                 template: int, subject: str, variant: PromptVariant | None = None,
+                 taxonomy: str | None = None) -> pa.Table:
+    """One item per image and level (``variant.binary``: one statement item per option)."""
+    variant = variant or PromptVariant()
     kind, _ = TEMPLATES[template_set][template]
+    binary_subject = "bird" if template_set == "cub" else subject
     columns: dict[str, list] = {name: [] for name in ITEM_SCHEMA.names}
     for row in rows:
         for level, gold, options in row["levels"]:
             name = hierarchy.level_name(level) if hierarchy is not None else None
-            if kind == "hierarchical" and name is None:
-                raise BiovqaError(f"template {template} of {template_set} names the level, but level {level} has "
-                                  "no name", field="template", hint="give --levels or choose a general template")
+            if (kind == "hierarchical" or variant.binary) and name is None:
+                raise BiovqaError(f"template {template} of {template_set} (or the binary variant) names the level, "
+                                  f"but level {level} has no name", field="template",
+                                  hint="give --levels or choose a general template")
+            common = dict(options=options, answer=LETTERS[options.index(gold)], image=row["image"],
+                          source_id=row["image"], image_key=row["image"], paths=[row["image"]], level=level,
+                          level_name=name, depth=row["depth"], leaf=row["label"], policy=policy, genus_leak=False,
+                          variant=variant.name)
+            if variant.binary:
+                assert name is not None
+                for letter, option in zip(LETTERS, options):
+                    statement = binary_statement(option, level=name, subject=binary_subject)
+                    _append(columns, item_id=f"hca:{row['image']}:{level}:{letter}", task="visual",
+                            question=apply_variant(statement, variant, taxonomy), instruction="", system=None,
+                            statement=letter, **common)
+                continue
+            question = visual_question(template_set, template, options, level=name, subject=subject)
             _append(columns, item_id=f"hca:{row['image']}:{level}", task="visual",
-                    question=visual_question(template_set, template, options, level=name, subject=subject),
-                    instruction=VISUAL_CLOSING, options=options, answer=LETTERS[options.index(gold)],
-                    image=row["image"], source_id=row["image"], image_key=row["image"], paths=[row["image"]],
-                    level=level, level_name=name, depth=row["depth"], leaf=row["label"],
-                    system=VISUAL_SYSTEM_PROMPT, policy=policy, genus_leak=False)
+                    question=apply_variant(question, variant, taxonomy), instruction=VISUAL_CLOSING,
+                    system=VISUAL_SYSTEM_PROMPT, max_new_tokens=variant.cot_max_new_tokens if variant.cot else None,
+                    **common)
     return pa.table(columns, schema=ITEM_SCHEMA)
 
 
@@ -168,8 +259,19 @@ def _append(columns: dict[str, list], **values: Any) -> None:
         columns[name].append(values.get(name))
 
 
-def text_items(visual: pa.Table, *, entity: str, template: int, common_names: dict[str, str]) -> pa.Table:
-    """The text-only control of a visual items table (see the module docstring)."""
+def text_items(visual: pa.Table, *, entity: str, template: int, common_names: dict[str, str],
+               variant: PromptVariant | None = None) -> pa.Table:
+    """The text-only control of a visual items table (see the module docstring); ``variant``: CoT
+    and taxonomy-in-context apply, the binary variant does not (a text bench is built from a
+    4-option visual bench)."""
+    variant = variant or PromptVariant()
+    if variant.binary:
+        raise BiovqaError("the binary variant is for visual benches only", field="binary",
+                          hint="build the text control from a 4-option visual bench, with --cot/--taxonomy-context")
+    if "statement" in visual.column_names and visual.column("statement").null_count < visual.num_rows:
+        raise InputFormatError("the visual bench was built with --binary; build the text control from a 4-option "
+                               "visual bench", field="statement")
+    taxonomy = taxonomy_json(_paths_from_items(visual)) if variant.taxonomy else None
     kind, _ = TEXT_TEMPLATES[template]
     merged: dict[tuple[str, int, frozenset[str]], dict[str, Any]] = {}
     for row in visual.to_pylist():
@@ -193,15 +295,30 @@ def text_items(visual: pa.Table, *, entity: str, template: int, common_names: di
         digest = hashlib.sha256(json.dumps([label, row["level"], sorted(row["options"])]).encode()).hexdigest()[:16]
         merged[key] = dict(
             item_id=f"hca-text:{row['level']}:{digest}", task="text",
-            question=text_question(template, row["options"], label=label, level=row["level_name"]),
+            question=apply_variant(text_question(template, row["options"], label=label, level=row["level_name"]),
+                                   variant, taxonomy),
             instruction=TEXT_CLOSING, options=row["options"], answer=row["answer"], image=None, source_id=label,
             image_key=None, paths=[row["image_key"]], level=row["level"], level_name=row["level_name"],
             depth=row["depth"], leaf=row["leaf"], system=TEXT_SYSTEM_PROMPT, policy=row["policy"],
-            genus_leak=_genus_leak(label, gold, row["level_name"]))
+            genus_leak=_genus_leak(label, gold, row["level_name"]), variant=variant.name,
+            max_new_tokens=variant.cot_max_new_tokens if variant.cot else None)
     columns: dict[str, list] = {name: [] for name in ITEM_SCHEMA.names}
     for values in merged.values():
         _append(columns, **values)
     return pa.table(columns, schema=ITEM_SCHEMA)
+
+
+def _paths_from_items(visual: pa.Table) -> dict[str, list[str]]:
+    """leaf → [level-1 gold, …, leaf] from a visual items table (the gold of every asked level)."""
+    by_leaf: dict[str, dict[int, str]] = {}
+    for leaf, level, options, answer in zip(*(visual.column(c).to_pylist()
+                                              for c in ("leaf", "level", "options", "answer"))):
+        by_leaf.setdefault(leaf, {})[level] = options[LETTERS.index(answer)]
+    paths = {}
+    for leaf, golds in by_leaf.items():
+        path = [golds[level] for level in sorted(golds)]
+        paths[leaf] = path if path and path[-1] == leaf else [*path, leaf]
+    return paths
 
 
 def _genus_leak(entity: str, gold: str, level_name: str | None) -> bool:
@@ -213,15 +330,19 @@ def _genus_leak(entity: str, gold: str, level_name: str | None) -> bool:
     return words[0].casefold() == gold.casefold()
 
 
+@staged_build
 def build_hca(out: str | Path, *, taxonomy: str | Path | None = None, images: str | Path | None = None,
               images_root: str | Path | None = None, c1_bench: str | Path | None = None,
               released: str | Path | None = None, text_from: str | Path | None = None,
               cub: str | Path | None = None, split: str = "test", levels: Sequence[str] | None = None, policy: str = "taxonomy", similarity_model: str | None = None,
               small_levels: str = "fewer", seed: int = 42, template_set: str = "inat", template: int = 1,
               subject: str = "animal", entity: str = "leaf", text_template: int = 0, device: str | None = None,
-              progress: bool = False) -> Bench:
+              progress: bool = False, variant: PromptVariant | None = None) -> Bench:
     """Build a visual (from a taxonomy + image list, a C1 bench or released items) or a text-only
-    (``text_from`` = a visual hca bench) benchmark in ``out``; see the module docstring."""
+    (``text_from`` = a visual hca bench) benchmark in ``out``; see the module docstring.
+    ``variant``: the prompt variants of hierarchy.md §5.3 (:class:`PromptVariant`), recorded in the
+    manifest's ``parameters.variant``."""
+    variant = variant or PromptVariant()
     from biovqa.bench.folder import atomic_path, open_bench, write_bench
 
     given = [name for name, value in (("taxonomy", taxonomy), ("c1_bench", c1_bench), ("released", released),
@@ -242,9 +363,10 @@ def build_hca(out: str | Path, *, taxonomy: str | Path | None = None, images: st
         if visual.component != COMPONENT or set(visual.items.column("task").to_pylist()) != {"visual"}:
             raise InputFormatError("not a visual hca benchmark", file=text_from)
         common = visual.manifest.get("common_names", {})
-        table = text_items(visual.items, entity=entity, template=text_template, common_names=common)
+        table = text_items(visual.items, entity=entity, template=text_template, common_names=common,
+                           variant=variant)
         parameters = {**visual.manifest["parameters"], "entity": entity, "text_template": text_template,
-                      "text_from": str(text_from)}
+                      "text_from": str(text_from), "variant": variant.record()}
         n_questions = sum(1 for lv, d in zip(visual.items.column("level").to_pylist(),
                                              visual.items.column("depth").to_pylist()) if lv != d)
         extra = {"system_prompt": TEXT_SYSTEM_PROMPT, "levels": visual.manifest.get("levels"), "text_only": True,
@@ -294,16 +416,22 @@ def build_hca(out: str | Path, *, taxonomy: str | Path | None = None, images: st
         extra["levels"] = {str(k): v for k, v in plan_levels(hierarchy, small_levels).items()}
         if common_names:
             extra["common_names"] = dict(sorted(common_names.items()))
+    taxonomy = None
+    if variant.taxonomy:
+        paths = hierarchy.paths if hierarchy is not None and hierarchy.paths else _paths_from_rows(rows)
+        taxonomy = taxonomy_json({leaf: list(path) for leaf, path in paths.items()})
+    parameters["variant"] = variant.record()
+    if variant.binary:
+        extra["system_prompt"] = None
     table = visual_items(rows, hierarchy, policy=policy, template_set=template_set, template=template,
-                         subject=subject)
-    bench = write_bench(out, table, component=COMPONENT, generator="biovqa.components.hca.build", seed=seed,
-                        sources=sources, parameters=parameters,
-                        extra={**extra, "images_root": str(Path(root).resolve())})
-    target = bench.root / RELEASED_FILE
+                         subject=subject, variant=variant, taxonomy=taxonomy)
+    target = Path(out) / RELEASED_FILE  # a side file: written before the manifest, which hashes it
     target.parent.mkdir(parents=True, exist_ok=True)
     with atomic_path(target) as temporary:
         Path(temporary).write_text("\n".join(released_lines(rows)) + "\n", encoding="utf-8")
-    return bench
+    return write_bench(out, table, component=COMPONENT, generator="biovqa.components.hca.build", seed=seed,
+                       sources=sources, parameters=parameters,
+                       extra={**extra, "images_root": str(Path(root).resolve())})
 
 
 def build_command(
@@ -327,6 +455,10 @@ def build_command(
     entity: Annotated[str, typer.Option(help="text control: leaf (the leaf label) or common (common name)")] = "leaf",
     text_template: Annotated[int, typer.Option(help="text control template 0–4")] = 0,
     device: Annotated[str | None, typer.Option(help="torch device of the similarity model")] = None,
+    cot: Annotated[bool, typer.Option(help="prompt variant: append \"Let's think step by step.\" to the question; replies parsed for their final answer")] = False,
+    cot_max_new_tokens: Annotated[int, typer.Option(help="token cap of CoT items (the paper gives none)")] = COT_MAX_NEW_TOKENS,
+    taxonomy_context: Annotated[bool, typer.Option(help="prompt variant: prefix \"Here's a taxonomy: \" + the taxonomy JSON")] = False,
+    binary: Annotated[bool, typer.Option(help="prompt variant (visual): one Yes/No statement per option; a level is right only if exactly one \"Yes\", on the true option")] = False,
 ) -> None:
     """Build the hierarchical 4-way VQA (one question per image and level) or its text-only control."""
     from rich.console import Console
@@ -336,7 +468,9 @@ def build_command(
                       levels=[x.strip() for x in levels.split(",")] if levels else None, policy=policy,
                       similarity_model=similarity_model, small_levels=small_levels, seed=seed,
                       template_set=template_set, template=template, subject=subject, entity=entity,
-                      text_template=text_template, device=device, progress=True)
+                      text_template=text_template, device=device, progress=True,
+                      variant=PromptVariant(cot=cot, taxonomy=taxonomy_context, binary=binary,
+                                            cot_max_new_tokens=cot_max_new_tokens))
     manifest = bench.manifest
     console = Console(stderr=True)
     console.print(f"[green]built HCA[/green]: {manifest['counts']['total']:,} questions "
@@ -353,5 +487,5 @@ def floor_responses(items: pa.Table) -> pa.Array:
     return pa.array(["A"] * items.num_rows, pa.string())
 
 
-__all__ = ["HCA_COLUMNS", "ITEM_SCHEMA", "build_command", "build_hca", "floor_responses", "make_questions",
+__all__ = ["HCA_COLUMNS", "ITEM_SCHEMA", "PromptVariant", "apply_variant", "build_command", "build_hca", "floor_responses", "make_questions",
            "plan_levels", "text_items", "visual_items"]

@@ -1,9 +1,13 @@
-"""Prompts of the hierarchical VQA (hierarchy.md §4–5, §7) and the strict parser of §4.1."""
+"""Prompts of the hierarchical VQA (hierarchy.md §4–5, §7), the prompt variants of §5.3 and the
+strict parsers (§4.1; chain-of-thought final answers; binary Yes/No)."""
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Sequence
+
+from biovqa.scoring import PARSE_MAX_CHARS
 
 LETTERS = "ABCD"
 #: System prompt for open VLMs [code] (hierarchy.md §4).
@@ -85,9 +89,11 @@ def parse_choice(output: str | None, options: Sequence[str]) -> str | None:
     3. else the whole reply equal (case/whitespace-insensitively) to exactly one option's text;
     4. else None — the level is wrong and stays in place on the path.
     Never the first A–D substring anywhere (the reference code's weakness: "B. Anseriformes" is B).
+    Only the first :data:`~biovqa.scoring.PARSE_MAX_CHARS` characters are read.
     """
     if output is None:
         return None
+    output = output[:PARSE_MAX_CHARS]
     offered = LETTERS[: len(options)]
     text = output.strip().strip(_MARKUP).rstrip(".").strip()
     if len(text) == 1 and text.upper() in offered:
@@ -100,3 +106,84 @@ def parse_choice(output: str | None, options: Sequence[str]) -> str | None:
     folded = " ".join(text.split()).casefold()
     hits = [i for i, option in enumerate(options) if " ".join(option.split()).casefold() == folded]
     return LETTERS[hits[0]] if len(hits) == 1 else None
+
+
+# -- prompt variants (hierarchy.md §5.3) ---------------------------------------------------------
+#: CoT: this sentence is appended to the question (§5.3, exact).
+COT_SUFFIX = "Let's think step by step."
+#: Taxonomy as context: this prefix, then the taxonomy JSON, then the original prompt (§5.3).
+TAXONOMY_PREFIX = "Here's a taxonomy: "
+#: Binary variant: one statement per option (§5.3; the example's wording with the level name and
+#: label filled in, and the subject of the visual question).
+BINARY_TEMPLATE = ("The {subject} in the image belongs to the {level} of {label}. Is this statement correct? "
+                   "Please answer Yes or No.")
+#: [toolkit] default cap for chain-of-thought replies (the paper gives none; §4's 5–10 tokens
+#: would cut every reasoning off before its answer).
+COT_MAX_NEW_TOKENS = 512
+#: Prompt variants a bench can be built with; "biological CoT" is not among them: its worked
+#: example in the system prompt is missing from the paper (hierarchy.md §5.3 **[missing]**).
+VARIANTS: tuple[str, ...] = ("plain", "cot", "taxonomy", "binary")
+
+
+def with_cot(question_line: str) -> str:
+    """The question sentence with the CoT suffix appended (one space between)."""
+    return f"{question_line} {COT_SUFFIX}"
+
+
+def taxonomy_json(paths: dict[str, list[str]]) -> str:
+    """The taxonomy in context: leaf → its ancestors in order up to the root (nearest first),
+    leaves sorted, as compact-but-readable JSON (``", "``/``": "`` separators, UTF-8 kept)."""
+    mapping = {leaf: list(reversed(path[:-1])) for leaf, path in sorted(paths.items())}
+    return json.dumps(mapping, ensure_ascii=False)
+
+
+def with_taxonomy(prompt: str, taxonomy: str) -> str:
+    """``Here's a taxonomy: `` + the taxonomy JSON + a newline + the original prompt."""
+    return f"{TAXONOMY_PREFIX}{taxonomy}\n{prompt}"
+
+
+def binary_statement(label: str, *, level: str, subject: str) -> str:
+    """The binary variant's statement for one option (§5.3)."""
+    return BINARY_TEMPLATE.format(subject=subject, level=level, label=label)
+
+
+_LAST_PHRASE = re.compile(r"(?:answer\s+is|answer\s*:)\s*\**\s*\(?([A-D])\b", re.IGNORECASE)
+
+
+def parse_cot_choice(output: str | None, options: Sequence[str]) -> str | None:
+    """The final answer of a chain-of-thought reply (the paper gives no rule; [toolkit]):
+
+    1. the **last** "answer is X" / "Answer: X" phrase in the reply (X among the offered letters);
+    2. else the strict parser (:func:`parse_choice`) on the last non-empty line;
+    3. else None. A letter inside a word never counts, as in :func:`parse_choice`.
+    The final answer closes the reasoning, so a reply over
+    :data:`~biovqa.scoring.PARSE_MAX_CHARS` characters is read from its last that many.
+    """
+    if output is None:
+        return None
+    output = output[-PARSE_MAX_CHARS:]
+    offered = LETTERS[: len(options)]
+    phrases = [m.group(1).upper() for m in _LAST_PHRASE.finditer(output)]
+    if phrases:
+        return phrases[-1] if phrases[-1] in offered else None
+    lines = [line for line in output.splitlines() if line.strip()]
+    return parse_choice(lines[-1], options) if lines else None
+
+
+_YES_NO = re.compile(r"^(yes|no)\b", re.IGNORECASE)
+
+
+def parse_yes_no(output: str | None) -> str | None:
+    """"Yes", "No" or None: the reply's first word after stripping whitespace and markup
+    (case-insensitive); anything else is unparseable (and so never a "Yes")."""
+    if output is None:
+        return None
+    match = _YES_NO.match(output[:PARSE_MAX_CHARS].strip().lstrip(_MARKUP))
+    return None if match is None else match.group(1).capitalize()
+
+
+def binary_level_correct(answers: Sequence[str | None], gold: int) -> bool:
+    """§5.3's rule for one level asked as 4 statements: right only if exactly one statement got
+    "Yes" and it is the true one (``gold`` = its index); zero or several "Yes" ⇒ wrong."""
+    yes = [i for i, answer in enumerate(answers) if answer == "Yes"]
+    return yes == [gold]

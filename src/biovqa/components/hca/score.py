@@ -33,7 +33,7 @@ import numpy as np
 import pyarrow as pa
 
 from biovqa.bench.folder import Bench
-from biovqa.components.hca.prompts import LETTERS, parse_choice
+from biovqa.components.hca.prompts import LETTERS, binary_level_correct, parse_choice, parse_cot_choice, parse_yes_no
 from biovqa.components.registry import ScoreResult
 from biovqa.scoring.schema import core_columns, estimate
 from biovqa.stats.bootstrap import bootstrap_means
@@ -42,12 +42,42 @@ from biovqa.stats.hierarchy import HIERARCHICAL_METRICS, hierarchical_per_image,
 TABLE3: dict[str, str] = {"hca": "hca", "leaf": "acc_leaf", "por": "por", "spor": "spor", "tor": "tor"}
 
 
+def _column(items: pa.Table, name: str) -> list[Any]:
+    """A column's values, or nulls for benches built before the column existed."""
+    return items.column(name).to_pylist() if name in items.column_names else [None] * items.num_rows
+
+
 def score_items(items: pa.Table, predictions: pa.Table) -> pa.Table:
+    """Per-item table. Plain and taxonomy-in-context items: the strict parser; CoT items: the final
+    answer of the reasoning (:func:`parse_cot_choice`); binary statements: Yes/No, and every
+    statement of a level gets that level's outcome (exactly one "Yes", on the true option)."""
     options = items.column("options").to_pylist()
     statuses = predictions.column("status").to_pylist()
-    parsed = [parse_choice(r, o) if s == "ok" else None
-              for s, r, o in zip(statuses, predictions.column("response").to_pylist(), options)]
-    correct = [p is not None and p == g for p, g in zip(parsed, items.column("answer").to_pylist())]
+    variants = [v or "plain" for v in _column(items, "variant")]
+    statements = _column(items, "statement")
+    answers = items.column("answer").to_pylist()
+    parsed: list[str | None] = []
+    for status, reply, opts, variant, statement in zip(statuses, predictions.column("response").to_pylist(),
+                                                        options, variants, statements):
+        if status != "ok":
+            parsed.append(None)
+        elif statement is not None:
+            parsed.append(parse_yes_no(reply))
+        elif "cot" in variant.split("+"):
+            parsed.append(parse_cot_choice(reply, opts))
+        else:
+            parsed.append(parse_choice(reply, opts))
+    correct = [p is not None and p == g for p, g in zip(parsed, answers)]
+    if any(s is not None for s in statements):
+        groups: dict[tuple[Any, ...], dict[str, str | None]] = {}
+        keys = list(zip(_column(items, "image_key"), items.column("level").to_pylist(),
+                        items.column("source_id").to_pylist()))
+        for key, statement, answer in zip(keys, statements, parsed):
+            if statement is not None:
+                groups.setdefault(key, {})[statement] = answer
+        correct = [binary_level_correct([groups[key].get(x) for x in LETTERS[: len(opts)]],
+                                        LETTERS.index(gold)) if statement is not None else ok
+                   for key, statement, opts, gold, ok in zip(keys, statements, options, answers, correct)]
     gold = [o[LETTERS.index(a)] for o, a in zip(options, items.column("answer").to_pylist())]
     columns = core_columns(items, predictions, component="hca", parsed=pa.array(parsed, pa.string()),
                            score=[float(c) for c in correct])
@@ -129,10 +159,13 @@ def summarize(items: pa.Table, table: pa.Table, *, resamples: int, seed: int, le
                                            n=sum(replied)),
             "letter_histogram": {x: (parsed_letters.count(x) / len(parsed_letters) if parsed_letters else None)
                                  for x in LETTERS},
+            **({"yes_no_histogram": {x: parsed_letters.count(x) / len(parsed_letters) for x in ("Yes", "No")}}
+               if parsed_letters and set(parsed_letters) <= {"Yes", "No"} else {}),
             "n_unparsed": int(sum(unparsed)), "n_missing": statuses.count("missing"),
             "n_failed_requests": statuses.count("failed"),
         },
         "counts": {"images": len(images), "questions": items.num_rows},
+        "variant": sorted({v or "plain" for v in _column(items, "variant")}),
         "bootstrap": {"resamples": resamples, "seed": seed, "level": level, "unit": "images"},
     }
     if kind == "visual":

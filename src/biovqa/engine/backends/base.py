@@ -17,6 +17,12 @@ Contract for implementers:
   which is imported only when the backend is selected.
 * ``describe()`` returns JSON-able facts for the run card (library versions, resolved model
   revision, dtype, device, processor pixel limits …).
+* ``Request.system`` is the system message (the item's own system prompt, else the preset's) and
+  goes in a system turn; a backend whose model has no system role puts it before the user text
+  (:func:`system_in_user_text`) and says so in ``describe()``.
+* ``Request.mode`` is ``"chat"`` (a user turn through the chat template / chat endpoint) or
+  ``"raw"`` (the text of :func:`raw_prompt_text` sent as-is: no chat template, the completions
+  endpoint, ``LLM.generate``). A raw request carries no image; a backend fails one that does.
 """
 
 from __future__ import annotations
@@ -36,6 +42,26 @@ class Request:
     max_new_tokens: int = 16
     options: tuple[str, ...] | None = None
     task: str | None = None
+    #: "chat" (chat template / chat endpoint) or "raw" (completion text, no template)
+    mode: str = "chat"
+
+
+#: Request modes: a chat turn, or raw completion text (bagel.md §5.1).
+REQUEST_MODES: tuple[str, ...] = ("chat", "raw")
+#: What joins a system message to the text it is put before, where it cannot be a system turn.
+SYSTEM_JOINER = "\n\n"
+
+
+def system_in_user_text(system: str | None, text: str) -> str:
+    """``system + "\\n\\n" + text`` (``text`` alone without a system message): how a system
+    message reaches a model that has no system role, and how it leads a raw prompt."""
+    return f"{system}{SYSTEM_JOINER}{text}" if system else text
+
+
+def raw_prompt_text(request: Request) -> str:
+    """The exact completion text of a raw-mode request: the system message (if any), a blank
+    line, then the prompt — no chat template, no role markers."""
+    return system_in_user_text(request.system, request.prompt)
 
 
 @dataclass(frozen=True, slots=True)

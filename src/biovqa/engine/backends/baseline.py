@@ -133,7 +133,7 @@ class EchoBackend:
             seen = "\x1f".join(
                 (request.system or "", request.prompt,
                  "" if request.image_path is None else Path(request.image_path).name)
-            )
+            ) + ("" if request.mode == "chat" else f"\x1f{request.mode}")  # raw completion differs
             digest = hashlib.sha256(seen.encode()).hexdigest()
             if self.fail_every and int(
                 hashlib.sha256((self.fail_salt + request.key).encode()).hexdigest()[:8], 16

@@ -1,4 +1,5 @@
-"""The ``openai`` backend: any OpenAI-compatible ``/v1/chat/completions`` endpoint.
+"""The ``openai`` backend: any OpenAI-compatible ``/v1/chat/completions`` endpoint (and
+``/v1/completions`` for raw-mode requests).
 
 Works with vLLM, SGLang, ``transformers serve`` and llama.cpp servers as well as hosted APIs. A
 batch is sent as concurrent requests over one ``httpx.AsyncClient``:
@@ -14,6 +15,9 @@ batch is sent as concurrent requests over one ``httpx.AsyncClient``:
 
 Messages follow prompts.md §1: an optional system turn, then one user turn holding the image (a
 base64 ``data:`` URL) before the text. Decoding: ``temperature=0``, ``max_tokens`` from the request.
+A raw-mode request (``Request.mode == "raw"``, bagel.md §5.1) goes to the legacy completions
+endpoint as ``{"prompt": raw_prompt_text(request)}`` — no chat template on the server — and its
+reply is ``choices[0].text``; a raw request with an image fails (completions take no image).
 
 The API key is read from the environment variable named by ``api_key_env`` and only ever placed in
 the ``Authorization`` header: it is not logged, not stored in ``describe()``, not in errors.
@@ -38,7 +42,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 from biovqa.errors import BiovqaError
 from biovqa.engine.presets import get_preset
-from biovqa.engine.backends.base import Reply, Request
+from biovqa.engine.backends.base import Reply, Request, raw_prompt_text
 
 #: HTTP statuses worth another attempt (rate limits, server trouble); other 4xx are final.
 RETRYABLE_STATUSES = frozenset({408, 409, 425, 429, 500, 502, 503, 504})
@@ -82,6 +86,27 @@ def build_request_body(
     if extra_body:
         body.update(extra_body)
     return body
+
+
+def build_completion_body(
+    request: Request, *, model: str, extra_body: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    """The JSON body of one legacy ``/completions`` call (raw mode): the raw prompt text, greedy
+    (``temperature=0``), ``max_tokens``."""
+    body: dict[str, Any] = {
+        "model": model,
+        "prompt": raw_prompt_text(request),
+        "max_tokens": request.max_new_tokens,
+        "temperature": 0,
+    }
+    if extra_body:
+        body.update(extra_body)
+    return body
+
+
+def endpoint_for(request: Request) -> str:
+    """The path a request is posted to (relative to the base URL)."""
+    return "/completions" if request.mode == "raw" else "/chat/completions"
 
 
 # ------------------------------------------------------------------------------------ retries
@@ -310,6 +335,9 @@ class OpenAIBackend:
         semaphore = asyncio.Semaphore(self.concurrency)
 
         async def answer(request: Request) -> Reply:
+            if request.mode == "raw" and request.image_path is not None:
+                return Reply(key=request.key, text=None, status="failed",
+                             error="a raw-mode (completion) request cannot carry an image")
             image_url = None if request.image_path is None else image_urls[Path(request.image_path)]
             if isinstance(image_url, BaseException):
                 return Reply(key=request.key, text=None, status="failed", error=f"image: {image_url}")
@@ -319,8 +347,11 @@ class OpenAIBackend:
         return list(await asyncio.gather(*(answer(request) for request in requests)))
 
     async def _answer_with_retries(self, request: Request, image_url: str | None) -> Reply:
-        body = build_request_body(request, image_url, model=self.model, extra_body=self.extra_body)
+        raw = request.mode == "raw"
+        body = (build_completion_body(request, model=self.model, extra_body=self.extra_body) if raw
+                else build_request_body(request, image_url, model=self.model, extra_body=self.extra_body))
         payload = json.dumps(body).encode("utf-8")
+        path = endpoint_for(request)
         started = time.perf_counter()
         last_error = "no attempt made"
         for attempt in range(self.max_retries + 1):
@@ -329,7 +360,7 @@ class OpenAIBackend:
             await self._rate_limiter.wait()
             self.attempts += 1
             try:
-                text, prompt_tokens, completion_tokens = await self._attempt(payload)
+                text, prompt_tokens, completion_tokens = await self._attempt(payload, path, raw=raw)
             except _FinalFailure as error:
                 last_error = str(error)
                 break
@@ -363,13 +394,15 @@ class OpenAIBackend:
             latency_s=time.perf_counter() - started,
         )
 
-    async def _attempt(self, payload: bytes) -> tuple[str, int | None, int | None]:
-        """One POST; returns (text, prompt tokens, completion tokens) or raises a failure kind."""
+    async def _attempt(self, payload: bytes, path: str = "/chat/completions", *,
+                       raw: bool = False) -> tuple[str, int | None, int | None]:
+        """One POST to ``path``; returns (text, prompt tokens, completion tokens) or raises a
+        failure kind. ``raw``: a completions reply (``choices[0].text``)."""
         import httpx
 
         try:
             response = await asyncio.wait_for(
-                self._client.post("/chat/completions", content=payload),
+                self._client.post(path, content=payload),
                 timeout=self.timeout_s + 1.0,
             )
         except (TimeoutError, httpx.TimeoutException) as error:
@@ -386,7 +419,8 @@ class OpenAIBackend:
             raise _FinalFailure(message)
         try:
             data = response.json()
-            message_content = data["choices"][0]["message"].get("content")
+            choice = data["choices"][0]
+            message_content = choice["text"] if raw else choice["message"].get("content")
         except (ValueError, KeyError, IndexError, TypeError, AttributeError) as error:
             raise _RetryableFailure(f"malformed response: {type(error).__name__}: {error}")
         usage = data.get("usage") or {}

@@ -82,8 +82,11 @@ def shared_prefix_generate(backend: Any, requests: list[Request], image: Any) ->
         raise PrefixUnsupported("a text-only model has no image prefix to share")
     if not greedy_is_plain_argmax(model.generation_config):
         raise PrefixUnsupported("the generation config adds logits processors")
-    texts = [backend.processor.apply_chat_template(build_messages(r), add_generation_prompt=True,
-                                                   tokenize=False) for r in requests]
+    if any(r.mode != "chat" for r in requests):
+        raise PrefixUnsupported("raw-mode requests have no chat prefix to share")
+    render = getattr(backend, "prompt_text", None)
+    texts = [render(r) if render is not None else backend.processor.apply_chat_template(
+        build_messages(r), add_generation_prompt=True, tokenize=False) for r in requests]
     encoded = backend.processor(text=texts, images=[[image] for _ in requests], padding=True,
                                 return_tensors="pt")
     mask = encoded["attention_mask"].bool()

@@ -6,6 +6,19 @@ turn, prompts.md §1), tokenised left-padded by ``AutoProcessor`` and decoded gr
 may have different caps: the batch generates up to the largest cap and each reply keeps only its
 own first ``max_new_tokens`` tokens, which for greedy decoding equals generating with that cap.
 
+System messages (``Request.system``: an item's own system prompt or the preset's) go in a
+system turn when the checkpoint's chat template has one. At load the template is probed
+(:meth:`TransformersBackend._probe_system_handling`) and ``describe()`` records the outcome as
+``system_prompt_handling``: ``system-turn`` (its own turn), ``merged-by-template`` (the template
+itself puts the system text before the first user text, as Gemma 3's does — Gemma has no system
+role), or ``prepended-to-user-text`` (the template refuses or silently drops a system turn:
+biovqa puts ``system + "\\n\\n"`` before the user text itself, so the instruction is never lost).
+
+Raw-mode requests (``Request.mode == "raw"``, bagel.md §5.1) skip the chat template: the text of
+:func:`~biovqa.engine.backends.base.raw_prompt_text` is tokenised as it is (the tokenizer's own
+special tokens, as ``transformers serve``'s ``/v1/completions`` does). A raw request with an image
+fails (raw completion has no place for one).
+
 Failures stay per request: an unreadable image fails that request only; an error inside
 ``generate`` (out of memory, say) retries the batch one request at a time, and a request that
 still fails becomes ``status="failed"`` with the error text.
@@ -18,12 +31,13 @@ from __future__ import annotations
 import time
 import warnings
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from biovqa.errors import BiovqaError, MissingResourceError
 from biovqa.engine.presets import ModelPreset, get_preset
-from biovqa.engine.backends.base import Reply, Request
+from biovqa.engine.backends.base import Reply, Request, raw_prompt_text, system_in_user_text
 
 #: Options :func:`create` understands; anything else is reported in ``describe()``.
 KNOWN_OPTIONS = (
@@ -41,6 +55,8 @@ KNOWN_OPTIONS = (
 )
 
 _DTYPE_NAMES = ("auto", "float32", "float16", "bfloat16")
+#: ``describe()["system_prompt_handling"]`` values (see the module docstring).
+SYSTEM_HANDLINGS = ("system-turn", "merged-by-template", "prepended-to-user-text", "no-chat-template")
 
 
 def build_messages(request: Request) -> list[dict[str, Any]]:
@@ -175,6 +191,49 @@ class TransformersBackend:
             eos_ids.append(tokenizer.eos_token_id)
         self.stop_token_ids = frozenset(int(t) for t in eos_ids if t is not None)
         self.resolved_revision = self._resolve_revision(model, revision)
+        self.system_handling = self._probe_system_handling()
+
+    # ------------------------------------------------------------------------------ prompts
+    def _render_chat(self, request: Request) -> str:
+        messages = build_text_messages(request) if self.text_only else build_messages(request)
+        return str(self.processor.apply_chat_template(messages, add_generation_prompt=True,
+                                                      tokenize=False))
+
+    def _probe_system_handling(self) -> str:
+        """How the chat template treats a system message (one of :data:`SYSTEM_HANDLINGS`): it is
+        rendered with a marker system message and compared with the marker put before the user
+        text by hand."""
+        system, user = "BIOVQA-SYSTEM-PROBE", "BIOVQA-USER-PROBE"
+        try:
+            self._render_chat(Request(key="", item_id="", prompt=user))
+        except Exception:  # noqa: BLE001 - no usable chat template at all
+            return "no-chat-template"
+        try:
+            with_system = self._render_chat(Request(key="", item_id="", prompt=user, system=system))
+        except Exception:  # noqa: BLE001 - the template refuses a system turn
+            return "prepended-to-user-text"
+        if system not in with_system:
+            return "prepended-to-user-text"
+        merged = self._render_chat(Request(key="", item_id="",
+                                           prompt=system_in_user_text(system, user)))
+        return "merged-by-template" if merged == with_system else "system-turn"
+
+    def prepare(self, request: Request) -> Request:
+        """The request as this model gets it: a system message moved before the user text where
+        the template has no system role (``prepended-to-user-text``)."""
+        # (getattr: benchmarks/gpu builds a backend around a loaded model without __init__)
+        if (request.mode == "chat" and request.system
+                and getattr(self, "system_handling", "system-turn") == "prepended-to-user-text"):
+            return replace(request, prompt=system_in_user_text(request.system, request.prompt),
+                           system=None)
+        return request
+
+    def prompt_text(self, request: Request) -> str:
+        """The exact text tokenised for ``request``: the chat template's rendering, or the raw
+        completion text."""
+        if request.mode == "raw":
+            return raw_prompt_text(request)
+        return self._render_chat(request)
 
     # ---------------------------------------------------------------------------------- describe
     def _resolve_revision(self, model: str, revision: str | None) -> str:
@@ -257,6 +316,7 @@ class TransformersBackend:
             "decoding": {"do_sample": False, "num_beams": 1},
             "processor": self._pixel_limits(),
             "chat_template_sha256": self._chat_template_sha256(),
+            "system_prompt_handling": getattr(self, "system_handling", None),
             "processor_settings_sha256": self._processor_settings_sha256(),
         }
         if self.ignored_options:
@@ -269,6 +329,11 @@ class TransformersBackend:
         replies: dict[int, Reply] = {}
         prepared: list[tuple[int, Request, Any]] = []
         for index, request in enumerate(requests):
+            request = self.prepare(request)
+            if request.mode == "raw" and request.image_path is not None:
+                replies[index] = Reply(key=request.key, text=None, status="failed",
+                                       error="a raw-mode (completion) request cannot carry an image")
+                continue
             if request.image_path is None:
                 prepared.append((index, request, None))
                 continue
@@ -340,13 +405,7 @@ class TransformersBackend:
         torch = self._torch
         started = time.perf_counter()
         requests = [entry[1] for entry in chunk]
-        texts = [
-            self.processor.apply_chat_template(
-                build_text_messages(request) if self.text_only else build_messages(request),  # [issue 14]
-                add_generation_prompt=True, tokenize=False
-            )
-            for request in requests
-        ]
+        texts = [self.prompt_text(request) for request in requests]
         images = [entry[2] for entry in chunk if entry[2] is not None]
         processor_inputs: dict[str, Any] = {"text": texts, "padding": True, "return_tensors": "pt"}
         if images:

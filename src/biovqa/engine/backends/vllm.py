@@ -17,7 +17,10 @@ How a batch is run (:meth:`VllmBackend.generate`):
    finds its image prefix already computed (requests scheduled in the same engine step cannot
    always share blocks that are not yet computed). Without it, one call takes the whole batch.
    Either way the engine sees whole batches, never one request per call.
-3. Replies are mapped back to request order.
+3. Raw-mode requests (``Request.mode == "raw"``, bagel.md §5.1) go in their own
+   ``llm.generate`` call with the raw prompt text (:func:`build_raw_inputs`: no chat template);
+   a raw request with an image fails.
+4. Replies are mapped back to request order.
 
 The prefix-cache hit rate is measured from vLLM's per-request ``RequestOutput.num_cached_tokens``
 (prompt tokens served from the cache) over ``len(prompt_token_ids)``, summed over the run, and
@@ -40,7 +43,7 @@ from typing import Any
 
 from biovqa.errors import BiovqaError
 from biovqa.engine.presets import ModelPreset, get_preset
-from biovqa.engine.backends.base import Reply, Request
+from biovqa.engine.backends.base import Reply, Request, raw_prompt_text
 from biovqa.engine.backends.openai import build_chat_messages, image_data_url
 
 IMAGE_FORMATS = ("data_url", "pil")
@@ -153,6 +156,20 @@ def build_conversations(
     ]
 
 
+def build_raw_inputs(requests: Sequence[Request], indices: Iterable[int]) -> list[dict[str, str]]:
+    """``llm.generate`` prompts for the raw-mode ``requests[i]``: ``{"prompt": text}`` with the
+    exact completion text (:func:`~biovqa.engine.backends.base.raw_prompt_text`)."""
+    return [{"prompt": raw_prompt_text(requests[index])} for index in indices]
+
+
+def split_modes(requests: Sequence[Request], call: Sequence[int]) -> list[tuple[str, list[int]]]:
+    """A call's indices split by request mode — ``("chat", …)`` then ``("raw", …)`` — empty
+    parts dropped (order kept inside each)."""
+    chat = [i for i in call if requests[i].mode != "raw"]
+    raw = [i for i in call if requests[i].mode == "raw"]
+    return [(mode, part) for mode, part in (("chat", chat), ("raw", raw)) if part]
+
+
 def sampling_settings(request: Request, *, seed: int = 0) -> dict[str, Any]:
     """Keyword arguments of ``vllm.SamplingParams`` for a request: greedy, its token cap."""
     return {"temperature": 0.0, "top_p": 1.0, "max_tokens": int(request.max_new_tokens), "seed": seed}
@@ -255,13 +272,14 @@ class VllmBackend:
         parts, image_errors = encode_images(requests, image_format=self.image_format)
         for index, request in enumerate(requests):
             error = image_errors.get(image_group_key(request))
+            if request.mode == "raw" and request.image_path is not None:
+                error = "a raw-mode (completion) request cannot carry an image"
             if request.image_path is not None and error is not None:
                 replies[index] = Reply(key=request.key, text=None, status="failed", error=error)
         for call in execution_plan(requests, prefix_warmup=self.prefix_warmup):
             call = [index for index in call if index not in replies]
-            if not call:
-                continue
-            self._run_call(requests, call, parts, replies)
+            for mode, part in split_modes(requests, call):
+                self._run_call(requests, part, parts, replies, raw=mode == "raw")
         return [replies[index] for index in range(len(requests))]
 
     def _run_call(
@@ -270,24 +288,30 @@ class VllmBackend:
         call: list[int],
         parts: dict[str, dict[str, Any]],
         replies: dict[int, Reply],
+        *,
+        raw: bool = False,
     ) -> None:
-        """One ``llm.chat`` over ``call``; if the engine rejects the call (a prompt longer than
-        ``max_model_len``, say), bisect it so only the offending requests fail."""
+        """One ``llm.chat`` over ``call`` (``raw``: one ``llm.generate`` over the raw prompts); if
+        the engine rejects the call (a prompt longer than ``max_model_len``, say), bisect it so
+        only the offending requests fail."""
         make_params = self._sampling_params_factory
         if make_params is None:
             from vllm import SamplingParams
 
             make_params = SamplingParams
-        conversations = build_conversations(requests, call, parts)
         params = [
             make_params(**sampling_settings(requests[i], seed=self.seed), **self.sampling_overrides)
             for i in call
         ]
         started = time.perf_counter()
         try:
-            outputs = self.llm.chat(
-                conversations, sampling_params=params, use_tqdm=False, add_generation_prompt=True
-            )
+            if raw:
+                outputs = self.llm.generate(build_raw_inputs(requests, call), sampling_params=params,
+                                            use_tqdm=False)
+            else:
+                outputs = self.llm.chat(build_conversations(requests, call, parts),
+                                        sampling_params=params, use_tqdm=False,
+                                        add_generation_prompt=True)
         except Exception as error:  # noqa: BLE001 - recorded per request below
             if len(call) == 1:
                 index = call[0]
@@ -296,8 +320,8 @@ class VllmBackend:
                 )
                 return
             middle = len(call) // 2
-            self._run_call(requests, call[:middle], parts, replies)
-            self._run_call(requests, call[middle:], parts, replies)
+            self._run_call(requests, call[:middle], parts, replies, raw=raw)
+            self._run_call(requests, call[middle:], parts, replies, raw=raw)
             return
         self.chat_calls += 1
         latency = (time.perf_counter() - started) / max(1, len(call))

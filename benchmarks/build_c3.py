@@ -1,0 +1,168 @@
+"""Benchmark: build all ten C3 subsets from synthetic sources in their native formats and render
+every C3 image; compare the rendering with bare PIL decode + encode of the same photos.
+
+    python benchmarks/build_c3.py [--per-subset 500] [--photos 600] [--catalog-photos 1300]
+                                  [--plates 588] [--photo-size 240x180] [--canvas 192] [--plate-side 384]
+
+Sources (written into a temporary folder with the writers of :mod:`biovqa.components.c3.demo`):
+WAID (three splits), Boxes on Bees, DePondFi, 2018-NEON-beetles (``--plates`` plates of 12
+specimens: 588 plates give the paper's ≈ 14 108 measurements), GZCD as a GGR table, and three
+Wild Me COCO catalogs. Item counts are those of a full build (ten subsets of ``--per-subset``
+images, every beetle measurement, every catalog annotation); the *pixel* sizes are scaled down
+(``--photo-size`` sources, ``--canvas`` canvases) so that the ~60 000 images render in minutes on
+two cores — the ratio to PIL is measured on the same files either way.
+
+Prints: time to write the sources; ``biovqa build c3`` wall time for reading and making the items
+(and rendering, one worker, unless ``--sample`` defers it); items per task beside the paper's; then
+on every image (or every k-th with ``--sample N``) our rendering job by job and the reference —
+PIL opens and decodes each source photo the image reads and encodes one PNG (same encoder
+settings); a copied photo's reference is a decode + encode — with the ratio reference time / our
+time (target ≥ 0.8×), for canvases and copies separately and overall.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+from PIL import Image
+
+import biovqa.components.c3.build as c3_build
+from biovqa.components.c3.demo import _layout, _scene, write_bees, write_beetles, write_depondfi, write_gzcd, write_waid
+from biovqa.components.c3.render import PNG_SAVE_OPTIONS, CanvasJob, CopyJob, render_one
+from biovqa.components.c3.tasks import PAPER_COUNTS
+from biovqa.sources.wildlife import write_coco_catalog
+
+VIEWS = ("left", "right", "front", "back", "frontleft", "frontright", "backleft", "backright", "up", "down")
+
+
+def counts(rng: np.random.Generator, n: int, high: int) -> list[int]:
+    """``n`` counts, log-uniform in 1..high (sparse and dense scenes)."""
+    return [int(v) for v in np.maximum(1, np.round(np.exp(rng.uniform(0, np.log(high), n))))]
+
+
+def write_catalog(root: Path, name: str, photos: int, size: tuple[int, int], rng: np.random.Generator) -> Path:
+    folder = root / f"{name}.coco"
+    images, annotations = [], []
+    for k in range(photos):
+        n = 1 if rng.random() < 0.6 else int(rng.integers(2, 6))
+        boxes = _layout(rng, n, size, min(size) * 0.4)
+        file_name = f"{k:05d}.jpg"
+        _scene(rng, size, boxes, folder / "images" / "train2022" / file_name)
+        images.append({"id": k + 1, "file_name": file_name, "width": size[0], "height": size[1]})
+        for b in boxes:
+            annotations.append({"id": len(annotations) + 1, "image_id": k + 1, "theta": 0.0, "category_id": 0,
+                                "bbox": [b[0], b[1], b[2] - b[0], b[3] - b[1]], "name": f"ind{len(annotations) % 97}",
+                                "viewpoint": VIEWS[int(rng.integers(len(VIEWS)))]})
+    write_coco_catalog(folder, annotations, images, categories=[{"id": 0, "name": name}])
+    return folder
+
+
+def write_sources(root: Path, args: argparse.Namespace, size: tuple[int, int]) -> dict[str, Path]:
+    rng = np.random.default_rng(7)
+    n = args.photos
+    plates = {f"A{32929 + p:011d}.jpg": [(round(float(rng.uniform(0.6, 1.9)), 3), round(float(rng.uniform(0.25, 0.7)), 3))
+                                         for _ in range(12)] for p in range(args.plates)}
+    g, pz, r = "zebra_grevys", "zebra_plains", "giraffe_reticulated"
+    gzcd = [[g] * int(c) + [pz] * int(rng.integers(0, 2)) + [r] * int(rng.random() < 0.2) for c in counts(rng, n, 8)]
+    return {
+        "waid": write_waid(root / "waid", {s: counts(rng, n, 60) for s in ("train", "valid", "test")}, size=size),
+        "bees": write_bees(root / "bees", counts(rng, n, 120), size=size),
+        "depondfi": write_depondfi(root / "depondfi", counts(rng, n, 20), size=(size[0], size[0])),
+        "beetles": write_beetles(root / "beetles", plates, cell=60, cm_pix=25.0),
+        "gzcd": write_gzcd(root / "gzcd", gzcd, size=size),
+        **{name: write_catalog(root, name, args.catalog_photos, size, rng) for name in ("whaleshark", "hyena", "leopard")},
+    }
+
+
+def reference(jobs: list[CanvasJob | CopyJob], out: Path) -> tuple[float, float]:
+    """Bare PIL on the same photos: (seconds for the canvas jobs, seconds for the copy jobs)."""
+    out.mkdir(parents=True, exist_ok=True)
+    spent = {"canvas": 0.0, "copy": 0.0}
+    for k, job in enumerate(jobs):
+        sources = [p.source for p in job.panels] if isinstance(job, CanvasJob) else [job.source]
+        started = time.perf_counter()
+        decoded = []
+        for source in sources:
+            with Image.open(source) as image:
+                image.load()
+                decoded.append(image.convert("RGB"))
+        decoded[0].save(out / f"{k}.png", **PNG_SAVE_OPTIONS)
+        spent["canvas" if isinstance(job, CanvasJob) else "copy"] += time.perf_counter() - started
+    return spent["canvas"], spent["copy"]
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--per-subset", type=int, default=500)
+    parser.add_argument("--photos", type=int, default=600, help="photos per counting source (WAID: per split)")
+    parser.add_argument("--catalog-photos", type=int, default=1300, help="photos per Wild Me catalog")
+    parser.add_argument("--plates", type=int, default=588, help="beetle plates of 12 specimens")
+    parser.add_argument("--photo-size", default="240x180")
+    parser.add_argument("--canvas", type=int, default=192)
+    parser.add_argument("--plate-side", type=int, default=384)
+    parser.add_argument("--sample", type=int, default=0,
+                        help="render only every k-th image so that about this many are rendered (0: all of them, "
+                             "inside the build)")
+    args = parser.parse_args(argv)
+    size = tuple(int(v) for v in args.photo_size.split("x"))
+    captured: dict[str, object] = {}
+    original = c3_build.render_all
+
+    def deferred_render_all(jobs, *, workers=1):  # type: ignore[no-untyped-def]
+        jobs = list(jobs)
+        captured["jobs"] = jobs
+        if args.sample:  # rendered below on a sample; the bench folder is discarded
+            return ["0" * 64] * len(jobs)
+        started = time.perf_counter()
+        digests = original(jobs, workers=workers)
+        captured["seconds"] = time.perf_counter() - started
+        return digests
+
+    c3_build.render_all = deferred_render_all  # type: ignore[assignment]
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        started = time.perf_counter()
+        sources = write_sources(root / "sources", args, size)  # type: ignore[arg-type]
+        print(f"sources written in {time.perf_counter() - started:.1f} s ({size[0]}×{size[1]} photos)")
+        started = time.perf_counter()
+        bench = c3_build.build_c3(sources, root / "bench", per_subset=args.per_subset, canvas=args.canvas,
+                                  plate_side=args.plate_side)
+        total = time.perf_counter() - started
+        jobs: list[CanvasJob | CopyJob] = captured["jobs"]  # type: ignore[assignment]
+        render = float(captured.get("seconds", 0.0))  # type: ignore[arg-type]
+        manifest = bench.manifest
+        print(f"biovqa build c3: {manifest['counts']['total']:,} items, {len(jobs):,} images; reading + items "
+              f"{total - render:.1f} s" + (f", rendering {render:.1f} s (1 worker)" if not args.sample else
+                                             ", rendering deferred to the sample below"))
+        print(f"subsets: {len(manifest['subsets'])} — " + ", ".join(
+            f"{sid} {entry['selected']}" for sid, entry in manifest["subsets"].items()))
+        for task, entry in manifest["task_counts"].items():
+            print(f"  {task:18s} {entry['produced']:>7,}  (paper {PAPER_COUNTS[task]:,})")
+        step = max(1, len(jobs) // args.sample) if args.sample else 1
+        sample = jobs[::step]
+        ours = {"canvas": 0.0, "copy": 0.0}
+        for job in sample:
+            started = time.perf_counter()
+            render_one(job)
+            ours["canvas" if isinstance(job, CanvasJob) else "copy"] += time.perf_counter() - started
+        ref_canvas, ref_copy = reference(sample, root / "reference")
+    n_canvas = sum(isinstance(j, CanvasJob) for j in sample)
+    print(f"rendered {len(sample):,} of {len(jobs):,} images (every {step}): ours canvases {ours['canvas']:.1f} s "
+          f"({n_canvas:,}), copies {ours['copy']:.1f} s ({len(sample) - n_canvas:,}); reference (PIL decode of every "
+          f"source photo + one PNG encode per image) canvases {ref_canvas:.1f} s, copies {ref_copy:.1f} s")
+    mine_total = ours["canvas"] + ours["copy"]
+    print(f"all {len(jobs):,} images at this rate: ours {mine_total * len(jobs) / len(sample):.0f} s on one worker")
+    for name, ref, mine in (("canvases", ref_canvas, ours["canvas"]), ("copies", ref_copy, ours["copy"]),
+                            ("all images", ref_canvas + ref_copy, mine_total)):
+        ratio = ref / mine if mine else float("nan")
+        print(f"{name:10s} ratio reference/ours {ratio:5.2f}×  target ≥ 0.8× → {'PASS' if ratio >= 0.8 else 'MISS'}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,246 @@
+"""Rank intervals of Table 3 from the bootstrap, with one set of resamples shared by all models.
+
+Bootstrap draws are deterministic given the seed and the sorted cluster labels
+(:mod:`biovqa.stats.bootstrap`), so models scored on the same benchmark can be resampled
+*together*: for each component, the items every generalist has a score for are taken, their
+clusters (images, plates or the items themselves — as the component's own intervals resample)
+are numbered in sorted label order, and one ``B × clusters`` draw-count matrix ``W`` serves every
+model and every Table 3 column. A replicate of a column's statistic is computed from the
+resampled per-cell sums and counts (``W @ S``, ``W @ N``); ranking the models within each
+replicate gives each model's rank distribution: the 95% rank interval (2.5% and 97.5% quantiles
+of its rank, 1 = best) and P(best), the share of replicates in which it ranks first (ties share
+the better rank).
+
+A component states how each of its Table 3 columns is recomputed from its score folder's
+``items.parquet`` in ``biovqa.components.<name>.replicates``::
+
+    NEEDED: tuple[str, ...]                     # items.parquet columns to read
+    def rank_inputs(items: pandas.DataFrame) -> dict[str, ColumnItems]
+
+A :class:`ColumnItems` lists, per item that enters the column: its id, cluster, cell (a group
+of a macro average, the signal/noise side of a d′, or one cell for a plain mean) and value, and
+the statistic that turns per-cell sums and counts into the column's value. A column without
+such inputs for every generalist keeps the interval-overlap rank range
+(:mod:`biovqa.reporting.leaderboard`), and the table note says which method each column used.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import math
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+#: Replicates of the rank bootstrap and its level
+RANK_B = 1000
+RANK_LEVEL = 0.95
+
+Statistic = Callable[[np.ndarray, np.ndarray], np.ndarray]
+
+
+def mean_statistic(sums: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """Σ value / Σ items over all cells (a plain mean); NaN without items."""
+    top, bottom = sums.sum(axis=1), counts.sum(axis=1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(bottom > 0, top / np.where(bottom > 0, bottom, 1), np.nan)
+
+
+def macro_statistic(sums: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """Mean over the cells that hold items of the cell means (balanced accuracy, macro cas, …)."""
+    with np.errstate(invalid="ignore", divide="ignore"):
+        means = np.where(counts > 0, sums / np.where(counts > 0, counts, 1), np.nan)
+        present = counts > 0
+        total = np.where(present, means, 0.0).sum(axis=1)
+        k = present.sum(axis=1)
+        return np.where(k > 0, total / np.where(k > 0, k, 1), np.nan)
+
+
+@dataclass(frozen=True)
+class ColumnItems:
+    """The items of one Table 3 column of one score folder, as the rank bootstrap needs them."""
+
+    item_id: np.ndarray
+    cluster: np.ndarray
+    cell: np.ndarray
+    value: np.ndarray
+    statistic: Statistic
+    method: str
+
+    @classmethod
+    def of(cls, frame: pd.DataFrame, *, cluster: str, cell: str | None, value: str, statistic: Statistic,
+           method: str) -> "ColumnItems":
+        """From ``frame`` columns: item ids, the cluster column, the cell column (None: one
+        cell), the value column (NaN = not in the statistic)."""
+        cells = np.zeros(len(frame), dtype=object) if cell is None else frame[cell].astype(str).to_numpy(dtype=object)
+        return cls(frame["item_id"].astype(str).to_numpy(dtype=object),
+                   frame[cluster].astype(str).to_numpy(dtype=object), cells,
+                   frame[value].to_numpy(dtype=np.float64, na_value=np.nan), statistic, method)
+
+
+@dataclass(frozen=True)
+class RankIntervals:
+    """Per column (frame column) and generalist (frame index): rank interval and P(best)."""
+
+    rank_lo: pd.DataFrame
+    rank_hi: pd.DataFrame
+    p_best: pd.DataFrame
+    methods: dict[str, str]
+    B: int
+    seed: int
+
+
+def replicates_module(component: str) -> object | None:
+    """``biovqa.components.<component>.replicates`` when the component has one."""
+    name = f"biovqa.components.{component}.replicates"
+    if importlib.util.find_spec(name) is None:
+        return None
+    return importlib.import_module(name)
+
+
+def _inputs(path: object, module: object) -> dict[str, ColumnItems] | None:
+    import pyarrow.parquet as pq
+    from pathlib import Path
+
+    if path is None or not (Path(str(path)) / "items.parquet").is_file():
+        return None
+    file = Path(str(path)) / "items.parquet"
+    needed = [c for c in getattr(module, "NEEDED") if c in pq.read_schema(file).names]
+    if len(needed) < len(getattr(module, "NEEDED")):
+        return None
+    frame = pq.read_table(file, columns=needed).to_pandas()
+    frame = frame.drop_duplicates("item_id", keep="first")
+    return getattr(module, "rank_inputs")(frame)
+
+
+def column_replicates(inputs: Mapping[str, Mapping[str, ColumnItems]], columns: Sequence[str], *,
+                      B: int = RANK_B, seed: int = 42) -> dict[str, tuple[list[str], np.ndarray, np.ndarray]]:
+    """``{column: (models, B × models replicates, full-sample value per model)}`` for one
+    component, every model resampled with the same draws over the items all models share in
+    that column.
+
+    ``inputs`` maps model → column → :class:`ColumnItems`; a column missing for a model is left
+    out for that model."""
+    from scipy import sparse
+
+    from biovqa.stats.bootstrap import resampled_cluster_counts
+
+    plan: list[tuple[str, str, np.ndarray, np.ndarray, np.ndarray, int, Statistic]] = []
+    shared_clusters: list[np.ndarray] = []
+    for column in columns:
+        models = [m for m in inputs if column in inputs[m]]
+        if not models:
+            continue
+        shared = None
+        for m in models:
+            ids = pd.Index(inputs[m][column].item_id)
+            shared = ids if shared is None else shared.intersection(ids)
+        assert shared is not None
+        shared = shared.sort_values()
+        cell_labels = None
+        for m in models:
+            col = inputs[m][column]
+            position = pd.Index(col.item_id).get_indexer(shared)
+            clusters, cells, values = col.cluster[position], col.cell[position], col.value[position]
+            if cell_labels is None:
+                cell_labels = np.unique(cells.astype(str))
+                shared_clusters.append(clusters)
+            cell_codes = np.searchsorted(cell_labels, cells.astype(str))
+            plan.append((column, m, clusters, cell_codes, values, len(cell_labels), col.statistic))
+    if not plan:
+        return {}
+    labels = np.unique(np.concatenate(shared_clusters).astype(str))
+    n_clusters = len(labels)
+    sums_blocks, count_blocks, spans = [], [], []
+    width = 0
+    for column, model, clusters, cells, values, n_cells, statistic in plan:
+        codes = np.searchsorted(labels, clusters.astype(str))
+        keep = ~np.isnan(values)
+        shape = (n_clusters, n_cells)
+        sums_blocks.append(sparse.csr_matrix((values[keep], (codes[keep], cells[keep])), shape=shape))
+        count_blocks.append(sparse.csr_matrix((np.ones(int(keep.sum())), (codes[keep], cells[keep])), shape=shape))
+        spans.append((column, model, width, width + n_cells, statistic))
+        width += n_cells
+    sums_t = sparse.hstack(sums_blocks, format="csr").T.tocsr()   # K × clusters
+    counts_t = sparse.hstack(count_blocks, format="csr").T.tocsr()
+    resampled_sums = np.empty((B, width))
+    resampled_counts = np.empty((B, width))
+    start = 0
+    for weights in resampled_cluster_counts(n_clusters, B=B, seed=seed):
+        w = weights.T.astype(np.float64)                                # clusters × chunk
+        resampled_sums[start:start + weights.shape[0]] = (sums_t @ w).T
+        resampled_counts[start:start + weights.shape[0]] = (counts_t @ w).T
+        start += weights.shape[0]
+    full_sums = np.asarray(sums_t.sum(axis=1)).T                       # 1 × K
+    full_counts = np.asarray(counts_t.sum(axis=1)).T
+    out: dict[str, tuple[list[str], np.ndarray, np.ndarray]] = {}
+    for column, model, a, b, statistic in spans:
+        names, reps, full = out.get(column, ([], np.empty((B, 0)), np.empty(0)))
+        value = statistic(resampled_sums[:, a:b], resampled_counts[:, a:b])[:, None]
+        estimate = statistic(full_sums[:, a:b], full_counts[:, a:b])
+        out[column] = (names + [model], np.hstack([reps, value]), np.concatenate([full, estimate]))
+    return out
+
+
+def rank_distribution(replicates: np.ndarray, level: float = RANK_LEVEL) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(rank lo, rank hi, P(best)) per model from ``B × models`` replicates: ranks 1 = highest
+    value, ties share the better rank, a NaN replicate ranks last."""
+    values = np.where(np.isnan(replicates), -np.inf, replicates)
+    ranks = 1 + (values[:, None, :] > values[:, :, None]).sum(axis=2)  # B × models
+    lo = np.quantile(ranks, (1 - level) / 2, axis=0, method="lower")
+    hi = np.quantile(ranks, (1 + level) / 2, axis=0, method="higher")
+    return lo.astype(float), hi.astype(float), (ranks == 1).mean(axis=0)
+
+
+def bootstrap_ranks(runs: Sequence[object], generalists: Sequence[str], columns: Mapping[str, Sequence[str]], *,
+                    B: int = RANK_B, level: float = RANK_LEVEL) -> RankIntervals:
+    """Rank intervals of ``generalists`` in every Table 3 column that all of them can be
+    recomputed for (``columns``: component → its Table 3 columns). Seed: the seed the score
+    folders of the component were bootstrapped with when they agree, else 42."""
+    names = list(generalists)
+    every = [c for comp in columns for c in columns[comp]]
+    rank_lo = pd.DataFrame(math.nan, index=pd.Index(names, name="model"), columns=every)
+    rank_hi, p_best = rank_lo.copy(), rank_lo.copy()
+    methods: dict[str, str] = {}
+    seeds: list[int] = []
+    for component, cols in columns.items():
+        module = replicates_module(component)
+        comp_runs = [r for r in runs if getattr(r, "component") == component and getattr(r, "name") in names]
+        if module is None or not comp_runs:
+            continue
+        inputs: dict[str, dict[str, ColumnItems]] = {}
+        for run in comp_runs:
+            got = _inputs(getattr(run, "path"), module)
+            if got is not None and getattr(run, "name") not in inputs:
+                inputs[getattr(run, "name")] = got
+        if len(inputs) < 2:
+            continue
+        seed = _seed(comp_runs)
+        seeds.append(seed)
+        reps = column_replicates(inputs, list(cols), B=B, seed=seed)
+        for column, (models, matrix, _) in reps.items():
+            if len(models) < 2:
+                continue
+            lo, hi, best = rank_distribution(matrix, level)
+            rank_lo.loc[models, column] = lo
+            rank_hi.loc[models, column] = hi
+            p_best.loc[models, column] = best
+            methods[column] = next(iter(inputs[m][column] for m in models)).method
+    seed_used = seeds[0] if len(set(seeds)) == 1 else 42
+    return RankIntervals(rank_lo, rank_hi, p_best, methods, B, seed_used)
+
+
+def _seed(runs: Sequence[object]) -> int:
+    found = set()
+    for run in runs:
+        options = (getattr(run, "summary").get("options") or {})
+        if "seed" in options:
+            found.add(int(options["seed"]))
+    return found.pop() if len(found) == 1 else 42
+
+
+__all__ = ["ColumnItems", "RANK_B", "RankIntervals", "bootstrap_ranks", "column_replicates", "macro_statistic",
+           "mean_statistic", "rank_distribution", "replicates_module"]
