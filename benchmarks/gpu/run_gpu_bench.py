@@ -647,47 +647,48 @@ def _backend_around(model: Any, processor: Any, *, batch_size: int, shared_prefi
 
 
 def load_processor(model_folder: Path) -> tuple[Any, str]:
-    """The Qwen2.5-VL processor and how it was made.
+    """The Qwen2.5-VL processor and how it was made (``"auto"`` or ``"pil-pieces (<why>)"``).
 
-    ``AutoProcessor`` needs torchvision: Qwen's video processor (and the default "fast" image
-    processor) are torchvision classes, and a bare machine may have none, or one built for another
-    torch. Without it the same processor is assembled from its pieces: the PIL ("slow") image
-    processor, the tokenizer and the chat template, with no video processor — images are all the
-    benchmark sends. Returns ``(processor, "auto" | "pil-pieces: <why>")``."""
-    from transformers import AutoProcessor
+    The engine's :func:`biovqa.engine.backends.processors.load_processor`: without a usable
+    torchvision (a bare machine may have none, or one built for another torch) the processor is
+    assembled from the PIL image processor, the tokenizer and the chat template, with no video
+    processor — images are all the benchmark sends."""
+    from biovqa.engine.backends.processors import load_processor as engine_load_processor
 
-    try:
-        import torchvision  # noqa: F401  (a broken build fails here, not mid-run)
-
-        return AutoProcessor.from_pretrained(model_folder), "auto"
-    except Exception as error:  # ImportError, or a torchvision built for another torch
-        reason = f"{type(error).__name__}: {str(error).strip().splitlines()[0][:120] if str(error).strip() else ''}"
-    return pil_processor(model_folder), f"pil-pieces ({reason})"
+    return engine_load_processor(model_folder)
 
 
 def pil_processor(model_folder: Path) -> Any:
-    """Qwen2.5-VL's processor without torchvision (see :func:`load_processor`)."""
-    import transformers
-    from transformers import AutoImageProcessor, AutoTokenizer, Qwen2_5_VLProcessor
+    """Qwen2.5-VL's processor without torchvision (the engine's ``pil_processor``)."""
+    from biovqa.engine.backends.processors import pil_processor as engine_pil_processor
 
-    pil_class = getattr(transformers, "Qwen2VLImageProcessorPil", None)  # transformers ≥ 5.x backends
-    if pil_class is not None:
-        image_processor = pil_class.from_pretrained(model_folder)
-    else:  # older releases: the slow image processor is the PIL/NumPy one
-        image_processor = AutoImageProcessor.from_pretrained(model_folder, use_fast=False)
-    tokenizer = AutoTokenizer.from_pretrained(model_folder)
+    return engine_pil_processor(model_folder)
 
-    class ImageOnlyProcessor(Qwen2_5_VLProcessor):
-        """Accepts ``video_processor=None``: its base class is a torchvision class, so the
-        type check would fail for any value when torchvision is missing."""
 
-        def check_argument_for_proper_class(self, argument_name: str, argument: Any) -> Any:
-            if argument_name == "video_processor" and argument is None:
-                return None
-            return super().check_argument_for_proper_class(argument_name, argument)
+def greedy_margins(model: Any, processor: Any, requests: Sequence[Any], device: str) -> list[float]:
+    """Per request, the smallest gap between the two largest logits over its greedy steps
+    (one request per forward, no padding). A gap of zero or a few bf16 steps (2**-7 of the logit
+    scale) is a tie: there, any reordering of a sum — batching, another kernel — may flip the
+    argmax, so a False equality under bf16 need not be a bug."""
+    import torch
 
-    return ImageOnlyProcessor(image_processor=image_processor, tokenizer=tokenizer, video_processor=None,
-                              chat_template=tokenizer.chat_template)
+    from biovqa.engine.backends.transformers import _load_image
+
+    margins: list[float] = []
+    for request in requests:
+        text = processor.apply_chat_template(
+            [{"role": "user", "content": [{"type": "image"}, {"type": "text", "text": request.prompt}]}],
+            add_generation_prompt=True, tokenize=False)
+        inputs = processor(text=[text], images=[[_load_image(Path(request.image_path))]],
+                           return_tensors="pt").to(device)
+        inputs["pixel_values"] = inputs["pixel_values"].to(model.dtype)
+        with torch.inference_mode():
+            output = model.generate(**inputs, max_new_tokens=request.max_new_tokens, do_sample=False,
+                                    num_beams=1, output_scores=True, return_dict_in_generate=True)
+        gaps = [float(top[0, 0] - top[0, 1]) for top in
+                (torch.topk(score.float(), 2, dim=-1).values for score in output.scores)]
+        margins.append(min(gaps) if gaps else float("inf"))
+    return margins
 
 
 def stage_transformers(args: argparse.Namespace, model_folder: Path, items: list[SampleItem]) -> list[dict]:
@@ -699,8 +700,10 @@ def stage_transformers(args: argparse.Namespace, model_folder: Path, items: list
         its questions decoded together from that KV cache — one image's questions per call.
 
     Greedy, random weights: the shared-prefix path must give the per-request path's tokens
-    (``equal_to_per_request``; left-padded batches may differ slightly, e.g. with Qwen's
-    multimodal positions), so the modes do about the same work. Items/s, prompt and generated tokens/s and peak GPU memory per mode.
+    (``equal_to_per_request``), so the modes do about the same work. Where a mode differs,
+    ``min_top2_logit_margin`` is the smallest gap between the two best logits along the
+    reference's greedy path of (up to :data:`MARGIN_CHECKS`) differing requests: under bf16 a gap
+    of about a bf16 step is a tie that any change in summation order can flip. Items/s, prompt and generated tokens/s and peak GPU memory per mode.
     """
     import torch
     from transformers import AutoConfig, Qwen2_5_VLForConditionalGeneration
@@ -709,14 +712,14 @@ def stage_transformers(args: argparse.Namespace, model_folder: Path, items: list
     config._attn_implementation = "sdpa"
     torch.manual_seed(0)
     started = time.perf_counter()
-    previous = torch.get_default_dtype()
     device = args.device
     cuda = device.startswith("cuda")
-    # random init straight into bf16 on the GPU (float32 for a CPU smoke test)
-    torch.set_default_dtype(torch.bfloat16 if cuda else torch.float32)
+    # random init straight into bf16 on the GPU, float32 for a CPU smoke test; the dtype is passed
+    # explicitly: ``_from_config`` otherwise takes the config's ``torch_dtype`` (bfloat16) and
+    # ignores ``torch.set_default_dtype``
+    dtype = torch.bfloat16 if cuda else torch.float32
     with torch.device(device):
-        model = Qwen2_5_VLForConditionalGeneration._from_config(config)
-    torch.set_default_dtype(previous)
+        model = Qwen2_5_VLForConditionalGeneration._from_config(config, dtype=dtype)
     model.eval()
     model.generation_config.do_sample = False
 
@@ -762,6 +765,7 @@ def stage_transformers(args: argparse.Namespace, model_folder: Path, items: list
                 print(f"[transformers] {component} {mode}: skipped (time budget)", flush=True)
                 continue
             backend.generate(calls[0][:2])  # warm-up
+            backend.__dict__.pop("_shared_stats", None)  # shared-prefix use: measured calls only
             synchronize()
             if cuda:
                 torch.cuda.reset_peak_memory_stats()
@@ -781,6 +785,8 @@ def stage_transformers(args: argparse.Namespace, model_folder: Path, items: list
             row["processor"] = processor_source
             row["failed"] = sum(r.status != "ok" for r in replies)
             row["first_error"] = next((r.error for r in replies if r.error), None)
+            if backend.shared_prefix:  # did the groups take the shared path, or fall back (why)?
+                row["shared_prefix_use"] = backend.describe().get("shared_prefix")
             rows.append(row)
             # kept if the stage is stopped by its timeout: the parent reads what was measured
             (Path(args.out) / "stage-transformers.partial.json").write_text(json.dumps(rows, indent=2, default=str))
@@ -792,7 +798,22 @@ def stage_transformers(args: argparse.Namespace, model_folder: Path, items: list
             mode = row["mode"].rsplit("_", 1)[0]
             if row["mode"].endswith(component) and "hf_per_request" in answers and mode in answers:
                 row["equal_to_per_request"] = answers[mode] == answers["hf_per_request"]
+                differing = [i for i, (got, want) in enumerate(zip(answers[mode], answers["hf_per_request"]))
+                             if got != want]
+                row["requests_differing"] = len(differing)
+                # how close the reference's greedy choices were where the answers differ: a
+                # near-zero top-2 gap is a tie (bf16), not a wrong cache or position
+                checked = differing[:MARGIN_CHECKS]
+                if time.perf_counter() - budget_started > args.hf_budget_s:
+                    checked = []  # out of measuring time: the row says none was checked
+                margins = greedy_margins(model, processor, [subset[i] for i in checked], device)
+                row["min_top2_logit_margin"] = min(margins) if margins else None
+                row["margin_checked_requests"] = len(checked)
     return rows
+
+
+#: At most this many differing requests per mode get their top-2 logit margins measured.
+MARGIN_CHECKS = 4
 
 
 # ------------------------------------------------------------------------------------ main

@@ -4,7 +4,7 @@
 2. draw placeholder images for the bundled TreeOfLife-200M-format catalog (the catalog's
    ``demo_image`` column marks rows whose image is missing or too small, to show exclusions);
 3. write a tiny CUB-200-2011 archive in its native layout (generated images);
-4. build C1 and C2, audit both, run the image-blind baseline, score it and write one report;
+4. build C1, C2 and C3, audit them, run the image-blind baseline, score it and write one report;
 5. C4 (when torch and transformers are installed): a synthetic Wild Me COCO catalog, a tiny random
    DINOv2 built from a config, build, baseline and scores (:mod:`biovqa.components.c4.demo`).
 """
@@ -108,9 +108,9 @@ def run_demo(out: str | Path, *, console: Any | None = None) -> Path:
 
     bench_c3 = out / "bench-c3"
     c3 = build_c3_demo(bench_c3, out / "c3-sources")
-    say(f"    C3: {c3.manifest['counts']['total']} questions from tiny WAID/Boxes-on-Bees/DePondFi/beetle sources")
+    say(f"    C3: {c3.manifest['counts']['total']} questions from tiny WAID/Boxes-on-Bees/DePondFi/beetle/GZCD sources")
 
-    say(f"4/8 audits passed: {audit_bench(bench_c1)}; {audit_bench(bench_c2)}")
+    say(f"4/8 audits passed: {audit_bench(bench_c1)}; {audit_bench(bench_c2)}; {audit_bench(bench_c3)}")
 
     score_dirs = []
     for name, bench_dir in (("c1", bench_c1), ("c2", bench_c2), ("c3", bench_c3)):

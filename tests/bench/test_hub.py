@@ -195,3 +195,13 @@ def test_a_cached_rebuild_rechecks_photos_changed_since(tmp_path: Path, exported
     (images / victim).unlink()
     with pytest.raises(MissingResourceError, match=f"item {item}: source photo .* missing"):
         open_release(exported / "data" / "c2", images=images)
+
+
+def test_open_bench_takes_the_images_of_an_export(exported: Path, c2_bench: tuple[Path, Path]) -> None:
+    from biovqa.errors import BiovqaError
+
+    bench = open_bench(exported / "data" / "c2", images=c2_bench[1])
+    assert bench.manifest["release"]["source_photos_checked"] is True
+    assert bench.items.equals(open_bench(c2_bench[0]).items)
+    with pytest.raises(BiovqaError, match="records its own images folder"):
+        open_bench(c2_bench[0], images=c2_bench[1])  # a built folder: refused, not ignored

@@ -214,6 +214,11 @@ def test_the_processor_is_built_without_torchvision(bench: ModuleType, tmp_path:
     assert placeholders + 2 == get_preset("Qwen2.5-VL-7B").image_tokens(500, 375)
     loaded, source = bench.load_processor(folder)
     assert source == "auto" or source.startswith("pil-pieces (")
+    # one implementation: the benchmark's processor is the engine's
+    from biovqa.engine.backends import processors
+
+    assert type(processor).__module__ == processors.__name__
+    assert source == processors.load_processor(folder)[1]
 
 
 def test_preflight_names_what_is_missing(bench: ModuleType, monkeypatch: pytest.MonkeyPatch,
@@ -251,6 +256,44 @@ def test_the_one_command_cpu_smoke_writes_results(bench: ModuleType, tmp_path: P
             assert row["generated_tokens_per_s"] > 0 and "peak_gpu_memory_gib" in row
             assert row["processor"] == "auto" or row["processor"].startswith("pil-pieces")
         assert f"{component}_shared_prefix_over_per_request" in results["summary"]
+        # float32 on CPU: every image's questions really took the shared path, with the
+        # one-request-per-call tokens (no tie to explain away)
+        shared = modes[f"hf_shared_prefix_{component}"]
+        assert shared["shared_prefix_use"]["shared_questions"] == 3
+        assert shared["shared_prefix_use"]["plain_questions"] == 0
+        assert shared["equal_to_per_request"] is True and shared["requests_differing"] == 0
+        assert shared["min_top2_logit_margin"] is None
     assert modes["_environment_transformers"]["transformers"] == results["environment"]["transformers"]
     table = (out / "results.md").read_text()
     assert "| peak GPU GiB |" in table and "environment: python" in table
+
+
+@pytest.mark.models
+def test_greedy_margins_are_the_smallest_top2_gap_of_the_greedy_path(
+        bench: ModuleType, tiny_model_dir, tiny_images: list[Path]) -> None:  # noqa: ANN001
+    """What the GPU equality check records where a mode differs: per request, the smallest gap
+    between the two best logits along its unpadded greedy path (a bf16 tie shows as ~0)."""
+    import torch
+
+    from biovqa.engine.backends.base import Request
+    from biovqa.engine.backends.transformers import _load_image, create
+
+    backend = create(str(tiny_model_dir("qwen2_5_vl")), device="cpu", dtype="float32")
+    requests = [Request(key=f"k{n}", item_id=f"k{n}", prompt=prompt, image_path=tiny_images[n],
+                        max_new_tokens=3)
+                for n, prompt in enumerate(("What is the order?", "Is the wing visible?"))]
+    margins = bench.greedy_margins(backend.model, backend.processor, requests, "cpu")
+    assert len(margins) == 2
+    for request, margin in zip(requests, margins):  # recomputed by hand, step by step
+        text = backend.prompt_text(request)
+        inputs = backend.processor(text=[text], images=[[_load_image(request.image_path)]],
+                                   return_tensors="pt")
+        gaps = []
+        with torch.inference_mode():
+            output = backend.model.generate(**inputs, max_new_tokens=3, do_sample=False,
+                                            output_logits=True, return_dict_in_generate=True)
+        for logits in output.logits:
+            top = torch.topk(logits[0], 2).values
+            gaps.append(float(top[0] - top[1]))
+        assert margin == pytest.approx(min(gaps)) and margin >= 0
+    backend.close()

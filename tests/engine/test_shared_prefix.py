@@ -8,6 +8,7 @@ of the shared-prefix path must equal the plain batched path's reply and token co
 
 from __future__ import annotations
 
+import json
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -83,6 +84,60 @@ def test_a_run_with_shared_prefix_writes_the_same_predictions(
         options = RunOptions(model=model, backend="transformers", threads=1, progress=False,
                              max_new_tokens=5, backend_options={"device": "cpu", **extra})
         result = run_benchmark(bench, tmp_path / name, options)
+        facts = json.loads((tmp_path / name / "run.json").read_text())["backend_facts"]
+        if extra:  # the card says how many questions really shared a prefill
+            use = facts["shared_prefix"]
+            assert use["shared_questions"] > 0 and use["shared_questions"] + use["plain_questions"] == 12
+        else:
+            assert "shared_prefix" not in facts
         tables.append(pq.read_table(result.predictions_path).select(
             ["item_id", "response", "completion_tokens", "prompt_tokens"]).to_pylist())
     assert tables[0] == tables[1] and len(tables[0]) == 12
+
+
+def test_shared_prefix_equals_plain_and_per_request_on_qwen2_5_vl(
+        tiny_model_dir: Callable[[str], Path], tiny_images: list[Path]) -> None:
+    """Qwen2.5-VL: multimodal rotary positions (3 × batch × length, with the ``rope_deltas`` the
+    model keeps between calls) and image patches flattened across the batch. The shared path
+    must really run (no silent fallback) and give, in float32, the tokens of the plain batched
+    path and of one request per call, C1- and C2-shaped (suffixes of different lengths: pads)."""
+    from biovqa.engine.backends.prefix import shared_prefix_generate
+    from biovqa.engine.backends.transformers import _load_image, create
+
+    model = str(tiny_model_dir("qwen2_5_vl"))
+    per_request = create(model, device="cpu", batch_size=1, dtype="float32")
+    plain = create(model, device="cpu", batch_size=8, dtype="float32")
+    shared = create(model, device="cpu", batch_size=16, shared_prefix=True, dtype="float32")
+    assert shared.model.dtype.is_floating_point and str(shared.model.dtype) == "torch.float32"
+    asked = 0
+    for requests in (c1_requests(tiny_images, SYSTEM), c2_requests(tiny_images[3], None)):
+        reference = [(r.text, r.completion_tokens, r.prompt_tokens)
+                     for r in per_request.generate(requests)]
+        assert [(r.text, r.completion_tokens, r.prompt_tokens)
+                for r in plain.generate(requests)] == reference
+        assert [(r.text, r.completion_tokens, r.prompt_tokens)
+                for r in shared.generate(requests)] == reference
+        asked += len(requests)
+        direct = shared_prefix_generate(shared, requests[:3], _load_image(requests[0].image_path))
+        assert [(r.text, r.completion_tokens) for r in direct] == [e[:2] for e in reference[:3]]
+        assert sum(n for _, n, _ in reference) > len(requests)  # several tokens were decoded
+    use = shared.describe()["shared_prefix"]
+    assert use["plain_questions"] == 0 and use["plain_reasons"] == {}
+    assert use["shared_questions"] == asked and use["shared_groups"] == 3 + 1  # C1: 3 images, C2: 1
+    for backend in (per_request, plain, shared):
+        backend.close()
+
+
+def test_a_group_the_shared_path_cannot_take_is_counted_with_its_reason(
+        tiny_model_dir: Callable[[str], Path], tiny_images: list[Path]) -> None:
+    """A fallback to the plain path is never silent: the run card counts it, with why."""
+    from biovqa.engine.backends.transformers import create
+
+    shared = create(str(tiny_model_dir("llava")), device="cpu", batch_size=8, shared_prefix=True)
+    shared.model.generation_config.repetition_penalty = 1.3  # not a plain argmax any more
+    requests = c1_requests(tiny_images, None)[:3]
+    assert all(r.status == "ok" for r in shared.generate(requests))
+    use = shared.describe()["shared_prefix"]
+    assert use["shared_questions"] == 0 and use["plain_questions"] == 3
+    assert use["plain_reasons"] == {"the generation config adds logits processors": 3}
+    shared.close()

@@ -447,14 +447,20 @@ class Bench:
         return self.root
 
 
-def open_bench(path: str | Path, *, verify: bool = True) -> Bench:
-    # --- released benchmarks (issue 15): an exported folder or hf://owner/name → biovqa.bench.hub
-    if str(path).startswith("hf:/") or (Path(path) / "biovqa" / "release.json").is_file() or (
-            Path(path).parent.name == "data" and (Path(path).parent.parent / "biovqa" / "release.json").is_file()):
-        from biovqa.bench.hub import open_release
+def open_bench(path: str | Path, *, verify: bool = True, images: str | Path | None = None) -> Bench:
+    """Open a benchmark: a built folder, an exported release folder or an ``hf://owner/name`` id.
 
-        return open_release(path, verify=verify)
-    # --- end released benchmarks
+    ``images`` is where a release's source photos are (default ``$BIOVQA_IMAGES``); each is checked
+    against its sha256. A built folder records its own images folder, so ``images`` is refused there.
+    With ``verify`` the items (and the side files the manifest's card lists) must match the hashes
+    the build recorded."""
+    from biovqa.bench.hub import is_release_reference, open_release
+
+    if is_release_reference(path):
+        return open_release(path, verify=verify, images=images)
+    if images is not None:
+        raise BiovqaError("--images is for exported folders and hf:// ids; a built benchmark folder "
+                          "records its own images folder (manifest.json images_root)", file=path, field="--images")
     root = Path(path)
     manifest_path = root / MANIFEST_FILE
     if not root.is_dir():

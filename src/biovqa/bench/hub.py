@@ -407,12 +407,8 @@ def resolve_bench(reference: str | Path, images: str | Path | None = None) -> Pa
     resolved against ``images`` (``$BIOVQA_IMAGES`` when not given) and checked against their
     sha256; the rebuilt folder is returned. A built benchmark folder is returned as given: it
     records its own images folder, so ``images`` is refused there rather than silently ignored."""
-    if is_release_reference(reference):
-        return open_release(reference, images=images).root
-    if images is not None:
-        raise BiovqaError("--images is for exported folders and hf:// ids; a built benchmark folder "
-                          "records its own images folder (manifest.json images_root)", field="--images",
-                          file=reference)
+    if is_release_reference(reference) or images is not None:
+        return open_bench(reference, images=images).root
     return Path(reference)
 
 

@@ -105,15 +105,7 @@ def make_lite(bench_path: str | Path, out: str | Path, *, per_task: int = PER_TA
               images: str | Path | None = None) -> Bench:
     """Write the Lite benchmark of ``bench_path`` (a folder, an export or a hub id; ``images``: the
     source photos of an export) to ``out``; returns it opened."""
-    if images is not None:
-        from biovqa.bench.hub import is_release_reference, open_release
-
-        if not is_release_reference(bench_path):
-            raise BiovqaError("--images is for exported folders and hub ids; a built benchmark records its own",
-                              field="--images")
-        bench = open_release(bench_path, images=images)
-    else:
-        bench = open_bench(bench_path)
+    bench = open_bench(bench_path, images=images)
     rows, strata = select_lite(bench.items, bench.component, per_task=per_task, seed=seed)
     items = bench.items.take(pa.array(rows, pa.int64())).combine_chunks()
     out = Path(out)

@@ -80,9 +80,11 @@ def physical_cores() -> int:
 
 def default_threads(workers: int = 1) -> int:
     """Intra-op threads per worker: the physical cores shared evenly among the workers, and no
-    more than the cores left idle by the machine's current load (1-minute load average), at
-    least one. Oversubscribed torch thread pools are many times slower than one thread
-    (benchmarks/engine_threads.py)."""
+    more than the cores left idle by the machine's current load (1-minute load average, rounded:
+    a load of 0.45 on 2 cores leaves 2, a load of 1.6 leaves 0 → 1), at least one.
+    Oversubscribed torch thread pools are many times slower than one thread
+    (benchmarks/engine_threads.py), but truncating a near-idle machine's leftover (2 − 0.45 → 1)
+    made runs about 20% slower."""
     import os
 
     cores = physical_cores()
@@ -91,7 +93,7 @@ def default_threads(workers: int = 1) -> int:
         busy = os.getloadavg()[0]
     except (AttributeError, OSError):  # pragma: no cover - Windows
         busy = 0.0
-    return max(1, min(share, int(cores - busy)))
+    return max(1, min(share, round(cores - busy)))
 
 
 def apply_threads(threads: int | None, backend: str) -> int | None:

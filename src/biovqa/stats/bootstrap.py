@@ -58,6 +58,30 @@ def resampled_cluster_counts(n_clusters: int, *, B: int, seed: int,
         yield block
 
 
+def cluster_count_blocks(n_clusters: int, *, B: int, seed: int, chunk: int = REPLICATE_CHUNK,
+                         dtype: type = np.float64) -> Iterator[np.ndarray]:
+    """The blocks of :func:`resampled_cluster_counts` (the same draws from the same stream, so the
+    same counts), in ``dtype``, a little faster: 64-bit draws feed ``bincount`` without the
+    int32 → intp copy, one draw call per block (NumPy draws a bounded 64-bit integer whose range
+    fits 32 bits with the same 32-bit Lemire step as the int32 draw, from the same buffered stream;
+    the tests check the blocks are identical). The draws themselves (~6 ns each) stay the cost."""
+    if n_clusters < 1:
+        raise ValueError("the bootstrap needs at least one cluster")
+    if n_clusters >= 2**31:
+        raise ValueError("too many clusters for int32 draws")
+    rng = np.random.default_rng(seed)
+    done = 0
+    while done < B:
+        rows = min(chunk, B - done)
+        block: np.ndarray = np.empty((rows, n_clusters), dtype=dtype)
+        # one call for the block's draws: the same stream as one call per replicate
+        draws = rng.integers(0, n_clusters, size=(rows, n_clusters), dtype=np.int64)
+        for r in range(rows):
+            block[r] = np.bincount(draws[r], minlength=n_clusters)
+        done += rows
+        yield block
+
+
 def cluster_sums(values: np.ndarray, codes: np.ndarray, n_clusters: int) -> tuple[np.ndarray, np.ndarray]:
     """Per-cluster sums and counts of the non-NaN entries of ``values`` (n × k) → two
     ``(n_clusters, k)`` float64 arrays. NaN marks an item that is not part of a statistic."""

@@ -4,15 +4,17 @@ the bounds the scorer writes equal a plain replicate-by-replicate loop over the 
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
 import pytest
 from fixtures.c3_benches import write_items_bench, write_predictions
 
-from biovqa.components.c3.summary import spearman, weighted_spearman
+from biovqa.components.c3.summary import (_exact_columns, _prefetched, _Product, _RankLayout, spearman,
+                                          weighted_spearman)
 from biovqa.scoring.pipeline import score_predictions
-from biovqa.stats.bootstrap import cluster_codes, percentile_interval, resampled_cluster_counts
+from biovqa.stats.bootstrap import cluster_codes, cluster_count_blocks, percentile_interval, resampled_cluster_counts
 
 
 @pytest.mark.parametrize("levels", [3, 1000])  # many ties / almost none
@@ -49,3 +51,52 @@ def test_counting_bounds_equal_a_plain_replicate_loop(tmp_path: Path) -> None:
     lo, hi = percentile_interval(np.array(replicates)[:, None], 0.95)
     assert micro["value"] == pytest.approx(cas.mean(), abs=1e-12)
     assert (micro["lo"], micro["hi"]) == pytest.approx((lo[0], hi[0]), abs=1e-6)
+
+
+@pytest.mark.parametrize(("n", "clusters", "levels"), [(40, 9, 3), (300, 200, 150), (60, 25, 1000)])
+def test_weighted_spearman_with_cluster_weights(n: int, clusters: int, levels: int) -> None:
+    """Row i weighted by its cluster's count (a layout built with the cluster of each row) equals
+    the row-weighted form; the run-weight product (few runs) and the sum over rows (many runs ×
+    many clusters) agree, and clusters without rows here (extra columns of W) are ignored."""
+    rng = np.random.default_rng(n)
+    x, y = rng.integers(0, levels, n).astype(float), rng.normal(size=n)
+    cluster = rng.integers(0, clusters, n)
+    W = rng.integers(0, 4, (5, clusters + 3)).astype(np.float32)  # three clusters with no rows here
+    layout = _RankLayout(x, y, cluster)
+    rho, total = weighted_spearman(x, y, W, layout)
+    expected_rho, expected_total = weighted_spearman(x, y, W[:, cluster].astype(float))
+    np.testing.assert_allclose(rho, expected_rho, rtol=0, atol=1e-12)
+    np.testing.assert_array_equal(total, expected_total)
+    for b in range(len(W)):
+        take = np.repeat(np.arange(n), W[b, cluster].astype(int))
+        assert rho[b] == pytest.approx(spearman(x[take], y[take]), abs=1e-9)
+
+
+def test_products_are_exact_where_float32_is_used() -> None:
+    """Count columns and credits on a grid go through float32 products (scaled to integers),
+    the rest through float64; every column equals the float64 product."""
+    rng = np.random.default_rng(2)
+    k = 500
+    S = np.column_stack([rng.integers(0, 5, k),  # counts
+                         rng.choice([0.0, 0.1, 0.25, 1.0], k),  # VAS credits
+                         rng.integers(0, 12, k) / 12,  # twelfths (OCR characters)
+                         rng.random(k)])  # anything else
+    whole, scale, fraction = _exact_columns(S, k)
+    assert whole.tolist() == [0, 1, 2] and scale.tolist() == [1, 20, 12] and fraction.tolist() == [3]
+    W = np.concatenate(list(cluster_count_blocks(k, B=40, seed=1, dtype=np.float32)))
+    np.testing.assert_allclose(_Product(S, k)(W), W.astype(float) @ S, rtol=1e-13, atol=0)
+
+
+def test_prefetched_blocks_keep_their_order_and_errors() -> None:
+    blocks = [np.full((2, 3), i, dtype=np.float32) for i in range(7)]
+    assert [int(b[0, 0]) for b in _prefetched(iter(blocks))] == list(range(7))
+
+    def failing() -> Iterator[np.ndarray]:
+        yield blocks[0]
+        raise ValueError("draw failed")
+
+    with pytest.raises(ValueError, match="draw failed"):
+        list(_prefetched(failing()))
+    first = _prefetched(iter(blocks))
+    assert int(next(first)[0, 0]) == 0
+    first.close()  # a consumer that stops early releases the worker

@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -109,9 +109,11 @@ def grouped_spearman(x: np.ndarray, y: np.ndarray, groups: np.ndarray, min_size:
 # Every statistic is computed for a block of replicates at once. A section lists the per-row
 # columns it sums (numerators and denominators, 0 where a row does not count); the bootstrap sums
 # them per cluster once, and a block of resampled cluster counts W (replicates × clusters) turns
-# them into the replicates' totals with one product W @ S (float64). Statistics that are not ratios
-# of sums (Spearman's ρ) get the clusters' weights instead. Written by hand for speed (132 504
-# items × B = 1000 in a few seconds instead of minutes).
+# them into the replicates' totals with one product W @ S (:class:`_Product`: float32 where exact,
+# float64 otherwise). Statistics that are not ratios of sums (Spearman's ρ) get the clusters'
+# weights instead. The counts are those of stats.bootstrap.resampled_cluster_counts (same seed, same
+# stream). Written by hand for speed (132 504 items × B = 1000 in about 2 s instead of minutes;
+# benchmarks/score_c3.py).
 
 
 def _ratio(num: np.ndarray, den: np.ndarray) -> np.ndarray:
@@ -135,6 +137,7 @@ class _Columns:
         self.n = n
         self.blocks: list[np.ndarray] = []
         self.width = 0
+        self._factorized: dict[int, tuple[Any, np.ndarray, Any]] = {}  # id → (the key, kept alive; codes; levels)
 
     def add(self, values: np.ndarray | float) -> int:
         self.blocks.append(np.broadcast_to(np.asarray(values, dtype=np.float64), (self.n,))[:, None])
@@ -149,7 +152,9 @@ class _Columns:
         combined = np.zeros(self.n, dtype=np.int64)
         uniques = []
         for key in keys:
-            codes, levels = pd.factorize(pd.Series(key, dtype=object).fillna(""), sort=False)
+            if id(key) not in self._factorized:  # a section passes the same keys for several cells
+                self._factorized[id(key)] = (key, *pd.factorize(pd.Series(key, dtype=object).fillna(""), sort=False))
+            _, codes, levels = self._factorized[id(key)]
             combined = combined * (len(levels) + 1) + codes
             uniques.append((codes, levels))
         present, first, inverse = np.unique(combined, return_index=True, return_inverse=True)
@@ -165,8 +170,24 @@ class _Columns:
         self.width += len(combos)
         return index, [combos[j] for j in rank]
 
-    def matrix(self) -> np.ndarray:
-        return np.hstack(self.blocks) if self.blocks else np.zeros((self.n, 0))
+    def sums(self) -> np.ndarray:
+        """Every column's sum over the rows."""
+        return np.concatenate([block.sum(axis=0) for block in self.blocks]) if self.blocks else np.zeros(0)
+
+    def cluster_sums(self, codes: np.ndarray, k: int) -> np.ndarray:
+        """(k × columns) float64 sums of each column over each cluster's rows (``codes``), each
+        added in row order; only the non-zero entries are visited."""
+        flat, weights = [], []
+        start = 0
+        for block in self.blocks:
+            rows, cols = np.nonzero(block)
+            flat.append(codes[rows] * self.width + start + cols)
+            weights.append(block[rows, cols])
+            start += block.shape[1]
+        if not flat:
+            return np.zeros((k, 0))
+        return np.bincount(np.concatenate(flat), weights=np.concatenate(weights),
+                           minlength=k * self.width).reshape(k, self.width)
 
 
 Stats = Callable[[np.ndarray, np.ndarray | None], Sequence[np.ndarray]]
@@ -182,88 +203,207 @@ class _Boot:
         columns) are the weighted column sums, ``cluster_weights`` (replicates × clusters, codes of
         :func:`~biovqa.stats.bootstrap.cluster_codes`) is given when ``rowwise``; each statistic is
         a vector over the replicates."""
-        from biovqa.stats.bootstrap import cluster_codes, percentile_interval, resampled_cluster_counts
+        from biovqa.stats.bootstrap import cluster_codes, cluster_count_blocks, percentile_interval
 
-        X = columns.matrix()
         codes, k = cluster_codes(np.asarray(clusters, dtype=object)) if len(clusters) else (np.zeros(0, np.int64), 0)
-        full = np.array([float(v[0]) for v in fn(X.sum(axis=0)[None, :],
+        full = np.array([float(v[0]) for v in fn(columns.sums()[None, :],
                                                  np.ones((1, k), dtype=np.float32) if rowwise else None)])
         lo = hi = np.full(len(full), np.nan)
         if self.B > 0 and len(clusters):
-            order = np.argsort(codes, kind="stable")
-            starts = np.flatnonzero(np.r_[True, np.diff(codes[order]) != 0])
-            # float64 sums: a replicate that repeats the full sample's value must give it exactly
-            S = np.add.reduceat(X[order], starts, axis=0) if X.shape[1] else np.zeros((k, 0))
-            product = _product(S)
+            product = _Product(columns.cluster_sums(codes, k), k)
             reps = []
-            for block in resampled_cluster_counts(k, B=self.B, seed=self.seed):
+            for block in _prefetched(cluster_count_blocks(k, B=self.B, seed=self.seed, dtype=np.float32)):
                 totals = product(block)
                 reps.append(np.column_stack([np.asarray(v, dtype=np.float64)
                                              for v in fn(totals, block if rowwise else None)]))
             lo, hi = percentile_interval(np.vstack(reps), self.level)
+            # a statistic that every replicate repeats (up to rounding in the products) keeps its
+            # value as both bounds
+            near = 1e-12 * np.maximum(1.0, np.abs(full))
+            lo = np.where(np.abs(lo - full) <= near, full, lo)
+            hi = np.where(np.abs(hi - full) <= near, full, hi)
         return [estimate(v, None if math.isnan(a) else a, None if math.isnan(b) else b, n=n)
                 for v, a, b in zip(full, lo, hi)]
 
 
-def _product(S: np.ndarray) -> Callable[[np.ndarray], np.ndarray]:
-    """``W ↦ W @ S`` in float64; through a sparse matrix when few of S's entries are non-zero (a
-    cluster adds to few cells: one subset, one gold label), which is ~10× fewer operations."""
-    if S.size >= 200_000 and np.count_nonzero(S) < 0.2 * S.size:
-        from scipy.sparse import csr_matrix
+def _prefetched(blocks: Iterator[np.ndarray], depth: int = 2) -> Iterator[np.ndarray]:
+    """``blocks`` drawn ahead on a worker thread (NumPy's draws release the GIL), in order, so the
+    next block's draws overlap this block's products on a second core; same blocks, same order."""
+    import queue
+    import threading
 
-        ST = csr_matrix(S.T)
-        return lambda W: np.asarray(ST @ W.T.astype(np.float64)).T
-    return lambda W: W.astype(np.float64) @ S
+    box: queue.Queue[Any] = queue.Queue(maxsize=depth)
+    done = object()
+    stop = threading.Event()
+
+    def work() -> None:
+        try:
+            for block in blocks:
+                if stop.is_set():
+                    return
+                box.put(block)
+            box.put(done)
+        except BaseException as error:  # handed to the consumer
+            box.put(error)
+
+    worker = threading.Thread(target=work, name="c3-bootstrap-draws", daemon=True)
+    worker.start()
+    try:
+        while True:
+            item = box.get()
+            if item is done:
+                return
+            if isinstance(item, BaseException):
+                raise item
+            yield item
+    finally:
+        stop.set()
+        while worker.is_alive():  # unblock a worker waiting on a full queue
+            try:
+                box.get_nowait()
+            except queue.Empty:
+                pass
+            worker.join(timeout=0.01)
+
+
+class _Product:
+    """``W ↦ W @ S`` (float64 totals) for blocks ``W`` of float32 cluster counts: a dense product
+    (a sparse one, or one per group of clusters sharing their columns, measured no faster here),
+    in float32 where that is exact (:func:`_exact_columns`, twice as fast) and float64 elsewhere."""
+
+    def __init__(self, S: np.ndarray, draws: int) -> None:
+        self.width = S.shape[1]
+        self.whole, self.scale, self.fraction = _exact_columns(S, draws)
+        self.S32 = (S[:, self.whole] * self.scale).astype(np.float32)
+        self.S64 = S[:, self.fraction]
+
+    def __call__(self, W: np.ndarray) -> np.ndarray:
+        totals = np.empty((len(W), self.width))
+        totals[:, self.whole] = (W @ self.S32) / self.scale
+        if len(self.fraction):
+            totals[:, self.fraction] = W.astype(np.float64) @ self.S64
+        return totals
+
+
+#: multipliers that make a column of per-cluster sums integral (credits 0.25 / 0.1, twelfths, …)
+_SCALES = (1, 2, 3, 4, 5, 6, 8, 10, 12, 16, 20, 24, 40, 100)
+
+
+def _exact_columns(S: np.ndarray, draws: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Columns of ``S`` whose sums under any resample are exact in float32: those that some
+    multiplier in :data:`_SCALES` makes integral with every partial sum of ``draws`` draws below
+    2**23 (counts, hits, credits on a fixed grid). Returns (those columns, their multipliers, the
+    other columns), so the products take float32 BLAS (about twice as fast) where that is exact
+    and float64 elsewhere."""
+    peak = np.abs(S).max(axis=0, initial=0.0)
+    scale = np.zeros(S.shape[1])
+    head = S[:256]  # a cheap first test on a few clusters, then the full one on the survivors
+    for m in _SCALES:
+        todo = np.flatnonzero((scale == 0) & (peak * m * draws < 2.0 ** 23))
+        todo = todo[(head[:, todo] * m == np.round(head[:, todo] * m)).all(axis=0)]
+        if not len(todo):
+            continue
+        scaled = S[:, todo] * m
+        ok = (scaled == np.round(scaled)).all(axis=0)
+        scale[todo[ok]] = m
+    whole = np.flatnonzero(scale > 0)
+    return whole, scale[whole], np.flatnonzero(scale == 0)
 
 
 class _TieLayout:
-    """Sort order and tie runs of one vector, computed once for every replicate's ranks."""
+    """Sort order and tie runs of one vector, computed once for every replicate's ranks; row i
+    takes its weight from column ``columns[i]`` of the weight matrix (its cluster)."""
 
-    def __init__(self, values: np.ndarray) -> None:
+    def __init__(self, values: np.ndarray, columns: np.ndarray, n_columns: int) -> None:
         self.order = np.argsort(values, kind="stable")
+        self.take = columns[self.order]
         sv = values[self.order]
         new = np.r_[True, sv[1:] != sv[:-1]]
         self.ties = not bool(new.all())
         self.run = np.cumsum(new) - 1
         self.starts = np.flatnonzero(new)
         self.ends = np.r_[self.starts[1:], len(sv)] - 1
+        self.rows_per_column = np.bincount(columns, minlength=n_columns)
 
-    def sorted_ranks(self, sorted_w: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Average ranks, in sort order, of the rows repeated ``sorted_w[b, i]`` times (float64,
-        replicates × rows), and Σ (t³ − t)/12 over each replicate's tie groups of size t."""
-        cw = np.cumsum(sorted_w, axis=1)  # float32 weights: exact integer counts
-        if not self.ties:  # every value distinct: a row's copies are its only ties
-            w = sorted_w.astype(np.float64)
-            return cw - (w - 1) / 2, ((w ** 3 - w) / 12).sum(axis=1)
-        before = (cw[:, self.starts] - sorted_w[:, self.starts]).astype(np.float64)
+    def sorted_ranks(self, W: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(weights in sort order, average ranks in sort order of the rows repeated that many
+        times, Σ (t³ − t)/12 over each replicate's tie groups of size t); ``W`` holds integer
+        counts and the caller picks a dtype that keeps every rank exact (half-integers)."""
+        sw = W[:, self.take]
+        cw = np.cumsum(sw, axis=1)
+        if not self.ties:  # every value distinct: a row's copies are its only ties (summed per column)
+            w = W.astype(np.float64)
+            return sw, cw - (sw - 1) / 2, ((w ** 3 - w) / 12) @ self.rows_per_column
+        before = cw[:, self.starts] - sw[:, self.starts]
         within = cw[:, self.ends] - before
-        return (before + (within + 1) / 2)[:, self.run], ((within ** 3 - within) / 12).sum(axis=1)
+        t = within.astype(np.float64)
+        return sw, (before + (within + 1) / 2)[:, self.run], ((t ** 3 - t) / 12).sum(axis=1)
+
+
+class _RankLayout:
+    """What every replicate's weighted Spearman reuses. The side with fewer distinct values
+    (``a``) is ranked per tie run: each run's weight is a product of the weights with a
+    (columns × runs) count matrix when that is small, else a sum over its rows; the other side
+    (``b``) is ranked row by row from its presorted order."""
+
+    def __init__(self, x: np.ndarray, y: np.ndarray, columns: np.ndarray | None = None) -> None:
+        x, y = np.asarray(x, dtype=np.float64), np.asarray(y, dtype=np.float64)
+        n = len(x)
+        columns = np.arange(n) if columns is None else np.asarray(columns, dtype=np.int64)
+        n_columns = int(columns.max()) + 1 if n else 0
+        self.n_columns = n_columns  # W's later columns (clusters without rows here) are not read
+        a, b = (x, y) if len(np.unique(x)) <= len(np.unique(y)) else (y, x)
+        self.b = _TieLayout(b, columns, n_columns)
+        a_order = np.argsort(a, kind="stable")
+        sa = a[a_order]
+        new = np.r_[True, sa[1:] != sa[:-1]] if n else np.zeros(0, dtype=bool)
+        run_of_sorted = np.cumsum(new) - 1
+        run_a = np.empty(n, dtype=np.int64)
+        run_a[a_order] = run_of_sorted
+        self.n_runs = int(new.sum())
+        self.run_a_in_b = run_a[self.b.order]
+        self.run_matrix: np.ndarray | None = None
+        self.take_a, self.starts_a = columns[a_order], np.flatnonzero(new)
+        if self.n_runs * n_columns <= 32 * n:
+            self.run_matrix = np.zeros((n_columns, self.n_runs), dtype=np.float32)
+            np.add.at(self.run_matrix, (columns, run_a), 1.0)
 
 
 def weighted_spearman(x: np.ndarray, y: np.ndarray, W: np.ndarray,
-                      layouts: tuple[_TieLayout, _TieLayout] | None = None) -> tuple[np.ndarray, np.ndarray]:
-    """Spearman ρ of ``x`` and ``y`` for each row of row weights ``W`` (replicates × rows): the ρ
-    of the sample that repeats row i W[b, i] times (average ranks for ties; 0 when either side is
-    constant; NaN under 2 points). Returns (ρ per replicate, Σ weights per replicate).
+                      layout: _RankLayout | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Spearman ρ of ``x`` and ``y`` for each row of row weights ``W`` (replicates × rows, or
+    replicates × clusters with ``layout`` built with each row's cluster column): the ρ of the
+    sample that repeats row i w_i times (average ranks for ties; 0 when either side is constant;
+    NaN under 2 points). Returns (ρ per replicate, Σ weights per replicate).
 
     With N = Σ w the mean rank is (N + 1)/2 and Σ w (r − mean)² = (N³ − N)/12 − Σ (t³ − t)/12
-    over tie groups, so one product Σ w r_x r_y per replicate gives ρ (written by hand for speed:
-    the bootstrap needs it for 1000 replicates of 14 108 rows)."""
-    W = np.asarray(W, dtype=np.float32)  # counts: exact in float32 up to 2**24
-    total = W.sum(axis=1, dtype=np.float64)
+    over tie groups, so one product Σ w r_x r_y per replicate gives ρ. Ranks are cumulative sums
+    of the weights in presorted order (no sort per replicate), in float32 while that is exact
+    (written by hand for speed: the bootstrap needs 1000 replicates of 14 108 rows)."""
+    layout = layout or _RankLayout(x, y)
+    W = np.asarray(W)
     if len(x) == 0:
-        return np.full(len(W), np.nan), total
-    lx, ly = layouts or (_TieLayout(np.asarray(x, dtype=np.float64)), _TieLayout(np.asarray(y, dtype=np.float64)))
-    wx = W[:, lx.order]
-    rx, tx = lx.sorted_ranks(wx)
-    ry_sorted, ty = ly.sorted_ranks(W[:, ly.order])
-    position_in_y = np.empty(len(x), dtype=np.int64)
-    position_in_y[ly.order] = np.arange(len(x))
-    ry = ry_sorted[:, position_in_y[lx.order]]  # y's ranks in x's sort order
+        return np.full(len(W), np.nan), np.zeros(len(W))
+    peak = float(W.max()) if W.size else 0.0
+    # every partial sum, rank and w·r is an integer or half-integer below 2**23 → exact in float32
+    exact32 = peak * len(x) * max(peak, 1.0) < 2.0 ** 22
+    W = W[:, :layout.n_columns].astype(np.float32 if exact32 else np.float64, copy=False)
+    # side a, per tie run: run weights → average ranks
+    if layout.run_matrix is not None:
+        run_w = W @ layout.run_matrix.astype(W.dtype, copy=False)
+    else:
+        run_w = np.add.reduceat(W[:, layout.take_a], layout.starts_a, axis=1)
+    ra = np.cumsum(run_w, axis=1) - (run_w - 1) / 2
+    t = run_w.astype(np.float64)
+    ta = ((t ** 3 - t) / 12).sum(axis=1)
+    # side b, row by row in its sort order
+    wb, rb, tb = layout.b.sorted_ranks(W)
+    total = wb.sum(axis=1, dtype=np.float64)
     mean = (total + 1) / 2
-    sxy = np.einsum("bi,bi,bi->b", wx, rx, ry) - total * mean * mean
+    # products of (half-)integers summed in float64: exact
+    sxy = np.einsum("bi,bi->b", wb * rb, ra[:, layout.run_a_in_b], dtype=np.float64) - total * mean * mean
     base = (total ** 3 - total) / 12
-    sxx, syy = base - tx, base - ty
+    sxx, syy = base - ta, base - tb
     scale = np.maximum(total, 1.0) ** 2 * 1e-9
     constant = (sxx <= scale) | (syy <= scale)
     with np.errstate(invalid="ignore", divide="ignore"):
@@ -272,28 +412,40 @@ def weighted_spearman(x: np.ndarray, y: np.ndarray, W: np.ndarray,
 
 
 class _Rows(dict):  # type: ignore[type-arg]
-    """One task's rows, column by column: a column becomes a Python list when first read (the
-    sections read a few of the ~30 columns)."""
+    """One task's rows, column by column: a column is taken and becomes a Python list when first
+    read (the sections read a few of the ~30 columns); :meth:`floats` and :meth:`objects` give
+    NumPy arrays straight from Arrow."""
 
-    def __init__(self, *tables: pa.Table) -> None:
+    def __init__(self, take: pa.Array, *tables: pa.Table) -> None:
         super().__init__()
+        self.take = take
         self.tables = tables
+        self._columns: dict[str, pa.ChunkedArray] = {}
+
+    def column(self, name: str) -> pa.ChunkedArray:
+        if name not in self._columns:
+            table = next((t for t in self.tables if name in t.column_names), None)
+            if table is None:
+                raise KeyError(name)
+            self._columns[name] = table.column(name).take(self.take)
+        return self._columns[name]
 
     def __missing__(self, name: str) -> list[Any]:
-        for table in self.tables:
-            if name in table.column_names:
-                values = table.column(name).to_pylist()
-                self[name] = values
-                return values
-        raise KeyError(name)
+        values = self.column(name).to_pylist()
+        self[name] = values
+        return values
+
+    def floats(self, name: str) -> np.ndarray:
+        """float64, NaN where missing."""
+        return np.asarray(self.column(name).cast(pa.float64()).to_numpy(zero_copy_only=False), dtype=np.float64)
+
+    def objects(self, name: str) -> np.ndarray:
+        """An object array (None where missing)."""
+        return np.asarray(self.column(name).to_numpy(zero_copy_only=False), dtype=object)
 
 
 def _plain(value: float, n: int) -> dict[str, Any]:
     return estimate(value, n=n)
-
-
-def _f(values: list[Any]) -> np.ndarray:
-    return np.array([np.nan if v is None else v for v in values], dtype=float)
 
 
 def summarize(table: pa.Table, items: pa.Table, options: Mapping[str, Any]) -> dict[str, Any]:
@@ -309,15 +461,14 @@ def summarize(table: pa.Table, items: pa.Table, options: Mapping[str, Any]) -> d
         idx = np.flatnonzero(tasks_np == task)
         if not len(idx):
             continue
-        take = pa.array(idx)
-        rows = _Rows(table.take(take), items.select(extra_names).take(take))
-        status = rows["parse_status"]
+        rows = _Rows(pa.array(idx), table, items.select(extra_names))
+        status = rows.objects("parse_status")
         n = len(idx)
-        parsed = np.array([s == "parsed" for s in status])
+        parsed = status == "parsed"
+        counts = {k: int((status == k).sum()) for k in ("unparsed", "failed", "missing")}
         summary["format"][task] = {
-            "n": n, "n_replies": sum(s in ("parsed", "unparsed") for s in status), "n_parsed": int(parsed.sum()),
-            "n_unparsed": status.count("unparsed"), "n_failed": status.count("failed"),
-            "n_missing": status.count("missing"),
+            "n": n, "n_replies": int(parsed.sum()) + counts["unparsed"], "n_parsed": int(parsed.sum()),
+            "n_unparsed": counts["unparsed"], "n_failed": counts["failed"], "n_missing": counts["missing"],
             "parse_rate": float(parsed.mean())}
         clusters = rows["cluster"] if task in CLUSTER_TASKS else rows["item_id"]
         section = SECTIONS[task](rows, parsed, boot, clusters, weights)
@@ -328,12 +479,12 @@ def summarize(table: pa.Table, items: pa.Table, options: Mapping[str, Any]) -> d
     return summary
 
 
-def _counting(rows: dict[str, list[Any]], parsed: np.ndarray, boot: _Boot, clusters: list[str],
+def _counting(rows: _Rows, parsed: np.ndarray, boot: _Boot, clusters: list[str],
               weights: tuple[float, ...]) -> dict[str, Any]:
-    cas, em = _f(rows["cas"]), _f(rows["correct"])
-    gold, pred = _f(rows["gold_number"]), _f(rows["pred_number"])
-    subsets = np.array(rows["subset"], dtype=object)
-    tiers = np.array(rows["tier"], dtype=object)
+    cas, em = rows.floats("cas"), rows.floats("correct")
+    gold, pred = rows.floats("gold_number"), rows.floats("pred_number")
+    subsets = rows.objects("subset")
+    tiers = rows.objects("tier")
     names = sorted(set(subsets))
     n = len(cas)
     cols = _Columns(n)
@@ -370,13 +521,13 @@ def _counting(rows: dict[str, list[Any]], parsed: np.ndarray, boot: _Boot, clust
         out["subsets"][s] = {"n": int(m.sum()), "cas": _plain(cas[m].mean(), int(m.sum())),
                              "em": _plain(em[m].mean(), int(m.sum())),
                              "spearman": _plain(spearman(pred[ok], gold[ok]), int(ok.sum()))}
-    datasets = np.array(rows["dataset"], dtype=object)
+    datasets = rows.objects("dataset")
     out["corpora"] = {}
     for d in sorted(set(datasets)):
         ok = (datasets == d) & parsed
         out["corpora"][d] = {"spearman": _plain(spearman(pred[ok], gold[ok]), int(ok.sum()))}
     # floor: per-subset modal count fitted on the parsed rows, macro-averaged like the score
-    modes = F.modal_counts((s, int(g)) for s, g, p in zip(subsets, gold, parsed) if p)
+    modes = _modal_counts(subsets[parsed], gold[parsed], names)
     mode = np.array([modes.get(s, 0) for s in names], dtype=np.float64)[np.searchsorted(names, subsets)]
     with np.errstate(invalid="ignore", divide="ignore"):
         fcas = np.where(parsed, np.maximum(0.0, 1 - np.abs(mode - gold) / gold), np.nan)
@@ -386,6 +537,18 @@ def _counting(rows: dict[str, list[Any]], parsed: np.ndarray, boot: _Boot, clust
     out["floor"] = {"cas": _plain(phi, int(parsed.sum())), "em": _plain(phi_em, int(parsed.sum())),
                     "modes": {s: int(v) for s, v in sorted(modes.items())}}
     _lift_into(out, est[0]["value"], phi, n)
+    return out
+
+
+def _modal_counts(subsets: np.ndarray, golds: np.ndarray, names: list[Any]) -> dict[str, int]:
+    """:func:`~biovqa.components.c3.floors.modal_counts` of (subset, int(gold)) pairs, with NumPy:
+    per subset the most frequent gold count (ties: the smaller count)."""
+    out = {}
+    counts = golds.astype(np.int64)  # int(g): truncation, as the pairs had it
+    for s in names:
+        values, freq = np.unique(counts[subsets == s], return_counts=True)
+        if len(values):
+            out[s] = int(values[np.argmax(freq)])  # first maximum: the smallest count
     return out
 
 
@@ -405,10 +568,10 @@ def _lift_into(out: dict[str, Any], s: float | None, phi: float, n: int, suffix:
     out[f"margin{suffix}"] = _plain(s - phi if not math.isnan(phi) else math.nan, n)
 
 
-def _choice(rows: dict[str, list[Any]], parsed: np.ndarray, boot: _Boot, clusters: list[str], group: str
+def _choice(rows: _Rows, parsed: np.ndarray, boot: _Boot, clusters: list[str], group: str
             ) -> dict[str, Any]:
-    gold = np.array(rows["gold"], dtype=object)
-    correct = _f(rows["correct"])
+    gold = rows.objects("gold")
+    correct = rows.floats("correct")
     groups = np.array(rows[group], dtype=object)
     names = sorted(g for g in set(groups) if g is not None)
     n = len(gold)
@@ -452,21 +615,21 @@ def _choice(rows: dict[str, list[Any]], parsed: np.ndarray, boot: _Boot, cluster
     return out
 
 
-def _relative_counting(rows: dict[str, list[Any]], parsed: np.ndarray, boot: _Boot, clusters: list[str],
+def _relative_counting(rows: _Rows, parsed: np.ndarray, boot: _Boot, clusters: list[str],
                        weights: tuple[float, ...]) -> dict[str, Any]:
     return _choice(rows, parsed, boot, clusters, "tier")
 
 
-def _relative_distance(rows: dict[str, list[Any]], parsed: np.ndarray, boot: _Boot, clusters: list[str],
+def _relative_distance(rows: _Rows, parsed: np.ndarray, boot: _Boot, clusters: list[str],
                        weights: tuple[float, ...]) -> dict[str, Any]:
     return _choice(rows, parsed, boot, clusters, "measure")
 
 
-def _relative_position(rows: dict[str, list[Any]], parsed: np.ndarray, boot: _Boot, clusters: list[str],
+def _relative_position(rows: _Rows, parsed: np.ndarray, boot: _Boot, clusters: list[str],
                        weights: tuple[float, ...]) -> dict[str, Any]:
-    gold = np.array(rows["gold"], dtype=object)
-    correct = _f(rows["correct"])
-    ang = _f(rows["ang_err"])
+    gold = rows.objects("gold")
+    correct = rows.floats("correct")
+    ang = rows.floats("ang_err")
     n = len(gold)
 
     cols = _Columns(n)
@@ -492,13 +655,13 @@ def _relative_position(rows: dict[str, list[Any]], parsed: np.ndarray, boot: _Bo
     return out
 
 
-def _absolute_distance(rows: dict[str, list[Any]], parsed: np.ndarray, boot: _Boot, clusters: list[str],
+def _absolute_distance(rows: _Rows, parsed: np.ndarray, boot: _Boot, clusters: list[str],
                        weights: tuple[float, ...]) -> dict[str, Any]:
-    gold, pred = _f(rows["gold_number"]), _f(rows["pred_number"])
-    hit, rel = _f(rows["hit20"]), _f(rows["rel_err"])
-    types = np.array(rows["measure"], dtype=object)
+    gold, pred = rows.floats("gold_number"), rows.floats("pred_number")
+    hit, rel = rows.floats("hit20"), rows.floats("rel_err")
+    types = rows.objects("measure")
     names = sorted(set(types))
-    plates = np.array(rows["cluster"], dtype=object)
+    plates = rows.objects("cluster")
     n = len(gold)
 
     from biovqa.stats.bootstrap import cluster_codes
@@ -515,15 +678,16 @@ def _absolute_distance(rows: dict[str, list[Any]], parsed: np.ndarray, boot: _Bo
         p0 = float(np.nan_to_num(pred[m]).mean()) if m.any() else 0.0
         dg, dp = np.where(m, gold - g0, 0.0), np.where(m, np.nan_to_num(pred) - p0, 0.0)
         rows_t = np.flatnonzero(m)
-        by_type.append((rows_t, (_TieLayout(pred[rows_t]), _TieLayout(gold[rows_t])),
+        by_type.append((rows_t, _RankLayout(pred[rows_t], gold[rows_t], cluster_of[rows_t]),
                         [cols.add(m.astype(float)), cols.add(dg), cols.add(dg * dg), cols.add(dp), cols.add(dp * dp)]))
 
     def stats(T: np.ndarray, W: np.ndarray | None) -> list[np.ndarray]:
         assert W is not None
         b = len(T)
         rho_sum, rho_total, kappas = np.zeros(b), np.zeros(b), []
-        for rows_t, layouts, (c_n, c_g, c_gg, c_p, c_pp) in by_type:
-            rho, total = weighted_spearman(pred[rows_t], gold[rows_t], W[:, cluster_of[rows_t]], layouts)
+        W32 = W.astype(np.float32)  # cluster counts, exact
+        for rows_t, layout, (c_n, c_g, c_gg, c_p, c_pp) in by_type:
+            rho, total = weighted_spearman(pred[rows_t], gold[rows_t], W32, layout)
             ok = ~np.isnan(rho)
             rho_sum += np.where(ok, rho * total, 0.0)
             rho_total += np.where(ok, total, 0.0)
@@ -573,9 +737,9 @@ def _absolute_distance(rows: dict[str, list[Any]], parsed: np.ndarray, boot: _Bo
     return out
 
 
-def _localization(rows: dict[str, list[Any]], parsed: np.ndarray, boot: _Boot, clusters: list[str],
+def _localization(rows: _Rows, parsed: np.ndarray, boot: _Boot, clusters: list[str],
                   weights: tuple[float, ...]) -> dict[str, Any]:
-    values = _f(rows["iou"])
+    values = rows.floats("iou")
     all_rows = np.nan_to_num(values)
     n = len(values)
     thresholds = (0.25, 0.50, 0.75, 0.90)
@@ -638,16 +802,16 @@ def view_stats(gold: Sequence[str], pred: Sequence[str | None], w: np.ndarray, w
     return _wmean(exact, w), vas, float(np.mean(macro)), kappa
 
 
-def _viewpoint(rows: dict[str, list[Any]], parsed: np.ndarray, boot: _Boot, clusters: list[str],
+def _viewpoint(rows: _Rows, parsed: np.ndarray, boot: _Boot, clusters: list[str],
                weights: tuple[float, ...]) -> dict[str, Any]:
     gold = rows["gold"]
     pred = [p if ok else None for p, ok in zip(rows["parsed"], parsed)]
-    tiers = np.array(rows["tier"], dtype=object)
+    tiers = rows.objects("tier")
     names = sorted(t for t in set(tiers) if t is not None)
-    ang = _f(rows["ang_err"])
+    ang = rows.floats("ang_err")
     n = len(gold)
 
-    credit, exact = _f(rows["vas"]), _f(rows["correct"])  # the per-item credit and exact match
+    credit, exact = rows.floats("vas"), rows.floats("correct")  # the per-item credit and exact match
     gold_a = np.array(gold, dtype=object)
     pred_a = np.array(["" if p is None else p for p in pred], dtype=object)
     has = ~np.isnan(ang) & parsed
@@ -704,9 +868,9 @@ def _viewpoint(rows: dict[str, list[Any]], parsed: np.ndarray, boot: _Boot, clus
     return out
 
 
-def _ocr(rows: dict[str, list[Any]], parsed: np.ndarray, boot: _Boot, clusters: list[str],
+def _ocr(rows: _Rows, parsed: np.ndarray, boot: _Boot, clusters: list[str],
          weights: tuple[float, ...]) -> dict[str, Any]:
-    em, char, suffix = _f(rows["correct"]), _f(rows["char_acc"]), _f(rows["suffix_char_acc"])
+    em, char, suffix = rows.floats("correct"), rows.floats("char_acc"), rows.floats("suffix_char_acc")
     n = len(em)
     prefix = F.common_prefix(rows["gold"])
 

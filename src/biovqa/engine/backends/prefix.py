@@ -16,11 +16,19 @@ together from it:
 Pads sit between the prefix and each suffix and are masked out; positions continue from the prefix
 as if there were no pads, so every question sees exactly the tokens (and positions) of its own
 unpadded prompt. Greedy decoding then gives the plain path's tokens (the tests check token-for-token
-equality on the tiny LLaVA and Gemma 3, C1- and C2-shaped). Anything this path cannot do exactly —
+equality on the tiny LLaVA, Gemma 3 and Qwen2.5-VL, C1- and C2-shaped). Anything this path cannot do exactly —
 an image token outside the common prefix, logits processors in the checkpoint's generation config
 (repetition penalty, …), a model without a dynamic cache — falls back to the plain path. Models
-with sliding-window layers (Gemma 3) or multimodal rotary positions (Qwen-VL) decode only
-equal-length suffixes together (no pads), the latter with the model's own positions.
+with sliding-window layers (Gemma 3) decode only equal-length suffixes together (no pads).
+Models with multimodal rotary positions (Qwen2-VL, Qwen2.5-VL, Qwen3-VL) get every position
+explicitly — the prefix's and each suffix's 3-D positions from the model's own rope index over
+that question's whole unpadded prompt — so neither the positions the model would infer from the
+padded batch nor the ``rope_deltas`` it keeps between calls are used. Processors that flatten
+image patches across a batch (Qwen-VL) have the prefix's pixels taken from the first question
+encoded on its own.
+
+Every group that does not take this path goes through the plain one; the backend counts both,
+with the reasons, in the run card (``describe()["shared_prefix"]``).
 """
 
 from __future__ import annotations
@@ -109,18 +117,16 @@ def shared_prefix_generate(backend: Any, requests: list[Request], image: Any) ->
             raise PrefixUnsupported("an image token lies outside the common prefix")
     device = backend.device
     prefix = first[:common].unsqueeze(0).to(device)
-    extras: dict[str, Any] = {}
-    for name, value in encoded.items():
-        if name in ("input_ids", "attention_mask"):
-            continue
-        if name in ("token_type_ids", "mm_token_type_ids"):
-            extras[name] = value[0][mask[0]][:common].unsqueeze(0).to(device)
-        elif hasattr(value, "shape") and len(value.shape) and value.shape[0] == len(requests):
-            extras[name] = value[:1].to(device)
-        else:
-            extras[name] = value.to(device) if hasattr(value, "to") else value
+    extras = _prefix_inputs(backend, encoded, texts[0], image, first, common)
     if "pixel_values" in extras and extras["pixel_values"].is_floating_point():
         extras["pixel_values"] = extras["pixel_values"].to(model.dtype)
+    # Multimodal RoPE (Qwen-VL): each question's 3-D positions come from the model's own rope
+    # index over its whole unpadded prompt; the prefix and every suffix get theirs explicitly
+    # (nothing is left to the positions and ``rope_deltas`` the model would infer and keep).
+    rope_positions = _mrope_positions(model, encoded, mask, rows) if _uses_mrope(model) else None
+    if rope_positions is not None:
+        extras["position_ids"] = rope_positions[0][:, None, :common].to(device)
+    extras.update(_last_logits_only(model))
     with torch.inference_mode():
         out = model(input_ids=prefix, attention_mask=torch.ones_like(prefix), use_cache=True,
                     **extras)
@@ -130,9 +136,6 @@ def shared_prefix_generate(backend: Any, requests: list[Request], image: Any) ->
     suffixes = [row[common:] for row in rows]
     # Sliding-window layers count cache slots, pads included: there, only questions whose suffixes
     # have the same length (no pads) share a decoding batch; elsewhere all of them do.
-    # Multimodal RoPE (Qwen-VL): each question's 3-D positions come from the model's own rope
-    # index over its whole unpadded prompt; the suffix's slice is passed explicitly.
-    rope_positions = _mrope_positions(model, encoded, mask, rows) if _uses_mrope(model) else None
     by_length = _has_sliding_window(model)
     groups: dict[int, list[int]] = {}
     for index, suffix in enumerate(suffixes):
@@ -155,6 +158,49 @@ def shared_prefix_generate(backend: Any, requests: list[Request], image: Any) ->
               latency_s=latency, prompt_tokens=len(row), completion_tokens=len(kept))
         for request, kept, row in zip(requests, generated, rows)
     ]
+
+
+def _prefix_inputs(backend: Any, encoded: Any, text: str, image: Any, row: Any,
+                   common: int) -> dict[str, Any]:
+    """The processor's non-token inputs (pixels, grids, token types…) for the prefix alone.
+
+    Where every input of the batch encoding is one row per question (LLaVA, Gemma 3) the first
+    row is taken. Processors that flatten image patches across the batch (Qwen-VL's
+    ``pixel_values`` is ``(patches of all images, features)`` with ``image_grid_thw`` per image)
+    have no such row: the first question is encoded again on its own, which gives its pixels and
+    grid exactly as the plain path computes them.
+    """
+    count = len(encoded["input_ids"])
+    per_row = all(not hasattr(value, "shape") or (len(value.shape) and value.shape[0] == count)
+                  for value in encoded.values())
+    source = encoded
+    if not per_row:
+        source = backend.processor(text=[text], images=[[image]], return_tensors="pt")
+    own_mask = source["attention_mask"][0].bool()
+    if not bool((source["input_ids"][0][own_mask][:common] == row[:common]).all()):
+        raise PrefixUnsupported("the first question encodes differently on its own")
+    device = backend.device
+    extras: dict[str, Any] = {}
+    for name, value in source.items():
+        if name in ("input_ids", "attention_mask"):
+            continue
+        if name in ("token_type_ids", "mm_token_type_ids"):
+            extras[name] = value[0][own_mask][:common].unsqueeze(0).to(device)
+        elif hasattr(value, "shape") and len(value.shape) and value.shape[0] == len(source["input_ids"]):
+            extras[name] = value[:1].to(device)
+        else:
+            extras[name] = value.to(device) if hasattr(value, "to") else value
+    return extras
+
+
+def _last_logits_only(model: Any) -> dict[str, Any]:
+    """``logits_to_keep=1`` where forward takes it: only the last position's logits are used, and
+    a full ``(questions × suffix length × vocabulary)`` logits tensor is most of step 0's time
+    and memory with a 150k vocabulary (as ``generate`` does)."""
+    import inspect
+
+    parameters = inspect.signature(model.forward).parameters
+    return {"logits_to_keep": 1} if "logits_to_keep" in parameters else {}
 
 
 def _cache_keyword(model: Any) -> str:
@@ -233,7 +279,7 @@ def _decode(backend: Any, cache: Any, common: int, suffixes: list[Any],
             for index, rows in enumerate(rope_positions):
                 grid[:, index, width - rows.shape[1]:] = rows
             positions = grid.to(device)
-        placed = {"position_ids": positions}
+        placed = {"position_ids": positions, **_last_logits_only(model)}
         out = model(input_ids=suffix_ids.to(device), attention_mask=attention, **placed,
                     **{_cache_keyword(model): cache}, use_cache=True,
                     cache_position=torch.arange(common, common + width, device=device))

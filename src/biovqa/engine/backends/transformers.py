@@ -116,7 +116,9 @@ class TransformersBackend:
     ) -> None:
         import torch
         import transformers
-        from transformers import AutoModelForCausalLM, AutoModelForImageTextToText, AutoProcessor  # [issue 14]
+        from transformers import AutoModelForCausalLM, AutoModelForImageTextToText  # [issue 14]
+
+        from biovqa.engine.backends.processors import load_processor
 
         if dtype not in _DTYPE_NAMES:
             raise BiovqaError(
@@ -151,7 +153,9 @@ class TransformersBackend:
         if revision:
             load_options["revision"] = revision
         try:
-            self.processor = AutoProcessor.from_pretrained(model, **load_options, **processor_options)
+            # without torchvision, Qwen-VL processors are assembled from their PIL pieces
+            self.processor, self.processor_source = load_processor(
+                model, **load_options, **processor_options)
             model_options: dict[str, Any] = dict(load_options, dtype=getattr(torch, dtype))
             if attn_implementation:
                 model_options["attn_implementation"] = attn_implementation
@@ -283,7 +287,8 @@ class TransformersBackend:
 
     def _processor_settings_sha256(self) -> str | None:
         """sha256 of every image-processor setting (size, pixel limits, mean/std, resampling,
-        crops), so that the run identity changes with any of them."""
+        crops) and of its class (PIL or torchvision), so that the run identity changes with any
+        of them."""
         import hashlib
         import json
 
@@ -291,6 +296,9 @@ class TransformersBackend:
         if image_processor is None or not hasattr(image_processor, "to_dict"):
             return None
         settings = image_processor.to_dict()
+        # the class too: the PIL and torchvision image processors of one checkpoint share their
+        # settings file (and ``image_processor_type``) but may resize to different pixels
+        settings["_class"] = type(image_processor).__name__
         text = json.dumps(settings, sort_keys=True, default=str)
         return hashlib.sha256(text.encode()).hexdigest()
 
@@ -308,6 +316,7 @@ class TransformersBackend:
             "model": self.model_id,
             "model_class": type(self.model).__name__,
             "processor_class": type(self.processor).__name__,
+            "processor_source": getattr(self, "processor_source", "auto"),
             "preset": self.preset.key,
             "revision": self.resolved_revision,
             "dtype": self.dtype_name,
@@ -319,6 +328,11 @@ class TransformersBackend:
             "system_prompt_handling": getattr(self, "system_handling", None),
             "processor_settings_sha256": self._processor_settings_sha256(),
         }
+        if getattr(self, "shared_prefix", False):
+            stats = getattr(self, "_shared_stats", None) or {
+                "shared_questions": 0, "shared_groups": 0, "plain_questions": 0, "plain_reasons": {}}
+            facts["shared_prefix"] = {"enabled": True, **stats,
+                                      "plain_reasons": dict(sorted(stats["plain_reasons"].items()))}
         if self.ignored_options:
             facts["ignored_options"] = sorted(self.ignored_options)
         return facts
@@ -371,21 +385,39 @@ class TransformersBackend:
             group = entries[start:end]
             start = end
             if len(group) < 2:
+                self._count_shared(len(group), "a single question of its image in the batch")
                 left.extend(group)
                 continue
             try:
                 answers = shared_prefix_generate(self, [e[1] for e in group], group[0][2])
-            except PrefixUnsupported:
+            except PrefixUnsupported as reason:
+                self._count_shared(len(group), str(reason))
                 left.extend(group)
                 continue
-            except Exception:  # noqa: BLE001 - e.g. out of memory: the plain path retries
+            except Exception as error:  # noqa: BLE001 - e.g. out of memory: the plain path retries
                 if self.device.startswith("cuda"):
                     self._torch.cuda.empty_cache()
+                self._count_shared(len(group), f"error: {type(error).__name__}: "
+                                               f"{str(error).strip()[:160]}")
                 left.extend(group)
                 continue
+            self._count_shared(len(group), None)
             for entry, reply in zip(group, answers):
                 replies[entry[0]] = reply
         return left
+
+    def _count_shared(self, questions: int, fallback: str | None) -> None:
+        """Tally for the run card: questions answered from a shared prefix, and those sent to the
+        plain path with the reason (``describe()["shared_prefix"]``)."""
+        stats = self.__dict__.setdefault("_shared_stats", {"shared_questions": 0, "shared_groups": 0,
+                                                           "plain_questions": 0, "plain_reasons": {}})
+        if fallback is None:
+            stats["shared_questions"] += questions
+            stats["shared_groups"] += 1
+            return
+        stats["plain_questions"] += questions
+        reasons = stats["plain_reasons"]
+        reasons[fallback] = reasons.get(fallback, 0) + questions
 
     def _generate_robust(self, chunk: list[tuple[int, Request, Any]]) -> list[Reply]:
         try:
