@@ -10,7 +10,8 @@ is never asked. The policy and each level's outcome are recorded in the manifest
 Text bench (``text_from``): every non-leaf question of a visual bench with the image replaced by
 the leaf label (``entity="leaf"``) or its common name (``entity="common"``, C1 sources); the leaf
 level is not asked and is scored right (leaf auto-correct, so text Acc_leaf = 100 %); identical
-(entity, level, option set) questions are asked once and stand for every image that shares them.
+(entity, level, option set) questions are asked once and stand for every image that shares them
+(binary: that 4-way key is deduplicated first, then each unique question becomes its statements).
 
 Items carry ``image_key`` (the image a visual question is about), ``paths`` (the images a
 question stands for), ``level``, ``level_name``, ``depth`` (levels on the path), ``leaf``,
@@ -38,8 +39,8 @@ from biovqa.components.hca.distractors import (POLICIES, SMALL_LEVEL_POLICIES, C
                                                seeded_rng, similarity_distractors, taxonomy_distractors)
 from biovqa.components.hca.prompts import (COT_MAX_NEW_TOKENS, LETTERS, TEMPLATES, TEXT_CLOSING, TEXT_SYSTEM_PROMPT,
                                            TEXT_TEMPLATES, VISUAL_CLOSING, VISUAL_SYSTEM_PROMPT, binary_statement,
-                                           taxonomy_json, text_question, visual_question, with_cot,
-                                           with_taxonomy)
+                                           taxonomy_json, text_binary_statement, text_question, visual_question,
+                                           with_cot, with_taxonomy)
 from biovqa.components.hca.released import read_released, released_lines
 from biovqa.components.hca.taxonomy import Hierarchy, from_c1_bench, read_image_list, read_taxonomy_json
 from biovqa.errors import BiovqaError, InputFormatError
@@ -261,16 +262,17 @@ def _append(columns: dict[str, list], **values: Any) -> None:
 
 def text_items(visual: pa.Table, *, entity: str, template: int, common_names: dict[str, str],
                variant: PromptVariant | None = None) -> pa.Table:
-    """The text-only control of a visual items table (see the module docstring); ``variant``: CoT
-    and taxonomy-in-context apply, the binary variant does not (a text bench is built from a
-    4-option visual bench)."""
+    """The text-only control of a visual items table (see the module docstring); ``variant``: CoT,
+    taxonomy-in-context and binary apply. The source is always a 4-option visual bench: with
+    ``variant.binary`` the questions are deduplicated first (the 4-way key, so every statement
+    group stays whole) and each unique question then becomes one Yes/No statement per option
+    (:data:`~.prompts.TEXT_BINARY_TEMPLATE`, ``statement`` = the option's letter, instruction empty,
+    the §7 system prompt kept: it asks for no letter)."""
     variant = variant or PromptVariant()
-    if variant.binary:
-        raise BiovqaError("the binary variant is for visual benches only", field="binary",
-                          hint="build the text control from a 4-option visual bench, with --cot/--taxonomy-context")
     if "statement" in visual.column_names and visual.column("statement").null_count < visual.num_rows:
         raise InputFormatError("the visual bench was built with --binary; build the text control from a 4-option "
-                               "visual bench", field="statement")
+                               "visual bench (add --binary to the text build for Yes/No statements)",
+                               field="statement")
     taxonomy = taxonomy_json(_paths_from_items(visual)) if variant.taxonomy else None
     kind, _ = TEXT_TEMPLATES[template]
     merged: dict[tuple[str, int, frozenset[str]], dict[str, Any]] = {}
@@ -288,9 +290,9 @@ def text_items(visual: pa.Table, *, entity: str, template: int, common_names: di
         if key in merged:
             merged[key]["paths"].append(row["image_key"])
             continue
-        if kind == "hierarchical" and row["level_name"] is None:
-            raise BiovqaError(f"text template {template} names the level, but level {row['level']} has no name",
-                              field="text_template")
+        if (kind == "hierarchical" or variant.binary) and row["level_name"] is None:
+            raise BiovqaError(f"text template {template} (or the binary variant) names the level, but level "
+                              f"{row['level']} has no name", field="text_template")
         gold = row["options"][LETTERS.index(row["answer"])]
         digest = hashlib.sha256(json.dumps([label, row["level"], sorted(row["options"])]).encode()).hexdigest()[:16]
         merged[key] = dict(
@@ -304,7 +306,13 @@ def text_items(visual: pa.Table, *, entity: str, template: int, common_names: di
             max_new_tokens=variant.cot_max_new_tokens if variant.cot else None)
     columns: dict[str, list] = {name: [] for name in ITEM_SCHEMA.names}
     for values in merged.values():
-        _append(columns, **values)
+        if not variant.binary:
+            _append(columns, **values)
+            continue
+        for letter, option in zip(LETTERS, values["options"]):
+            statement = text_binary_statement(option, entity=values["source_id"], level=values["level_name"])
+            _append(columns, **{**values, "item_id": f"{values['item_id']}:{letter}", "statement": letter,
+                                "question": apply_variant(statement, variant, taxonomy), "instruction": ""})
     return pa.table(columns, schema=ITEM_SCHEMA)
 
 
@@ -369,8 +377,15 @@ def build_hca(out: str | Path, *, taxonomy: str | Path | None = None, images: st
                       "text_from": str(text_from), "variant": variant.record()}
         n_questions = sum(1 for lv, d in zip(visual.items.column("level").to_pylist(),
                                              visual.items.column("depth").to_pylist()) if lv != d)
+        # binary: one statement "A" per unique question (every question has at least 2 options)
+        n_unique = table.column("statement").to_pylist().count("A") if variant.binary else table.num_rows
+        dedup: dict[str, Any] = {"non_leaf_questions": n_questions, "unique": n_unique}
+        if variant.binary:
+            dedup.update(statements=table.num_rows,
+                         key="(entity, level, option set) of the 4-way question; its statements stay together")
         extra = {"system_prompt": TEXT_SYSTEM_PROMPT, "levels": visual.manifest.get("levels"), "text_only": True,
-                 "dedup": {"non_leaf_questions": n_questions, "unique": table.num_rows},
+                 "leaf_autocorrect": "the leaf level is not asked and is scored right on every path",
+                 "dedup": dedup,
                  "visual_benchmark_manifest_sha256": visual.manifest_sha256}
         return write_bench(out, table, component=COMPONENT, generator="biovqa.components.hca.build",
                            seed=visual.manifest["seed"], sources={}, parameters=parameters, extra=extra)
@@ -458,7 +473,7 @@ def build_command(
     cot: Annotated[bool, typer.Option(help="prompt variant: append \"Let's think step by step.\" to the question; replies parsed for their final answer")] = False,
     cot_max_new_tokens: Annotated[int, typer.Option(help="token cap of CoT items (the paper gives none)")] = COT_MAX_NEW_TOKENS,
     taxonomy_context: Annotated[bool, typer.Option(help="prompt variant: prefix \"Here's a taxonomy: \" + the taxonomy JSON")] = False,
-    binary: Annotated[bool, typer.Option(help="prompt variant (visual): one Yes/No statement per option; a level is right only if exactly one \"Yes\", on the true option")] = False,
+    binary: Annotated[bool, typer.Option(help="prompt variant (visual and --text-from): one Yes/No statement per option; a level is right only if exactly one \"Yes\", on the true option")] = False,
 ) -> None:
     """Build the hierarchical 4-way VQA (one question per image and level) or its text-only control."""
     from rich.console import Console

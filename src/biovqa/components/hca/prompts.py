@@ -117,6 +117,11 @@ TAXONOMY_PREFIX = "Here's a taxonomy: "
 #: label filled in, and the subject of the visual question).
 BINARY_TEMPLATE = ("The {subject} in the image belongs to the {level} of {label}. Is this statement correct? "
                    "Please answer Yes or No.")
+#: Binary variant of the text-only control [DEFAULT]: the paper gives no wording; derived from
+#: :data:`BINARY_TEMPLATE` the way §7 derives its text templates from Table 12 ("the bird/plant in
+#: the image" → "the {label}", as in §3.3.1's "Given the {label}, …").
+TEXT_BINARY_TEMPLATE = ("The {entity} belongs to the {level} of {label}. Is this statement correct? "
+                        "Please answer Yes or No.")
 #: [toolkit] default cap for chain-of-thought replies (the paper gives none; §4's 5–10 tokens
 #: would cut every reasoning off before its answer).
 COT_MAX_NEW_TOKENS = 512
@@ -145,6 +150,11 @@ def with_taxonomy(prompt: str, taxonomy: str) -> str:
 def binary_statement(label: str, *, level: str, subject: str) -> str:
     """The binary variant's statement for one option (§5.3)."""
     return BINARY_TEMPLATE.format(subject=subject, level=level, label=label)
+
+
+def text_binary_statement(label: str, *, entity: str, level: str) -> str:
+    """The text-only control's binary statement for one option (:data:`TEXT_BINARY_TEMPLATE`)."""
+    return TEXT_BINARY_TEMPLATE.format(entity=entity, level=level, label=label)
 
 
 _LAST_PHRASE = re.compile(r"(?:answer\s+is|answer\s*:)\s*\**\s*\(?([A-D])\b", re.IGNORECASE)

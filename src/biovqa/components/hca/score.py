@@ -19,7 +19,7 @@ estimate ``{value, lo, hi, n}`` with a percentile bootstrap over images)::
       "scaled_hca": HCA / Acc_leaf (visual),
       "without_genus": {<metrics>, "n_levels_removed"}   (text, when the entity gives the genus away),
       "format":  {parse_failure_rate, letter_histogram, n_unparsed, n_missing, n_failed_requests},
-      "counts":  {images, questions},
+      "counts":  {images, questions[, statements]},
       "bootstrap": {resamples, seed, level, unit: "images"}
     }
 """
@@ -49,8 +49,9 @@ def _column(items: pa.Table, name: str) -> list[Any]:
 
 def score_items(items: pa.Table, predictions: pa.Table) -> pa.Table:
     """Per-item table. Plain and taxonomy-in-context items: the strict parser; CoT items: the final
-    answer of the reasoning (:func:`parse_cot_choice`); binary statements: Yes/No, and every
-    statement of a level gets that level's outcome (exactly one "Yes", on the true option)."""
+    answer of the reasoning (:func:`parse_cot_choice`); binary statements (visual or text): Yes/No, and
+    every statement of a question gets that question's outcome (exactly one "Yes", on the true
+    option)."""
     options = items.column("options").to_pylist()
     statuses = predictions.column("status").to_pylist()
     variants = [v or "plain" for v in _column(items, "variant")]
@@ -70,8 +71,10 @@ def score_items(items: pa.Table, predictions: pa.Table) -> pa.Table:
     correct = [p is not None and p == g for p, g in zip(parsed, answers)]
     if any(s is not None for s in statements):
         groups: dict[tuple[Any, ...], dict[str, str | None]] = {}
+        # one group = the statements of one 4-way question: visual (image, level); text (entity,
+        # level, options) — a deduplicated text question's statements share all three
         keys = list(zip(_column(items, "image_key"), items.column("level").to_pylist(),
-                        items.column("source_id").to_pylist()))
+                        items.column("source_id").to_pylist(), map(tuple, options)))
         for key, statement, answer in zip(keys, statements, parsed):
             if statement is not None:
                 groups.setdefault(key, {})[statement] = answer
@@ -129,6 +132,15 @@ def _estimates(matrix: np.ndarray, names: list[str], resamples: int, seed: int, 
     return {name: estimate(v, n=int(k)) for name, v, k in zip(names, values, counts)}
 
 
+def _counts(items: pa.Table, n_images: int) -> dict[str, int]:
+    """Images and questions; binary benches also count their statements (one per option, so a
+    question is its statement "A")."""
+    statements = _column(items, "statement")
+    if all(s is None for s in statements):
+        return {"images": n_images, "questions": items.num_rows}
+    return {"images": n_images, "questions": statements.count("A"), "statements": items.num_rows}
+
+
 def summarize(items: pa.Table, table: pa.Table, *, resamples: int, seed: int, level: float) -> dict[str, Any]:
     correct = table.column("correct").to_pylist()
     images, c, present, leak = path_matrix(items, correct)
@@ -164,7 +176,7 @@ def summarize(items: pa.Table, table: pa.Table, *, resamples: int, seed: int, le
             "n_unparsed": int(sum(unparsed)), "n_missing": statuses.count("missing"),
             "n_failed_requests": statuses.count("failed"),
         },
-        "counts": {"images": len(images), "questions": items.num_rows},
+        "counts": _counts(items, len(images)),
         "variant": sorted({v or "plain" for v in _column(items, "variant")}),
         "bootstrap": {"resamples": resamples, "seed": seed, "level": level, "unit": "images"},
     }
