@@ -3,6 +3,7 @@ every C3 image; compare the rendering with bare PIL decode + encode of the same 
 
     python benchmarks/build_c3.py [--per-subset 500] [--photos 600] [--catalog-photos 1300]
                                   [--plates 588] [--photo-size 240x180] [--canvas 192] [--plate-side 384]
+                                  [--counting-partners 4] [--grids-per-anchor 5.4] [--sample N]
 
 Sources (written into a temporary folder with the writers of :mod:`biovqa.components.c3.demo`):
 WAID (three splits), Boxes on Bees, DePondFi, 2018-NEON-beetles (``--plates`` plates of 12
@@ -13,7 +14,8 @@ images, every beetle measurement, every catalog annotation); the *pixel* sizes a
 two cores — the ratio to PIL is measured on the same files either way.
 
 Prints: time to write the sources; ``biovqa build c3`` wall time for reading and making the items
-(and rendering, one worker, unless ``--sample`` defers it); items per task beside the paper's; then
+(and rendering, one worker, unless ``--sample`` defers it); items per task and images (canvases,
+overlays, copies; shared canvases counted once) beside the paper's, with the relative difference; then
 on every image (or every k-th with ``--sample N``) our rendering job by job and the reference —
 PIL opens and decodes each source photo the image reads and encodes one PNG (same encoder
 settings); a copied photo's reference is a decode + encode — with the ratio reference time / our
@@ -105,6 +107,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--photo-size", default="240x180")
     parser.add_argument("--canvas", type=int, default=192)
     parser.add_argument("--plate-side", type=int, default=384)
+    parser.add_argument("--counting-partners", type=int, default=c3_build.COUNTING_PARTNERS)
+    parser.add_argument("--grids-per-anchor", type=float, default=c3_build.GRIDS_PER_ANCHOR)
     parser.add_argument("--sample", type=int, default=0,
                         help="render only every k-th image so that about this many are rendered (0: all of them, "
                              "inside the build)")
@@ -131,7 +135,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"sources written in {time.perf_counter() - started:.1f} s ({size[0]}×{size[1]} photos)")
         started = time.perf_counter()
         bench = c3_build.build_c3(sources, root / "bench", per_subset=args.per_subset, canvas=args.canvas,
-                                  plate_side=args.plate_side)
+                                  plate_side=args.plate_side, counting_partners=args.counting_partners,
+                                  grids_per_anchor=args.grids_per_anchor)
         total = time.perf_counter() - started
         jobs: list[CanvasJob | CopyJob] = captured["jobs"]  # type: ignore[assignment]
         render = float(captured.get("seconds", 0.0))  # type: ignore[arg-type]
@@ -141,8 +146,17 @@ def main(argv: list[str] | None = None) -> int:
                                              ", rendering deferred to the sample below"))
         print(f"subsets: {len(manifest['subsets'])} — " + ", ".join(
             f"{sid} {entry['selected']}" for sid, entry in manifest["subsets"].items()))
+        print(f"counting partners {args.counting_partners}, grids per anchor {args.grids_per_anchor:g}")
         for task, entry in manifest["task_counts"].items():
-            print(f"  {task:18s} {entry['produced']:>7,}  (paper {PAPER_COUNTS[task]:,})")
+            print(f"  {task:18s} {entry['produced']:>7,}  (paper {PAPER_COUNTS[task]:,}; "
+                  f"{entry['produced'] / PAPER_COUNTS[task] - 1:+.1%})")
+        total, images = manifest["counts"]["total"], manifest["images"]
+        print(f"  {'all items':18s} {total:>7,}  (paper {sum(PAPER_COUNTS.values()):,}; "
+              f"{total / sum(PAPER_COUNTS.values()) - 1:+.1%})")
+        print(f"  {'images':18s} {images['produced']:>7,}  (paper {images['expected_paper_count']:,}; "
+              f"{images['produced'] / images['expected_paper_count'] - 1:+.1%}) — {images['canvases']:,} canvases, "
+              f"{images['copies']:,} copies, {images['items_per_image']} items per image; per task "
+              + ", ".join(f"{t} {n:,}" for t, n in images["by_task"].items()))
         step = max(1, len(jobs) // args.sample) if args.sample else 1
         sample = jobs[::step]
         ours = {"canvas": 0.0, "copy": 0.0}

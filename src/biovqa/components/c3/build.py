@@ -42,6 +42,13 @@ RD_MARGIN = 0.05
 #: relative position: skip pairs within ±5° of a sector boundary [DEFAULT]
 RPOS_BOUNDARY_DEG = 5.0
 PANEL_SCALE_RANGE = (0.55, 1.0)
+#: counting: distinct partner photos per photo in each two-panel tier [DEFAULT from the paper's
+#: 53 498 items: ≈ 9 questions per photo = easy 1 + medium 4 + hard 4]
+COUNTING_PARTNERS = 4
+#: relative counting: 2×2 grids per anchor photo on average (anchor k gets ⌊(k+1)·g⌋ − ⌊k·g⌋), each
+#: asked "most" and/or "least" [DEFAULT from the paper's 42 412 items over 5 000 anchors ≈ 8.5
+#: questions per anchor; ≈ 1.57 questions per grid on the synthetic full build → 5.4 grids]
+GRIDS_PER_ANCHOR = 5.4
 TASK_SOURCES: dict[str, tuple[str, ...]] = {
     "counting": SOURCE_NAMES, "relative_counting": SOURCE_NAMES, "absolute_distance": ("beetles",),
     "relative_distance": ("beetles",), "relative_position": ("beetles",), "ocr": ("beetles",),
@@ -201,25 +208,34 @@ def _read_catalogs(paths: Mapping[str, Path], manifest: dict[str, Any]
 
 class _Builder:
     def __init__(self, out: Path, seed: int, canvas: int, plate_side: int,
-                 counting_tiers: tuple[str, ...] = T.COUNTING_TIERS) -> None:
+                 counting_tiers: tuple[str, ...] = T.COUNTING_TIERS, partners: int = COUNTING_PARTNERS,
+                 grids_per_anchor: float = GRIDS_PER_ANCHOR) -> None:
         self.out = out
         self.counting_tiers = counting_tiers
+        self.partners = partners
+        self.grids_per_anchor = grids_per_anchor
         self.seed = seed
         self.canvas = canvas
         self.plate_side = plate_side
         self.rows: dict[str, list[dict[str, Any]]] = {t: [] for t in T.TASKS}
         self.jobs: list[CanvasJob | CopyJob] = []
-        self.job_rows: list[dict[str, Any]] = []
+        #: (row, index of its image's job): a shared canvas is one job behind several rows
+        self.job_rows: list[tuple[dict[str, Any], int]] = []
         self.skipped: dict[str, int] = {}
 
     def skip(self, reason: str) -> None:
         self.skipped[reason] = self.skipped.get(reason, 0) + 1
 
-    def add(self, task: str, row: dict[str, Any], job: CanvasJob | CopyJob) -> None:
+    def register(self, job: CanvasJob | CopyJob) -> int:
+        """Queue one image to render; its index, for the items that show it."""
+        self.jobs.append(job)
+        return len(self.jobs) - 1
+
+    def add(self, task: str, row: dict[str, Any], job: CanvasJob | CopyJob | int) -> None:
+        """One item; ``job`` is a new image or the index of one already registered (shared)."""
         row = {"task": task, "instruction": T.INSTRUCTIONS[task], **row}
         self.rows[task].append(row)
-        self.jobs.append(job)
-        self.job_rows.append(row)
+        self.job_rows.append((row, job if isinstance(job, int) else self.register(job)))
 
     def destination(self, task: str, name: str, suffix: str = ".png") -> tuple[str, Path]:
         rel = f"{RENDER_FOLDER}/{task}/{name}{suffix}"
@@ -228,114 +244,165 @@ class _Builder:
     # ---------------------------------------------------------------- counting
 
     def counting(self, subsets: list[Subset]) -> None:
-        rng = _rng(self.seed, "counting")
-        pool = [(s, im) for s in subsets for im in s.images]
+        """Easy: one canvas per photo, asked at every count level. Medium/hard: each photo gets
+        ``partners`` distinct partners per tier (:func:`partner_pairs`; medium from another dataset,
+        hard from its own subset); each unordered pair is one two-panel canvas, asked about its left
+        and its right photograph at every level whose count is nonzero there."""
+        index = {id(im): (s, k) for s in subsets for k, im in enumerate(s.images)}
+        per_photo: dict[int, int] = {}
         for subset in subsets:
-            others = [(s, im) for s, im in pool if s.dataset != subset.dataset]
-            levels = subset.levels
             for k, image in enumerate(subset.images):
-                for level in levels:
-                    count = level.count(image)
-                    if count == 0:
+                for level in subset.levels:
+                    if level.count(image) == 0:
                         self.skip(f"counting {subset.id}: no {level.noun} in the photograph (level not asked)")
-                        continue
-                    self.counting_image(subset, k, image, level, count, others, rng, nested=len(levels) > 1)
-
-    def counting_image(self, subset: Subset, k: int, image: Any, level: CountLevel, count: int,
-                       others: list[tuple[Subset, Any]], rng: np.random.Generator, *, nested: bool) -> None:
-        c, half = self.canvas, self.canvas // 2
-        base = {"subset": subset.id, "dataset": subset.dataset, "cluster": subset.cluster(image),
-                "source_id": subset.cluster(image), "gold_number": float(count), "answer": str(count)}
-        item_id = f"c3-counting-{subset.id}-{k:05d}" + (f"-{level.name}" if nested else "")
-        extra = {"level": level.name} if nested else {}
-        rel, dest = self.destination("counting", f"{item_id}-easy")
-        if "easy" in self.counting_tiers:
-            self.add("counting", {**base, "item_id": f"{item_id}-easy", "tier": "easy", "image": rel,
-                                  "question": T.prompt(None, T.Q_COUNT.format(animals=level.noun)),
-                                  "answer_payload": T.payload({"count": count, "panel": None, **extra})},
-                     single(image.path, dest, (c, c)))
-        for tier, candidates in (("medium", others),
-                                 ("hard", [(subset, im) for im in subset.images if im is not image])):
+                if "easy" in self.counting_tiers:
+                    self.counting_easy(subset, k, image)
+        for tier in ("medium", "hard"):
             if tier not in self.counting_tiers:
                 continue
-            if not candidates:
-                self.skip(f"counting {tier}: no partner photograph")
+            rng = _rng(self.seed, f"counting:{tier}")
+            if tier == "medium":
+                pairs = partner_pairs([(s.dataset, im) for s in subsets for im in s.images], self.partners, rng,
+                                      across=True)
+            else:
+                pairs = [pair for s in subsets for pair in partner_pairs([(s.id, im) for im in s.images],
+                                                                         self.partners, rng, across=False)]
+            partnered: set[int] = set()
+            for a, b in pairs:
+                partnered.update((id(a), id(b)))
+                left, right = (a, b) if int(rng.integers(2)) == 0 else (b, a)
+                self.counting_pair(tier, index[id(left)], index[id(right)], per_photo)
+            for s in subsets:
+                for im in s.images:
+                    if id(im) not in partnered:
+                        self.skip(f"counting {tier}: no partner photograph")
+
+    def _count_base(self, subset: Subset, image: Any) -> dict[str, Any]:
+        return {"subset": subset.id, "dataset": subset.dataset, "cluster": subset.cluster(image),
+                "source_id": subset.cluster(image)}
+
+    def _levels(self, subset: Subset, image: Any) -> list[tuple[CountLevel, int, str, dict[str, Any]]]:
+        """(level, count, id suffix, payload extra) for every level asked about ``image``."""
+        nested = len(subset.levels) > 1
+        out = []
+        for level in subset.levels:
+            count = level.count(image)
+            if count:
+                out.append((level, count, f"-{level.name}" if nested else "", {"level": level.name} if nested else {}))
+        return out
+
+    def counting_easy(self, subset: Subset, k: int, image: Any) -> None:
+        c = self.canvas
+        stem = f"c3-counting-{subset.id}-{k:05d}"
+        asked = self._levels(subset, image)
+        if not asked:
+            return
+        rel, dest = self.destination("counting", f"{stem}-easy")
+        job = self.register(single(image.path, dest, (c, c)))
+        for level, count, suffix, extra in asked:
+            self.add("counting", {**self._count_base(subset, image), "item_id": f"{stem}{suffix}-easy",
+                                  "tier": "easy", "image": rel, "gold_number": float(count), "answer": str(count),
+                                  "question": T.prompt(None, T.Q_COUNT.format(animals=level.noun)),
+                                  "answer_payload": T.payload({"count": count, "panel": None, **extra})}, job)
+
+    def counting_pair(self, tier: str, left: tuple[Subset, int], right: tuple[Subset, int],
+                      per_photo: dict[int, int]) -> None:
+        """One two-panel canvas (left, right), asked about each side at each nonzero level."""
+        c, half = self.canvas, self.canvas // 2
+        (ls, lk), (rs, rk) = left, right
+        limage, rimage = ls.images[lk], rs.images[rk]
+        name = f"c3-counting-{tier}-{ls.id}-{lk:05d}-{rs.id}-{rk:05d}"
+        rel, dest = self.destination("counting", name)
+        job: int | None = None
+        for side, (subset, k), image, other in (("left", left, limage, rimage), ("right", right, rimage, limage)):
+            asked = self._levels(subset, image)
+            if not asked:
                 continue
-            _, partner = candidates[int(rng.integers(len(candidates)))]
-            side = ("left", "right")[int(rng.integers(2))]
-            pair = (image, partner) if side == "left" else (partner, image)
-            rel, dest = self.destination("counting", f"{item_id}-{tier}")
-            job = CanvasJob(dest, (c, c), (Panel(pair[0].path, (0, 0, half, c)),
-                                           Panel(pair[1].path, (half, 0, c - half, c))))
-            question = T.prompt(T.FRAME_TWO_PANEL, T.Q_COUNT_PANEL.format(animals=level.noun, side=side))
-            self.add("counting", {**base, "item_id": f"{item_id}-{tier}", "tier": tier, "image": rel,
-                                  "question": question,
-                                  "answer_payload": T.payload({"count": count, "panel": side,
-                                                               "other_count": partner.count, **extra})}, job)
+            if job is None:
+                job = self.register(CanvasJob(dest, (c, c), (Panel(limage.path, (0, 0, half, c)),
+                                                             Panel(rimage.path, (half, 0, c - half, c)))))
+            j = per_photo.get(id(image) * 2 + (tier == "hard"), 0)
+            per_photo[id(image) * 2 + (tier == "hard")] = j + 1
+            for level, count, suffix, extra in asked:
+                question = T.prompt(T.FRAME_TWO_PANEL, T.Q_COUNT_PANEL.format(animals=level.noun, side=side))
+                self.add("counting", {**self._count_base(subset, image),
+                                      "item_id": f"c3-counting-{subset.id}-{k:05d}{suffix}-{tier}-{j}",
+                                      "tier": tier, "image": rel, "gold_number": float(count), "answer": str(count),
+                                      "question": question,
+                                      "answer_payload": T.payload({"count": count, "panel": side,
+                                                                   "other_count": other.count, **extra})}, job)
 
     def relative_counting(self, subsets: list[Subset]) -> None:
+        """``grids_per_anchor`` 2×2 grids per anchor photo on average (anchor k of a subset gets
+        ⌊(k+1)·g⌋ − ⌊k·g⌋, g in thousandths; conditions alternate same/different along the subset);
+        each grid is asked for the most and/or the least individuals, wherever a unique extreme with
+        the margin exists, both questions sharing the grid image."""
         c, half = self.canvas, self.canvas // 2
         rng = _rng(self.seed, "relative_counting")
         pool = [(s, im) for s in subsets for im in s.images]
         gold_turn = {"same": 0, "different": 0}
+        rects = [(0, 0, half, half), (half, 0, c - half, half), (0, half, half, c - half),
+                 (half, half, c - half, c - half)]
+        seen: set[frozenset[int]] = set()
+        milli = round(self.grids_per_anchor * 1000)
         for subset in subsets:
+            turn = 0
+            same = [(subset, im) for im in subset.images]
+            different = [(s, im) for s, im in pool if s.dataset != subset.dataset]
             for k, anchor in enumerate(subset.images):
-                condition = T.RELATIVE_COUNTING_CONDITIONS[k % 2]
-                extreme = ("most", "least")[(k // 2) % 2]
-                if condition == "same":
-                    candidates = [(subset, im) for im in subset.images if im is not anchor]
-                else:
-                    candidates = [(s, im) for s, im in pool if s.dataset != subset.dataset]
-                chosen = None
-                for _ in range(20):
-                    if len(candidates) < 3:
-                        break
-                    picks = [candidates[int(i)] for i in rng.choice(len(candidates), size=3, replace=False)]
-                    if condition == "different" and len({s.dataset for s, _ in picks}) < min(
-                            3, len({s.dataset for s, _ in candidates})):
+                for g in range((k + 1) * milli // 1000 - k * milli // 1000):
+                    condition = T.RELATIVE_COUNTING_CONDITIONS[turn % 2]
+                    turn += 1
+                    candidates = [e for e in same if e[1] is not anchor] if condition == "same" else different
+                    chosen, extremes = None, []
+                    for _ in range(20):
+                        if len(candidates) < 3:
+                            break
+                        picks = [candidates[int(i)] for i in rng.choice(len(candidates), size=3, replace=False)]
+                        if condition == "different" and len({s.dataset for s, _ in picks}) < min(
+                                3, len({s.dataset for s, _ in candidates})):
+                            continue
+                        group = [(subset, anchor), *picks]
+                        key = frozenset(id(im) for _, im in group)
+                        extremes = [e for e in ("most", "least") if _unique_extreme([im.count for _, im in group], e)]
+                        if extremes and key not in seen:
+                            seen.add(key)
+                            chosen = group
+                            break
+                    if chosen is None:
+                        self.skip(f"relative_counting {condition}: no group with a unique extreme")
                         continue
-                    group = [(subset, anchor), *picks]
-                    counts = sorted((im.count for _, im in group), reverse=(extreme == "most"))
-                    best, runner = counts[0], counts[1]
-                    if extreme == "most":
-                        ok = best >= runner * (1 + RC_MARGIN) and best - runner >= 1
-                    else:
-                        ok = runner >= best * (1 + RC_MARGIN) and runner - best >= 1
-                    if ok:
-                        chosen = group
-                        break
-                if chosen is None:
-                    self.skip(f"relative_counting {condition}: no group with a unique extreme")
-                    continue
-                key = (lambda e: -e[1].count) if extreme == "most" else (lambda e: e[1].count)
-                winner = min(chosen, key=key)
-                rest = [e for e in chosen if e is not winner]
-                order = [int(i) for i in rng.permutation(3)]
-                gold = T.LETTERS[gold_turn[condition] % 4]
-                gold_turn[condition] += 1
-                slots: list[Any] = [None] * 4
-                slots[T.LETTERS.index(gold)] = winner
-                free = [i for i in range(4) if slots[i] is None]
-                for i, j in zip(free, order):
-                    slots[i] = rest[j]
-                scales = [round(float(v), 3) for v in rng.uniform(*PANEL_SCALE_RANGE, size=4)]
-                rects = [(0, 0, half, half), (half, 0, c - half, half), (0, half, half, c - half),
-                         (half, half, c - half, c - half)]
-                item_id = f"c3-relative_counting-{subset.id}-{k:05d}"
-                rel, dest = self.destination("relative_counting", item_id)
-                job = CanvasJob(dest, (c, c), tuple(Panel(im.path, rect, scale)
-                                                    for (_, im), rect, scale in zip(slots, rects, scales)))
-                nouns = {s.noun for s, _ in slots}
-                noun = nouns.pop() if len(nouns) == 1 else "animals"
-                question = T.prompt(T.FRAME_GRID, T.Q_RELATIVE_COUNT.format(extreme=extreme, animals=noun))
-                counts_by = {letter: im.count for letter, (_, im) in zip(T.LETTERS, slots)}
-                self.add("relative_counting", {
-                    "item_id": item_id, "subset": subset.id, "dataset": subset.dataset, "tier": condition,
-                    "cluster": subset.cluster(anchor), "source_id": subset.cluster(anchor), "image": rel,
-                    "question": question, "answer": gold, "options": list(T.LETTERS),
-                    "answer_payload": T.payload({"panel": gold, "extreme": extreme, "counts": counts_by,
-                                                 "datasets": {lt: s.dataset for lt, (s, _) in zip(T.LETTERS, slots)}}),
-                }, job)
+                    # the first extreme's winner takes the rotated gold letter; the rest are shuffled
+                    first = max(chosen, key=lambda e: e[1].count if extremes[0] == "most" else -e[1].count)
+                    rest = [e for e in chosen if e is not first]
+                    order = [int(i) for i in rng.permutation(3)]
+                    letter = T.LETTERS[gold_turn[condition] % 4]
+                    gold_turn[condition] += 1
+                    slots: list[Any] = [None] * 4
+                    slots[T.LETTERS.index(letter)] = first
+                    free = [i for i in range(4) if slots[i] is None]
+                    for i, j in zip(free, order):
+                        slots[i] = rest[j]
+                    scales = [round(float(v), 3) for v in rng.uniform(*PANEL_SCALE_RANGE, size=4)]
+                    stem = f"c3-relative_counting-{subset.id}-{k:05d}-{g}"
+                    rel, dest = self.destination("relative_counting", stem)
+                    job = self.register(CanvasJob(dest, (c, c), tuple(
+                        Panel(im.path, rect, scale) for (_, im), rect, scale in zip(slots, rects, scales))))
+                    nouns = {s.noun for s, _ in slots}
+                    noun = nouns.pop() if len(nouns) == 1 else "animals"
+                    counts_by = {lt: im.count for lt, (_, im) in zip(T.LETTERS, slots)}
+                    for extreme in extremes:
+                        pick = max if extreme == "most" else min
+                        gold = pick(T.LETTERS, key=lambda lt: counts_by[lt])
+                        question = T.prompt(T.FRAME_GRID, T.Q_RELATIVE_COUNT.format(extreme=extreme, animals=noun))
+                        self.add("relative_counting", {
+                            "item_id": f"{stem}-{extreme}", "subset": subset.id, "dataset": subset.dataset,
+                            "tier": condition, "cluster": subset.cluster(anchor), "source_id": subset.cluster(anchor),
+                            "image": rel, "question": question, "answer": gold, "options": list(T.LETTERS),
+                            "answer_payload": T.payload({"panel": gold, "extreme": extreme, "counts": counts_by,
+                                                         "datasets": {lt: s.dataset for lt, (s, _) in
+                                                                      zip(T.LETTERS, slots)}}),
+                        }, job)
 
     # ---------------------------------------------------------------- beetles
 
@@ -518,6 +585,69 @@ class _Builder:
                 self.add("viewpoint", {**base, "image": rel, "question": question}, job)
 
 
+def _unique_extreme(counts: list[int], extreme: str, margin: float = RC_MARGIN) -> bool:
+    """True when the most (or least) count is unique with ≥ ``margin`` and ≥ 1 over the runner-up."""
+    ordered = sorted(counts, reverse=(extreme == "most"))
+    best, runner = ordered[0], ordered[1]
+    if extreme == "most":
+        return best >= runner * (1 + margin) and best - runner >= 1
+    return runner >= best * (1 + margin) and runner - best >= 1
+
+
+def _interleave(entries: list[tuple[str, Any]], window: int, rng: np.random.Generator) -> list[tuple[str, Any]]:
+    """``entries`` (group, photo) in an order where no two of the same group lie within ``window``
+    places whenever the group sizes allow it: each group shuffled, then greedily the group with the
+    most photos left that is not among the last ``window`` placed (ties: a seeded group rank)."""
+    groups: dict[str, list[tuple[str, Any]]] = {}
+    for entry in entries:
+        groups.setdefault(entry[0], []).append(entry)
+    names = sorted(groups)
+    rank = {name: int(r) for name, r in zip(names, rng.permutation(len(names)))}
+    queues = {name: [groups[name][int(i)] for i in rng.permutation(len(groups[name]))] for name in names}
+    out: list[tuple[str, Any]] = []
+    while len(out) < len(entries):
+        recent = {e[0] for e in out[-window:]} if window else set()
+        open_groups = [name for name in names if queues[name]]
+        eligible = [name for name in open_groups if name not in recent] or open_groups
+        name = max(eligible, key=lambda g: (len(queues[g]), -rank[g]))
+        out.append(queues[name].pop())
+    return out
+
+
+def partner_pairs(entries: list[tuple[str, Any]], partners: int, rng: np.random.Generator, *,
+                  across: bool) -> list[tuple[Any, Any]]:
+    """Unordered photo pairs in which every photo has ``partners`` distinct partners (fewer only
+    where the pool is too small or, ``across``, a group too large): the photos are put in a seeded
+    order (``across``: interleaved so that neighbours come from different groups) and each is
+    linked to the next ⌊partners/2⌋ (cyclically), plus, for an odd number, a matching at distance
+    ⌈partners/2⌉. ``across`` drops same-group pairs; no unordered pair appears twice."""
+    n = len(entries)
+    if n < 2 or partners < 1:
+        return []
+    half = partners // 2
+    order = _interleave(entries, (partners + 1) // 2, rng) if across else [entries[int(i)] for i in rng.permutation(n)]
+    seen: set[frozenset[int]] = set()
+    pairs: list[tuple[Any, Any]] = []
+
+    def link(i: int, j: int) -> None:
+        (ga, a), (gb, b) = order[i % n], order[j % n]
+        key = frozenset((id(a), id(b)))
+        if a is b or (across and ga == gb) or key in seen:
+            return
+        seen.add(key)
+        pairs.append((a, b))
+
+    for i in range(n):
+        for d in range(1, half + 1):
+            link(i, i + d)
+    if partners % 2:
+        step = half + 1
+        for i in range(n - step):
+            if (i // step) % 2 == 0:
+                link(i, i + step)
+    return pairs
+
+
 #: components.md §3.2 / paper §3: GZCD contributes 2.9 × the median subset's counting items.
 PAPER_GZCD_COUNTING_RATIO = 2.9
 
@@ -528,6 +658,24 @@ def _median_ratios(per_subset_items: Mapping[str, Mapping[str, int]]) -> dict[st
     median = float(np.median(list(counts.values()))) if counts else 0.0
     return {"median": median, "paper_gzcd_ratio": PAPER_GZCD_COUNTING_RATIO,
             "ratios": {sid: round(n / median, 3) if median else None for sid, n in sorted(counts.items())}}
+
+
+#: components.md §3.1: the paper's C3 images (source photos plus composed canvases/overlays).
+PAPER_IMAGES = 78139
+
+
+def _image_counts(builder: _Builder) -> dict[str, Any]:
+    """Images the items show (every one is written under ``rendered/``: canvases, overlays and
+    copied photos) beside the paper's 78 139, and how many items share them."""
+    canvases = sum(isinstance(job, CanvasJob) for job in builder.jobs)
+    per_task: dict[str, set[int]] = {}
+    for row, index in builder.job_rows:
+        per_task.setdefault(row["task"], set()).add(index)
+    produced = len(builder.jobs)
+    return {"produced": produced, "rendered": produced, "canvases": canvases, "copies": produced - canvases,
+            "by_task": {t: len(per_task.get(t, ())) for t in T.TASKS},
+            "items_per_image": round(len(builder.job_rows) / produced, 3) if produced else None,
+            "expected_paper_count": PAPER_IMAGES, "difference": produced - PAPER_IMAGES}
 
 
 def _xyxy(box: Any) -> tuple[float, float, float, float]:
@@ -602,6 +750,8 @@ def build_c3(
     plate_side: int = 2048,
     rpos_items: int = 1000,
     counting_tiers: tuple[str, ...] | list[str] = T.COUNTING_TIERS,
+    counting_partners: int = COUNTING_PARTNERS,
+    grids_per_anchor: float = GRIDS_PER_ANCHOR,
     workers: int = 1,
 ) -> Bench:
     """Build the C3 benchmark folder ``out`` from ``sources`` ({name: path} or ``NAME=PATH`` strings)."""
@@ -618,6 +768,10 @@ def build_c3(
             raise BiovqaError(f"source {name!r} not found", file=path)
     if canvas < 16 or canvas % 2:
         raise BiovqaError("--canvas must be an even number of pixels ≥ 16", field="canvas")
+    if counting_partners < 0:
+        raise BiovqaError("--counting-partners must be ≥ 0", field="counting_partners")
+    if not math.isfinite(grids_per_anchor) or grids_per_anchor < 0:
+        raise BiovqaError("--grids-per-anchor must be a number ≥ 0", field="grids_per_anchor")
     out = Path(out)
     manifest: dict[str, Any] = {"exclusions": {}, "files": {}, "ignored_object_names": {}}
     catalogs, catalog_images = _read_catalogs(paths, manifest)
@@ -626,7 +780,7 @@ def build_c3(
     if not tiers or set(tiers) - set(T.COUNTING_TIERS):
         raise BiovqaError(f"counting tiers are {', '.join(T.COUNTING_TIERS)}, got {', '.join(tiers)}",
                           field="counting_tiers")
-    builder = _Builder(out, seed, canvas, plate_side, tiers)
+    builder = _Builder(out, seed, canvas, plate_side, tiers, counting_partners, grids_per_anchor)
     skipped_tasks: dict[str, str] = {}
     if subsets:
         builder.counting(subsets)
@@ -650,8 +804,8 @@ def build_c3(
         skipped_tasks["localization"] = skipped_tasks["viewpoint"] = reason
 
     digests = render_all(builder.jobs, workers=workers)
-    for row, digest in zip(builder.job_rows, digests):
-        row["image_sha256"] = digest
+    for row, job_index in builder.job_rows:
+        row["image_sha256"] = digests[job_index]
     ordered = [row for task in T.TASKS for row in builder.rows[task]]
     table = T.items_table(ordered) if ordered else T.ITEM_SCHEMA.empty_table()
     produced = {t: len(builder.rows[t]) for t in T.TASKS}
@@ -663,7 +817,9 @@ def build_c3(
     files: dict[str, str | Path] = dict(manifest["files"])
     parameters = {
         "seed": seed, "per_subset": per_subset, "canvas_px": canvas, "plate_max_side_px": plate_side,
-        "relative_position_items": rpos_items, "counting_tiers": list(tiers), "relative_counting_margin": RC_MARGIN,
+        "relative_position_items": rpos_items, "counting_tiers": list(tiers),
+        "counting_partners": counting_partners, "grids_per_anchor": grids_per_anchor,
+        "relative_counting_margin": RC_MARGIN,
         "relative_distance_margin": RD_MARGIN, "relative_position_boundary_deg": RPOS_BOUNDARY_DEG,
         "panel_scale_range": list(PANEL_SCALE_RANGE),
         "drawing": {"line_width": "max(3 px, 0.3 % of canvas width)", "border_px": 2,
@@ -686,7 +842,7 @@ def build_c3(
             "ignored_object_names": manifest["ignored_object_names"],
             "skipped": dict(sorted(builder.skipped.items())),
             "skipped_tasks": skipped_tasks,
-            "images": {"rendered": len(builder.jobs)},
+            "images": _image_counts(builder),
             "task_counts": {t: {"produced": produced[t], "expected_paper_count": T.PAPER_COUNTS[t],
                                 "difference": produced[t] - T.PAPER_COUNTS[t]} for t in T.TASKS},
         },
@@ -701,6 +857,8 @@ def build_command(
     canvas: Annotated[int, typer.Option(help="side of the counting canvases in pixels")] = 1344,
     plate_side: Annotated[int, typer.Option(help="longest side of rendered beetle plates in pixels")] = 2048,
     rpos_items: Annotated[int, typer.Option(help="relative-position items (balanced over 8 directions)")] = 1000,
+    counting_partners: Annotated[int, typer.Option(help="counting: distinct partner photos per photo in the medium and hard tiers (two-panel canvases, each asked about both sides)")] = COUNTING_PARTNERS,
+    grids_per_anchor: Annotated[float, typer.Option(help="relative counting: 2×2 grids per anchor photo on average (each asked most and/or least)")] = GRIDS_PER_ANCHOR,
     workers: Annotated[int, typer.Option(help="processes for rendering (output is identical for any number)")] = 1,
 ) -> None:
     """Build C3 (quantitative spatial reasoning) from the native source datasets."""
@@ -708,12 +866,15 @@ def build_command(
 
     console = Console(stderr=True)
     bench = build_c3(parse_sources(source), out, seed=seed, per_subset=per_subset, canvas=canvas,
-                     plate_side=plate_side, rpos_items=rpos_items, workers=workers)
+                     plate_side=plate_side, rpos_items=rpos_items, counting_partners=counting_partners,
+                     grids_per_anchor=grids_per_anchor, workers=workers)
     console.print(f"[green]built C3[/green]: {bench.manifest['counts']['total']:,} items → {bench.root}")
     for task, entry in bench.manifest["task_counts"].items():
         note = bench.manifest["skipped_tasks"].get(task)
         console.print(f"  {task:18s} {entry['produced']:>8,}  (paper {entry['expected_paper_count']:,})"
                       + (f"  skipped: {note}" if note else ""))
+    images = bench.manifest["images"]
+    console.print(f"  {'images':18s} {images['produced']:>8,}  (paper {images['expected_paper_count']:,})")
 
 
 # ------------------------------------------------------------------------------- floor

@@ -10,8 +10,8 @@ balanced. Images with no annotated individual, and beetle plates whose individua
 subsets with every photo whose annotations all survived the reader (a photo that lost one has an
 unverifiable count).
 
-Count levels: a subset asks one counting question per image (every annotated individual), except
-GZCD, which asks three nested ones (components.md §3.2; the paper does not name them, [DEFAULT]
+Count levels: a subset asks one counting question per image on each canvas showing it (every
+annotated individual), except GZCD, which asks three nested ones on the same canvases (components.md §3.2; the paper does not name them, [DEFAULT]
 :data:`GZCD_LEVELS`: all animals ⊇ zebras ⊇ Grevy's zebras, from the GGR species codes). A level
 whose count is 0 for an image is not asked for it.
 """
