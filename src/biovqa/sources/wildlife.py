@@ -26,6 +26,24 @@ A file that does not follow the format (not JSON, no ``annotations``, a box that
 with positive width and height, an annotation naming an unknown image, no viewpoint field anywhere)
 is an :class:`~biovqa.errors.InputFormatError` naming the file, the 1-based row in ``annotations[]``
 and the field.
+
+Two readers give these records (``reader=``):
+
+* ``"biovqa"`` (default) — this module's own reader; the box is the annotation's ``bbox`` rotated by
+  its ``theta``.
+* ``"wildlife-datasets"`` — the Wild Me catalogue of the ``wildlife-datasets`` package
+  (``pip install 'biovqa[wildlife]'``; its WhaleSharkID, HyenaID2022, LeopardID2022, BelugaID and
+  GiraffeZebraID loaders, or its generic Wild Me loader for another ``<name>.coco`` layout), whose
+  DataFrame columns are mapped to the same records: ``identity`` (its ``unknown`` and the export's
+  ``____`` → ``None``), ``orientation`` → viewpoint, ``path`` → image path, ``species``. That
+  catalogue drops the annotation ``uuid``, the image size and ``theta``, which are taken from the
+  same JSON rows; its ``bbox`` is the extent of the annotation's ``segmentation`` polygon, kept as an
+  axis-aligned box (``theta = 0``). The two readers agree wherever the polygon is the (rotated) box's
+  corners, as in the Wild Me exports; where a polygon is a true outline, the package's box is that
+  outline's extent, while the documented box (datasets.md §8) is ``bbox`` + ``theta``, which the
+  ``biovqa`` reader follows. The package needs ``viewpoint`` and ``segmentation`` on every
+  annotation (a missing one is an error naming the row, not an exclusion) and has no GZCD loader:
+  a GZCD folder is read by the ``biovqa`` reader, and :attr:`WildlifeCatalog.reader` says so.
 """
 
 from __future__ import annotations
@@ -33,11 +51,13 @@ from __future__ import annotations
 import json
 import math
 import re
+import warnings
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from biovqa.errors import InputFormatError, MissingResourceError
+from biovqa.errors import BiovqaError, InputFormatError, MissingResourceError
 
 #: Catalog names the toolkit knows → the species the catalog shows.
 CATALOG_SPECIES: dict[str, str] = {
@@ -58,6 +78,23 @@ _SIMPLE_VIEWS = ("front", "back", "left", "right", "up", "down")
 EXCLUDED_NO_VIEWPOINT = "no viewpoint"
 EXCLUDED_BOX_OUTSIDE = "box outside the image"
 EXCLUDED_IMAGE_MISSING = "image file missing"
+
+#: The catalog readers (``read_wildlife_catalog(reader=...)``, ``--catalog-reader``).
+READERS: tuple[str, ...] = ("biovqa", "wildlife-datasets")
+WILDLIFE_DATASETS_HINT = "pip install 'biovqa[wildlife]' (the wildlife-datasets package)"
+#: catalog name → the wildlife-datasets class reading it, with the layout that class expects
+#: (``<prefix>.coco/annotations/instances_train<year>.json`` under the class's root)
+WILDLIFE_DATASETS_LOADERS: dict[str, tuple[str, str, int]] = {
+    "whaleshark": ("WhaleSharkID", "whaleshark", 2020),
+    "hyena": ("HyenaID2022", "hyena", 2022),
+    "leopard": ("LeopardID2022", "leopard", 2022),
+    "beluga": ("BelugaID", "beluga/beluga", 2022),
+    "gzgc": ("GiraffeZebraID", "gzgc", 2020),
+}
+#: the keys the package's Wild Me loader indexes in every entry of each list
+_PACKAGE_KEYS = {"annotations": ("name", "segmentation", "image_id", "category_id", "viewpoint"),
+                 "images": ("id", "file_name", "date_captured"),
+                 "categories": ("id", "name", "supercategory")}
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,6 +152,8 @@ class WildlifeCatalog:
     #: annotations per photo (``file_name``) in the file, kept or not: a photo whose kept count is
     #: lower lost an annotation, so its count of animals is unverifiable (C3 counting)
     annotations_per_image: dict[str, int] = field(default_factory=dict)
+    #: which reader produced the records (``"biovqa"`` or ``"wildlife-datasets <class>"``)
+    reader: str = "biovqa"
 
     @property
     def viewpoints(self) -> list[str]:
@@ -200,38 +239,29 @@ def read_coco_json(path: Path) -> dict[str, Any]:
 
 
 def read_wildlife_catalog(path: str | Path, name: str | None = None, *,
-                          check_images: bool = True) -> WildlifeCatalog:
+                          check_images: bool = True, reader: str = "biovqa") -> WildlifeCatalog:
     """Read one catalog (see the module docstring). ``name`` defaults to the folder name without
-    ``.coco``; ``check_images=False`` skips the on-disk check of every photo."""
+    ``.coco``; ``check_images=False`` skips the on-disk check of every photo; ``reader`` is
+    ``"biovqa"`` or ``"wildlife-datasets"`` (the package's loader, mapped to the same records)."""
+    if reader not in READERS:
+        raise BiovqaError(f"unknown catalog reader {reader!r}", field="reader",
+                          hint=f"readers: {', '.join(READERS)}")
     annotation_file, images_dir = find_annotation_file(path)
     name = name or Path(path).name.removesuffix(".coco")
+    if reader == "wildlife-datasets" and annotation_file.name != GZCD_METADATA:
+        return _read_with_wildlife_datasets(path, name, annotation_file, images_dir, check_images=check_images)
     payload = read_coco_json(annotation_file)
-    species = {c.get("id"): c.get("name") for c in payload.get("categories", []) or [] if isinstance(c, dict)}
-    images: dict[Any, dict[str, Any]] = {}
-    for index, image in enumerate(payload["images"], start=1):
-        if not isinstance(image, dict) or "id" not in image or "file_name" not in image:
-            raise InputFormatError("an image needs id and file_name", file=annotation_file, row=index,
-                                   field="images[].file_name")
-        images[image["id"]] = image
+    species = _species(payload)
+    images = _images(payload, annotation_file)
     raw = payload["annotations"]
     if raw and not any(isinstance(a, dict) and "viewpoint" in a for a in raw):
         raise InputFormatError("no annotation has a viewpoint", file=annotation_file, field="viewpoint",
                                hint="C3/C4 group annotations by viewpoint; this export lacks the field")
-    exclusions: dict[str, int] = {}
-    notes: dict[str, int] = {}
-    existing: dict[str, bool] = {}
-    out: list[WildlifeAnnotation] = []
-    per_image: dict[str, int] = {}
-
-    def count(bucket: dict[str, int], reason: str) -> None:
-        bucket[reason] = bucket.get(reason, 0) + 1
-
+    admission = _Admission(check_images)
     for row, entry in enumerate(raw, start=1):
         if not isinstance(entry, dict):
             raise InputFormatError("an annotation must be a JSON object", file=annotation_file, row=row)
-        if entry.get("image_id") not in images:
-            raise InputFormatError(f"image_id {entry.get('image_id')!r} is not in images[]",
-                                   file=annotation_file, row=row, field="image_id")
+        image = _image_of(entry, images, annotation_file, row)
         box = entry.get("bbox")
         numbers = [json_number(v) for v in box] if isinstance(box, list) else []
         if len(numbers) != 4 or any(v is None for v in numbers):
@@ -245,42 +275,259 @@ def read_wildlife_catalog(path: str | Path, name: str | None = None, *,
         if theta is None:
             raise InputFormatError(f"theta must be a number (radians), found {entry.get('theta')!r}",
                                    file=annotation_file, row=row, field="theta")
-        image = images[entry["image_id"]]
-        per_image[str(image["file_name"])] = per_image.get(str(image["file_name"]), 0) + 1
-        width, height = json_number(image.get("width")), json_number(image.get("height"))
-        if width is None or height is None or width <= 0 or height <= 0:
-            raise InputFormatError("image width and height must be positive numbers",
-                                   file=annotation_file, row=row, field="images[].width")
+        width, height = _image_size(image, annotation_file, row)
+        admission.count_image(str(image["file_name"]))
         viewpoint = normalize_viewpoint(entry.get("viewpoint"))
         if viewpoint is None:
-            count(exclusions, EXCLUDED_NO_VIEWPOINT)
+            admission.exclude(EXCLUDED_NO_VIEWPOINT)
             continue
-        annotation = WildlifeAnnotation(
-            dataset=name, annotation_id=str(entry.get("uuid") or entry.get("id", row)),
+        admission.admit(WildlifeAnnotation(
+            dataset=name, annotation_id=_annotation_id(entry, row),
             image_id=str(image["id"]), image_path=images_dir / str(image["file_name"]),
-            file_name=str(image["file_name"]), width=int(width), height=int(height),
+            file_name=str(image["file_name"]), width=width, height=height,
             bbox=(x, y, w, h), theta=float(theta), viewpoint=viewpoint,
-            identity=_identity(entry), species=species.get(entry.get("category_id")), row=row)
+            identity=_identity(entry), species=species.get(entry.get("category_id")), row=row))
+    return admission.catalog(name, path, images_dir, annotation_file, "biovqa")
+
+
+class _Admission:
+    """The exclusion rules both readers share: a box that misses the image and a missing photo are
+    counted exclusions; an overhanging box and an unknown identity are counted notes."""
+
+    def __init__(self, check_images: bool) -> None:
+        self.check_images = check_images
+        self.exclusions: dict[str, int] = {}
+        self.notes: dict[str, int] = {}
+        self.per_image: dict[str, int] = {}
+        self.existing: dict[str, bool] = {}
+        self.out: list[WildlifeAnnotation] = []
+
+    def exclude(self, reason: str) -> None:
+        self.exclusions[reason] = self.exclusions.get(reason, 0) + 1
+
+    def note(self, reason: str) -> None:
+        self.notes[reason] = self.notes.get(reason, 0) + 1
+
+    def count_image(self, file_name: str) -> None:
+        self.per_image[file_name] = self.per_image.get(file_name, 0) + 1
+
+    def admit(self, annotation: WildlifeAnnotation) -> None:
         x0, y0, x1, y1 = _enclosing(annotation)
         if x1 <= 0 or y1 <= 0 or x0 >= annotation.width or y0 >= annotation.height:
-            count(exclusions, EXCLUDED_BOX_OUTSIDE)
-            continue
+            self.exclude(EXCLUDED_BOX_OUTSIDE)
+            return
         if x0 < 0 or y0 < 0 or x1 > annotation.width or y1 > annotation.height:
-            count(notes, "box clipped")
+            self.note("box clipped")
         if annotation.identity is None:
-            count(notes, "unknown identity")
-        if check_images:
+            self.note("unknown identity")
+        if self.check_images:
             key = annotation.file_name
-            if key not in existing:
-                existing[key] = annotation.image_path.is_file()
-            if not existing[key]:
-                count(exclusions, EXCLUDED_IMAGE_MISSING)
-                continue
-        out.append(annotation)
-    return WildlifeCatalog(name=name, root=Path(path), images_dir=images_dir,
-                           annotation_file=annotation_file, annotations=out,
-                           exclusions=dict(sorted(exclusions.items())), notes=dict(sorted(notes.items())),
-                           annotations_per_image=dict(sorted(per_image.items())))
+            if key not in self.existing:
+                self.existing[key] = annotation.image_path.is_file()
+            if not self.existing[key]:
+                self.exclude(EXCLUDED_IMAGE_MISSING)
+                return
+        self.out.append(annotation)
+
+    def catalog(self, name: str, path: str | Path, images_dir: Path, annotation_file: Path,
+                reader: str) -> WildlifeCatalog:
+        return WildlifeCatalog(name=name, root=Path(path), images_dir=images_dir,
+                               annotation_file=annotation_file, annotations=self.out,
+                               exclusions=dict(sorted(self.exclusions.items())),
+                               notes=dict(sorted(self.notes.items())),
+                               annotations_per_image=dict(sorted(self.per_image.items())), reader=reader)
+
+
+def _species(payload: dict[str, Any]) -> dict[Any, Any]:
+    return {c.get("id"): c.get("name") for c in payload.get("categories", []) or [] if isinstance(c, dict)}
+
+
+def _images(payload: dict[str, Any], annotation_file: Path) -> dict[Any, dict[str, Any]]:
+    images: dict[Any, dict[str, Any]] = {}
+    for index, image in enumerate(payload["images"], start=1):
+        if not isinstance(image, dict) or "id" not in image or "file_name" not in image:
+            raise InputFormatError("an image needs id and file_name", file=annotation_file, row=index,
+                                   field="images[].file_name")
+        images[image["id"]] = image
+    return images
+
+
+def _image_of(entry: dict[str, Any], images: dict[Any, dict[str, Any]], annotation_file: Path,
+              row: int) -> dict[str, Any]:
+    if entry.get("image_id") not in images:
+        raise InputFormatError(f"image_id {entry.get('image_id')!r} is not in images[]",
+                               file=annotation_file, row=row, field="image_id")
+    return images[entry["image_id"]]
+
+
+def _image_size(image: dict[str, Any], annotation_file: Path, row: int) -> tuple[int, int]:
+    width, height = json_number(image.get("width")), json_number(image.get("height"))
+    if width is None or height is None or width <= 0 or height <= 0:
+        raise InputFormatError("image width and height must be positive numbers",
+                               file=annotation_file, row=row, field="images[].width")
+    return int(width), int(height)
+
+
+def _annotation_id(entry: dict[str, Any], row: int) -> str:
+    return str(entry.get("uuid") or entry.get("id", row))
+
+
+# ------------------------------------------------------------------ wildlife-datasets reader
+
+
+def _read_with_wildlife_datasets(path: str | Path, name: str, annotation_file: Path, images_dir: Path, *,
+                                 check_images: bool) -> WildlifeCatalog:
+    """The catalog as the wildlife-datasets package reads it, mapped to biovqa's records. Its
+    catalogue row ``image_id`` is the annotation's 0-based position in ``annotations[]``; the
+    annotation ``uuid`` and the image size it drops are taken from that JSON row."""
+    payload = read_coco_json(annotation_file)
+    _check_package_keys(payload, annotation_file)
+    images = _images(payload, annotation_file)
+    raw = payload["annotations"]
+    frame, root, label = _package_catalogue(annotation_file, name)
+    unknown = str(frame.attrs.get("unknown_name", "unknown"))
+    admission = _Admission(check_images)
+    for record in _frame_records(frame):
+        position = record.get("image_id")
+        if isinstance(position, bool) or not isinstance(position, int) or not 0 <= position < len(raw):
+            raise InputFormatError(f"wildlife-datasets returned a row ({position!r}) that is not an annotation "
+                                   "position", file=annotation_file, field="image_id")
+        row = position + 1
+        entry = raw[position]
+        image = _image_of(entry, images, annotation_file, row)
+        width, height = _image_size(image, annotation_file, row)
+        admission.count_image(str(image["file_name"]))
+        box: Any = record.get("bbox")
+        numbers = [number for number in (json_number(float(v)) for v in box) if number is not None] \
+            if _is_sequence(box) else []
+        if len(numbers) != 4 or numbers[2] <= 0 or numbers[3] <= 0:
+            raise InputFormatError(f"the segmentation polygon spans no area (wildlife-datasets box {box!r})",
+                                   file=annotation_file, row=row, field="segmentation")
+        viewpoint = normalize_viewpoint(_missing_to_none(record.get("orientation")))
+        if viewpoint is None:
+            admission.exclude(EXCLUDED_NO_VIEWPOINT)
+            continue
+        identity = _missing_to_none(record.get("identity"))
+        species = _missing_to_none(record.get("species"))
+        admission.admit(WildlifeAnnotation(
+            dataset=name, annotation_id=_annotation_id(entry, row), image_id=str(image["id"]),
+            image_path=root / str(record["path"]), file_name=str(image["file_name"]),
+            width=width, height=height, bbox=(numbers[0], numbers[1], numbers[2], numbers[3]),
+            theta=0.0, viewpoint=viewpoint,
+            identity=None if identity is None or str(identity) == unknown else _identity({"name": identity}),
+            species=None if species is None else str(species), row=row))
+    return admission.catalog(name, path, images_dir, annotation_file, f"wildlife-datasets {label}")
+
+
+def _check_package_keys(payload: dict[str, Any], annotation_file: Path) -> None:
+    """The package indexes these keys without a check (a KeyError deep inside it): name the first
+    entry lacking one instead. It also needs exactly one segmentation polygon per annotation."""
+    for key, needed in _PACKAGE_KEYS.items():
+        entries = payload.get(key)
+        if key == "categories" and not isinstance(entries, list):
+            raise InputFormatError("wildlife-datasets needs a categories[] list", file=annotation_file,
+                                   field="categories", hint="read this catalog with --catalog-reader biovqa")
+        for row, entry in enumerate(entries or [], start=1):
+            if not isinstance(entry, dict):
+                raise InputFormatError(f"an entry of {key}[] must be a JSON object", file=annotation_file, row=row)
+            for needed_key in needed:
+                if needed_key not in entry:
+                    raise InputFormatError(
+                        f"wildlife-datasets needs {needed_key!r} on every entry of {key}[]", file=annotation_file,
+                        row=row, field=needed_key if key == "annotations" else f"{key}[].{needed_key}",
+                        hint="read this catalog with --catalog-reader biovqa")
+            if key == "annotations":
+                polygons = entry["segmentation"]
+                if not isinstance(polygons, list) or len(polygons) != 1 or not isinstance(polygons[0], list) \
+                        or len(polygons[0]) < 2 or len(polygons[0]) % 2 \
+                        or any(json_number(v) is None for v in polygons[0]):
+                    raise InputFormatError("wildlife-datasets needs exactly one segmentation polygon "
+                                           "[x1, y1, x2, y2, ...]", file=annotation_file, row=row,
+                                           field="segmentation", hint="read this catalog with --catalog-reader biovqa")
+
+
+def _package_catalogue(annotation_file: Path, name: str) -> tuple[Any, Path, str]:
+    """(the package's catalogue DataFrame, the root its ``path`` column is relative to, the loader
+    used). The named class (WhaleSharkID, …) reads a catalog in the layout it expects; any other
+    ``<prefix>.coco`` layout goes through the package's generic Wild Me loader."""
+    try:
+        from wildlife_datasets.datasets import datasets_wildme
+        from wildlife_datasets import datasets as package
+    except ImportError as exc:
+        raise BiovqaError(f"the wildlife-datasets catalog reader needs the wildlife-datasets package: {exc}",
+                          hint=WILDLIFE_DATASETS_HINT) from None
+    coco = annotation_file.parent.parent
+    match = re.match(r"instances_train(\d+)\.json$", annotation_file.name)
+    if annotation_file.parent.name != "annotations" or not coco.name.endswith(".coco") or match is None:
+        raise InputFormatError("wildlife-datasets reads only the <name>.coco/annotations/instances_train<YEAR>.json "
+                               "layout", file=annotation_file, hint="read this catalog with --catalog-reader biovqa")
+    year = int(match.group(1))
+    prefix_parts = [coco.name.removesuffix(".coco")]
+    known = WILDLIFE_DATASETS_LOADERS.get(name)
+    loader: Any
+    if known is not None and Path(known[1]).parts[-1] == prefix_parts[0] and known[2] == year:
+        class_name, prefix, _ = known
+        depth = len(Path(prefix).parts)
+        root = coco.parents[depth - 1] if depth > 1 else coco.parent
+        if (root / f"{prefix}.coco").resolve() != coco.resolve():
+            class_name = ""
+    else:
+        class_name = ""
+    if class_name:
+        loader, label = getattr(package, class_name), class_name
+    else:
+        prefix, root = prefix_parts[0], coco.parent
+
+        class _Generic(datasets_wildme.WildlifeDatasetWildMe):  # type: ignore[misc]
+            def create_catalogue(self) -> Any:
+                return self.create_catalogue_wildme(prefix, year)
+
+        loader, label = _Generic, f"WildlifeDatasetWildMe({prefix!r}, {year})"
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # BelugaID warns that BelugaIDv2 exists (another release)
+            dataset = loader(str(root), check_files=False)
+    except Exception as exc:  # the package raises bare Exception / KeyError / ValueError
+        raise InputFormatError(f"wildlife-datasets ({label}) could not read the catalog: "
+                               f"{type(exc).__name__}: {exc}", file=annotation_file,
+                               hint="read this catalog with --catalog-reader biovqa") from None
+    frame = dataset.df
+    frame.attrs["unknown_name"] = getattr(dataset, "unknown_name", "unknown")
+    return frame, root, label
+
+
+def _frame_records(frame: Any) -> Iterator[dict[str, Any]]:
+    columns = list(frame.columns)
+    for values in frame.itertuples(index=False, name=None):
+        record = dict(zip(columns, values))
+        position = record.get("image_id")
+        if position is not None and not isinstance(position, bool):
+            try:
+                record["image_id"] = int(position)
+            except (TypeError, ValueError):
+                pass
+        yield record
+
+
+def _is_sequence(value: Any) -> bool:
+    return isinstance(value, (list, tuple)) or (hasattr(value, "__len__") and hasattr(value, "__getitem__")
+                                                 and not isinstance(value, (str, bytes)))
+
+
+def _missing_to_none(value: Any) -> Any:
+    """``None`` for the package's missing values (NaN / pandas NA), else the value."""
+    if value is None:
+        return None
+    if isinstance(value, float) and math.isnan(value):
+        return None
+    try:
+        import pandas as pd
+
+        if value is pd.NA or value is pd.NaT:
+            return None
+    except ImportError:  # pragma: no cover - the package depends on pandas
+        pass
+    return value
 
 
 def _enclosing(annotation: WildlifeAnnotation) -> tuple[float, float, float, float]:
@@ -320,7 +567,9 @@ def write_coco_catalog(root: str | Path, annotations: list[dict[str, Any]], imag
 
 __all__ = [
     "CATALOG_SPECIES",
+    "READERS",
     "UNKNOWN_IDENTITY",
+    "WILDLIFE_DATASETS_LOADERS",
     "WildlifeAnnotation",
     "WildlifeCatalog",
     "find_annotation_file",

@@ -146,7 +146,7 @@ def _subset(sid: str, root: Path, images: list[Any]) -> Subset:
     return Subset(sid, dataset, noun, root, list(images))
 
 
-def _read_catalogs(paths: Mapping[str, Path], manifest: dict[str, Any]
+def _read_catalogs(paths: Mapping[str, Path], manifest: dict[str, Any], reader: str = "biovqa"
                    ) -> tuple[dict[str, list[dict[str, Any]]], dict[str, tuple[Path, list[Any], dict[str, int]]]]:
     """The wildlife catalogs given: per catalog the localization/viewpoint records (path, width,
     height, box_xywh, viewpoint, species, single) and the counting images (root, images,
@@ -180,7 +180,7 @@ def _read_catalogs(paths: Mapping[str, Path], manifest: dict[str, Any]
         else:
             from biovqa.sources.wildlife import read_wildlife_catalog
 
-            catalog = read_wildlife_catalog(paths[name], name)
+            catalog = read_wildlife_catalog(paths[name], name, reader=reader)
             manifest["exclusions"][name] = dict(catalog.exclusions)
             root = catalog.images_dir
             per_image: dict[str, list[Any]] = {}
@@ -753,8 +753,10 @@ def build_c3(
     counting_partners: int = COUNTING_PARTNERS,
     grids_per_anchor: float = GRIDS_PER_ANCHOR,
     workers: int = 1,
+    catalog_reader: str = "biovqa",
 ) -> Bench:
-    """Build the C3 benchmark folder ``out`` from ``sources`` ({name: path} or ``NAME=PATH`` strings)."""
+    """Build the C3 benchmark folder ``out`` from ``sources`` ({name: path} or ``NAME=PATH`` strings);
+    ``catalog_reader`` reads the Wild Me catalogs (``"biovqa"`` or ``"wildlife-datasets"``)."""
     given = parse_sources(sources) if isinstance(sources, list) else sources
     paths: dict[str, Path] = {k.lower(): Path(v) for k, v in given.items()}
     unknown = sorted(set(paths) - set(SOURCE_NAMES))
@@ -766,6 +768,11 @@ def build_c3(
     for name, path in paths.items():
         if not path.exists():
             raise BiovqaError(f"source {name!r} not found", file=path)
+    from biovqa.sources.wildlife import READERS
+
+    if catalog_reader not in READERS:
+        raise BiovqaError(f"unknown catalog reader {catalog_reader!r}", field="catalog_reader",
+                          hint=f"readers: {', '.join(READERS)}")
     if canvas < 16 or canvas % 2:
         raise BiovqaError("--canvas must be an even number of pixels ≥ 16", field="canvas")
     if counting_partners < 0:
@@ -774,7 +781,7 @@ def build_c3(
         raise BiovqaError("--grids-per-anchor must be a number ≥ 0", field="grids_per_anchor")
     out = Path(out)
     manifest: dict[str, Any] = {"exclusions": {}, "files": {}, "ignored_object_names": {}}
-    catalogs, catalog_images = _read_catalogs(paths, manifest)
+    catalogs, catalog_images = _read_catalogs(paths, manifest, catalog_reader)
     subsets, beetles = _read_subsets(paths, per_subset, seed, manifest, catalog_images)
     tiers = tuple(counting_tiers)
     if not tiers or set(tiers) - set(T.COUNTING_TIERS):
@@ -819,6 +826,7 @@ def build_c3(
         "seed": seed, "per_subset": per_subset, "canvas_px": canvas, "plate_max_side_px": plate_side,
         "relative_position_items": rpos_items, "counting_tiers": list(tiers),
         "counting_partners": counting_partners, "grids_per_anchor": grids_per_anchor,
+        "catalog_reader": catalog_reader,
         "relative_counting_margin": RC_MARGIN,
         "relative_distance_margin": RD_MARGIN, "relative_position_boundary_deg": RPOS_BOUNDARY_DEG,
         "panel_scale_range": list(PANEL_SCALE_RANGE),
@@ -860,6 +868,7 @@ def build_command(
     counting_partners: Annotated[int, typer.Option(help="counting: distinct partner photos per photo in the medium and hard tiers (two-panel canvases, each asked about both sides)")] = COUNTING_PARTNERS,
     grids_per_anchor: Annotated[float, typer.Option(help="relative counting: 2×2 grids per anchor photo on average (each asked most and/or least)")] = GRIDS_PER_ANCHOR,
     workers: Annotated[int, typer.Option(help="processes for rendering (output is identical for any number)")] = 1,
+    catalog_reader: Annotated[str, typer.Option("--catalog-reader", help="Wild Me catalog reader (whaleshark, hyena, leopard): biovqa, or wildlife-datasets (pip install 'biovqa[wildlife]')")] = "biovqa",
 ) -> None:
     """Build C3 (quantitative spatial reasoning) from the native source datasets."""
     from rich.console import Console
@@ -867,7 +876,7 @@ def build_command(
     console = Console(stderr=True)
     bench = build_c3(parse_sources(source), out, seed=seed, per_subset=per_subset, canvas=canvas,
                      plate_side=plate_side, rpos_items=rpos_items, counting_partners=counting_partners,
-                     grids_per_anchor=grids_per_anchor, workers=workers)
+                     grids_per_anchor=grids_per_anchor, workers=workers, catalog_reader=catalog_reader)
     console.print(f"[green]built C3[/green]: {bench.manifest['counts']['total']:,} items → {bench.root}")
     for task, entry in bench.manifest["task_counts"].items():
         note = bench.manifest["skipped_tasks"].get(task)

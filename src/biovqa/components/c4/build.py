@@ -30,7 +30,7 @@ import typer
 from biovqa.bench.folder import Bench, bench_relative, staged_build, write_bench
 from biovqa.errors import BiovqaError
 from biovqa.records import ITEM_COLUMNS
-from biovqa.sources.wildlife import CATALOG_SPECIES, read_wildlife_catalog
+from biovqa.sources.wildlife import CATALOG_SPECIES, READERS, read_wildlife_catalog
 from biovqa.components.c4.pairs import CONDITIONS, PairResult, auc, build_pairs
 from biovqa.components.c4.parser import C4_INSTRUCTION, C4_QUESTION
 from biovqa.components.c4.render import GUTTER, PANEL_HEIGHT
@@ -124,15 +124,20 @@ def build_c4(
     progress: bool = False,
     workers: int = 1,
     panel_height: int = PANEL_HEIGHT,
+    catalog_reader: str = "biovqa",
 ) -> Bench:
     """Build the C4 benchmark folder ``out``. ``embedder`` is a DINOv2 checkpoint folder or hub id
     (or an object with ``embed(images)``, ``name`` and ``fingerprint``); ``cache`` is the
-    embedding cache file (default ``out/c4/embeddings-<model fingerprint>.parquet``)."""
+    embedding cache file (default ``out/c4/embeddings-<model fingerprint>.parquet``);
+    ``catalog_reader`` is ``"biovqa"`` or ``"wildlife-datasets"`` (:func:`read_wildlife_catalog`)."""
     from biovqa.components.c4.embed import DinoEmbedder, EmbeddingCache, embed_annotations, model_fingerprint
     from biovqa.components.c4.render import CanvasJob, render_all
 
     out = Path(out)
     paths = parse_catalogs(catalogs)
+    if catalog_reader not in READERS:
+        raise BiovqaError(f"unknown catalog reader {catalog_reader!r}", field="--catalog-reader",
+                          hint=f"readers: {', '.join(READERS)}")
     if pairs_per_kind < 1:
         raise BiovqaError(f"pairs per kind must be at least 1, got {pairs_per_kind}", field="--pairs")
     if isinstance(embedder, (str, Path)):
@@ -153,7 +158,7 @@ def build_c4(
     sources: dict[str, str | Path] = {}
     embedding_stats: dict[str, Any] = {}
     for name, path in paths.items():
-        catalog = read_wildlife_catalog(path, name)
+        catalog = read_wildlife_catalog(path, name, reader=catalog_reader)
         sources[f"{name}_annotations"] = catalog.annotation_file
         known = [a for a in catalog.annotations if a.identity is not None]
         exclusions = dict(catalog.exclusions)
@@ -173,6 +178,7 @@ def build_c4(
         results: dict[str, PairResult] = {}
         summary: dict[str, Any] = {
             "species": CATALOG_SPECIES.get(name),
+            "reader": catalog.reader,
             "annotations_read": len(catalog.annotations) + sum(catalog.exclusions.values()),
             "annotations_used": len(known),
             "exclusions": dict(sorted(exclusions.items())),
@@ -228,6 +234,7 @@ def build_c4(
     table = pa.Table.from_pylist(rows, schema=ITEM_SCHEMA)
     parameters = {
         "seed": seed, "pairs_per_kind": pairs_per_kind, "conditions": list(CONDITIONS),
+        "catalog_reader": catalog_reader,
         "embedder": {"model": model_name, "fingerprint": fingerprint,
                      "representation": "CLS token of the last hidden state, L2-normalised; cosine similarity"},
         "crop": "whole photo" if whole_photo else "axis-aligned box enclosing the rotated annotation box, clipped",
@@ -260,6 +267,7 @@ def build_command(
     whole_photo: Annotated[bool, typer.Option("--whole-photo", help="show and embed whole photos instead of annotation crops")] = False,
     device: Annotated[str | None, typer.Option(help="torch device (default: cuda when available)")] = None,
     workers: Annotated[int, typer.Option(help="processes for canvas rendering (output is identical for any number)")] = 1,
+    catalog_reader: Annotated[str, typer.Option("--catalog-reader", help="Wild Me catalog reader: biovqa, or wildlife-datasets (pip install 'biovqa[wildlife]'; same items)")] = "biovqa",
 ) -> None:
     """Build C4 (individual re-identification pairs) from Wild Me / LILA COCO catalogs and GZCD."""
     from rich.console import Console
@@ -267,7 +275,7 @@ def build_command(
     console = Console(stderr=True)
     bench = build_c4(catalog, embedder, out, seed=seed, pairs_per_kind=pairs, batch_size=batch_size,
                      cache=cache, whole_photo=whole_photo, device=device, progress=True,
-                     workers=workers)
+                     workers=workers, catalog_reader=catalog_reader)
     manifest = bench.manifest
     console.print(f"[green]built C4[/green]: {manifest['counts']['total']:,} pairs → {bench.root}")
     for name, entry in manifest["datasets"].items():
