@@ -8,9 +8,9 @@ report reads, and a ``summary.json`` with Table 3 and the sections the analysis 
 into a temporary folder; their benchmark folder does not exist, so the item browser works from
 the score files alone (no question text, no thumbnails). Then ``biovqa report`` runs as a child
 process. Prints: generation time, report wall and CPU time, the report's peak RSS, the size of
-``index.html``, of the ``browser/`` sidecar (files, bytes, the manifest, the largest page) and,
-with ``--breakdown``, the time of each stage measured in this process (ranks, paired differences,
-browser). ``--scale`` shrinks every component's item count by that factor (for a quick look).
+``index.html``, of the ``browser/`` sidecar (files, bytes, the start-up ``index.js`` and its
+cells, the largest page) and, with ``--breakdown``, the time of each stage measured in this
+process (ranks, paired differences, browser). ``--scale`` shrinks every component's item count by that factor (for a quick look).
 """
 
 from __future__ import annotations
@@ -181,9 +181,13 @@ def main() -> None:
     files, size = _folder_size(out / "browser")
     pages = sorted((out / "browser").glob("page-*.js"))
     largest = max((p.stat().st_size for p in pages), default=0)
-    manifest = (out / "browser" / "manifest.js").stat().st_size
+    from biovqa.reporting.browser import read_index
+
+    index = (out / "browser" / "index.js").stat().st_size
+    cells = len(read_index(out)["cells"])
     print(f"index.html {html / 2**10:.0f} KiB; browser/ {files:,} files, {size / 2**20:.1f} MiB "
-          f"(manifest.js {manifest / 2**10:.0f} KiB, {len(pages):,} pages, largest {largest / 2**10:.1f} KiB)")
+          f"(start-up: index.js {index / 2**10:.1f} KiB over {cells} cells; {len(pages):,} pages, "
+          f"largest {largest / 2**10:.1f} KiB)")
 
     if args.breakdown:
         from biovqa.reporting.browser import write_browser

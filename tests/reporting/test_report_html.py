@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import csv
-import json
 import re
 from pathlib import Path
 
@@ -60,12 +59,14 @@ def test_every_table_is_exported_three_ways(report_dir: Path) -> None:
 
 @pytest.mark.slow
 def test_browser_sidecar_files(report_dir: Path) -> None:
-    text = (report_dir / "browser" / "manifest.js").read_text(encoding="utf-8")
-    manifest = json.loads(text.removeprefix("window.BIOVQA_BROWSER=").rstrip().rstrip(";"))
-    assert manifest["facets"]["component"] == ["c1", "c3"]
-    assert len(manifest["models"]["c1"]) == 6 and all(p["count"] <= manifest["page_size"] for p in manifest["pages"])
-    first = (report_dir / manifest["pages"][0]["file"]).read_text(encoding="utf-8")
-    rows = json.loads(first[first.index(",") + 1:first.rindex(")")])
+    from biovqa.reporting.browser import page_list, read_index, read_page
+
+    index = read_index(report_dir)
+    assert [v for v, _ in index["facets"]["component"]] == ["c1", "c3"]
+    pages = page_list(index)
+    assert len(index["models"]["c1"]) == 6 and len(pages) == index["pages"]
+    assert all(len(read_page(report_dir, p["no"])) <= index["page_size"] for p in pages)
+    rows = read_page(report_dir, pages[0]["no"])
     assert rows[0]["image"] and (report_dir / rows[0]["image"]).exists()
     assert len(rows[0]["replies"]) == 6 and rows[0]["gold"]
 

@@ -3,15 +3,22 @@ gold, and every model's raw reply, parsed reply, score and status side by side.
 
 Layout beside ``index.html``::
 
-    browser/manifest.js            window.BIOVQA_BROWSER = {models, pages: [...], facets}
-    browser/page-00001.js          biovqaPage(1, [...items]) — PAGE_SIZE items of one component/task
+    browser/index.js               window.BIOVQA_BROWSER = {models, facets, cells, ...} (a few KiB)
+    browser/page-00001.js          biovqaPage(1, [...items]) — up to PAGE_SIZE items of one cell
     browser/thumbs/<hash>.jpg      images resized (JPEG) to at most THUMB_PX on the long side
 
+A *cell* is one (component, task, group, tier) combination. Items are sorted into cells and each
+cell is cut into pages of PAGE_SIZE items numbered consecutively, so the index holds, per cell,
+only [component, task, group, tier (indices into the facet lists), first page, pages, items]:
+its size grows with the number of distinct facet combinations, never with the number of items
+(at the real size, 1.86 M items, a few hundred cells). The page loads only ``index.js`` at
+start-up; any filter is a set of cells, its pages the concatenation of their page ranges, and
+every item of such a page matches the filter. Page files are loaded only when shown.
+
 Pages are plain scripts (not JSON fetched with XHR) so the report works opened from disk
-(``file://``), where browsers refuse ``fetch``; the page loads a sidecar file only when the user
-opens that page. Each page entry in the manifest lists the groups and tiers it holds, so filters
-skip pages without a match. Data are JSON with ``<``, ``>`` and ``&`` written as ``\\u`` escapes;
-the page script inserts every text with ``textContent``, so model text never becomes markup.
+(``file://``), where browsers refuse ``fetch``. Data are JSON with ``<``, ``>`` and ``&`` written as
+``\\u`` escapes; the page script inserts every text with ``textContent``, so model text never
+becomes markup.
 """
 
 from __future__ import annotations
@@ -165,16 +172,26 @@ def _thumbnail(bench: Any, image: str, out: Path, cache: dict[str, str | None]) 
     return cache[image]
 
 
+INDEX_FILE = "index.js"
+INDEX_PREFIX = "window.BIOVQA_BROWSER="
+FACETS = ("component", "task", "group", "tier")
+
+
+def page_file(no: int) -> str:
+    """The page's file, relative to the report (the page script builds the same name)."""
+    return f"browser/page-{no:05d}.js"
+
+
 def write_browser(runs: Sequence[Run], out: Path) -> dict[str, Any]:
-    """Write the browser's sidecar files into ``out/browser``; returns the manifest."""
+    """Write the browser's sidecar files into ``out/browser``; returns the index (``index.js``)."""
     folder = out / "browser"
     folder.mkdir(parents=True, exist_ok=True)
     by_component: dict[str, list[Run]] = {}
     for run in runs:
         by_component.setdefault(run.component, []).append(run)
-    pages: list[dict[str, Any]] = []
     models: dict[str, list[str]] = {}
     cache: dict[str, str | None] = {}
+    cells: list[tuple[str, str, str, str, int, int, int]] = []  # facet values, first page, pages, items
     page_no = 0
     for component in sorted(by_component):
         comp_runs = by_component[component]
@@ -183,27 +200,52 @@ def write_browser(runs: Sequence[Run], out: Path) -> dict[str, Any]:
         present = [s for s in scores if s is not None]
         base, bench = _read_bench(comp_runs)
         ids = sorted(set().union(*[s.row.keys() for s in present]))
-        # items grouped by task (ids sorted within), then written page by page: only one page of
+        # items sorted into cells (ids sorted within), then written page by page: only one page of
         # entries is held at a time
-        by_task: dict[str, list[str]] = {}
+        by_cell: dict[tuple[str, str, str], list[str]] = {}
         for item_id in ids:
-            by_task.setdefault(_Item(item_id, base, present).task(), []).append(item_id)
-        for task in sorted(by_task):
-            task_ids = by_task[task]
-            for start in range(0, len(task_ids), PAGE_SIZE):
+            item = _Item(item_id, base, present)
+            key = (item.task(), _first(item.value, GROUP_COLUMNS), _first(item.value, TIER_COLUMNS))
+            by_cell.setdefault(key, []).append(item_id)
+        for (task, group, tier) in sorted(by_cell):
+            cell_ids = by_cell[(task, group, tier)]
+            first = page_no + 1
+            for start in range(0, len(cell_ids), PAGE_SIZE):
                 chunk = [_Item(item_id, base, present).entry(task, scores, bench, out, cache)
-                         for item_id in task_ids[start:start + PAGE_SIZE]]
+                         for item_id in cell_ids[start:start + PAGE_SIZE]]
                 page_no += 1
-                name = f"page-{page_no:05d}.js"
-                (folder / name).write_text(f"biovqaPage({page_no},{_js_json(chunk)});\n", encoding="utf-8")
-                pages.append({"no": page_no, "file": f"browser/{name}", "component": component, "task": task,
-                              "count": len(chunk), "groups": sorted({r["group"] for r in chunk}),
-                              "tiers": sorted({r["tier"] for r in chunk})})
-    manifest = {"models": models, "pages": pages, "page_size": PAGE_SIZE,
-                "facets": {"component": sorted(by_component),
-                           "task": sorted({p["task"] for p in pages}),
-                           "group": sorted({g for p in pages for g in p["groups"]}),
-                           "tier": sorted({t for p in pages for t in p["tiers"]})}}
-    (folder / "manifest.js").write_text(f"window.BIOVQA_BROWSER={_js_json(manifest)};\n", encoding="utf-8")
-    return manifest
+                (out / page_file(page_no)).write_text(f"biovqaPage({page_no},{_js_json(chunk)});\n",
+                                                      encoding="utf-8")
+            cells.append((component, task, group, tier, first, page_no - first + 1, len(cell_ids)))
+    counts: dict[str, dict[str, int]] = {k: {} for k in FACETS}
+    for cell in cells:
+        for k, value in zip(FACETS, cell[:4]):
+            counts[k][value] = counts[k].get(value, 0) + cell[6]
+    facets = {k: [[v, counts[k][v]] for v in sorted(counts[k])] for k in FACETS}
+    position = {k: {v: i for i, (v, _) in enumerate(facets[k])} for k in FACETS}
+    index = {"page_size": PAGE_SIZE, "pages": page_no, "items": sum(c[6] for c in cells), "models": models,
+             "facets": facets,
+             "cells": [[*(position[k][v] for k, v in zip(FACETS, c[:4])), *c[4:]] for c in cells]}
+    (folder / INDEX_FILE).write_text(f"{INDEX_PREFIX}{_js_json(index)};\n", encoding="utf-8")
+    return index
 
+
+def read_index(report: Path) -> dict[str, Any]:
+    """The browser index of the report in ``report`` (the folder holding ``index.html``)."""
+    text = (report / "browser" / INDEX_FILE).read_text(encoding="utf-8")
+    return dict(json.loads(text.removeprefix(INDEX_PREFIX).rstrip().rstrip(";")))
+
+
+def page_list(index: dict[str, Any]) -> list[dict[str, Any]]:
+    """Every page of ``index`` in order: its number, file and the facet values of its cell."""
+    pages: list[dict[str, Any]] = []
+    for cell in index["cells"]:
+        values = {k: index["facets"][k][i][0] for k, i in zip(FACETS, cell[:4])}
+        pages.extend({"no": no, "file": page_file(no), **values} for no in range(cell[4], cell[4] + cell[5]))
+    return pages
+
+
+def read_page(report: Path, no: int) -> list[dict[str, Any]]:
+    """The items of page ``no``."""
+    body = (report / page_file(no)).read_text(encoding="utf-8")
+    return list(json.loads(body[body.index(",") + 1:body.rindex(")")]))

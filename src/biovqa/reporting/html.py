@@ -124,43 +124,56 @@ filters (<code>#browser?component=…&amp;tier=…&amp;page=…</code>), so a vi
 <div id="items"><p class="note">Loading…</p></div>
 </section>
 </main>
-<script src="browser/manifest.js"></script>
+<script src="browser/index.js"></script>
 <script>
 (function () {
   "use strict";
+  // index.js holds the facet values with their item counts and one row per cell (component, task,
+  // group, tier as indices into the facets; first page, pages, items); page files load when shown
   var M = window.BIOVQA_BROWSER, box = document.getElementById("items");
   if (!M) { box.textContent = "The browser/ folder was not found beside this report."; return; }
-  var F = {component: "", task: "", group: "", tier: ""}, pos = 0, loaded = {}, waiting = {};
+  var K = ["component", "task", "group", "tier"], F = {component: "", task: "", group: "", tier: ""}, pos = 0, loaded = {}, waiting = {};
   function el(tag, text, cls) { var e = document.createElement(tag); if (text !== undefined && text !== null) e.textContent = String(text); if (cls) e.className = cls; return e; }
-  function fill(id, values) { var s = document.getElementById("f-" + id); values.forEach(function (v) { var o = el("option", v === "" ? "(none)" : v); o.value = v; s.appendChild(o); });
-    s.addEventListener("change", function () { F[id] = s.value; pos = 0; if (id === "component") tasks(); show(); }); }
-  // the task list follows the chosen component
-  function tasks() { var s = document.getElementById("f-task"), keep = {};
-    M.pages.forEach(function (p) { if (!F.component || p.component === F.component) keep[p.task] = true; });
-    Array.prototype.forEach.call(s.options, function (o) { o.hidden = o.value !== "" && !keep[o.value]; });
-    if (F.task && !keep[F.task]) { F.task = ""; s.value = ""; } }
-  ["component", "task", "group", "tier"].forEach(function (k) { fill(k, M.facets[k]); });
+  function sel(k) { return document.getElementById("f-" + k); }
+  function val(c, j) { return M.facets[K[j]][c[j]][0]; }
+  // an empty value (an item without a group or tier) is listed, filtered and linked as "(none)"
+  function enc(v) { return v === "" ? "(none)" : v; }
+  // a cell matches the filters (all but the facet `skip`)
+  function match(c, skip) { for (var j = 0; j < 4; j++) { if (K[j] !== skip && F[K[j]] && enc(val(c, j)) !== F[K[j]]) return false; } return true; }
+  function cells() { return M.cells.filter(function (c) { return match(c); }); }
+  function fill(k) { var s = sel(k); M.facets[k].forEach(function (f) { var o = el("option"); o.value = enc(f[0]); s.appendChild(o); });
+    s.addEventListener("change", function () { F[k] = s.value; pos = 0; counts(k); show(); }); }
+  // each list shows the items left under the other filters, values with none hidden; when a change
+  // leaves no item, the other filters go back to "all" one by one until some match
+  function tally(k, j) { var n = {}; M.cells.forEach(function (c) { if (match(c, k)) n[c[j]] = (n[c[j]] || 0) + c[6]; }); return n; }
+  function counts(changed) {
+    if (changed) K.forEach(function (k) { if (k !== changed && F[k] && !cells().length) { F[k] = ""; sel(k).value = ""; } });
+    K.forEach(function (k, j) { var n = tally(k, j);
+      Array.prototype.forEach.call(sel(k).options, function (o, i) { if (!i) return; var m = n[i - 1] || 0;
+        o.textContent = o.value + " (" + m.toLocaleString("en") + ")"; o.hidden = !m && o.value !== F[k]; }); }); }
+  K.forEach(fill);
   // a view can be linked: index.html#browser?component=c3&tier=easy&page=2
   var h = location.hash.split("?")[1];
   if (h) { h.split("&").forEach(function (kv) { var p = kv.split("="), k = decodeURIComponent(p[0]), v = decodeURIComponent(p[1] || "");
     if (k === "page") { pos = Math.max(0, (parseInt(v, 10) || 1) - 1); }
-    else if (F.hasOwnProperty(k)) { F[k] = v; document.getElementById("f-" + k).value = v; } }); }
-  tasks();
-  function link() { var q = []; Object.keys(F).forEach(function (k) { if (F[k]) q.push(k + "=" + encodeURIComponent(F[k])); });
+    else if (F.hasOwnProperty(k)) { F[k] = v; sel(k).value = v; } }); }
+  counts("");
+  function link() { var q = []; K.forEach(function (k) { if (F[k]) q.push(k + "=" + encodeURIComponent(F[k])); });
     if (pos) q.push("page=" + (pos + 1)); if (history.replaceState) history.replaceState(null, "", "#browser" + (q.length ? "?" + q.join("&") : "")); }
-  function match(p) { return (!F.component || p.component === F.component) && (!F.task || p.task === F.task) &&
-    (!F.group || p.groups.indexOf(F.group) >= 0) && (!F.tier || p.tiers.indexOf(F.tier) >= 0); }
-  function pages() { return M.pages.filter(match); }
+  function total(cs) { var n = 0; cs.forEach(function (c) { n += c[5]; }); return n; }
+  // the page at position n of the filtered list: its cell and number
+  function locate(cs, n) { for (var i = 0; i < cs.length; i++) { if (n < cs[i][5]) return {cell: cs[i], no: cs[i][4] + n}; n -= cs[i][5]; } return null; }
+  function file(no) { var s = String(no); while (s.length < 5) s = "0" + s; return "browser/page-" + s + ".js"; }
   window.biovqaPage = function (no, rows) { loaded[no] = rows; (waiting[no] || []).forEach(function (f) { f(); }); delete waiting[no]; };
-  function load(p, done) { if (loaded[p.no]) { done(); return; } (waiting[p.no] = waiting[p.no] || []).push(done);
-    if (waiting[p.no].length > 1) return; var s = document.createElement("script"); s.src = p.file; document.body.appendChild(s); }
+  function load(no, done) { if (loaded[no]) { done(); return; } (waiting[no] = waiting[no] || []).push(done);
+    if (waiting[no].length > 1) return; var s = document.createElement("script"); s.src = file(no); document.body.appendChild(s); }
   function render(p) {
-    box.textContent = ""; var models = M.models[p.component] || [];
-    loaded[p.no].filter(function (r) { return (!F.group || r.group === F.group) && (!F.tier || r.tier === F.tier); }).forEach(function (r) {
+    box.textContent = ""; var component = val(p.cell, 0), models = M.models[component] || [];
+    loaded[p.no].forEach(function (r) {
       var item = el("div", null, "item"); item.setAttribute("data-item", r.id);
       var left = el("div"); if (r.image) { var img = el("img"); img.src = r.image; img.alt = "image of item " + r.id; img.loading = "lazy"; left.appendChild(img); }
       item.appendChild(left); var right = el("div");
-      var tags = el("div"); [p.component, r.task, r.group, r.tier, r.id].forEach(function (t) { if (t) tags.appendChild(el("span", t, "tag")); }); right.appendChild(tags);
+      var tags = el("div"); [component, r.task, r.group, r.tier, r.id].forEach(function (t) { if (t) tags.appendChild(el("span", t, "tag")); }); right.appendChild(tags);
       right.appendChild(el("div", r.question, "q"));
       if (r.options.length) { var ol = el("ol", null, "opts"); ol.type = "A"; r.options.forEach(function (o) { ol.appendChild(el("li", o)); }); right.appendChild(ol); }
       var g = el("div"); g.appendChild(el("span", "gold: ")); g.appendChild(el("span", r.gold, "gold")); right.appendChild(g);
@@ -170,14 +183,15 @@ filters (<code>#browser?component=…&amp;tier=…&amp;page=…</code>), so a vi
         else { tr.appendChild(el("td", "not scored")); }
         t.appendChild(tr); });
       right.appendChild(t); item.appendChild(right); box.appendChild(item); });
-    if (!box.firstChild) box.appendChild(el("p", "No item on this page matches the filters.", "note"));
+    if (!box.firstChild) box.appendChild(el("p", "This page holds no item.", "note"));
   }
-  function show() { var ps = pages(); if (pos >= ps.length) pos = Math.max(0, ps.length - 1); if (started) link();
-    document.getElementById("pageinfo").textContent = ps.length ? " page " + (pos + 1) + " of " + ps.length + " (" + ps[pos].component + " · " + ps[pos].task + ") " : " no page matches ";
-    if (!ps.length) { box.textContent = ""; box.appendChild(el("p", "No item matches the filters.", "note")); return; }
-    var p = ps[pos]; load(p, function () { if (pages()[pos] === p) render(p); }); }
+  function show() { var cs = cells(), n = total(cs); if (pos >= n) pos = Math.max(0, n - 1); if (started) link();
+    var p = locate(cs, pos);
+    document.getElementById("pageinfo").textContent = p ? " page " + (pos + 1) + " of " + n + " (" + [0, 1, 2, 3].map(function (j) { return val(p.cell, j); }).filter(Boolean).join(" · ") + ") " : " no page matches ";
+    if (!p) { box.textContent = ""; box.appendChild(el("p", "No item matches the filters.", "note")); return; }
+    load(p.no, function () { var now = locate(cells(), pos); if (now && now.no === p.no) render(p); }); }
   document.getElementById("prev").addEventListener("click", function () { if (pos > 0) { pos -= 1; show(); } });
-  document.getElementById("next").addEventListener("click", function () { if (pos < pages().length - 1) { pos += 1; show(); } });
+  document.getElementById("next").addEventListener("click", function () { if (pos < total(cells()) - 1) { pos += 1; show(); } });
   var started = false; show(); started = true;
   // a linked view (#browser?…) opens the browser on its own; "full report" shows everything again
   if (location.hash.indexOf("#browser") === 0) document.body.className = "browser-only";
