@@ -28,7 +28,7 @@ import pyarrow.compute as pc
 from biovqa.components.c3 import tasks as T
 from biovqa.components.c3.score import resolve_options, score_items
 from biovqa.components.c3.summary import CLUSTER_TASKS, summarize
-from biovqa.stats.bootstrap import cluster_count_blocks
+from biovqa.stats.bootstrap import resampled_cluster_counts
 
 SUBSETS = ("waid-train", "waid-valid", "waid-test", "bees", "depondfi", "beetles", "gzcd", "whaleshark", "hyena",
            "leopard")
@@ -177,7 +177,7 @@ def main(argv: list[str] | None = None) -> int:
         pc.equal(items.column("task"), task)).to_pylist())) for task in T.PAPER_COUNTS}
     t0 = time.perf_counter()
     for k in clusters.values():
-        for _ in cluster_count_blocks(k, B=args.bootstrap, seed=int(options["seed"]), dtype=np.float32):
+        for _ in resampled_cluster_counts(k, B=args.bootstrap, seed=int(options["seed"]), dtype=np.float32):
             pass
     print(f"of which drawing the resampling counts ({args.bootstrap} × {sum(clusters.values()):,} clusters): "
           f"{time.perf_counter() - t0:.2f} s")

@@ -9,7 +9,6 @@ from biovqa.stats.bootstrap import (
     bootstrap_means,
     cluster_bootstrap_means,
     cluster_codes,
-    cluster_count_blocks,
     item_bootstrap_means,
     percentile_interval,
     ratio_of_sums_replicates,
@@ -57,17 +56,19 @@ def test_deterministic_for_a_seed_and_independent_of_chunking_and_row_order() ->
 
 
 @pytest.mark.parametrize("n_clusters", [1, 2, 3, 50, 587, 4097])
-def test_cluster_count_blocks_are_the_resampled_counts(n_clusters: int) -> None:
-    """The faster draw (64-bit draws, one call per block) reads the same stream: identical
-    counts, block sizes and dtype as asked, for any chunking."""
-    expected = np.concatenate(list(resampled_cluster_counts(n_clusters, B=70, seed=11, chunk=64)))
+def test_resampled_counts_are_one_int32_draw_per_replicate(n_clusters: int) -> None:
+    """The block draw reads the same stream as the plain loop (one int32 draw call of
+    ``n_clusters`` per replicate): identical counts, block sizes and dtype as asked, any chunking."""
+    rng = np.random.default_rng(11)
+    expected = np.stack([np.bincount(rng.integers(0, n_clusters, size=n_clusters, dtype=np.int32),
+                                     minlength=n_clusters) for _ in range(70)])
     for chunk, dtype in ((64, np.float64), (9, np.float32)):
-        blocks = list(cluster_count_blocks(n_clusters, B=70, seed=11, chunk=chunk, dtype=dtype))
+        blocks = list(resampled_cluster_counts(n_clusters, B=70, seed=11, chunk=chunk, dtype=dtype))
         assert [len(b) for b in blocks] == [min(chunk, 70 - start) for start in range(0, 70, chunk)]
         assert all(b.dtype == dtype for b in blocks)
         np.testing.assert_array_equal(np.concatenate(blocks), expected)
     with pytest.raises(ValueError, match="at least one cluster"):
-        next(cluster_count_blocks(0, B=1, seed=0))
+        next(resampled_cluster_counts(0, B=1, seed=0))
 
 
 def test_item_interval_matches_normal_theory() -> None:

@@ -37,34 +37,17 @@ def cluster_codes(clusters: np.ndarray | list) -> tuple[np.ndarray, int]:
     return codes.astype(np.int64), len(uniques)
 
 
-def resampled_cluster_counts(n_clusters: int, *, B: int, seed: int,
-                             chunk: int = REPLICATE_CHUNK) -> Iterator[np.ndarray]:
-    """Yield ``(≤chunk, n_clusters)`` float32 blocks of draw counts, ``B`` rows in all: row ``b``
-    counts how often each cluster was drawn in replicate ``b`` (``n_clusters`` draws with
-    replacement, uniform)."""
-    if n_clusters < 1:
-        raise ValueError("the bootstrap needs at least one cluster")
-    if n_clusters >= 2**31:
-        raise ValueError("too many clusters for int32 draws")
-    rng = np.random.default_rng(seed)
-    done = 0
-    while done < B:
-        rows = min(chunk, B - done)
-        block = np.empty((rows, n_clusters), dtype=np.float32)
-        for r in range(rows):
-            draws = rng.integers(0, n_clusters, size=n_clusters, dtype=np.int32)
-            block[r] = np.bincount(draws, minlength=n_clusters)
-        done += rows
-        yield block
+def resampled_cluster_counts(n_clusters: int, *, B: int, seed: int, chunk: int = REPLICATE_CHUNK,
+                             dtype: type = np.float32) -> Iterator[np.ndarray]:
+    """Yield ``(≤chunk, n_clusters)`` blocks of draw counts (``dtype``), ``B`` rows in all: row
+    ``b`` counts how often each cluster was drawn in replicate ``b`` (``n_clusters`` uniform draws
+    with replacement, replicate after replicate from one ``default_rng(seed)`` stream).
 
-
-def cluster_count_blocks(n_clusters: int, *, B: int, seed: int, chunk: int = REPLICATE_CHUNK,
-                         dtype: type = np.float64) -> Iterator[np.ndarray]:
-    """The blocks of :func:`resampled_cluster_counts` (the same draws from the same stream, so the
-    same counts), in ``dtype``, a little faster: 64-bit draws feed ``bincount`` without the
-    int32 → intp copy, one draw call per block (NumPy draws a bounded 64-bit integer whose range
-    fits 32 bits with the same 32-bit Lemire step as the int32 draw, from the same buffered stream;
-    the tests check the blocks are identical). The draws themselves (~6 ns each) stay the cost."""
+    One draw call per block: NumPy draws a bounded 64-bit integer whose range fits 32 bits with
+    the same 32-bit Lemire step as an int32 draw, from the same buffered stream, so the counts
+    equal those of one int32 draw call per replicate (the tests keep that loop as the
+    reference); 64-bit draws also feed ``bincount`` without an int32 → intp copy. The draws
+    themselves (~6 ns each) are the cost."""
     if n_clusters < 1:
         raise ValueError("the bootstrap needs at least one cluster")
     if n_clusters >= 2**31:
@@ -74,7 +57,6 @@ def cluster_count_blocks(n_clusters: int, *, B: int, seed: int, chunk: int = REP
     while done < B:
         rows = min(chunk, B - done)
         block: np.ndarray = np.empty((rows, n_clusters), dtype=dtype)
-        # one call for the block's draws: the same stream as one call per replicate
         draws = rng.integers(0, n_clusters, size=(rows, n_clusters), dtype=np.int64)
         for r in range(rows):
             block[r] = np.bincount(draws[r], minlength=n_clusters)

@@ -14,7 +14,7 @@ from fixtures.c3_benches import write_items_bench, write_predictions
 from biovqa.components.c3.summary import (_exact_columns, _prefetched, _Product, _RankLayout, spearman,
                                           weighted_spearman)
 from biovqa.scoring.pipeline import score_predictions
-from biovqa.stats.bootstrap import cluster_codes, cluster_count_blocks, percentile_interval, resampled_cluster_counts
+from biovqa.stats.bootstrap import cluster_codes, percentile_interval, resampled_cluster_counts
 
 
 @pytest.mark.parametrize("levels", [3, 1000])  # many ties / almost none
@@ -83,7 +83,7 @@ def test_products_are_exact_where_float32_is_used() -> None:
                          rng.random(k)])  # anything else
     whole, scale, fraction = _exact_columns(S, k)
     assert whole.tolist() == [0, 1, 2] and scale.tolist() == [1, 20, 12] and fraction.tolist() == [3]
-    W = np.concatenate(list(cluster_count_blocks(k, B=40, seed=1, dtype=np.float32)))
+    W = np.concatenate(list(resampled_cluster_counts(k, B=40, seed=1, dtype=np.float32)))
     np.testing.assert_allclose(_Product(S, k)(W), W.astype(float) @ S, rtol=1e-13, atol=0)
 
 

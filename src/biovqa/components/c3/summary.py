@@ -203,7 +203,7 @@ class _Boot:
         columns) are the weighted column sums, ``cluster_weights`` (replicates × clusters, codes of
         :func:`~biovqa.stats.bootstrap.cluster_codes`) is given when ``rowwise``; each statistic is
         a vector over the replicates."""
-        from biovqa.stats.bootstrap import cluster_codes, cluster_count_blocks, percentile_interval
+        from biovqa.stats.bootstrap import cluster_codes, percentile_interval, resampled_cluster_counts
 
         codes, k = cluster_codes(np.asarray(clusters, dtype=object)) if len(clusters) else (np.zeros(0, np.int64), 0)
         full = np.array([float(v[0]) for v in fn(columns.sums()[None, :],
@@ -212,7 +212,7 @@ class _Boot:
         if self.B > 0 and len(clusters):
             product = _Product(columns.cluster_sums(codes, k), k)
             reps = []
-            for block in _prefetched(cluster_count_blocks(k, B=self.B, seed=self.seed, dtype=np.float32)):
+            for block in _prefetched(resampled_cluster_counts(k, B=self.B, seed=self.seed, dtype=np.float32)):
                 totals = product(block)
                 reps.append(np.column_stack([np.asarray(v, dtype=np.float64)
                                              for v in fn(totals, block if rowwise else None)]))
