@@ -74,7 +74,9 @@ _ACTIVE_STAGES: ContextVar[tuple[Path, ...]] = ContextVar("biovqa_active_stages"
 _LEFTOVER = re.compile(r"\.(?P<name>.+)\.(?:partial|previous)-(?P<pid>\d+)")
 
 
-def _pid_alive(pid: int) -> bool:
+def process_alive(pid: int) -> bool:
+    """Whether process ``pid`` of this machine still runs (one we may not signal counts as
+    running), so its partial files must be left alone."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
@@ -91,7 +93,7 @@ def _remove_dead_leftovers(folder: Path, name: str | None = None) -> None:
         return
     for path in folder.iterdir():
         match = _LEFTOVER.fullmatch(path.name)
-        if match and (name is None or match["name"] == name) and not _pid_alive(int(match["pid"])):
+        if match and (name is None or match["name"] == name) and not process_alive(int(match["pid"])):
             shutil.rmtree(path, ignore_errors=True) if path.is_dir() else path.unlink(missing_ok=True)
 
 

@@ -40,7 +40,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from biovqa.errors import BiovqaError, InputFormatError, MissingResourceError
-from biovqa.bench.folder import write_json, write_parquet
+from biovqa.bench.folder import process_alive, write_json, write_parquet
 from biovqa.records import PREDICTION_SCHEMA
 from biovqa.engine.backends.base import Reply
 
@@ -135,16 +135,6 @@ def read_header(run_dir: str | Path) -> StoreHeader:
 
 _HOST = "".join(c if c.isalnum() else "_" for c in socket.gethostname())[:32] or "host"
 _TOKEN_PATTERN = re.compile(r"\d{20}-(?P<host>\w+)-(?P<pid>\d+)-[0-9a-f]{8}")
-
-
-def _process_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def _fsync_path(path: Path) -> None:
@@ -302,7 +292,7 @@ class PredictionStore:
                       *self.run_dir.glob(".*.tmp-*")]
         for path in candidates:
             match = _TOKEN_PATTERN.search(path.name)
-            if match is None or match["host"] != _HOST or _process_alive(int(match["pid"])):
+            if match is None or match["host"] != _HOST or process_alive(int(match["pid"])):
                 continue
             path.unlink(missing_ok=True)
             removed += 1
