@@ -1,5 +1,5 @@
 """Rank intervals of Table 3 from a bootstrap whose draws all models share, on real score folders
-of C1–C4 (biovqa.reporting.replicates and the components' replicates modules)."""
+of C1–C4 (biovqa.reporting.replicates and each component's rank_inputs)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import pytest
 
 from biovqa.reporting.leaderboard import OVERLAP_METHOD, build_leaderboard, with_bootstrap_ranks
 from biovqa.reporting.replicates import (ColumnItems, _inputs, column_replicates, mean_statistic, rank_distribution,
-                                         replicates_module)
+                                         rank_source)
 from biovqa.reporting.writer import load_runs, table3_columns
 
 
@@ -19,9 +19,9 @@ def test_every_column_is_recomputed_exactly_from_the_items(all_component_runs: l
     """The full-sample value of each recomputed column equals the one the scorer wrote."""
     checked = set()
     for run in load_runs(all_component_runs):
-        module = replicates_module(run.component)
-        assert module is not None, run.component
-        inputs = _inputs(run.path, module)
+        source = rank_source(run.component)
+        assert source is not None, run.component
+        inputs = _inputs(run.path, source)
         assert inputs is not None
         table3 = run.summary["table3"]
         got = column_replicates({run.name: inputs}, list(inputs), B=5, seed=1)

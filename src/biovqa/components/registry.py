@@ -152,6 +152,10 @@ class Component:
     score_options: tuple[Option, ...] = ()
     #: the leaderboard's short column names for this component (Table 3), in order
     table3: tuple[str, ...] = field(default=())
+    #: ``rank_inputs(items) -> {Table 3 column: ColumnItems}`` for the leaderboard's rank
+    #: bootstrap (:mod:`biovqa.reporting.replicates`), and the score-table columns it reads
+    rank_inputs: str | None = None
+    rank_columns: tuple[str, ...] = field(default=())
 
     def load(self, role: str) -> Callable[..., Any]:
         """Import and return the callable registered for ``role`` (builder/floor/scorer/…)."""

@@ -12,10 +12,10 @@ of its rank, 1 = best) and P(best), the share of replicates in which it ranks fi
 the better rank).
 
 A component states how each of its Table 3 columns is recomputed from its score folder's
-``items.parquet`` in ``biovqa.components.<name>.replicates``::
+``items.parquet`` through two fields of its :class:`~biovqa.components.Component`::
 
-    NEEDED: tuple[str, ...]                     # items.parquet columns to read
-    def rank_inputs(items: pandas.DataFrame) -> dict[str, ColumnItems]
+    rank_inputs="module:function"   # function(items: pandas.DataFrame) -> dict[str, ColumnItems]
+    rank_columns=(…)                # the items.parquet columns the function reads
 
 A :class:`ColumnItems` lists, per item that enters the column: its id, cluster, cell (a group
 of a macro average, the signal/noise side of a d′, or one cell for a plain mean) and value, and
@@ -26,11 +26,11 @@ such inputs for every generalist keeps the interval-overlap rank range
 
 from __future__ import annotations
 
-import importlib
-import importlib.util
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
@@ -38,6 +38,9 @@ import pandas as pd
 #: Replicates of the rank bootstrap and its level
 RANK_B = 1000
 RANK_LEVEL = 0.95
+
+if TYPE_CHECKING:
+    from biovqa.reporting.leaderboard import Run
 
 Statistic = Callable[[np.ndarray, np.ndarray], np.ndarray]
 
@@ -93,27 +96,32 @@ class RankIntervals:
     seed: int
 
 
-def replicates_module(component: str) -> object | None:
-    """``biovqa.components.<component>.replicates`` when the component has one."""
-    name = f"biovqa.components.{component}.replicates"
-    if importlib.util.find_spec(name) is None:
+@dataclass(frozen=True)
+class RankSource:
+    """How a component's Table 3 columns are recomputed from a score folder's items."""
+
+    columns: tuple[str, ...]
+    rank_inputs: Callable[[pd.DataFrame], dict[str, "ColumnItems"]]
+
+
+def rank_source(component: str) -> RankSource | None:
+    """The registered component's ``rank_inputs`` and ``rank_columns``; None when it has none."""
+    from biovqa.components.registry import list_components
+
+    found = next((c for c in list_components() if c.name == component), None)
+    if found is None or found.rank_inputs is None:
         return None
-    return importlib.import_module(name)
+    return RankSource(found.rank_columns, found.load("rank_inputs"))
 
 
-def _inputs(path: object, module: object) -> dict[str, ColumnItems] | None:
+def _inputs(path: Path | None, source: RankSource) -> dict[str, ColumnItems] | None:
     import pyarrow.parquet as pq
-    from pathlib import Path
 
-    if path is None or not (Path(str(path)) / "items.parquet").is_file():
+    file = None if path is None else Path(path) / "items.parquet"
+    if file is None or not file.is_file() or not set(source.columns) <= set(pq.read_schema(file).names):
         return None
-    file = Path(str(path)) / "items.parquet"
-    needed = [c for c in getattr(module, "NEEDED") if c in pq.read_schema(file).names]
-    if len(needed) < len(getattr(module, "NEEDED")):
-        return None
-    frame = pq.read_table(file, columns=needed).to_pandas()
-    frame = frame.drop_duplicates("item_id", keep="first")
-    return getattr(module, "rank_inputs")(frame)
+    frame = pq.read_table(file, columns=list(source.columns)).to_pandas()
+    return source.rank_inputs(frame.drop_duplicates("item_id", keep="first"))
 
 
 def column_replicates(inputs: Mapping[str, Mapping[str, ColumnItems]], columns: Sequence[str], *,
@@ -195,7 +203,7 @@ def rank_distribution(replicates: np.ndarray, level: float = RANK_LEVEL) -> tupl
     return lo.astype(float), hi.astype(float), (ranks == 1).mean(axis=0)
 
 
-def bootstrap_ranks(runs: Sequence[object], generalists: Sequence[str], columns: Mapping[str, Sequence[str]], *,
+def bootstrap_ranks(runs: Sequence[Run], generalists: Sequence[str], columns: Mapping[str, Sequence[str]], *,
                     B: int = RANK_B, level: float = RANK_LEVEL) -> RankIntervals:
     """Rank intervals of ``generalists`` in every Table 3 column that all of them can be
     recomputed for (``columns``: component → its Table 3 columns). Seed: the seed the score
@@ -207,15 +215,15 @@ def bootstrap_ranks(runs: Sequence[object], generalists: Sequence[str], columns:
     methods: dict[str, str] = {}
     seeds: list[int] = []
     for component, cols in columns.items():
-        module = replicates_module(component)
-        comp_runs = [r for r in runs if getattr(r, "component") == component and getattr(r, "name") in names]
-        if module is None or not comp_runs:
+        source = rank_source(component)
+        comp_runs = [r for r in runs if r.component == component and r.name in names]
+        if source is None or not comp_runs:
             continue
         inputs: dict[str, dict[str, ColumnItems]] = {}
         for run in comp_runs:
-            got = _inputs(getattr(run, "path"), module)
-            if got is not None and getattr(run, "name") not in inputs:
-                inputs[getattr(run, "name")] = got
+            got = _inputs(run.path, source)
+            if got is not None and run.name not in inputs:
+                inputs[run.name] = got
         if len(inputs) < 2:
             continue
         seed = _seed(comp_runs)
@@ -233,14 +241,14 @@ def bootstrap_ranks(runs: Sequence[object], generalists: Sequence[str], columns:
     return RankIntervals(rank_lo, rank_hi, p_best, methods, B, seed_used)
 
 
-def _seed(runs: Sequence[object]) -> int:
+def _seed(runs: Sequence[Run]) -> int:
     found = set()
     for run in runs:
-        options = (getattr(run, "summary").get("options") or {})
+        options = run.summary.get("options") or {}
         if "seed" in options:
             found.add(int(options["seed"]))
     return found.pop() if len(found) == 1 else 42
 
 
 __all__ = ["ColumnItems", "RANK_B", "RankIntervals", "bootstrap_ranks", "column_replicates", "macro_statistic",
-           "mean_statistic", "rank_distribution", "replicates_module"]
+           "mean_statistic", "rank_distribution", "rank_source", "RankSource"]

@@ -28,4 +28,6 @@ COMPONENT = Component(
                "keep only the last word of a species-epithet reply (the paper's parser)"),
     ),
     table3=("phy", "cls", "ord", "fam", "gen", "spc", "sci", "com"),
+    rank_inputs="biovqa.components.c1.replicates:rank_inputs",
+    rank_columns=("item_id", "task", "source_id", "score"),
 )

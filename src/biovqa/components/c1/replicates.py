@@ -9,7 +9,6 @@ import pandas as pd
 from biovqa.components.c1.tasks import TABLE3_COLUMNS
 from biovqa.reporting.replicates import ColumnItems, mean_statistic
 
-NEEDED: tuple[str, ...] = ("item_id", "task", "source_id", "score")
 METHOD = "bootstrap, shared draws: images (source_id) resampled; EM recomputed (as scored)"
 
 

@@ -36,4 +36,6 @@ COMPONENT = Component(
         Option("sweep_size", int, 60000, "items drawn for the kernel sweep (--sweep)", low=1),
     ),
     table3=("sal", "mrp", "loc", "nam"),
+    rank_inputs="biovqa.components.c2.replicates:rank_inputs",
+    rank_columns=("item_id", "family", "cags"),
 )

@@ -10,7 +10,6 @@ from biovqa.components.c2.cags import CATEGORY_OF
 from biovqa.components.c2.summary import TABLE3_COLUMNS
 from biovqa.reporting.replicates import ColumnItems, mean_statistic
 
-NEEDED: tuple[str, ...] = ("item_id", "family", "cags")
 METHOD = "bootstrap, shared draws: items resampled; category cags recomputed (as scored)"
 
 

@@ -25,4 +25,6 @@ COMPONENT = Component(
                "viewpoint credit for 0,1,2,3,4 ring steps (metrics.md §4.7; up/down exact only)"),
     ),
     table3=("cnt", "rcnt", "adst", "rdst", "lcl", "rpos", "view", "ocr"),
+    rank_inputs="biovqa.components.c3.replicates:rank_inputs",
+    rank_columns=("item_id", "task", "cluster", "subset", "gold", "score"),
 )

@@ -16,7 +16,6 @@ from biovqa.components.c3.summary import CLUSTER_TASKS
 from biovqa.components.c3.tasks import TABLE3
 from biovqa.reporting.replicates import ColumnItems, macro_statistic, mean_statistic
 
-NEEDED: tuple[str, ...] = ("item_id", "task", "cluster", "subset", "gold", "score")
 #: task → the column whose groups the headline macro-averages (None: a plain mean)
 MACRO_OVER: dict[str, str | None] = {
     "counting": "subset", "relative_counting": "gold", "relative_distance": "gold", "relative_position": "gold",

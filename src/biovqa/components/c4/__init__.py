@@ -23,4 +23,6 @@ COMPONENT = Component(
                "bootstrap resamples within each dataset x condition (C4 default 2000; 0: none)", low=0),
     ),
     table3=("dprime", "acc"),
+    rank_inputs="biovqa.components.c4.replicates:rank_inputs",
+    rank_columns=("item_id", "condition", "same", "said_yes", "score"),
 )

@@ -14,7 +14,6 @@ import pandas as pd
 
 from biovqa.reporting.replicates import ColumnItems, mean_statistic
 
-NEEDED: tuple[str, ...] = ("item_id", "condition", "same", "said_yes", "score")
 METHOD = "bootstrap, shared draws: random-condition pairs resampled (unstratified); {} recomputed"
 
 
