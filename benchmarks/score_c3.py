@@ -26,8 +26,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from biovqa.components.c3 import tasks as T
-from biovqa.components.c3.score import resolve_options, score_items
-from biovqa.components.c3.summary import CLUSTER_TASKS, summarize
+from biovqa.components.c3.score import resolve_options, score_tables
+from biovqa.components.c3.summary import CLUSTER_TASKS
 from biovqa.stats.bootstrap import resampled_cluster_counts
 
 SUBSETS = ("waid-train", "waid-valid", "waid-test", "bees", "depondfi", "beetles", "gzcd", "whaleshark", "hyena",
@@ -158,17 +158,14 @@ def main(argv: list[str] | None = None) -> int:
     options = resolve_options({"bootstrap": args.bootstrap})
     for _ in range(args.repeat):
         t0, c0 = time.perf_counter(), time.process_time()
-        table = score_items(items, predictions, options)
-        t1, c1 = time.perf_counter(), time.process_time()
-        summary = summarize(table, items, options)
+        _, summary = score_tables(items, predictions, options)
         t2, c2 = time.perf_counter(), time.process_time()
         reference_started = time.perf_counter()
         reference(items, predictions)
         t3 = time.perf_counter()
         total = t2 - t0
-        print(f"per-item scoring {t1 - t0:.2f} s ({c1 - c0:.2f} s CPU) + summary (B = {args.bootstrap}) "
-              f"{t2 - t1:.2f} s ({c2 - c1:.2f} s CPU) = {total:.2f} s wall ({c2 - c0:.2f} s CPU); "
-              f"target ≤ 2 s → {'PASS' if total <= 2 else 'MISS'}")
+        print(f"per-item scoring + summary (B = {args.bootstrap}; the draws on a second thread) "
+              f"{total:.2f} s wall ({c2 - c0:.2f} s CPU); target ≤ 2 s → {'PASS' if total <= 2 else 'MISS'}")
         print(f"plain per-item reference (parse + headline score, no summary/bootstrap): "
               f"{t3 - reference_started:.2f} s; ours / reference = {total / (t3 - reference_started):.2f}×")
     # the floor no rewrite of the summary removes: the resampling counts themselves (same seed, same

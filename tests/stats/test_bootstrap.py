@@ -5,7 +5,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import biovqa.stats.bootstrap as bootstrap_module
 from biovqa.stats.bootstrap import (
+    CountsDrawnAhead,
     bootstrap_means,
     cluster_bootstrap_means,
     cluster_codes,
@@ -69,6 +71,39 @@ def test_resampled_counts_are_one_int32_draw_per_replicate(n_clusters: int) -> N
         np.testing.assert_array_equal(np.concatenate(blocks), expected)
     with pytest.raises(ValueError, match="at least one cluster"):
         next(resampled_cluster_counts(0, B=1, seed=0))
+
+
+def test_counts_drawn_ahead_equal_each_stream_whatever_order_they_are_read() -> None:
+    sizes = {"a": 37, "b": 5, "empty": 0, "c": 300}
+    with CountsDrawnAhead(sizes, B=70, seed=4, chunk=16) as draws:
+        assert "empty" not in draws.sizes  # nothing to resample there
+        for name in ("c", "a", "b"):  # not the order they are drawn in
+            blocks = list(draws.blocks(name, sizes[name]))
+            assert all(b.dtype == np.float32 for b in blocks)
+            expected = list(resampled_cluster_counts(sizes[name], B=70, seed=4, chunk=16, dtype=np.float32))
+            assert [len(b) for b in blocks] == [len(b) for b in expected]
+            np.testing.assert_array_equal(np.concatenate(blocks), np.concatenate(expected))
+        assert list(draws.blocks("a", 37)) == []  # each block is handed out once
+
+
+def test_counts_drawn_ahead_pass_on_errors_and_stop_when_closed(monkeypatch: pytest.MonkeyPatch) -> None:
+    draws = CountsDrawnAhead({"a": 10}, B=5, seed=0)
+    with pytest.raises(ValueError, match="drawn for 10 clusters, not 11"):
+        next(draws.blocks("a", 11))
+    draws.close()
+    assert not draws._worker.is_alive()
+    with CountsDrawnAhead({"big": 2**31}, B=1, seed=0) as failing:
+        with pytest.raises(ValueError, match="too many clusters"):
+            next(failing.blocks("big", 2**31))
+    # a count above 255 is kept exactly (the block waits as float32, not uint8)
+    heavy = np.array([[300.0, 0.0], [1.0, 1.0]], dtype=np.float32)
+    monkeypatch.setattr(bootstrap_module, "resampled_cluster_counts", lambda *a, **k: iter([heavy]))
+    with CountsDrawnAhead({"x": 2}, B=2, seed=0) as draws:
+        np.testing.assert_array_equal(next(draws.blocks("x", 2)), heavy)
+    # a consumer that stops early releases the worker
+    with CountsDrawnAhead({"a": 1000}, B=500, seed=0, chunk=8) as draws:
+        next(draws.blocks("a", 1000))
+    assert not draws._worker.is_alive()
 
 
 def test_item_interval_matches_normal_theory() -> None:

@@ -4,14 +4,13 @@ the bounds the scorer writes equal a plain replicate-by-replicate loop over the 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
 import pytest
 from fixtures.c3_benches import write_items_bench, write_predictions
 
-from biovqa.components.c3.summary import (_exact_columns, _prefetched, _Product, _RankLayout, spearman,
+from biovqa.components.c3.summary import (_exact_columns, _Product, _RankLayout, spearman,
                                           weighted_spearman)
 from biovqa.scoring.pipeline import score_predictions
 from biovqa.stats.bootstrap import cluster_codes, percentile_interval, resampled_cluster_counts
@@ -85,18 +84,3 @@ def test_products_are_exact_where_float32_is_used() -> None:
     assert whole.tolist() == [0, 1, 2] and scale.tolist() == [1, 20, 12] and fraction.tolist() == [3]
     W = np.concatenate(list(resampled_cluster_counts(k, B=40, seed=1, dtype=np.float32)))
     np.testing.assert_allclose(_Product(S, k)(W), W.astype(float) @ S, rtol=1e-13, atol=0)
-
-
-def test_prefetched_blocks_keep_their_order_and_errors() -> None:
-    blocks = [np.full((2, 3), i, dtype=np.float32) for i in range(7)]
-    assert [int(b[0, 0]) for b in _prefetched(iter(blocks))] == list(range(7))
-
-    def failing() -> Iterator[np.ndarray]:
-        yield blocks[0]
-        raise ValueError("draw failed")
-
-    with pytest.raises(ValueError, match="draw failed"):
-        list(_prefetched(failing()))
-    first = _prefetched(iter(blocks))
-    assert int(next(first)[0, 0]) == 0
-    first.close()  # a consumer that stops early releases the worker

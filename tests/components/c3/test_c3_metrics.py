@@ -66,6 +66,17 @@ def test_a_constant_count_has_zero_rank_correlation_and_unparsed_replies_score_z
     assert dict(zip(items["item_id"], items["cas"]))[ids[-1]] == 0.0
 
 
+def test_a_count_too_large_for_a_float_scores_zero_instead_of_failing(tmp_path: Path) -> None:
+    bench, golds = _counting_bench(tmp_path, [3, 5], [20])
+    ids = sorted(golds)
+    huge = "1" + "0" * 400  # Python's int, not representable as a float
+    s, items = _score(bench, {ids[0]: huge, ids[1]: str(golds[ids[1]])}, tmp_path)
+    cas = dict(zip(items["item_id"], items["cas"]))
+    assert cas[ids[0]] == 0.0 and cas[ids[1]] == 1.0
+    assert dict(zip(items["item_id"], items["pred_number"]))[ids[0]] == float("inf")
+    assert s["format"]["counting"]["n_parsed"] == 2
+
+
 def test_absolute_distance_per_type_constant_floor_is_7_of_9(tmp_path: Path) -> None:
     lengths = [1.0, 1.1, 1.2, 1.5, 2.0]
     widths = [0.4, 0.45, 0.5, 0.8, None]

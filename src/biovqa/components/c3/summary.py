@@ -34,7 +34,7 @@ from __future__ import annotations
 import math
 from collections import Counter
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyarrow as pa
@@ -44,6 +44,9 @@ from biovqa.components.c3.score import (CONVENTIONS, char_accuracy, convention_m
                                         vas_weights, view_credit)
 from biovqa.components.c3.tasks import COUNTING_TIERS, TABLE3, TASKS, VIEWPOINT_BEARING
 from biovqa.scoring.schema import estimate
+
+if TYPE_CHECKING:
+    from biovqa.stats.bootstrap import CountsDrawnAhead
 
 CLUSTER_TASKS = frozenset({"counting", "absolute_distance"})
 CHANCE_4 = 0.25
@@ -194,8 +197,23 @@ Stats = Callable[[np.ndarray, np.ndarray | None], Sequence[np.ndarray]]
 
 
 class _Boot:
-    def __init__(self, resamples: int, seed: int, level: float) -> None:
+    def __init__(self, resamples: int, seed: int, level: float, draws: CountsDrawnAhead | None = None,
+                 task: str = "") -> None:
         self.B, self.seed, self.level = resamples, seed, level
+        self.draws, self.task = draws, task
+
+    def named(self, task: str) -> _Boot:
+        """This bootstrap for ``task`` (whose counts ``draws`` holds under that name)."""
+        return _Boot(self.B, self.seed, self.level, self.draws, task)
+
+    def _blocks(self, k: int) -> Iterator[np.ndarray]:
+        from biovqa.stats.bootstrap import CountsDrawnAhead
+
+        if self.draws is not None and self.task in self.draws.sizes:
+            yield from self.draws.blocks(self.task, k)
+            return
+        with CountsDrawnAhead({self.task: k}, B=self.B, seed=self.seed) as draws:
+            yield from draws.blocks(self.task, k)
 
     def __call__(self, columns: _Columns, fn: Stats, clusters: Sequence[str], n: int, *, rowwise: bool = False
                  ) -> list[dict[str, Any]]:
@@ -203,7 +221,7 @@ class _Boot:
         columns) are the weighted column sums, ``cluster_weights`` (replicates × clusters, codes of
         :func:`~biovqa.stats.bootstrap.cluster_codes`) is given when ``rowwise``; each statistic is
         a vector over the replicates."""
-        from biovqa.stats.bootstrap import cluster_codes, percentile_interval, resampled_cluster_counts
+        from biovqa.stats.bootstrap import cluster_codes, percentile_interval
 
         codes, k = cluster_codes(np.asarray(clusters, dtype=object)) if len(clusters) else (np.zeros(0, np.int64), 0)
         full = np.array([float(v[0]) for v in fn(columns.sums()[None, :],
@@ -212,7 +230,7 @@ class _Boot:
         if self.B > 0 and len(clusters):
             product = _Product(columns.cluster_sums(codes, k), k)
             reps = []
-            for block in _prefetched(resampled_cluster_counts(k, B=self.B, seed=self.seed, dtype=np.float32)):
+            for block in self._blocks(k):
                 totals = product(block)
                 reps.append(np.column_stack([np.asarray(v, dtype=np.float64)
                                              for v in fn(totals, block if rowwise else None)]))
@@ -226,44 +244,27 @@ class _Boot:
                 for v, a, b in zip(full, lo, hi)]
 
 
-def _prefetched(blocks: Iterator[np.ndarray], depth: int = 2) -> Iterator[np.ndarray]:
-    """``blocks`` drawn ahead on a worker thread (NumPy's draws release the GIL), in order, so the
-    next block's draws overlap this block's products on a second core; same blocks, same order."""
-    import queue
-    import threading
+def cluster_sizes(table: pa.Table) -> dict[str, int]:
+    """Bootstrap clusters per task of a C3 items or scores table: source photographs / plates
+    (``cluster``) for :data:`CLUSTER_TASKS`, items elsewhere."""
+    import pyarrow.compute as pc
 
-    box: queue.Queue[Any] = queue.Queue(maxsize=depth)
-    done = object()
-    stop = threading.Event()
+    tasks = table.column("task")
+    sizes = {}
+    for task in TASKS:
+        mask = pc.equal(tasks, task)
+        column = "cluster" if task in CLUSTER_TASKS else "item_id"
+        sizes[task] = len(pc.unique(table.column(column).filter(mask)))
+    return sizes
 
-    def work() -> None:
-        try:
-            for block in blocks:
-                if stop.is_set():
-                    return
-                box.put(block)
-            box.put(done)
-        except BaseException as error:  # handed to the consumer
-            box.put(error)
 
-    worker = threading.Thread(target=work, name="c3-bootstrap-draws", daemon=True)
-    worker.start()
-    try:
-        while True:
-            item = box.get()
-            if item is done:
-                return
-            if isinstance(item, BaseException):
-                raise item
-            yield item
-    finally:
-        stop.set()
-        while worker.is_alive():  # unblock a worker waiting on a full queue
-            try:
-                box.get_nowait()
-            except queue.Empty:
-                pass
-            worker.join(timeout=0.01)
+def draw_ahead(table: pa.Table, options: Mapping[str, Any]) -> CountsDrawnAhead | None:
+    """Start drawing every task's resampled cluster counts for ``options`` (``None`` at B = 0);
+    pass the result to :func:`summarize`, and close it afterwards."""
+    from biovqa.stats.bootstrap import CountsDrawnAhead
+
+    B = int(options["bootstrap"])
+    return CountsDrawnAhead(cluster_sizes(table), B=B, seed=int(options["seed"])) if B > 0 else None
 
 
 class _Product:
@@ -448,8 +449,24 @@ def _plain(value: float, n: int) -> dict[str, Any]:
     return estimate(value, n=n)
 
 
-def summarize(table: pa.Table, items: pa.Table, options: Mapping[str, Any]) -> dict[str, Any]:
-    boot = _Boot(int(options["bootstrap"]), int(options["seed"]), float(options["level"]))
+def summarize(table: pa.Table, items: pa.Table, options: Mapping[str, Any],
+              draws: CountsDrawnAhead | None = None) -> dict[str, Any]:
+    """The C3 summary of scored rows ``table`` (aligned with ``items``). ``draws`` are the
+    resampled counts from :func:`draw_ahead` when the caller started them early; otherwise they are
+    drawn here, all tasks ahead of the sections that use them."""
+    if draws is not None:
+        return _summarize(table, items, options, draws)
+    own = draw_ahead(table, options)
+    try:
+        return _summarize(table, items, options, own)
+    finally:
+        if own is not None:
+            own.close()
+
+
+def _summarize(table: pa.Table, items: pa.Table, options: Mapping[str, Any],
+               draws: CountsDrawnAhead | None) -> dict[str, Any]:
+    boot = _Boot(int(options["bootstrap"]), int(options["seed"]), float(options["level"]), draws)
     weights = vas_weights(options.get("vas_weights", "1,0.25,0.1,0,0"))
     extra_names = ["image_width", "image_height", "gold_box", "gold_number"]
     tasks_np = table.column("task").to_numpy(zero_copy_only=False)
@@ -457,24 +474,30 @@ def summarize(table: pa.Table, items: pa.Table, options: Mapping[str, Any]) -> d
         "resamples": boot.B, "seed": boot.seed, "level": boot.level,
         "units": {t: ("source photograph / plate" if t in CLUSTER_TASKS else "item") for t in TASKS}}}
     table3 = {column: estimate(math.nan, n=0) for column in TABLE3}
-    for task in TASKS:
+    extras = items.select(extra_names)
+
+    def section(task: str) -> tuple[dict[str, Any], dict[str, Any]] | None:
         idx = np.flatnonzero(tasks_np == task)
         if not len(idx):
-            continue
-        rows = _Rows(pa.array(idx), table, items.select(extra_names))
+            return None
+        rows = _Rows(pa.array(idx), table, extras)
         status = rows.objects("parse_status")
         n = len(idx)
         parsed = status == "parsed"
         counts = {k: int((status == k).sum()) for k in ("unparsed", "failed", "missing")}
-        summary["format"][task] = {
-            "n": n, "n_replies": int(parsed.sum()) + counts["unparsed"], "n_parsed": int(parsed.sum()),
-            "n_unparsed": counts["unparsed"], "n_failed": counts["failed"], "n_missing": counts["missing"],
-            "parse_rate": float(parsed.mean())}
+        shape = {"n": n, "n_replies": int(parsed.sum()) + counts["unparsed"], "n_parsed": int(parsed.sum()),
+                 "n_unparsed": counts["unparsed"], "n_failed": counts["failed"], "n_missing": counts["missing"],
+                 "parse_rate": float(parsed.mean())}
         clusters = rows["cluster"] if task in CLUSTER_TASKS else rows["item_id"]
-        section = SECTIONS[task](rows, parsed, boot, clusters, weights)
-        summary[task] = section
+        return shape, SECTIONS[task](rows, parsed, boot.named(task), clusters, weights)
+
+    done = [section(task) for task in TASKS]
+    for task, result in zip(TASKS, done):
+        if result is None:
+            continue
+        summary["format"][task], summary[task] = result
         column = next(c for c, t in TABLE3.items() if t == task)
-        table3[column] = section[HEADLINE[task]]
+        table3[column] = summary[task][HEADLINE[task]]
     summary["table3"] = table3
     return summary
 
