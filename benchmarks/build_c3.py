@@ -14,9 +14,10 @@ images, every beetle measurement, every catalog annotation); the *pixel* sizes a
 two cores — the ratio to PIL is measured on the same files either way.
 
 Prints: time to write the sources; ``biovqa build c3`` wall time for reading and making the items
-(and rendering, one worker, unless ``--sample`` defers it); items per task and images (canvases,
+(the build's rendering is deferred to the loop below); items per task and images (canvases,
 overlays, copies; shared canvases counted once) beside the paper's, with the relative difference; then
-on every image (or every k-th with ``--sample N``) our rendering job by job and the reference —
+every image (or every k-th with ``--sample N``) rendered into the bench, job by job, each followed
+by the reference on the same photos (so that load on the machine weighs on both alike) —
 PIL opens and decodes each source photo the image reads and encodes one PNG (same encoder
 settings); a copied photo's reference is a decode + encode — with the ratio reference time / our
 time (target ≥ 0.8×), for canvases and copies separately and overall.
@@ -32,6 +33,7 @@ from pathlib import Path
 
 import numpy as np
 from PIL import Image
+from rich.progress import track
 
 import biovqa.components.c3.build as c3_build
 from biovqa.components.c3.demo import _layout, _scene, write_bees, write_beetles, write_depondfi, write_gzcd, write_waid
@@ -81,21 +83,15 @@ def write_sources(root: Path, args: argparse.Namespace, size: tuple[int, int]) -
     }
 
 
-def reference(jobs: list[CanvasJob | CopyJob], out: Path) -> tuple[float, float]:
-    """Bare PIL on the same photos: (seconds for the canvas jobs, seconds for the copy jobs)."""
-    out.mkdir(parents=True, exist_ok=True)
-    spent = {"canvas": 0.0, "copy": 0.0}
-    for k, job in enumerate(jobs):
-        sources = [p.source for p in job.panels] if isinstance(job, CanvasJob) else [job.source]
-        started = time.perf_counter()
-        decoded = []
-        for source in sources:
-            with Image.open(source) as image:
-                image.load()
-                decoded.append(image.convert("RGB"))
-        decoded[0].save(out / f"{k}.png", **PNG_SAVE_OPTIONS)
-        spent["canvas" if isinstance(job, CanvasJob) else "copy"] += time.perf_counter() - started
-    return spent["canvas"], spent["copy"]
+def reference_one(job: CanvasJob | CopyJob, destination: Path) -> None:
+    """Bare PIL on the photos ``job`` reads: decode each, encode one PNG (same encoder settings)."""
+    sources = [p.source for p in job.panels] if isinstance(job, CanvasJob) else [job.source]
+    decoded = []
+    for source in sources:
+        with Image.open(source) as image:
+            image.load()
+            decoded.append(image.convert("RGB"))
+    decoded[0].save(destination, **PNG_SAVE_OPTIONS)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -110,22 +106,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--counting-partners", type=int, default=c3_build.COUNTING_PARTNERS)
     parser.add_argument("--grids-per-anchor", type=float, default=c3_build.GRIDS_PER_ANCHOR)
     parser.add_argument("--sample", type=int, default=0,
-                        help="render only every k-th image so that about this many are rendered (0: all of them, "
-                             "inside the build)")
+                        help="render only every k-th image so that about this many are rendered (0: all of them)")
     args = parser.parse_args(argv)
     size = tuple(int(v) for v in args.photo_size.split("x"))
     captured: dict[str, object] = {}
-    original = c3_build.render_all
 
     def deferred_render_all(jobs, *, workers=1):  # type: ignore[no-untyped-def]
-        jobs = list(jobs)
-        captured["jobs"] = jobs
-        if args.sample:  # rendered below on a sample; the bench folder is discarded
-            return ["0" * 64] * len(jobs)
-        started = time.perf_counter()
-        digests = original(jobs, workers=workers)
-        captured["seconds"] = time.perf_counter() - started
-        return digests
+        captured["jobs"] = list(jobs)  # rendered below, job by job beside the reference
+        return ["0" * 64] * len(captured["jobs"])
 
     c3_build.render_all = deferred_render_all  # type: ignore[assignment]
     with tempfile.TemporaryDirectory() as tmp:
@@ -139,11 +127,9 @@ def main(argv: list[str] | None = None) -> int:
                                   grids_per_anchor=args.grids_per_anchor)
         total = time.perf_counter() - started
         jobs: list[CanvasJob | CopyJob] = captured["jobs"]  # type: ignore[assignment]
-        render = float(captured.get("seconds", 0.0))  # type: ignore[arg-type]
         manifest = bench.manifest
         print(f"biovqa build c3: {manifest['counts']['total']:,} items, {len(jobs):,} images; reading + items "
-              f"{total - render:.1f} s" + (f", rendering {render:.1f} s (1 worker)" if not args.sample else
-                                             ", rendering deferred to the sample below"))
+              f"{total:.1f} s (rendering below)")
         print(f"subsets: {len(manifest['subsets'])} — " + ", ".join(
             f"{sid} {entry['selected']}" for sid, entry in manifest["subsets"].items()))
         print(f"counting partners {args.counting_partners}, grids per anchor {args.grids_per_anchor:g}")
@@ -160,11 +146,19 @@ def main(argv: list[str] | None = None) -> int:
         step = max(1, len(jobs) // args.sample) if args.sample else 1
         sample = jobs[::step]
         ours = {"canvas": 0.0, "copy": 0.0}
-        for job in sample:
+        theirs = {"canvas": 0.0, "copy": 0.0}
+        (root / "reference").mkdir()
+        # job by job, ours then the reference on the same photos, so that whatever else the
+        # machine does weighs on both alike
+        for k, job in enumerate(track(sample, description="render + reference", update_period=5)):
+            kind = "canvas" if isinstance(job, CanvasJob) else "copy"
             started = time.perf_counter()
             render_one(job)
-            ours["canvas" if isinstance(job, CanvasJob) else "copy"] += time.perf_counter() - started
-        ref_canvas, ref_copy = reference(sample, root / "reference")
+            middle = time.perf_counter()
+            reference_one(job, root / "reference" / f"{k % 64}.png")
+            ours[kind] += middle - started
+            theirs[kind] += time.perf_counter() - middle
+        ref_canvas, ref_copy = theirs["canvas"], theirs["copy"]
     n_canvas = sum(isinstance(j, CanvasJob) for j in sample)
     print(f"rendered {len(sample):,} of {len(jobs):,} images (every {step}): ours canvases {ours['canvas']:.1f} s "
           f"({n_canvas:,}), copies {ours['copy']:.1f} s ({len(sample) - n_canvas:,}); reference (PIL decode of every "

@@ -46,6 +46,25 @@ def test_build_is_deterministic_and_records_what_it_skipped(tmp_path: Path, sour
     assert biovqa.audit(a.root)
 
 
+def test_items_do_not_depend_on_where_the_sources_lie(tmp_path: Path, sources: dict[str, Path]) -> None:
+    import os
+    import shutil
+
+    moved_root = tmp_path / "elsewhere" / "deeper"
+    common = Path(os.path.commonpath([str(p) for p in sources.values()]))
+    shutil.copytree(common, moved_root)
+    moved = {name: moved_root / Path(path).relative_to(common) for name, path in sources.items()}
+    a = build_c3(sources, tmp_path / "a", **SMALL)
+    b = build_c3(moved, tmp_path / "b", **SMALL)
+    assert (a.root / "items.parquet").read_bytes() == (b.root / "items.parquet").read_bytes()
+    items = a.items.to_pydict()
+    for column in ("cluster", "source_id", "image"):
+        assert not any(str(common) in str(v) for v in items[column]), column
+    catalog = items["task"].index("localization")
+    assert items["cluster"][catalog] == items["source_id"][catalog]
+    assert items["cluster"][catalog].startswith("gzcd/") and not items["cluster"][catalog].startswith("gzcd//")
+
+
 def test_missing_sources_skip_their_tasks(tmp_path: Path, sources: dict[str, Path]) -> None:
     bench = build_c3({"beetles": sources["beetles"]}, tmp_path / "b", **SMALL)
     assert set(bench.manifest["skipped_tasks"]) == {"localization", "viewpoint"}

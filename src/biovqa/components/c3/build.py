@@ -29,7 +29,8 @@ from biovqa.bench.folder import Bench, staged_build, write_bench
 from biovqa.errors import BiovqaError
 from biovqa.components.c3 import tasks as T
 from biovqa.components.c3.render import COLOURS, CanvasJob, CopyJob, Panel, Shape, render_all, single
-from biovqa.components.c3.subsets import SUBSET_DATASET, WAID_SPLITS, CountLevel, Subset, stratified_sample
+from biovqa.components.c3.subsets import (SUBSET_DATASET, WAID_SPLITS, CountLevel, Subset, source_label,
+                                          stratified_sample)
 
 GENERATOR = "biovqa.components.c3.build"
 SOURCE_NAMES: tuple[str, ...] = ("waid", "bees", "depondfi", "beetles", "gzcd", "whaleshark", "hyena", "leopard")
@@ -523,7 +524,7 @@ class _Builder:
 
     # ---------------------------------------------------------------- wildlife catalogs
 
-    def localization(self, name: str, records: list[dict[str, Any]]) -> None:
+    def localization(self, name: str, records: list[dict[str, Any]], root: Path) -> None:
         for k, rec in enumerate(r for r in records if r.get("single", True)):
             x, y, w, h = (float(v) for v in rec["box_xywh"])
             width, height = int(rec["width"]), int(rec["height"])
@@ -532,15 +533,15 @@ class _Builder:
             question = T.prompt(T.FRAME_LOCALIZATION.format(W=width, H=height),
                                 T.Q_LOCALIZATION.format(species=rec.get("species") or "animal"))
             self.add("localization", {
-                "item_id": item_id, "subset": name, "dataset": name, "cluster": f"{name}/{rec['path']}",
-                "source_id": str(rec["path"]), "image": rel, "question": question,
+                "item_id": item_id, "subset": name, "dataset": name, "cluster": source_label(name, root, rec["path"]),
+                "source_id": source_label(name, root, rec["path"]), "image": rel, "question": question,
                 "answer": f"[{round(x)}, {round(y)}, {round(w)}, {round(h)}]",
                 "image_width": width, "image_height": height, "gold_box": [x, y, x + w, y + h],
                 "answer_payload": T.payload({"box_xywh": [x, y, w, h], "box_xyxy": [x, y, x + w, y + h],
                                              "width": width, "height": height}),
             }, CopyJob(Path(rec["path"]), dest))
 
-    def viewpoint(self, name: str, records: list[dict[str, Any]]) -> None:
+    def viewpoint(self, name: str, records: list[dict[str, Any]], root: Path) -> None:
         rng = _rng(self.seed, f"viewpoint:{name}")
         usable = [r for r in records if r.get("viewpoint") in T.VIEWPOINTS]
         for r in records:
@@ -554,7 +555,8 @@ class _Builder:
             species = rec.get("species") or "animal"
             item_id = f"c3-viewpoint-{name}-{k:05d}"
             base = {"item_id": item_id, "subset": name, "dataset": name, "tier": tier,
-                    "cluster": f"{name}/{rec['path']}", "source_id": str(rec["path"]), "answer": rec["viewpoint"],
+                    "cluster": source_label(name, root, rec["path"]), "source_id": source_label(name, root, rec["path"]),
+                    "answer": rec["viewpoint"],
                     "answer_payload": T.payload({"viewpoint": rec["viewpoint"], "tier": tier})}
             source = Path(rec["path"])
             size = (int(rec["width"]), int(rec["height"]))
@@ -804,8 +806,8 @@ def build_c3(
         for task in ("absolute_distance", "relative_distance", "relative_position", "ocr"):
             skipped_tasks[task] = "source 'beetles' not given"
     for name, records in sorted(catalogs.items()):
-        builder.localization(name, records)
-        builder.viewpoint(name, records)
+        builder.localization(name, records, paths[name])
+        builder.viewpoint(name, records, paths[name])
     if not catalogs:
         reason = "no wildlife catalog source (gzcd, whaleshark, hyena, leopard) given"
         skipped_tasks["localization"] = skipped_tasks["viewpoint"] = reason

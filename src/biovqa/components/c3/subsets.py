@@ -76,8 +76,17 @@ class Subset:
         return SUBSET_LEVELS.get(self.id, (CountLevel("all", self.noun),))
 
     def cluster(self, image: AnnotatedImage) -> str:
-        path = image.path.relative_to(self.root) if image.path.is_relative_to(self.root) else image.path
-        return f"{self.dataset}/{path.as_posix()}"
+        return source_label(self.dataset, self.root, image.path)
+
+
+def source_label(dataset: str, root: Path, path: Path | str) -> str:
+    """``dataset/<path under the source folder>``: names a source photograph in items (clusters,
+    ``source_id``) the same wherever the sources lie."""
+    path, root = Path(path), Path(root)
+    if not path.is_relative_to(root):  # one given relative to the working folder, the other not
+        path, root = path.resolve(), root.resolve()
+    relative = path.relative_to(root) if path.is_relative_to(root) else path
+    return f"{dataset}/{relative.as_posix()}"
 
 
 def count_bin(count: int) -> int:
@@ -112,4 +121,5 @@ def stratified_sample(images: list[AnnotatedImage], n: int, rng: np.random.Gener
     return [images[i] for i in sorted(chosen)]
 
 
-__all__ = ["GZCD_LEVELS", "SUBSET_DATASET", "SUBSET_LEVELS", "CountLevel", "Subset", "WAID_SPLITS", "count_bin", "stratified_sample"]
+__all__ = ["GZCD_LEVELS", "SUBSET_DATASET", "SUBSET_LEVELS", "CountLevel", "Subset", "WAID_SPLITS", "count_bin", "source_label",
+           "stratified_sample"]
