@@ -8,6 +8,7 @@ these as one readable message and exits non-zero; it never shows a traceback for
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from os import PathLike
 
 
@@ -42,6 +43,14 @@ class BiovqaError(Exception):
         if self.hint:
             text += f"\n  hint: {self.hint}"
         return text
+
+
+def did_you_mean(word: str, choices: Iterable[str]) -> str:
+    """" (did you mean 'waid'?)" for the closest of ``choices`` to a mistyped ``word``, else ""."""
+    import difflib
+
+    close = difflib.get_close_matches(word.lower(), [c.lower() for c in choices], n=1, cutoff=0.6)
+    return f" (did you mean {close[0]!r}?)" if close else ""
 
 
 class InputFormatError(BiovqaError):

@@ -108,6 +108,8 @@ def test_score_options_are_declared_and_checked(tmp_path: Path, demo_bench: Path
     unknown = biovqa("score", demo_bench, "-p", predictions, "-o", tmp_path / "s", "-O", "tau=20")
     assert run.returncode == 0 and unknown.returncode == 2
     assert "C1 scoring has no option 'tau'" in unknown.stderr and "epithet_last_word" in unknown.stderr
+    typo = biovqa("score", demo_bench, "-p", predictions, "-o", tmp_path / "s", "-O", "bootstrp=10")
+    assert typo.returncode == 2 and "no option 'bootstrp' (did you mean 'bootstrap'?)" in typo.stderr
     bad = biovqa("score", demo_bench, "-p", predictions, "-o", tmp_path / "s", "-O", "epithet_last_word=maybe")
     assert bad.returncode == 2 and "takes true or false" in bad.stderr
     assert "tau=<a number>" in biovqa("score", "--help").stdout

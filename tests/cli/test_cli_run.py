@@ -67,6 +67,7 @@ def test_run_shards_then_merge_then_plan(tmp_path: Path,
 @pytest.mark.parametrize("argv, words", [
     (["--shard", "2/2"], "out of range"),
     (["--backend", "nope", "--model", "m"], "unknown backend"),
+    (["--backend", "basline", "--model", "m"], "unknown backend 'basline' (did you mean 'baseline'?)"),
     (["--backend", "openai", "--model", "m"], "needs an endpoint"),
     (["--backend", "transformers"], "no model given"),
     (["--backend", "echo", "--option", "delay_s"], "NAME=VALUE"),

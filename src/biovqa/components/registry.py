@@ -36,7 +36,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Mapping
 
-from biovqa.errors import BiovqaError
+from biovqa.errors import BiovqaError, did_you_mean
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -174,7 +174,8 @@ class Component:
         unknown = sorted(set(given) - set(declared))
         if unknown:
             raise BiovqaError(
-                f"{self.name.upper()} scoring has no option {unknown[0]!r}", field=unknown[0],
+                f"{self.name.upper()} scoring has no option {unknown[0]!r}{did_you_mean(unknown[0], declared)}",
+                field=unknown[0],
                 hint="its options: " + ", ".join(sorted(declared)) + " (see `biovqa score --help`)")
         return {name: option.parse(given.get(name)) for name, option in declared.items()}
 
@@ -228,7 +229,8 @@ def get_component(name: str) -> Component:
     key = name.lower()
     if key not in _REGISTRY:
         known = ", ".join(sorted(_REGISTRY))
-        raise BiovqaError(f"unknown component {name!r}", hint=f"known components: {known}")
+        raise BiovqaError(f"unknown component {name!r}{did_you_mean(name, _REGISTRY)}",
+                          hint=f"known components: {known}")
     return _REGISTRY[key]
 
 

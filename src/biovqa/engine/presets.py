@@ -27,7 +27,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from biovqa.errors import BiovqaError
+from biovqa.errors import BiovqaError, did_you_mean
 
 #: prompts.md §1 [PAPER]: the system message of Gemma-3-12B and Gemma-4-12B on C1 and C2.
 GEMMA_SYSTEM_MESSAGE = "You are a precise taxonomy expert. Reply with only the requested term."
@@ -647,7 +647,7 @@ def resolve_preset(model: str, forced: str | None = None) -> tuple[ModelPreset, 
     if forced:
         found = _LOOKUP.get(forced.strip().lower())
         if found is None:
-            raise BiovqaError(f"unknown preset {forced!r}", field="--preset",
+            raise BiovqaError(f"unknown preset {forced!r}{did_you_mean(forced.strip(), _LOOKUP)}", field="--preset",
                               hint="see `biovqa models` or biovqa.engine.presets.PRESETS")
         preset = found[0]
         return replace(preset, checkpoint=model), {"preset": preset.key, "matched_by": "forced"}

@@ -80,6 +80,8 @@ def test_source_arguments_are_checked() -> None:
     for bad in (["zoo=/x"], ["waid"], ["waid=/x", "waid=/y"]):
         with pytest.raises(BiovqaError):
             parse_sources(bad)
+    with pytest.raises(BiovqaError, match=r"unknown C3 source 'wiad' \(did you mean 'waid'\?\)"):
+        parse_sources(["wiad=/x"])
 
 
 def test_direction_sectors_and_boundary_skip() -> None:

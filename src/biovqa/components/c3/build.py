@@ -26,7 +26,7 @@ import pyarrow as pa
 import typer
 
 from biovqa.bench.folder import Bench, staged_build, write_bench
-from biovqa.errors import BiovqaError
+from biovqa.errors import BiovqaError, did_you_mean
 from biovqa.components.c3 import tasks as T
 from biovqa.components.c3.render import COLOURS, CanvasJob, CopyJob, Panel, Shape, render_all, single
 from biovqa.components.c3.subsets import (SUBSET_DATASET, WAID_SPLITS, CountLevel, Subset, source_label,
@@ -70,7 +70,7 @@ def parse_sources(pairs: list[str]) -> dict[str, Path]:
         if not sep or not path:
             raise BiovqaError(f"--source takes NAME=PATH, got {pair!r}", field="source")
         if name not in SOURCE_NAMES:
-            raise BiovqaError(f"unknown C3 source {name!r}", field="source",
+            raise BiovqaError(f"unknown C3 source {name!r}{did_you_mean(name, SOURCE_NAMES)}", field="source",
                               hint=f"known sources: {', '.join(SOURCE_NAMES)}")
         if name in out:
             raise BiovqaError(f"source {name!r} given twice", field="source")
@@ -763,7 +763,7 @@ def build_c3(
     paths: dict[str, Path] = {k.lower(): Path(v) for k, v in given.items()}
     unknown = sorted(set(paths) - set(SOURCE_NAMES))
     if unknown:
-        raise BiovqaError(f"unknown C3 source {unknown[0]!r}", hint=f"known sources: {', '.join(SOURCE_NAMES)}")
+        raise BiovqaError(f"unknown C3 source {unknown[0]!r}{did_you_mean(unknown[0], SOURCE_NAMES)}", hint=f"known sources: {', '.join(SOURCE_NAMES)}")
     if not paths:
         raise BiovqaError("C3 needs at least one --source NAME=PATH",
                           hint=f"names: {', '.join(SOURCE_NAMES)}")

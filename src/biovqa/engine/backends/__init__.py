@@ -19,7 +19,7 @@ import inspect
 from collections.abc import Callable
 from typing import Any
 
-from biovqa.errors import BiovqaError
+from biovqa.errors import BiovqaError, did_you_mean
 from biovqa.engine.backends.base import Backend, Reply, Request
 
 __all__ = [
@@ -74,7 +74,7 @@ def load_factory(name: str) -> Callable[..., Backend]:
     target = available_backends().get(name, name if ":" in name else None)
     if target is None:
         raise BiovqaError(
-            f"unknown backend {name!r}",
+            f"unknown backend {name!r}{did_you_mean(name, available_backends())}",
             field="--backend",
             hint=f"known backends: {', '.join(sorted(available_backends()))}, or give 'module:factory'",
         )
