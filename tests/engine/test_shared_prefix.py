@@ -3,7 +3,8 @@
 The tiny random LLaVA (full attention) and Gemma 3 (sliding-window layers) are asked C1-shaped
 groups (3 short questions an image, a system message on Gemma as the paper's preset does) and
 C2-shaped ones (12 longer yes/no and naming questions of one image, different caps); every reply
-of the shared-prefix path must equal the plain batched path's reply and token count.
+of the shared-prefix path must equal the plain batched path's reply and token count. The Qwen-VL
+families (multimodal rotary positions) must also equal one request per call.
 """
 
 from __future__ import annotations
@@ -95,16 +96,19 @@ def test_a_run_with_shared_prefix_writes_the_same_predictions(
     assert tables[0] == tables[1] and len(tables[0]) == 12
 
 
-def test_shared_prefix_equals_plain_and_per_request_on_qwen2_5_vl(
-        tiny_model_dir: Callable[[str], Path], tiny_images: list[Path]) -> None:
-    """Qwen2.5-VL: multimodal rotary positions (3 × batch × length, with the ``rope_deltas`` the
-    model keeps between calls) and image patches flattened across the batch. The shared path
-    must really run (no silent fallback) and give, in float32, the tokens of the plain batched
-    path and of one request per call, C1- and C2-shaped (suffixes of different lengths: pads)."""
+@pytest.mark.parametrize("kind", ["qwen2_vl", "qwen2_5_vl", "qwen3_vl"])
+def test_shared_prefix_equals_plain_and_per_request_on_multimodal_rotary_models(
+        kind: str, tiny_model_dir: Callable[[str], Path], tiny_images: list[Path]) -> None:
+    """Qwen2-VL, Qwen2.5-VL and Qwen3-VL: multimodal rotary positions (3 × batch × length, with
+    the ``rope_deltas`` the model keeps between calls; Qwen3-VL's sections interleaved), image
+    patches flattened across the batch and, in Qwen3-VL, DeepStack vision features added to the
+    first text layers at the image tokens. The shared path must really run (no silent fallback)
+    and give, in float32, the tokens of the plain batched path and of one request per call,
+    C1- and C2-shaped (suffixes of different lengths: pads)."""
     from biovqa.engine.backends.prefix import shared_prefix_generate
     from biovqa.engine.backends.transformers import _load_image, create
 
-    model = str(tiny_model_dir("qwen2_5_vl"))
+    model = str(tiny_model_dir(kind))
     per_request = create(model, device="cpu", batch_size=1, dtype="float32")
     plain = create(model, device="cpu", batch_size=8, dtype="float32")
     shared = create(model, device="cpu", batch_size=16, shared_prefix=True, dtype="float32")

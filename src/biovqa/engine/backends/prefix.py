@@ -16,7 +16,9 @@ together from it:
 Pads sit between the prefix and each suffix and are masked out; positions continue from the prefix
 as if there were no pads, so every question sees exactly the tokens (and positions) of its own
 unpadded prompt. Greedy decoding then gives the plain path's tokens (the tests check token-for-token
-equality on the tiny LLaVA, Gemma 3 and Qwen2.5-VL, C1- and C2-shaped). Anything this path cannot do exactly —
+equality on the tiny LLaVA, Gemma 3, Qwen2-VL, Qwen2.5-VL and Qwen3-VL, C1- and C2-shaped; Qwen3-VL's
+DeepStack vision features enter the text layers at the image tokens, all inside the prefill).
+Anything this path cannot do exactly —
 an image token outside the common prefix, logits processors in the checkpoint's generation config
 (repetition penalty, …), a model without a dynamic cache — falls back to the plain path. Models
 with sliding-window layers (Gemma 3) decode only equal-length suffixes together (no pads).
