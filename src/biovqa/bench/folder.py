@@ -435,9 +435,15 @@ class Bench:
 
     def resolve_image(self, image: str) -> Path:
         """Path of an item's image: ``rendered/…`` images live in the benchmark folder, source
-        photos under :meth:`images_root`."""
+        photos under :meth:`images_root`, or, for a benchmark built from several sources (C3),
+        ``<source>/<path>`` under that source's folder (the manifest's ``image_roots``)."""
         if image.startswith(RENDERED_PREFIX):
             return self.root / image
+        roots = self.manifest.get("image_roots")
+        if isinstance(roots, dict):
+            source, _, rest = image.partition("/")
+            if rest and isinstance(roots.get(source), str):
+                return Path(roots[source]) / rest
         return self.images_root() / image
 
     def images_root(self) -> Path:

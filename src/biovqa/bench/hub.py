@@ -449,6 +449,9 @@ def _materialize(root: Path, component: str, description: dict[str, Any], images
         manifest["items_sha256"] = rebuilt
         # without photos, item paths resolve under a name that says what to do (audit and run show it)
         manifest["images_root"] = str(images_root) if images_root is not None else NO_IMAGES
+        # the builder's source folders mean nothing here: C3's `<source>/<path>` photos resolve
+        # under --images like any other source photo (ROOT/<source>/<path>)
+        manifest.pop("image_roots", None)
         manifest["release"] = {"folder": str(root.resolve()), "component": component,
                                "source_photos_checked": images_root is not None}
         for relative, digest in sorted(description["files"].items()):

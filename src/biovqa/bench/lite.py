@@ -39,7 +39,7 @@ STRATA: dict[str, tuple[str, ...]] = {
 }
 PER_TASK = 500
 #: Parent manifest keys a Lite bench keeps because scorers read them (C1: its taxonomy index).
-LITE_INHERITED_KEYS = ("taxonomy_index", "taxonomy_index_card")
+LITE_INHERITED_KEYS = ("taxonomy_index", "taxonomy_index_card", "image_roots")
 SEED = 42
 
 

@@ -28,7 +28,7 @@ def test_build_is_deterministic_and_records_what_it_skipped(tmp_path: Path, sour
     b = build_c3(sources, tmp_path / "b", workers=2, **SMALL)
     assert a.manifest["items_sha256"] == b.manifest["items_sha256"]
     for image in a.items.column("image").to_pylist()[::7]:
-        assert (a.root / image).read_bytes() == (b.root / image).read_bytes()
+        assert a.resolve_image(image).read_bytes() == b.resolve_image(image).read_bytes()
     counts = a.manifest["counts"]["by_task"]
     assert set(counts) == set(TASKS)
     assert set(a.manifest["counts"]["by_tier"]) >= {"easy", "medium", "hard", "same", "different", "red_box"}
@@ -63,6 +63,45 @@ def test_items_do_not_depend_on_where_the_sources_lie(tmp_path: Path, sources: d
     catalog = items["task"].index("localization")
     assert items["cluster"][catalog] == items["source_id"][catalog]
     assert items["cluster"][catalog].startswith("gzcd/") and not items["cluster"][catalog].startswith("gzcd//")
+
+
+def test_photos_shown_as_they_are_are_referenced_not_copied(tmp_path: Path, sources: dict[str, Path],
+                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    import hashlib
+
+    from biovqa.bench.hub import export_bench, open_release
+    from biovqa.bench.lite import make_lite
+
+    bench = build_c3(sources, tmp_path / "bench", **SMALL)
+    items = bench.items.to_pydict()
+    referenced = {(task, image, digest) for task, image, digest in
+                  zip(items["task"], items["image"], items["image_sha256"]) if not image.startswith("rendered/")}
+    assert {task for task, _, _ in referenced} == {"ocr", "localization", "viewpoint"}
+    roots = bench.manifest["image_roots"]
+    assert set(roots) == {"beetles", "gzcd"}
+    for _, image, digest in referenced:
+        source, _, rest = image.partition("/")
+        path = bench.resolve_image(image)
+        assert path == Path(sources[source]).resolve() / rest and path.is_file()
+        assert hashlib.sha256(path.read_bytes()).hexdigest() == digest
+    assert bench.manifest["images"]["source_photos"] == len({image for _, image, _ in referenced})
+    rendered = {p.relative_to(bench.root).as_posix() for p in (bench.root / "rendered").rglob("*") if p.is_file()}
+    assert rendered == {image for image in items["image"] if image.startswith("rendered/")}  # no copies
+    assert biovqa.audit(bench.root)
+    # a Lite subset resolves them through its parent's roots
+    lite = make_lite(bench.root, tmp_path / "lite", per_task=3)
+    assert all(lite.resolve_image(image).is_file() for image in lite.items.column("image").to_pylist())
+    # a release takes --images ROOT with one folder per source: ROOT/<source>/…
+    pytest.importorskip("datasets")
+    monkeypatch.setenv("BIOVQA_CACHE", str(tmp_path / "cache"))
+    export_bench([bench.root], tmp_path / "release")
+    photos = tmp_path / "photos"
+    photos.mkdir()
+    for name in roots:
+        (photos / name).symlink_to(Path(sources[name]).resolve(), target_is_directory=True)
+    opened = open_release(tmp_path / "release" / "data" / "c3", images=photos)
+    assert "image_roots" not in opened.manifest and opened.items.equals(bench.items)
+    assert biovqa.audit(opened.root)
 
 
 def test_missing_sources_skip_their_tasks(tmp_path: Path, sources: dict[str, Path]) -> None:

@@ -28,7 +28,7 @@ import typer
 from biovqa.bench.folder import Bench, staged_build, write_bench
 from biovqa.errors import BiovqaError, did_you_mean
 from biovqa.components.c3 import tasks as T
-from biovqa.components.c3.render import COLOURS, CanvasJob, CopyJob, Panel, Shape, render_all, single
+from biovqa.components.c3.render import COLOURS, CanvasJob, Panel, Shape, SourcePhoto, render_all, single
 from biovqa.components.c3.subsets import (SUBSET_DATASET, WAID_SPLITS, CountLevel, Subset, source_label,
                                           stratified_sample)
 
@@ -210,8 +210,11 @@ def _read_catalogs(paths: Mapping[str, Path], manifest: dict[str, Any], reader: 
 class _Builder:
     def __init__(self, out: Path, seed: int, canvas: int, plate_side: int,
                  counting_tiers: tuple[str, ...] = T.COUNTING_TIERS, partners: int = COUNTING_PARTNERS,
-                 grids_per_anchor: float = GRIDS_PER_ANCHOR) -> None:
+                 grids_per_anchor: float = GRIDS_PER_ANCHOR, roots: dict[str, Path] | None = None) -> None:
         self.out = out
+        self.roots = dict(roots or {})
+        #: sources whose photos items show as they are (the manifest's image_roots)
+        self.referenced: set[str] = set()
         self.counting_tiers = counting_tiers
         self.partners = partners
         self.grids_per_anchor = grids_per_anchor
@@ -219,7 +222,7 @@ class _Builder:
         self.canvas = canvas
         self.plate_side = plate_side
         self.rows: dict[str, list[dict[str, Any]]] = {t: [] for t in T.TASKS}
-        self.jobs: list[CanvasJob | CopyJob] = []
+        self.jobs: list[CanvasJob | SourcePhoto] = []
         #: (row, index of its image's job): a shared canvas is one job behind several rows
         self.job_rows: list[tuple[dict[str, Any], int]] = []
         self.skipped: dict[str, int] = {}
@@ -227,16 +230,23 @@ class _Builder:
     def skip(self, reason: str) -> None:
         self.skipped[reason] = self.skipped.get(reason, 0) + 1
 
-    def register(self, job: CanvasJob | CopyJob) -> int:
+    def register(self, job: CanvasJob | SourcePhoto) -> int:
         """Queue one image to render; its index, for the items that show it."""
         self.jobs.append(job)
         return len(self.jobs) - 1
 
-    def add(self, task: str, row: dict[str, Any], job: CanvasJob | CopyJob | int) -> None:
+    def add(self, task: str, row: dict[str, Any], job: CanvasJob | SourcePhoto | int) -> None:
         """One item; ``job`` is a new image or the index of one already registered (shared)."""
         row = {"task": task, "instruction": T.INSTRUCTIONS[task], **row}
         self.rows[task].append(row)
         self.job_rows.append((row, job if isinstance(job, int) else self.register(job)))
+
+    def source_photo(self, source: str, path: Path, root: Path | None = None) -> str:
+        """An item's ``image`` for a photo shown as it is: ``<source>/<path under its folder>``
+        (resolved through the manifest's ``image_roots``)."""
+        root = self.roots[source] if root is None else root
+        self.referenced.add(source)
+        return source_label(source, root, path)
 
     def destination(self, task: str, name: str, suffix: str = ".png") -> tuple[str, Path]:
         rel = f"{RENDER_FOLDER}/{task}/{name}{suffix}"
@@ -517,10 +527,10 @@ class _Builder:
                 self.skip("ocr: picture id is not an A + 11 digit code")
                 continue
             item_id = f"c3-ocr-{code}"
-            rel, dest = self.destination("ocr", item_id, plate.path.suffix.lower())
-            self.add("ocr", {**self.beetle_base(plate), "item_id": item_id, "image": rel,
+            self.add("ocr", {**self.beetle_base(plate), "item_id": item_id,
+                             "image": self.source_photo("beetles", plate.path),
                              "question": T.prompt(T.FRAME_OCR, T.Q_OCR), "answer": code,
-                             "answer_payload": T.payload({"code": code})}, CopyJob(plate.path, dest))
+                             "answer_payload": T.payload({"code": code})}, SourcePhoto(plate.path))
 
     # ---------------------------------------------------------------- wildlife catalogs
 
@@ -529,17 +539,17 @@ class _Builder:
             x, y, w, h = (float(v) for v in rec["box_xywh"])
             width, height = int(rec["width"]), int(rec["height"])
             item_id = f"c3-localization-{name}-{k:05d}"
-            rel, dest = self.destination("localization", item_id, Path(rec["path"]).suffix.lower())
             question = T.prompt(T.FRAME_LOCALIZATION.format(W=width, H=height),
                                 T.Q_LOCALIZATION.format(species=rec.get("species") or "animal"))
             self.add("localization", {
                 "item_id": item_id, "subset": name, "dataset": name, "cluster": source_label(name, root, rec["path"]),
-                "source_id": source_label(name, root, rec["path"]), "image": rel, "question": question,
+                "source_id": source_label(name, root, rec["path"]),
+                "image": self.source_photo(name, Path(rec["path"]), root), "question": question,
                 "answer": f"[{round(x)}, {round(y)}, {round(w)}, {round(h)}]",
                 "image_width": width, "image_height": height, "gold_box": [x, y, x + w, y + h],
                 "answer_payload": T.payload({"box_xywh": [x, y, w, h], "box_xyxy": [x, y, x + w, y + h],
                                              "width": width, "height": height}),
-            }, CopyJob(Path(rec["path"]), dest))
+            }, SourcePhoto(Path(rec["path"])))
 
     def viewpoint(self, name: str, records: list[dict[str, Any]], root: Path) -> None:
         rng = _rng(self.seed, f"viewpoint:{name}")
@@ -561,9 +571,8 @@ class _Builder:
             source = Path(rec["path"])
             size = (int(rec["width"]), int(rec["height"]))
             if tier == "species":
-                rel, dest = self.destination("viewpoint", item_id, source.suffix.lower())
-                self.add("viewpoint", {**base, "image": rel,
-                                       "question": T.Q_VIEW_SPECIES.format(species=species)}, CopyJob(source, dest))
+                self.add("viewpoint", {**base, "image": self.source_photo(name, source, root),
+                                       "question": T.Q_VIEW_SPECIES.format(species=species)}, SourcePhoto(source))
             elif tier == "red_box":
                 rel, dest = self.destination("viewpoint", item_id)
                 s = min(1.0, self.plate_side / max(size))
@@ -667,14 +676,14 @@ PAPER_IMAGES = 78139
 
 
 def _image_counts(builder: _Builder) -> dict[str, Any]:
-    """Images the items show (every one is written under ``rendered/``: canvases, overlays and
-    copied photos) beside the paper's 78 139, and how many items share them."""
+    """Images the items show (canvases and overlays drawn under ``rendered/``, source photos shown
+    as they are) beside the paper's 78 139, and how many items share them."""
     canvases = sum(isinstance(job, CanvasJob) for job in builder.jobs)
     per_task: dict[str, set[int]] = {}
     for row, index in builder.job_rows:
         per_task.setdefault(row["task"], set()).add(index)
     produced = len(builder.jobs)
-    return {"produced": produced, "rendered": produced, "canvases": canvases, "copies": produced - canvases,
+    return {"produced": produced, "rendered": canvases, "canvases": canvases, "source_photos": produced - canvases,
             "by_task": {t: len(per_task.get(t, ())) for t in T.TASKS},
             "items_per_image": round(len(builder.job_rows) / produced, 3) if produced else None,
             "expected_paper_count": PAPER_IMAGES, "difference": produced - PAPER_IMAGES}
@@ -789,7 +798,7 @@ def build_c3(
     if not tiers or set(tiers) - set(T.COUNTING_TIERS):
         raise BiovqaError(f"counting tiers are {', '.join(T.COUNTING_TIERS)}, got {', '.join(tiers)}",
                           field="counting_tiers")
-    builder = _Builder(out, seed, canvas, plate_side, tiers, counting_partners, grids_per_anchor)
+    builder = _Builder(out, seed, canvas, plate_side, tiers, counting_partners, grids_per_anchor, paths)
     skipped_tasks: dict[str, str] = {}
     if subsets:
         builder.counting(subsets)
@@ -839,6 +848,7 @@ def build_c3(
         out, table, component="c3", generator=GENERATOR, seed=seed, sources=files, parameters=parameters,
         extra={
             "images_root": ".",
+            "image_roots": {k: str(paths[k].resolve()) for k in sorted(builder.referenced)},
             "sources_given": {k: str(v) for k, v in sorted(paths.items())},
             "subsets": {s.id: {"dataset": s.dataset, "noun": s.noun, "available": s.available,
                                "selected": len(s.images), "discarded": s.discarded,

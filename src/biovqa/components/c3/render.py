@@ -10,8 +10,10 @@ in the *source* pixels of a panel (mapped through that panel's fit). Kinds of ov
 * ``box``: a rectangle outline, solid or ``dotted`` (relative distance: dotted boxes; relative
   position: six solid boxes; viewpoint: red boxes).
 
-Photos shown unchanged (OCR, localization, the viewpoint species tier) are :class:`CopyJob`: the
-source bytes copied, so the model sees the original file.
+Photos shown unchanged (OCR, localization, the viewpoint species tier) are :class:`SourcePhoto`:
+nothing is drawn or copied; the item points at the source file (``<source>/<path under it>``,
+resolved through the manifest's ``image_roots``) and records its sha256, so the model sees the
+original file and the benchmark does not duplicate the photos.
 
 Output is PNG with fixed encoder settings and no metadata, so equal jobs give equal bytes; each job
 is a pure function of its inputs and a process pool changes the speed, not the bytes. JPEG sources
@@ -22,7 +24,6 @@ from __future__ import annotations
 
 import hashlib
 import io
-import shutil
 from collections.abc import Iterable, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
@@ -68,9 +69,10 @@ class CanvasJob:
 
 
 @dataclass(frozen=True, slots=True)
-class CopyJob:
+class SourcePhoto:
+    """A source photo an item shows as it is: only hashed."""
+
     source: Path
-    destination: Path
 
 
 def fit(source_size: tuple[int, int], panel: Panel) -> tuple[float, float, float, int, int]:
@@ -149,19 +151,19 @@ def encode_png(image: Any) -> bytes:
     return buffer.getvalue()
 
 
-def render_one(job: CanvasJob | CopyJob) -> str:
-    """Write one job's output and return the SHA-256 of the written bytes."""
-    job.destination.parent.mkdir(parents=True, exist_ok=True)
-    if isinstance(job, CopyJob):
-        shutil.copyfile(job.source, job.destination)
-        with open(job.destination, "rb") as handle:
+def render_one(job: CanvasJob | SourcePhoto) -> str:
+    """Write one canvas and return the SHA-256 of the written bytes (a source photo: its
+    SHA-256)."""
+    if isinstance(job, SourcePhoto):
+        with open(job.source, "rb") as handle:
             return hashlib.file_digest(handle, "sha256").hexdigest()
+    job.destination.parent.mkdir(parents=True, exist_ok=True)
     data = encode_png(draw(job))
     job.destination.write_bytes(data)
     return hashlib.sha256(data).hexdigest()
 
 
-def render_all(jobs: Iterable[CanvasJob | CopyJob], *, workers: int = 1) -> list[str]:
+def render_all(jobs: Iterable[CanvasJob | SourcePhoto], *, workers: int = 1) -> list[str]:
     """Render every job; SHA-256 digests in job order (identical for any ``workers``)."""
     jobs = list(jobs)
     if workers <= 1 or len(jobs) < 2 * workers:
@@ -174,5 +176,5 @@ def single(source: Path, destination: Path, size: tuple[int, int], shapes: Seque
     return CanvasJob(destination, size, (Panel(source, (0, 0, size[0], size[1])),), tuple(shapes))
 
 
-__all__ = ["COLOURS", "CanvasJob", "CopyJob", "Panel", "Shape", "draw", "fit", "line_width", "render_all",
+__all__ = ["COLOURS", "CanvasJob", "Panel", "Shape", "SourcePhoto", "draw", "fit", "line_width", "render_all",
            "render_one", "single"]
