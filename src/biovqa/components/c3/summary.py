@@ -49,6 +49,11 @@ if TYPE_CHECKING:
     from biovqa.stats.bootstrap import CountsDrawnAhead
 
 CLUSTER_TASKS = frozenset({"counting", "absolute_distance"})
+#: the order the sections are computed and their resampled counts drawn in (the summary lists
+#: them in TASKS order): the tasks with many clusters to draw and little to compute go last, so
+#: their draws are ready when the sections before them are done (benchmarks/score_c3.py)
+SUMMARY_ORDER = ("counting", "absolute_distance", "viewpoint", "localization", "relative_distance",
+                 "relative_position", "ocr", "relative_counting")
 CHANCE_4 = 0.25
 
 
@@ -251,7 +256,7 @@ def cluster_sizes(table: pa.Table) -> dict[str, int]:
 
     tasks = table.column("task")
     sizes = {}
-    for task in TASKS:
+    for task in SUMMARY_ORDER:
         mask = pc.equal(tasks, task)
         column = "cluster" if task in CLUSTER_TASKS else "item_id"
         sizes[task] = len(pc.unique(table.column(column).filter(mask)))
@@ -491,8 +496,8 @@ def _summarize(table: pa.Table, items: pa.Table, options: Mapping[str, Any],
         clusters = rows["cluster"] if task in CLUSTER_TASKS else rows["item_id"]
         return shape, SECTIONS[task](rows, parsed, boot.named(task), clusters, weights)
 
-    done = [section(task) for task in TASKS]
-    for task, result in zip(TASKS, done):
+    done = {task: section(task) for task in SUMMARY_ORDER}
+    for task, result in ((task, done[task]) for task in TASKS):
         if result is None:
             continue
         summary["format"][task], summary[task] = result
