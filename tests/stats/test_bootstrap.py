@@ -86,6 +86,31 @@ def test_counts_drawn_ahead_equal_each_stream_whatever_order_they_are_read() -> 
         assert list(draws.blocks("a", 37)) == []  # each block is handed out once
 
 
+def test_counts_drawn_ahead_pause_at_their_memory_cap_without_deadlock() -> None:
+    import time
+
+    sizes = {"a": 1000, "b": 800, "c": 600}
+    expected = {name: np.concatenate(list(resampled_cluster_counts(k, B=40, seed=2, chunk=4, dtype=np.float32)))
+                for name, k in sizes.items()}
+    block = 4 * 1000  # one uint8 block of "a"
+    with CountsDrawnAhead(sizes, B=40, seed=2, chunk=4, max_waiting_bytes=2 * block) as draws:
+        time.sleep(0.3)  # a slow consumer: the worker pauses at the cap
+        assert draws.waiting_bytes <= 2 * block
+        got = {name: np.concatenate(list(draws.blocks(name, k))) for name, k in sizes.items()}
+        assert draws.peak_waiting_bytes <= 2 * block
+    for name in sizes:
+        np.testing.assert_array_equal(got[name], expected[name])
+    # names read against the drawing order: the worker goes past the cap rather than deadlock
+    with CountsDrawnAhead(sizes, B=40, seed=2, chunk=4, max_waiting_bytes=1) as draws:
+        for name in ("c", "b", "a"):
+            np.testing.assert_array_equal(np.concatenate(list(draws.blocks(name, sizes[name]))), expected[name])
+    # closing while the worker pauses at the cap stops it
+    paused = CountsDrawnAhead(sizes, B=40, seed=2, chunk=4, max_waiting_bytes=1)
+    time.sleep(0.1)
+    paused.close()
+    assert not paused._worker.is_alive() and paused.waiting_bytes == 0
+
+
 def test_counts_drawn_ahead_pass_on_errors_and_stop_when_closed(monkeypatch: pytest.MonkeyPatch) -> None:
     draws = CountsDrawnAhead({"a": 10}, B=5, seed=0)
     with pytest.raises(ValueError, match="drawn for 10 clusters, not 11"):

@@ -75,13 +75,20 @@ class CountsDrawnAhead:
     stream, so :meth:`blocks` yields exactly the blocks ``resampled_cluster_counts(size, B=B,
     seed=seed, dtype=np.float32)`` would. Blocks wait as uint8 (a quarter of the memory: ~83 MB
     for 1000 × 83 317 clusters) unless some count exceeds 255, and each is released once
-    yielded. Use as a context manager, or call :meth:`close`, to stop the worker early."""
+    yielded. The worker pauses while ``max_waiting_bytes`` are waiting, unless the caller is
+    waiting for a block (so reading the names in any order cannot deadlock). Use as a context
+    manager, or call :meth:`close`, to stop the worker early."""
 
-    def __init__(self, sizes: Mapping[str, int], *, B: int, seed: int, chunk: int = REPLICATE_CHUNK) -> None:
+    def __init__(self, sizes: Mapping[str, int], *, B: int, seed: int, chunk: int = REPLICATE_CHUNK,
+                 max_waiting_bytes: int = 256 << 20) -> None:
         import threading
 
         self.sizes = {name: size for name, size in sizes.items() if size > 0}
         self.B, self.seed, self.chunk = B, seed, chunk
+        self.max_waiting_bytes = max_waiting_bytes
+        self.waiting_bytes = 0
+        self.peak_waiting_bytes = 0
+        self._consumer_waits = False
         self._ready: dict[str, list[np.ndarray]] = {name: [] for name in self.sizes}
         self._finished: set[str] = set()
         self._error: BaseException | None = None
@@ -99,7 +106,14 @@ class CountsDrawnAhead:
                         return
                     compact = block.astype(np.uint8) if block.max(initial=0) <= 255 else block
                     with self._changed:
+                        self._changed.wait_for(lambda: self._stop.is_set() or self._consumer_waits
+                                               or self.waiting_bytes + compact.nbytes <= self.max_waiting_bytes
+                                               or self.waiting_bytes == 0)
+                        if self._stop.is_set():
+                            return
                         self._ready[name].append(compact)
+                        self.waiting_bytes += compact.nbytes
+                        self.peak_waiting_bytes = max(self.peak_waiting_bytes, self.waiting_bytes)
                         self._changed.notify_all()
                 with self._changed:
                     self._finished.add(name)
@@ -117,22 +131,30 @@ class CountsDrawnAhead:
                              f"not {n_clusters}")
         while True:
             with self._changed:
+                self._consumer_waits = True
+                self._changed.notify_all()
                 self._changed.wait_for(lambda: bool(self._ready[name]) or name in self._finished
                                        or self._error is not None)
+                self._consumer_waits = False
                 if self._error is not None:
                     raise self._error
                 if not self._ready[name]:
                     return
                 block = self._ready[name].pop(0)
+                self.waiting_bytes -= block.nbytes
+                self._changed.notify_all()
             yield block if block.dtype == np.float32 else block.astype(np.float32)
 
     def close(self) -> None:
         """Stop the worker after its current block and drop what it drew."""
         self._stop.set()
+        with self._changed:
+            self._changed.notify_all()  # a worker pausing for memory sees the stop
         self._worker.join()
         with self._changed:
             for ready in self._ready.values():
                 ready.clear()
+            self.waiting_bytes = 0
 
     def __enter__(self) -> CountsDrawnAhead:
         return self
