@@ -179,17 +179,18 @@ def figures(summaries: list[tuple[str, dict]], out_dir: str | Path) -> list[Path
     x = np.arange(len(columns))
     offsets, width = series_offsets(len(summaries))
     with figure(path, (9.0, 4.5), dpi=110) as (_, ax):
-        for offset, (label, s) in zip(offsets, summaries):
+        for k, (offset, (label, s)) in enumerate(zip(offsets, summaries)):
             scores = [_v((s.get("table3") or {}).get(c)) for c in columns]
             floor = [floor_value(s, c) for c in columns]
-            ax.bar(x + offset, np.nan_to_num(floor), width, color="lightgrey", edgecolor="grey")
-            ax.scatter(x + offset, scores, zorder=3, label=label, s=18)
+            ax.bar(x + offset, np.nan_to_num(floor), width, color="lightgrey", edgecolor="grey",
+                   label="bar: the model's image-blind floor φ (fitted on its parsed replies)" if k == 0 else None)
+            ax.scatter(x + offset, scores, zorder=3, label=f"dot: {label}", s=18)
         ax.set_xticks(x)
         ax.set_xticklabels(columns)
         ax.set_ylim(0, 1.05)
-        ax.set_ylabel("Table 3 metric (grey bar: the model's own floor)")
+        ax.set_ylabel("Table 3 metric")
         ax.set_title("C3: each model against its image-blind floors")
-        legend(ax, len(summaries))
+        legend(ax, len(summaries) + 1, columns=2, below=True)
     return [path]
 
 
