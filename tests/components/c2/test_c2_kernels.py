@@ -42,6 +42,23 @@ def test_delta_e_max_is_black_white():
     assert kernels.colour_delta_e_max() == pytest.approx(100.0, abs=1e-3)
 
 
+def test_colour_science_leaves_numpy_printing_as_it_was():
+    """colour-science sets NumPy's legacy printing on import; the kernels must not let it, or
+    every CSV a report writes later in the same process (biovqa demo) changes its digits."""
+    import subprocess
+    import sys
+
+    code = ("import numpy as np\n"
+            "from biovqa.components.c2 import kernels\n"
+            "before = np.get_printoptions()\n"
+            "kernels.colour_delta_e_table()\n"
+            "assert np.get_printoptions() == before, np.get_printoptions()\n"
+            "print(str(np.float64(0.8055555555555556)))\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "0.8055555555555556"
+
+
 def test_iridescent_is_exact_only_and_gray_spelling():
     assert kernels.colour_similarity("iridescent", "iridescent") == 1.0
     assert kernels.colour_similarity("iridescent", "blue") == 0.0

@@ -25,6 +25,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -126,10 +127,23 @@ DEFAULT_CONFIG = KernelConfig()
 # colour (Eq. 13)
 
 
+@lru_cache(maxsize=1)
+def _colour() -> Any:
+    """The ``colour-science`` module, imported with NumPy's print options kept: importing it sets
+    ``legacy="1.13"`` process-wide, which turns ``str(np.float64)`` into 12 significant digits and
+    so changed every CSV a report wrote later in the same process (``biovqa demo`` scores C2, then
+    writes the report)."""
+    options = np.get_printoptions()
+    try:
+        import colour
+    finally:
+        np.set_printoptions(**options)
+    return colour
+
+
 def srgb_to_lab(rgb: Iterable[float]) -> np.ndarray:
     """CIE-Lab (D65) of an sRGB triple in 0–255, through ``colour-science``."""
-    import colour
-
+    colour = _colour()
     d65 = colour.CCS_ILLUMINANTS["CIE 1931 2 Degree Standard Observer"]["D65"]
     xyz = colour.sRGB_to_XYZ(np.asarray(list(rgb), dtype=float) / 255.0)
     return np.asarray(colour.XYZ_to_Lab(xyz, d65), dtype=float)
@@ -137,8 +151,7 @@ def srgb_to_lab(rgb: Iterable[float]) -> np.ndarray:
 
 def ciede2000(lab1: Iterable[float], lab2: Iterable[float]) -> float:
     """CIEDE2000 colour difference ΔE00 (kL = kC = kH = 1) of two Lab colours."""
-    import colour
-
+    colour = _colour()
     return float(colour.delta_E(np.asarray(list(lab1), float), np.asarray(list(lab2), float),
                                 method="CIE 2000"))
 
