@@ -241,12 +241,16 @@ class _Builder:
         self.rows[task].append(row)
         self.job_rows.append((row, job if isinstance(job, int) else self.register(job)))
 
-    def source_photo(self, source: str, path: Path, root: Path | None = None) -> str:
-        """An item's ``image`` for a photo shown as it is: ``<source>/<path under its folder>``
-        (resolved through the manifest's ``image_roots``)."""
-        root = self.roots[source] if root is None else root
+    def label(self, source: str, path: Path | str) -> str:
+        """``<source>/<path under its folder>``: how items name a source photo (``cluster``,
+        ``source_id``)."""
+        return source_label(source, self.roots[source], path)
+
+    def source_photo(self, source: str, path: Path) -> str:
+        """An item's ``image`` for a photo shown as it is: its :meth:`label` (resolved through the
+        manifest's ``image_roots``)."""
         self.referenced.add(source)
-        return source_label(source, root, path)
+        return self.label(source, path)
 
     def destination(self, task: str, name: str, suffix: str = ".png") -> tuple[str, Path]:
         rel = f"{RENDER_FOLDER}/{task}/{name}{suffix}"
@@ -534,7 +538,7 @@ class _Builder:
 
     # ---------------------------------------------------------------- wildlife catalogs
 
-    def localization(self, name: str, records: list[dict[str, Any]], root: Path) -> None:
+    def localization(self, name: str, records: list[dict[str, Any]]) -> None:
         for k, rec in enumerate(r for r in records if r.get("single", True)):
             x, y, w, h = (float(v) for v in rec["box_xywh"])
             width, height = int(rec["width"]), int(rec["height"])
@@ -542,16 +546,16 @@ class _Builder:
             question = T.prompt(T.FRAME_LOCALIZATION.format(W=width, H=height),
                                 T.Q_LOCALIZATION.format(species=rec.get("species") or "animal"))
             self.add("localization", {
-                "item_id": item_id, "subset": name, "dataset": name, "cluster": source_label(name, root, rec["path"]),
-                "source_id": source_label(name, root, rec["path"]),
-                "image": self.source_photo(name, Path(rec["path"]), root), "question": question,
+                "item_id": item_id, "subset": name, "dataset": name, "cluster": self.label(name, rec["path"]),
+                "source_id": self.label(name, rec["path"]),
+                "image": self.source_photo(name, Path(rec["path"])), "question": question,
                 "answer": f"[{round(x)}, {round(y)}, {round(w)}, {round(h)}]",
                 "image_width": width, "image_height": height, "gold_box": [x, y, x + w, y + h],
                 "answer_payload": T.payload({"box_xywh": [x, y, w, h], "box_xyxy": [x, y, x + w, y + h],
                                              "width": width, "height": height}),
             }, SourcePhoto(Path(rec["path"])))
 
-    def viewpoint(self, name: str, records: list[dict[str, Any]], root: Path) -> None:
+    def viewpoint(self, name: str, records: list[dict[str, Any]]) -> None:
         rng = _rng(self.seed, f"viewpoint:{name}")
         usable = [r for r in records if r.get("viewpoint") in T.VIEWPOINTS]
         for r in records:
@@ -565,13 +569,13 @@ class _Builder:
             species = rec.get("species") or "animal"
             item_id = f"c3-viewpoint-{name}-{k:05d}"
             base = {"item_id": item_id, "subset": name, "dataset": name, "tier": tier,
-                    "cluster": source_label(name, root, rec["path"]), "source_id": source_label(name, root, rec["path"]),
+                    "cluster": self.label(name, rec["path"]), "source_id": self.label(name, rec["path"]),
                     "answer": rec["viewpoint"],
                     "answer_payload": T.payload({"viewpoint": rec["viewpoint"], "tier": tier})}
             source = Path(rec["path"])
             size = (int(rec["width"]), int(rec["height"]))
             if tier == "species":
-                self.add("viewpoint", {**base, "image": self.source_photo(name, source, root),
+                self.add("viewpoint", {**base, "image": self.source_photo(name, source),
                                        "question": T.Q_VIEW_SPECIES.format(species=species)}, SourcePhoto(source))
             elif tier == "red_box":
                 rel, dest = self.destination("viewpoint", item_id)
@@ -815,8 +819,8 @@ def build_c3(
         for task in ("absolute_distance", "relative_distance", "relative_position", "ocr"):
             skipped_tasks[task] = "source 'beetles' not given"
     for name, records in sorted(catalogs.items()):
-        builder.localization(name, records, paths[name])
-        builder.viewpoint(name, records, paths[name])
+        builder.localization(name, records)
+        builder.viewpoint(name, records)
     if not catalogs:
         reason = "no wildlife catalog source (gzcd, whaleshark, hyena, leopard) given"
         skipped_tasks["localization"] = skipped_tasks["viewpoint"] = reason

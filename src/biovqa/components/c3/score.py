@@ -65,12 +65,13 @@ def ring_steps(gold: str, pred: str) -> int | None:
 
 
 def view_credit(gold: str, pred: str | None, weights: tuple[float, ...]) -> float:
-    if pred is None:
-        return 0.0
-    steps = ring_steps(gold, pred)
-    if steps is None:
-        return 1.0 if gold == pred else 0.0
-    return weights[steps]
+    return 0.0 if pred is None else credit_for_steps(gold, pred, ring_steps(gold, pred), weights)
+
+
+def credit_for_steps(gold: str, pred: str, steps: int | None, weights: tuple[float, ...]) -> float:
+    """The viewpoint credit v of a parsed answer ``steps`` ring steps from gold (up/down, off the
+    ring: exact match only)."""
+    return (1.0 if gold == pred else 0.0) if steps is None else weights[steps]
 
 
 def corners(boxes: np.ndarray, convention: str, width: np.ndarray | float, height: np.ndarray | float
@@ -200,7 +201,7 @@ def score_items(items: pa.Table, predictions: pa.Table, options: Mapping[str, An
                 if v is not None:
                     out.parsed[i] = str(v)
         elif task in ("relative_counting", "relative_distance", "relative_position"):
-            correct = np.array([v is not None and v == gold for v, gold in zip(parsed, golds)], dtype=float)
+            correct = _matches(parsed, golds)
             out.put("correct", rows, correct)
             out.put("score", rows, correct)
             out.parsed_at(task_rows, parsed)
@@ -227,23 +228,24 @@ def score_items(items: pa.Table, predictions: pa.Table, options: Mapping[str, An
                     boxes[i] = v
                     out.parsed[i] = "[" + ", ".join(_fmt(x) for x in v) + "]"
         elif task == "viewpoint":
-            credit = np.array([view_credit(gold, v, weights) for v, gold in zip(parsed, golds)], dtype=float)
+            credit = np.zeros(len(task_rows))
+            on_ring = {}
+            for k, (i, v, gold) in enumerate(zip(task_rows, parsed, golds)):
+                if v is None:
+                    continue
+                out.steps[i] = steps_ = ring_steps(gold, v)
+                credit[k] = credit_for_steps(gold, v, steps_, weights)
+                if steps_ is not None:
+                    on_ring[i] = 45.0 * steps_
             out.put("vas", rows, credit)
-            out.put("correct", rows, np.array([v is not None and v == gold for v, gold in zip(parsed, golds)],
-                                              dtype=float))
+            out.put("correct", rows, _matches(parsed, golds))
             out.put("score", rows, credit)
             out.parsed_at(task_rows, parsed)
-            on_ring = {}
-            for i, v, gold in zip(task_rows, parsed, golds):
-                if v is not None:
-                    out.steps[i] = steps_ = ring_steps(gold, v)
-                    if steps_ is not None:
-                        on_ring[i] = 45.0 * steps_
             out.put("ang_err", np.fromiter(on_ring, np.int64, len(on_ring)),
                     np.fromiter(on_ring.values(), np.float64, len(on_ring)))
         elif task == "ocr":
             prefix_len = len(common_prefix(golds))
-            correct = np.array([v is not None and v == gold for v, gold in zip(parsed, golds)], dtype=float)
+            correct = _matches(parsed, golds)
             out.put("correct", rows, correct)
             out.put("score", rows, correct)
             out.put("char_acc", rows, np.array([char_accuracy(gold, v) for v, gold in zip(parsed, golds)]))
@@ -277,6 +279,11 @@ def score_items(items: pa.Table, predictions: pa.Table, options: Mapping[str, An
     columns["box_convention"] = pa.array(out.box_convention, pa.string())
     columns["steps"] = pa.array(out.steps, pa.int8())
     return pa.table(columns)
+
+
+def _matches(parsed: list[Any], golds: list[str]) -> np.ndarray:
+    """1.0 where the parsed answer equals the gold one, else 0.0 (unparsed included)."""
+    return np.array([v is not None and v == gold for v, gold in zip(parsed, golds)], dtype=float)
 
 
 def _parse_all(task: str, rows: list[int], responses: list[str | None], statuses: list[str | None],
@@ -375,5 +382,5 @@ def score_tables(items: pa.Table, predictions: pa.Table, options: Mapping[str, A
                 draws.close()
 
 
-__all__ = ["CONVENTIONS", "char_accuracy", "convention_means", "corners", "detect_convention", "iou", "ious_under", "ring_steps",
+__all__ = ["CONVENTIONS", "char_accuracy", "convention_means", "corners", "credit_for_steps", "detect_convention", "iou", "ious_under", "ring_steps",
            "score", "score_items", "score_tables", "to_xyxy", "view_credit"]

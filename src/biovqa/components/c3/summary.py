@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -211,15 +211,6 @@ class _Boot:
         """This bootstrap for ``task`` (whose counts ``draws`` holds under that name)."""
         return _Boot(self.B, self.seed, self.level, self.draws, task)
 
-    def _blocks(self, k: int) -> Iterator[np.ndarray]:
-        from biovqa.stats.bootstrap import CountsDrawnAhead
-
-        if self.draws is not None and self.task in self.draws.sizes:
-            yield from self.draws.blocks(self.task, k)
-            return
-        with CountsDrawnAhead({self.task: k}, B=self.B, seed=self.seed) as draws:
-            yield from draws.blocks(self.task, k)
-
     def __call__(self, columns: _Columns, fn: Stats, clusters: Sequence[str], n: int, *, rowwise: bool = False
                  ) -> list[dict[str, Any]]:
         """Estimates of the statistics ``fn(totals, cluster_weights)``: ``totals`` (replicates ×
@@ -235,7 +226,8 @@ class _Boot:
         if self.B > 0 and len(clusters):
             product = _Product(columns.cluster_sums(codes, k), k)
             reps = []
-            for block in self._blocks(k):
+            assert self.draws is not None, "summarize draws the counts whenever B > 0"
+            for block in self.draws.blocks(self.task, k):
                 totals = product(block)
                 reps.append(np.column_stack([np.asarray(v, dtype=np.float64)
                                              for v in fn(totals, block if rowwise else None)]))
