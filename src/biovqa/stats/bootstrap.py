@@ -75,9 +75,11 @@ class CountsDrawnAhead:
     stream, so :meth:`blocks` yields exactly the blocks ``resampled_cluster_counts(size, B=B,
     seed=seed, dtype=np.float32)`` would. Blocks wait as uint8 (a quarter of the memory: ~83 MB
     for 1000 × 83 317 clusters) unless some count exceeds 255, and each is released once
-    yielded. The worker pauses while ``max_waiting_bytes`` are waiting, unless the caller is
-    waiting for a block (so reading the names in any order cannot deadlock). Use as a context
-    manager, or call :meth:`close`, to stop the worker early."""
+    yielded. The worker pauses while ``max_waiting_bytes`` are waiting, unless the caller waits
+    for a name of which no block is ready yet: then it draws past the cap until that name's next
+    block is ready, and pauses again (so reading the names in any order cannot deadlock, and
+    reading them in the order given never holds more than the cap, or one block where a block is
+    larger). Use as a context manager, or call :meth:`close`, to stop the worker early."""
 
     def __init__(self, sizes: Mapping[str, int], *, B: int, seed: int, chunk: int = REPLICATE_CHUNK,
                  max_waiting_bytes: int = 256 << 20) -> None:
@@ -88,7 +90,8 @@ class CountsDrawnAhead:
         self.max_waiting_bytes = max_waiting_bytes
         self.waiting_bytes = 0
         self.peak_waiting_bytes = 0
-        self._consumer_waits = False
+        #: the name the caller waits for, while it waits (None otherwise)
+        self._wanted: str | None = None
         self._ready: dict[str, list[np.ndarray]] = {name: [] for name in self.sizes}
         self._finished: set[str] = set()
         self._error: BaseException | None = None
@@ -106,7 +109,7 @@ class CountsDrawnAhead:
                         return
                     compact = block.astype(np.uint8) if block.max(initial=0) <= 255 else block
                     with self._changed:
-                        self._changed.wait_for(lambda: self._stop.is_set() or self._consumer_waits
+                        self._changed.wait_for(lambda: self._stop.is_set() or self._starved()
                                                or self.waiting_bytes + compact.nbytes <= self.max_waiting_bytes
                                                or self.waiting_bytes == 0)
                         if self._stop.is_set():
@@ -123,6 +126,13 @@ class CountsDrawnAhead:
                 self._error = error
                 self._changed.notify_all()
 
+    def _starved(self) -> bool:
+        """The caller waits for a name with no block ready (called holding the lock): only the
+        worker drawing past the cap can end that wait. Once that name's block is ready it is
+        False again, whether or not the caller has woken yet, so the cap holds meanwhile."""
+        wanted = self._wanted
+        return wanted is not None and not self._ready[wanted] and wanted not in self._finished
+
     def blocks(self, name: str, n_clusters: int) -> Iterator[np.ndarray]:
         """``name``'s float32 blocks in order, waiting for the worker where it is behind;
         ``n_clusters`` must be the size it was given (a mismatch is a caller's bug)."""
@@ -131,11 +141,11 @@ class CountsDrawnAhead:
                              f"not {n_clusters}")
         while True:
             with self._changed:
-                self._consumer_waits = True
+                self._wanted = name
                 self._changed.notify_all()
                 self._changed.wait_for(lambda: bool(self._ready[name]) or name in self._finished
                                        or self._error is not None)
-                self._consumer_waits = False
+                self._wanted = None
                 if self._error is not None:
                     raise self._error
                 if not self._ready[name]:
