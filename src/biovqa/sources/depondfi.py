@@ -4,9 +4,12 @@ A keypoint file holds one ``x,y`` pixel pair per line, nine consecutive lines pe
 top fin, fish centre, bottom centre, tail start, top / mid / bottom tail outline). Count = lines / 9;
 a fish's box is the min/max of its nine points.
 
-Errors (file, line, field): a line that is not two comma-separated numbers. Counted exclusions: a
-keypoint file whose line count is not a multiple of 9 (a partial fish: completeness
-unverifiable), an image without a keypoint file, a keypoint file without an image, a point
+Files are read through :mod:`biovqa.sources.validate` (UTF-8, BOM and CRLF accepted, bounded
+lines). Errors (file, line, field): a file that is not UTF-8, a line that is not two
+comma-separated finite numbers (``nan``, ``inf`` are errors). Counted exclusions, each naming its
+first files: a keypoint file whose line count is not a multiple of 9 (a partial fish: completeness
+unverifiable), an image without a keypoint file, a keypoint file without an image, two photos with
+one stem, a photo the image inspector refuses (truncated, corrupt, a decompression bomb), a point
 outside the image (tolerance 1 px).
 """
 
@@ -15,6 +18,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from biovqa.errors import InputFormatError, MissingResourceError
+from biovqa.sources.validate import number, read_lines
 from biovqa.sources.waid import (
     EXCLUDED_NO_IMAGE,
     EXCLUDED_NO_LABELS,
@@ -22,6 +26,7 @@ from biovqa.sources.waid import (
     IMAGE_SUFFIXES,
     AnnotatedImage,
     CountingSource,
+    unique_stems,
     find_image,
 )
 
@@ -32,28 +37,17 @@ PIXEL_TOLERANCE = 1.0
 
 def read_keypoints(path: Path) -> list[tuple[float, float]]:
     points = []
-    for row, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+    for row, line in enumerate(read_lines(path), start=1):
         if not line.strip():
             continue
         fields = line.replace(";", ",").split(",")
         if len(fields) != 2:
             raise InputFormatError(f"a keypoint line is 'x,y', found {line.strip()[:60]!r}", file=path,
                                    row=row, field="x,y")
-        try:
-            points.append((float(fields[0]), float(fields[1])))
-        except ValueError:
-            bad = "x" if not _is_number(fields[0]) else "y"
-            raise InputFormatError(f"{bad} is not a number: {line.strip()[:60]!r}", file=path, row=row,
-                                   field=bad) from None
+        x, y = (number(text.strip(), file=path, row=row, field=name)
+                for name, text in zip(("x", "y"), fields))
+        points.append((x, y))
     return points
-
-
-def _is_number(text: str) -> bool:
-    try:
-        float(text)
-    except ValueError:
-        return False
-    return True
 
 
 def read_depondfi(root: str | Path) -> CountingSource:
@@ -67,24 +61,26 @@ def read_depondfi(root: str | Path) -> CountingSource:
     keypoint_paths = {p.stem: p for p in sorted(keypoints_dir.glob("*.txt"))}
     image_paths = sorted(p for p in images_dir.iterdir() if p.suffix in IMAGE_SUFFIXES)
     stems = {p.stem for p in image_paths}
-    if set(keypoint_paths) - stems:
-        source.exclude(EXCLUDED_NO_IMAGE, len(set(keypoint_paths) - stems))
+    image_paths = unique_stems(image_paths, source)
+    orphans = sorted(set(keypoint_paths) - stems)
+    if orphans:
+        source.exclude(EXCLUDED_NO_IMAGE, len(orphans), names=[keypoint_paths[s] for s in orphans])
     tol = PIXEL_TOLERANCE
     for image_path in image_paths:
         kp = keypoint_paths.get(image_path.stem)
         if kp is None:
-            source.exclude(EXCLUDED_NO_LABELS)
+            source.exclude(EXCLUDED_NO_LABELS, names=[image_path])
             continue
         points = read_keypoints(kp)
         if len(points) % POINTS_PER_FISH:
-            source.exclude(EXCLUDED_PARTIAL)
+            source.exclude(EXCLUDED_PARTIAL, names=[f"{source.name_of(kp)} ({len(points)} points)"])
             continue
         size = source.size_or_exclude(image_path)
         if size is None:
             continue
         width, height = size
         if any(x < -tol or y < -tol or x > width + tol or y > height + tol for x, y in points):
-            source.exclude(EXCLUDED_OUTSIDE)
+            source.exclude(EXCLUDED_OUTSIDE, names=[kp])
             continue
         boxes = []
         for k in range(0, len(points), POINTS_PER_FISH):

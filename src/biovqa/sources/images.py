@@ -6,12 +6,17 @@ An image file is accepted only when
 * its header names a size of at most :data:`MAX_IMAGE_PIXELS` pixels (a decompression bomb — a
   small file that claims 20 000² or 65 000² pixels — is refused before anything is decoded);
 * it is complete: a PNG ends with its ``IEND`` chunk, a JPEG with its end-of-image marker, a GIF
-  with its trailer, a WebP with as many bytes as its RIFF header declares; other formats are
-  decoded in full by Pillow (within the pixel limit).
+  with its trailer, a WebP with as many bytes as its RIFF header declares;
+* where that fast path cannot tell (another format, a header it cannot parse, a JPEG whose end
+  marker is followed by a camera trailer), Pillow decodes the file in full — within the pixel
+  limit, so a decompression bomb is refused, never decoded — and a file Pillow cannot decode
+  (truncated, corrupt) is refused.
 
-The completeness check reads the file's head and tail only, so checking 100 000 images costs
-little more than reading their headers; a file whose body is cut anywhere loses its end marker.
-Each refusal has a reason, counted per reason in the benchmark manifest by the caller.
+The fast path reads the headers and the tail only: a JPEG's markers are walked with seeks, so its
+frame header is found behind a 65 534-byte EXIF segment or any ICC/XMP segments, and checking
+100 000 images costs little more than reading their headers; a file whose body is cut anywhere
+loses its end marker. Each refusal has a reason; the caller counts it per reason in the
+benchmark manifest and names the file (``exclusion_examples``), and never aborts a build on it.
 """
 
 from __future__ import annotations
@@ -19,7 +24,9 @@ from __future__ import annotations
 import io
 import os
 import struct
+from collections.abc import Callable
 from pathlib import Path
+from typing import BinaryIO
 
 #: Largest image file accepted [DEFAULT] (the largest TreeOfLife / CUB photo is a few MB).
 MAX_IMAGE_BYTES = 64 * 1024 * 1024
@@ -33,13 +40,52 @@ OVER_PIXELS = "image_over_pixel_limit"
 #: Every reason :func:`inspect_image` may give.
 REASONS: tuple[str, ...] = (UNREADABLE, OVER_BYTES, OVER_PIXELS)
 
-_HEAD_BYTES = 1 << 16  # a JPEG's frame header lies within its first 64 KB (EXIF is at most 64 KB)
+_HEAD_BYTES = 64  # every non-JPEG frame header handled here lies in the first 30 bytes
 _TAIL_BYTES = 32
+#: JPEG segments walked before giving up on finding the frame header (a real photo has < 30).
+_MAX_JPEG_SEGMENTS = 4096
+_JPEG_SOF = frozenset(range(0xC0, 0xD0)) - {0xC4, 0xC8, 0xCC}  # frame headers (not DHT/JPG/DAC)
 
 
-def header_size(data: bytes) -> tuple[int, int] | None:
-    """(width, height) read from the header of a PNG, JPEG, GIF or WebP file; None for other
-    formats or a header that does not parse."""
+def _jpeg_frame_size(handle: BinaryIO) -> tuple[int, int] | None:
+    """(width, height) from a JPEG's frame header, found by walking its markers with seeks.
+
+    The frame header may lie anywhere before the first scan: a camera's APP1 EXIF segment alone can
+    take 65 534 bytes, ICC and XMP segments more, so reading a fixed head would miss it. Each step
+    reads four bytes and seeks past the segment; None when the markers do not lead to a frame."""
+    position = 2
+    for _ in range(_MAX_JPEG_SEGMENTS):
+        handle.seek(position)
+        marker = handle.read(2)
+        if len(marker) < 2 or marker[0] != 0xFF:
+            return None
+        code = marker[1]
+        if code == 0xFF:  # fill byte before a marker
+            position += 1
+            continue
+        if code in (0xD8, 0x01) or 0xD0 <= code <= 0xD7:  # markers without a length
+            position += 2
+            continue
+        if code in (0xD9, 0xDA):  # end of image or a scan before any frame header
+            return None
+        length_bytes = handle.read(2)
+        if len(length_bytes) < 2:
+            return None
+        length = struct.unpack(">H", length_bytes)[0]
+        if length < 2:
+            return None
+        if code in _JPEG_SOF:
+            frame = handle.read(5)
+            if len(frame) < 5:
+                return None
+            height, width = struct.unpack(">HH", frame[1:5])
+            return int(width), int(height)
+        position += 2 + length
+    return None
+
+
+def _fixed_header_size(data: bytes) -> tuple[int, int] | None:
+    """(width, height) of a PNG, GIF or WebP file from its first 30 bytes; None otherwise."""
     if data[:8] == b"\x89PNG\r\n\x1a\n" and data[12:16] == b"IHDR" and len(data) >= 24:
         width, height = struct.unpack(">II", data[16:24])
         return int(width), int(height)
@@ -56,22 +102,19 @@ def header_size(data: bytes) -> tuple[int, int] | None:
             return (bits & 0x3FFF) + 1, ((bits >> 14) & 0x3FFF) + 1
         if chunk == b"VP8X" and len(data) >= 30:
             return int.from_bytes(data[24:27], "little") + 1, int.from_bytes(data[27:30], "little") + 1
-        return None
-    if data[:2] == b"\xff\xd8":
-        position = 2
-        while position + 9 < len(data):
-            if data[position] != 0xFF:
-                return None
-            marker = data[position + 1]
-            if marker in (0xD8, 0x01) or 0xD0 <= marker <= 0xD7 or marker == 0xFF:
-                position += 1 if marker == 0xFF else 2
-                continue
-            length = struct.unpack(">H", data[position + 2:position + 4])[0]
-            if 0xC0 <= marker <= 0xCF and marker not in (0xC4, 0xC8, 0xCC):
-                height, width = struct.unpack(">HH", data[position + 5:position + 9])
-                return int(width), int(height)
-            position += 2 + length
     return None
+
+
+def _header_size(handle: BinaryIO, head: bytes) -> tuple[int, int] | None:
+    if head[:2] == b"\xff\xd8":
+        return _jpeg_frame_size(handle)
+    return _fixed_header_size(head)
+
+
+def header_size(data: bytes) -> tuple[int, int] | None:
+    """(width, height) read from the header of a PNG, JPEG, GIF or WebP file; None for other
+    formats or a header that does not parse. A JPEG's frame header is found wherever it lies."""
+    return _header_size(io.BytesIO(data), data[:_HEAD_BYTES])
 
 
 def _complete(head: bytes, tail: bytes, n_bytes: int) -> bool | None:
@@ -109,43 +152,43 @@ def inspect_image(data: bytes) -> tuple[int, int] | str:
     """(width, height) of an image file's bytes within the limits, or the reason it is refused."""
     if len(data) > MAX_IMAGE_BYTES:
         return OVER_BYTES
-    return _inspect(data[:_HEAD_BYTES], data[-_TAIL_BYTES:], len(data), lambda: data)
+    return _inspect(io.BytesIO(data), len(data), lambda: data)
 
 
 def inspect_image_file(path: str | os.PathLike[str]) -> tuple[int, int] | str:
-    """:func:`inspect_image` reading only the head and the tail of the file (the whole file only
-    for formats whose header this module does not parse)."""
+    """:func:`inspect_image` reading only the headers and the tail of the file (the whole file only
+    for formats whose header this module does not parse). This is the one check every builder
+    applies to a source photo before it counts it: a refusal is an exclusion, never an error."""
     try:
         with open(path, "rb") as handle:
             n_bytes = os.fstat(handle.fileno()).st_size
             if n_bytes > MAX_IMAGE_BYTES:
                 return OVER_BYTES
-            head = handle.read(_HEAD_BYTES)
-            handle.seek(max(0, n_bytes - _TAIL_BYTES))
-            tail = handle.read(_TAIL_BYTES)
+            return _inspect(handle, n_bytes, lambda: Path(path).read_bytes())
     except OSError:
         return UNREADABLE
-    return _inspect(head, tail, n_bytes, lambda: Path(path).read_bytes())
 
 
-def _inspect(head: bytes, tail: bytes, n_bytes: int, whole: object) -> tuple[int, int] | str:
-    size = header_size(head)
+def _inspect(handle: BinaryIO, n_bytes: int, whole: Callable[[], bytes]) -> tuple[int, int] | str:
+    head = handle.read(_HEAD_BYTES)
+    handle.seek(max(0, n_bytes - _TAIL_BYTES))
+    tail = handle.read(_TAIL_BYTES)
     complete = _complete(head, tail, n_bytes)
-    if size is None or complete is None:
-        if complete is not None:  # a known format whose header does not parse
+    size = _header_size(handle, head) if complete is not None else None
+    if size is not None:
+        width, height = size
+        if width <= 0 or height <= 0:
             return UNREADABLE
-        try:
-            return _pillow_size(whole())  # type: ignore[operator]
-        except OSError:
-            return UNREADABLE
-    width, height = size
-    if width <= 0 or height <= 0:
+        if width * height > MAX_IMAGE_PIXELS:
+            return OVER_PIXELS
+        if complete:
+            return width, height
+    # the fast path cannot tell (another format, markers that do not lead to a frame header, no
+    # end marker where a trailer may follow it): decode in full, within the pixel limit
+    try:
+        return _pillow_size(whole())
+    except OSError:
         return UNREADABLE
-    if width * height > MAX_IMAGE_PIXELS:
-        return OVER_PIXELS
-    if not complete:
-        return UNREADABLE
-    return width, height
 
 
 __all__ = ["MAX_IMAGE_BYTES", "MAX_IMAGE_PIXELS", "OVER_BYTES", "OVER_PIXELS", "REASONS", "UNREADABLE",

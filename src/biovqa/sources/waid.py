@@ -4,11 +4,16 @@
 ``WAID/labels/<split>/<same stem>.txt``; a label file holds one YOLO line per animal,
 ``<class> <cx> <cy> <w> <h>`` normalised to [0, 1]. The count of an image is its number of lines.
 
-Errors (:class:`~biovqa.errors.InputFormatError`, naming file, 1-based line and field): a label
-line without exactly five fields, a field that is not a number, a class id not in classes.txt.
-Counted exclusions (:attr:`CountingSource.exclusions`): an image without a label file (its
-annotation completeness cannot be verified), a label file without an image, a box reaching
-outside the image (beyond a tolerance of 0.5 %), an unreadable image.
+Files are read through :mod:`biovqa.sources.validate` (UTF-8, BOM and CRLF accepted, bounded
+lines). Errors (:class:`~biovqa.errors.InputFormatError`, naming file, 1-based line and field): a
+file that is not UTF-8, an empty classes.txt or a class named twice, a label line without exactly
+five fields, a field that is not a finite number (``nan``, ``inf``) or far outside [0, 1], a class
+id not in classes.txt. Counted exclusions (:attr:`CountingSource.exclusions`, the first files of
+each in :attr:`CountingSource.exclusion_examples`): an image without a label file (its annotation
+completeness cannot be verified), a label file without an image, a box reaching outside the image
+(beyond a tolerance of 0.5 %), two photos with one stem (``a.jpg`` and ``a.png``), a photo the
+image inspector refuses (truncated, corrupt, over the pixel limit:
+:func:`biovqa.sources.images.inspect_image_file`).
 
 This module also defines :class:`AnnotatedImage` and :class:`CountingSource`, the record shapes
 shared by the counting readers (Boxes on Bees, DePondFi).
@@ -16,10 +21,13 @@ shared by the counting readers (Boxes on Bees, DePondFi).
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from biovqa.errors import InputFormatError, MissingResourceError
+from biovqa.sources import images as limits
+from biovqa.sources.validate import MAX_EXAMPLES, first_duplicate, number, read_lines, relative_name
 
 #: Image suffixes searched beside a label file.
 IMAGE_SUFFIXES: tuple[str, ...] = (".jpg", ".jpeg", ".png", ".JPG", ".JPEG", ".PNG")
@@ -30,6 +38,13 @@ EXCLUDED_NO_LABELS = "image without a label file (completeness unverifiable)"
 EXCLUDED_NO_IMAGE = "label file without an image"
 EXCLUDED_OUTSIDE = "box outside the image"
 EXCLUDED_UNREADABLE = "unreadable image"
+EXCLUDED_DUPLICATE_STEM = "two photos with one stem (which one the labels describe is unknown)"
+EXCLUDED_OVER_PIXELS = "image over the pixel limit"
+EXCLUDED_OVER_BYTES = "image over the byte limit"
+#: the image inspector's reasons, as a counting source words them
+INSPECTOR_REASONS: dict[str, str] = {limits.UNREADABLE: EXCLUDED_UNREADABLE,
+                                     limits.OVER_PIXELS: EXCLUDED_OVER_PIXELS,
+                                     limits.OVER_BYTES: EXCLUDED_OVER_BYTES}
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,7 +66,9 @@ class AnnotatedImage:
 
 @dataclass
 class CountingSource:
-    """What a counting reader returns: images (sorted by path) and exclusions per reason."""
+    """What a counting reader returns: images (sorted by path) and exclusions per reason, each
+    reason with the first :data:`~biovqa.sources.validate.MAX_EXAMPLES` files it excluded (named
+    under the source folder)."""
 
     name: str
     root: Path
@@ -60,28 +77,36 @@ class CountingSource:
     files: dict[str, Path] = field(default_factory=dict)
     #: object names seen but not counted (e.g. pollen in Boxes on Bees)
     ignored_names: dict[str, int] = field(default_factory=dict)
+    #: reason → the first files (or ``file:row``) it excluded
+    exclusion_examples: dict[str, list[str]] = field(default_factory=dict)
 
-    def exclude(self, reason: str, n: int = 1) -> None:
+    def exclude(self, reason: str, n: int = 1, *, names: Iterable[str | Path] = ()) -> None:
         self.exclusions[reason] = self.exclusions.get(reason, 0) + n
+        named = self.exclusion_examples.setdefault(reason, [])
+        for name in names:
+            if len(named) >= MAX_EXAMPLES:
+                break
+            named.append(self.name_of(name))
+
+    def name_of(self, path: str | Path) -> str:
+        """A file named as it lies under the source folder (no builder-local path)."""
+        return relative_name(path, self.root) if isinstance(path, Path) else path
 
     def size_or_exclude(self, path: Path) -> tuple[int, int] | None:
-        """(width, height) of a photo from its header; None, counted as an unreadable image, when
-        PIL cannot open it."""
-        size = image_size(path)
-        if size is None:
-            self.exclude(EXCLUDED_UNREADABLE)
-        return size
+        """(width, height) of a photo from the one image inspector
+        (:func:`biovqa.sources.images.inspect_image_file`); None, counted under the inspector's
+        reason and naming the file, when it is truncated, corrupt or over a limit."""
+        verdict = limits.inspect_image_file(path)
+        if isinstance(verdict, str):
+            self.exclude(INSPECTOR_REASONS[verdict], names=[path])
+            return None
+        return verdict
 
 
 def image_size(path: Path) -> tuple[int, int] | None:
-    """(width, height) from the image header (no decode); None when PIL cannot open it."""
-    from PIL import Image, UnidentifiedImageError
-
-    try:
-        with Image.open(path) as image:
-            return image.size
-    except (OSError, UnidentifiedImageError):
-        return None
+    """(width, height) of a photo the image inspector accepts; None when it refuses it."""
+    verdict = limits.inspect_image_file(path)
+    return None if isinstance(verdict, str) else verdict
 
 
 def find_image(folder: Path, stem: str) -> Path | None:
@@ -103,7 +128,7 @@ def _waid_root(root: Path) -> Path:
 
 def read_classes(path: Path) -> list[str]:
     names: list[str] = []
-    for line_no, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+    for line_no, line in enumerate(read_lines(path), start=1):
         name = line.strip()
         if not name:
             continue
@@ -112,7 +137,12 @@ def read_classes(path: Path) -> list[str]:
                                    row=line_no - 1)
         names.append(name)
     if not names:
-        raise InputFormatError("classes.txt lists no class", file=path)
+        raise InputFormatError("classes.txt lists no class", file=path,
+                               hint="WAID's classes.txt names one class per line (id = line index)")
+    duplicate = first_duplicate(names)
+    if duplicate is not None:
+        raise InputFormatError(f"class {duplicate[0]!r} is named twice (lines {duplicate[1] + 1} and "
+                               f"{duplicate[2] + 1})", file=path, row=duplicate[2] + 1)
     return names
 
 
@@ -133,14 +163,25 @@ def parse_yolo_line(line: str, *, file: Path, row: int, n_classes: int
     if not 0 <= class_id < n_classes:
         raise InputFormatError(f"class id {class_id} is not in classes.txt (0..{n_classes - 1})",
                                file=file, row=row, field="class")
-    values = []
-    for name, text in zip(names[1:], fields[1:]):
-        try:
-            values.append(float(text))
-        except ValueError:
-            raise InputFormatError(f"{name} is not a number: {text!r}", file=file, row=row,
-                                   field=name) from None
+    # normalised coordinates: finite, and within [-1, 2] so that nan or 1e300 never reach a box
+    values = [number(text, file=file, row=row, field=name, low=-1.0, high=2.0)
+              for name, text in zip(names[1:], fields[1:])]
     return class_id, values[0], values[1], values[2], values[3]
+
+
+def unique_stems(image_paths: list[Path], source: CountingSource) -> list[Path]:
+    """One photo per label stem: a stem present as two files (``a.jpg`` and ``a.png``) leaves its
+    label file ambiguous, so both are excluded and named."""
+    by_stem: dict[str, list[Path]] = {}
+    for path in image_paths:
+        by_stem.setdefault(path.stem, []).append(path)
+    kept = []
+    for stem, paths in sorted(by_stem.items()):
+        if len(paths) > 1:
+            source.exclude(EXCLUDED_DUPLICATE_STEM, len(paths), names=paths)
+        else:
+            kept.append(paths[0])
+    return sorted(kept)
 
 
 def read_waid(root: str | Path) -> CountingSource:
@@ -158,19 +199,22 @@ def read_waid(root: str | Path) -> CountingSource:
         label_stems = {p.stem for p in label_folder.glob("*.txt")} if label_folder.is_dir() else set()
         image_paths = sorted(p for p in (images_dir / split).iterdir() if p.suffix in IMAGE_SUFFIXES)
         image_stems = {p.stem for p in image_paths}
-        if label_stems - image_stems:
-            source.exclude(EXCLUDED_NO_IMAGE, len(label_stems - image_stems))
+        image_paths = unique_stems(image_paths, source)
+        orphans = sorted(label_stems - image_stems)
+        if orphans:
+            source.exclude(EXCLUDED_NO_IMAGE, len(orphans),
+                           names=[label_folder / f"{stem}.txt" for stem in orphans])
         for image_path in image_paths:
             label_path = label_folder / f"{image_path.stem}.txt"
             if image_path.stem not in label_stems:
-                source.exclude(EXCLUDED_NO_LABELS)
+                source.exclude(EXCLUDED_NO_LABELS, names=[image_path])
                 continue
             size = source.size_or_exclude(image_path)
             if size is None:
                 continue
             width, height = size
             boxes, labels, outside = [], [], False
-            for row, line in enumerate(label_path.read_text(encoding="utf-8").splitlines(), start=1):
+            for row, line in enumerate(read_lines(label_path), start=1):
                 if not line.strip():
                     continue
                 class_id, cx, cy, w, h = parse_yolo_line(line, file=label_path, row=row,
@@ -183,7 +227,7 @@ def read_waid(root: str | Path) -> CountingSource:
                               min(1.0, x2) * width, min(1.0, y2) * height))
                 labels.append(classes[class_id])
             if outside:
-                source.exclude(EXCLUDED_OUTSIDE)
+                source.exclude(EXCLUDED_OUTSIDE, names=[f"{source.name_of(label_path)}:{row}"])
                 continue
             source.images.append(AnnotatedImage(image_path, width, height, tuple(boxes), tuple(labels),
                                                 split=split))

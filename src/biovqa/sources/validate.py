@@ -1,0 +1,229 @@
+"""The one validation layer every source reader reads through (paper §3 and Appendix L.2: a gold
+the source cannot vouch for is never written).
+
+A downloaded dataset is untrusted input. Its readers use these helpers, so that every problem is
+either an :class:`~biovqa.errors.InputFormatError` naming the file, the 1-based row and the field,
+or a counted exclusion naming the file or row it excluded — never a traceback, never a silent skip:
+
+* **text**: :func:`read_text` / :func:`read_lines` decode UTF-8 (a byte-order mark and CRLF line
+  ends accepted), an XML file in the encoding its declaration names (:func:`read_xml`), and
+  refuse anything else naming the line of the first bad byte; a line longer than
+  :data:`MAX_LINE_CHARS` is refused before it is held in memory;
+* **numbers**: :func:`number` accepts only finite values, in a declared range, integral where the
+  field is a count or an id (``inf``, ``1e400``, ``nan``, ``1e-300`` where a length is expected);
+* **ids**: :func:`first_duplicate` finds the first id given twice;
+* **exclusions**: :class:`Exclusions` counts each reason and keeps its first
+  :data:`MAX_EXAMPLES` files or rows, written to the manifest beside the counts.
+"""
+
+from __future__ import annotations
+
+import codecs
+import math
+import re
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from biovqa.errors import InputFormatError
+
+#: Longest text line a source file may hold [DEFAULT]: far above any annotation line (the longest
+#: beetle CSV row is < 2 000 characters), far below what would exhaust memory.
+MAX_LINE_CHARS = 1 << 20
+#: Longest CSV field [DEFAULT]; Python's csv module refuses fields over 131 072 characters itself.
+MAX_FIELD_CHARS = 131_072
+#: Files or rows named per exclusion reason in a manifest.
+MAX_EXAMPLES = 20
+
+_XML_DECLARATION = re.compile(rb"""^<\?xml[^>]*?encoding\s*=\s*["']([A-Za-z0-9._-]+)["']""")
+
+
+@dataclass
+class Exclusions:
+    """Exclusions counted per reason, each with the first :data:`MAX_EXAMPLES` things it excluded."""
+
+    counts: dict[str, int] = field(default_factory=dict)
+    examples: dict[str, list[str]] = field(default_factory=dict)
+
+    def add(self, reason: str, example: str | Path | None = None, n: int = 1) -> None:
+        self.counts[reason] = self.counts.get(reason, 0) + n
+        named = self.examples.setdefault(reason, [])
+        if example is not None and len(named) < MAX_EXAMPLES:
+            named.append(str(example))
+
+    def sorted_counts(self) -> dict[str, int]:
+        return dict(sorted(self.counts.items()))
+
+    def sorted_examples(self) -> dict[str, list[str]]:
+        return {reason: list(self.examples.get(reason, [])) for reason in sorted(self.counts)}
+
+
+def relative_name(path: str | Path, root: str | Path) -> str:
+    """``path`` as written under ``root`` (POSIX), so that a manifest names a file without the
+    builder's folders; the bare name when ``path`` is not under ``root``."""
+    try:
+        return Path(path).relative_to(root).as_posix()
+    except ValueError:
+        return Path(path).name
+
+
+def summarize_exclusions(manifest: dict[str, Any], *, shown: int = 3) -> list[str]:
+    """Short lines ``source: reason: N (first, second, …)`` for every exclusion a manifest records
+    (``exclusions`` holds counts, possibly per source; ``exclusion_examples`` the same keys with
+    the first files or rows excluded)."""
+    lines: list[str] = []
+
+    def walk(counts: Any, examples: Any, prefix: str) -> None:
+        if not isinstance(counts, dict):
+            return
+        for key in sorted(counts):
+            value = counts[key]
+            named = examples.get(key) if isinstance(examples, dict) else None
+            if isinstance(value, dict):
+                if value and all(isinstance(v, int) for v in value.values()) and not isinstance(named, dict):
+                    # C1: reason → {group: count}
+                    total = sum(value.values())
+                    lines.append(_line(f"{prefix}{key}", total, named, shown))
+                else:
+                    walk(value, named, f"{prefix}{key}: ")
+            elif isinstance(value, int) and value:
+                lines.append(_line(f"{prefix}{key}", value, named, shown))
+
+    walk(manifest.get("exclusions"), manifest.get("exclusion_examples"), "")
+    return lines
+
+
+def _line(label: str, count: int, named: Any, shown: int) -> str:
+    text = f"{label}: {count:,}"
+    if isinstance(named, list) and named:
+        more = ", …" if count > min(len(named), shown) else ""
+        text += f" ({', '.join(str(n) for n in named[:shown])}{more})"
+    return text
+
+
+# ----------------------------------------------------------------------------- text
+
+
+def decode_text(data: bytes, *, file: str | Path, encoding: str = "utf-8") -> str:
+    """Bytes → text in ``encoding`` (a UTF-8 byte-order mark is dropped); a byte that does not
+    decode is an error naming the file and its line."""
+    if data.startswith(codecs.BOM_UTF8) and encoding.lower().replace("_", "-") in ("utf-8", "utf8"):
+        data = data[len(codecs.BOM_UTF8):]
+    try:
+        return data.decode(encoding)
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        raise InputFormatError(f"not {encoding} text: byte {data[exc.start:exc.start + 1]!r} at offset "
+                               f"{exc.start} does not decode", file=file, row=line,
+                               hint="save the file as UTF-8 (or declare its encoding where the format "
+                                    "allows one)") from None
+    except LookupError:
+        raise InputFormatError(f"unknown text encoding {encoding!r}", file=file) from None
+
+
+def read_text(path: str | Path, *, max_line: int = MAX_LINE_CHARS) -> str:
+    """A UTF-8 text file (BOM and CRLF accepted), its line lengths bounded before decoding."""
+    return "\n".join(read_lines(path, max_line=max_line))
+
+
+def read_lines(path: str | Path, *, max_line: int = MAX_LINE_CHARS) -> list[str]:
+    """The lines of a UTF-8 text file without their line ends (``\\n``, ``\\r\\n``); a line longer
+    than ``max_line`` bytes, or one that is not UTF-8, is an error naming the file and line."""
+    return list(iter_lines(path, max_line=max_line))
+
+
+def iter_lines(path: str | Path, *, max_line: int = MAX_LINE_CHARS) -> Iterator[str]:
+    path = Path(path)
+    try:
+        handle = open(path, "rb")
+    except OSError as exc:
+        raise InputFormatError(f"cannot be read: {exc.strerror or exc}", file=path) from None
+    with handle:
+        for number, raw in enumerate(bounded_lines(handle, max_line=max_line, file=path), start=1):
+            if number == 1 and raw.startswith(codecs.BOM_UTF8):
+                raw = raw[len(codecs.BOM_UTF8):]
+            try:
+                text = raw.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                raise InputFormatError(f"not UTF-8 text: byte {raw[exc.start:exc.start + 1]!r} does not "
+                                       "decode", file=path, row=number,
+                                       hint="save the file as UTF-8") from None
+            yield text.rstrip("\r\n")
+
+
+def bounded_lines(handle: Any, *, max_line: int = MAX_LINE_CHARS, file: str | Path) -> Iterator[bytes]:
+    """Lines of a binary stream, each read with a bound, so that one 400 MB line is refused
+    (naming the file and line) instead of being held in memory."""
+    number = 0
+    while True:
+        raw = handle.readline(max_line + 1)
+        if not raw:
+            return
+        number += 1
+        if len(raw) > max_line and not raw.endswith(b"\n"):
+            raise InputFormatError(f"line longer than {max_line:,} bytes (not a text table of this format)",
+                                   file=file, row=number)
+        yield raw
+
+
+def read_xml(path: str | Path) -> tuple[bytes, str]:
+    """An XML file's bytes and its text, decoded in the encoding its declaration names (UTF-8
+    when there is none), so that the parser's errors are about structure only."""
+    path = Path(path)
+    data = path.read_bytes()
+    declared = _XML_DECLARATION.match(data.removeprefix(codecs.BOM_UTF8))
+    encoding = declared.group(1).decode("ascii") if declared else "utf-8"
+    return data, decode_text(data, file=path, encoding=encoding)
+
+
+# ----------------------------------------------------------------------------- numbers
+
+
+def number(text: str | float | None, *, file: str | Path, row: int | None, field: str,
+           low: float | None = None, high: float | None = None, positive: bool = False,
+           integral: bool = False, what: str | None = None) -> float:
+    """A finite number in range (``low <= x <= high``, ``x > 0`` when ``positive``; integral when
+    ``integral``); anything else — text, ``nan``, ``inf``, ``1e400``, ``1e-300`` where a positive
+    length is expected below its resolution — is an error naming file, row and field."""
+    name = what or field
+    try:
+        value = float(text) if not isinstance(text, float) else text
+    except (TypeError, ValueError):
+        raise InputFormatError(f"{name} is not a number: {text!r}", file=file, row=row, field=field) from None
+    if not math.isfinite(value):
+        raise InputFormatError(f"{name} must be a finite number, found {text!r}", file=file, row=row,
+                               field=field)
+    if positive and not value > 0:
+        raise InputFormatError(f"{name} must be positive, found {text!r}", file=file, row=row, field=field)
+    if (low is not None and value < low) or (high is not None and value > high):
+        bounds = f"[{'' if low is None else f'{low:g}'}, {'' if high is None else f'{high:g}'}]"
+        raise InputFormatError(f"{name} {text!r} is outside {bounds}", file=file, row=row, field=field)
+    if integral and value != int(value):
+        raise InputFormatError(f"{name} must be a whole number, found {text!r}", file=file, row=row,
+                               field=field)
+    return value
+
+
+def integer(text: str | float | None, *, file: str | Path, row: int | None, field: str,
+            low: int | None = None, high: int | None = None, what: str | None = None) -> int:
+    """A whole number (written ``3`` or ``3.0``) in range; see :func:`number`."""
+    return int(number(text, file=file, row=row, field=field, low=low, high=high, integral=True, what=what))
+
+
+# ----------------------------------------------------------------------------- ids
+
+
+def first_duplicate(ids: Iterable[Any]) -> tuple[Any, int, int] | None:
+    """(id, first position, second position) of the first id given twice, 0-based; None if unique."""
+    seen: dict[Any, int] = {}
+    for position, key in enumerate(ids):
+        if key in seen:
+            return key, seen[key], position
+        seen[key] = position
+    return None
+
+
+__all__ = ["MAX_EXAMPLES", "MAX_FIELD_CHARS", "MAX_LINE_CHARS", "Exclusions", "bounded_lines", "decode_text",
+           "first_duplicate", "integer", "iter_lines", "number", "read_lines", "read_text", "read_xml",
+           "relative_name", "summarize_exclusions"]
