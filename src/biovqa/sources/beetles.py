@@ -16,16 +16,24 @@ Cleaning (every dropped row counted in :attr:`BeetleSource.exclusions` under its
   alphabetically first ``user_name``); the other annotators' rows are dropped;
 * a repeated (plate, individual, structure) row of the kept annotator (first kept);
 * transposed length/width: a beetle whose ElytraLength is shorter than its ElytraWidth (both rows);
-* rows of a plate whose photo is missing or unreadable; endpoints outside the photo.
+* rows of a plate whose photo is missing or refused by the image inspector (truncated, corrupt, a
+  decompression bomb); endpoints outside the photo;
 
-Errors (:class:`~biovqa.errors.InputFormatError` naming file, row and field): a required column
-missing, malformed JSON endpoints, a non-numeric ``cm_pix``/``dist_pix``/``individual``.
+* a row whose ``dist_pix`` is not the length of its ``coords_pix`` line, or whose ``cm_pix`` is not
+  the length of its ``scalebar`` (beyond 1 px or 1 %): the gold ``dist_cm`` would rest on a number
+  the endpoints contradict.
+
+The CSV is read through :mod:`biovqa.sources.validate` (UTF-8, BOM and CRLF accepted, lines and
+fields bounded). Errors (:class:`~biovqa.errors.InputFormatError` naming file, row and field): a
+CSV that is not UTF-8 or has a header only, a required column missing, malformed JSON endpoints,
+a ``cm_pix``/``dist_pix``/``individual`` or endpoint that is not a finite number in range
+(``inf``, ``1e400``, ``nan``, a ``cm_pix`` of ``1e-300``: a centimetre is at least a pixel), an
+``individual`` that is not a whole number, a ``resized_image_dim`` that is not a positive shape.
 A plate is *complete* (usable for counting) when its kept individuals are exactly 1..N.
 """
 
 from __future__ import annotations
 
-import csv
 import json
 import math
 import re
@@ -34,6 +42,8 @@ from pathlib import Path
 from typing import Any
 
 from biovqa.errors import InputFormatError, MissingResourceError
+from biovqa.sources import images as limits
+from biovqa.sources.validate import MAX_EXAMPLES, csv_records, integer, number
 
 CSV_NAME = "BeetleMeasurements.csv"
 IMAGES_FOLDER = "group_images"
@@ -50,9 +60,19 @@ EXCLUDED_NO_SCALEBAR = "row without a scale bar"
 EXCLUDED_OTHER_ANNOTATOR = "duplicate annotation (another annotator of the plate)"
 EXCLUDED_REPEATED = "repeated (plate, individual, structure) row"
 EXCLUDED_TRANSPOSED = "length/width transposed"
-EXCLUDED_NO_IMAGE = "plate photo missing or unreadable"
+EXCLUDED_NO_IMAGE = "plate photo missing"
 EXCLUDED_OUTSIDE = "endpoint outside the plate photo"
 EXCLUDED_STRUCTURE = "structure is not ElytraLength/ElytraWidth"
+EXCLUDED_UNREADABLE = "plate photo refused by the image inspector"
+EXCLUDED_DIST_MISMATCH = "dist_pix is not the length of coords_pix"
+EXCLUDED_CM_MISMATCH = "cm_pix is not the length of the scalebar"
+#: dist_pix / cm_pix may differ from the endpoints' length by this many pixels or this fraction
+LENGTH_TOLERANCE_PX = 1.0
+LENGTH_TOLERANCE = 0.01
+#: pixels per centimetre: a centimetre spans at least a pixel and less than a plate's side
+CM_PIX_RANGE = (1.0, 100_000.0)
+#: largest coordinate or image side accepted (JPEG's own limit)
+MAX_SIDE = 65_535
 
 Segment = tuple[float, float, float, float]
 
@@ -128,8 +148,13 @@ class BeetleSource:
     files: dict[str, Path] = field(default_factory=dict)
     n_rows: int = 0
 
-    def exclude(self, reason: str, n: int = 1) -> None:
+    #: reason → the first rows (``BeetleMeasurements.csv:row``) or photos it excluded
+    exclusion_examples: dict[str, list[str]] = field(default_factory=dict)
+
+    def exclude(self, reason: str, n: int = 1, *, names: list[str] | tuple[str, ...] = ()) -> None:
         self.exclusions[reason] = self.exclusions.get(reason, 0) + n
+        named = self.exclusion_examples.setdefault(reason, [])
+        named.extend(names[:max(0, MAX_EXAMPLES - len(named))])
 
 
 def segment_length(s: Segment) -> float:
@@ -143,28 +168,39 @@ def parse_segment(text: str, *, file: Path, row: int, column: str) -> Segment | 
         return None
     try:
         value = json.loads(text)
-        return (float(value["x1"]), float(value["y1"]), float(value["x2"]), float(value["y2"]))
-    except (json.JSONDecodeError, KeyError, TypeError, ValueError):
+        raw = (value["x1"], value["y1"], value["x2"], value["y2"])
+    except (json.JSONDecodeError, KeyError, TypeError):
         raise InputFormatError(f"expected a JSON segment {{\"x1\":…,\"y1\":…,\"x2\":…,\"y2\":…}}, found {text[:80]!r}",
                                file=file, row=row, field=column) from None
+    if not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in raw):
+        raise InputFormatError(f"segment endpoints must be numbers, found {text[:80]!r}", file=file, row=row,
+                               field=column)
+    x1, y1, x2, y2 = (number(float(v), file=file, row=row, field=column, low=-MAX_SIDE, high=MAX_SIDE,
+                             what=f"{column} endpoint") for v in raw)
+    return (x1, y1, x2, y2)
 
 
-def parse_dims(text: str | None) -> tuple[int, int] | None:
-    """``(3712, 5568, 3)`` (NumPy shape: height, width, channels) → (width, height)."""
+def parse_dims(text: str | None, *, file: Path | None = None, row: int | None = None) -> tuple[int, int] | None:
+    """``(3712, 5568, 3)`` (NumPy shape: height, width, channels) → (width, height); a shape with a
+    zero or oversized side is an error naming the field."""
     numbers = re.findall(r"\d+", text or "")
     if len(numbers) < 2:
         return None
-    return int(numbers[1]), int(numbers[0])
+    height, width = (integer(n, file=file or Path(CSV_NAME), row=row, field="resized_image_dim", low=1,
+                             high=MAX_SIDE, what="resized_image_dim side") for n in numbers[:2])
+    return width, height
 
 
-def _float(text: str | None, *, file: Path, row: int, column: str) -> float | None:
+def _float(text: str | None, *, file: Path, row: int, column: str, low: float | None = None,
+           high: float | None = None) -> float | None:
     text = (text or "").strip()
     if not text or text.lower() == "nan":
         return None
-    try:
-        return float(text)
-    except ValueError:
-        raise InputFormatError(f"{column} is not a number: {text!r}", file=file, row=row, field=column) from None
+    return number(text, file=file, row=row, field=column, low=low, high=high)
+
+
+def _close(given: float, measured: float) -> bool:
+    return abs(given - measured) <= max(LENGTH_TOLERANCE_PX, LENGTH_TOLERANCE * measured)
 
 
 def _find_csv(root: Path) -> Path:
@@ -182,26 +218,30 @@ def read_beetles(root: str | Path) -> BeetleSource:
     folder = csv_path.parent
     source = BeetleSource(folder, [], files={"beetle_measurements": csv_path})
     rows: list[dict[str, Any]] = []
-    with open(csv_path, encoding="utf-8-sig", newline="") as handle:
-        reader = csv.reader(handle)
-        header = next(reader, None)
-        if header is None:
-            raise InputFormatError("empty CSV", file=csv_path, row=1)
-        names = [COLUMN_ALIASES.get(h.strip(), h.strip()) for h in header]
-        for column in REQUIRED_COLUMNS:
-            if column not in names:
-                raise InputFormatError("a required column is missing", file=csv_path, row=1, field=column)
-        if "cm_pix" not in names and "scalebar" not in names:
-            raise InputFormatError("neither cm_pix (scale_dist_pix) nor scalebar is present", file=csv_path,
-                                   row=1, field="cm_pix")
-        for row_no, record in enumerate(reader, start=2):
-            if not record or all(not v.strip() for v in record):
-                continue
-            if len(record) != len(names):
-                raise InputFormatError(f"expected {len(names)} fields, found {len(record)}", file=csv_path, row=row_no)
-            values: dict[str, Any] = dict(zip(names, record))
-            values["_row"] = row_no
-            rows.append(values)
+    records = csv_records(csv_path)
+    first = next(records, None)
+    if first is None:
+        raise InputFormatError("empty CSV", file=csv_path, row=1)
+    header = first[1]
+    names = [COLUMN_ALIASES.get(h.strip(), h.strip()) for h in header]
+    for column in REQUIRED_COLUMNS:
+        if column not in names:
+            raise InputFormatError("a required column is missing", file=csv_path, row=1, field=column)
+    if "cm_pix" not in names and "scalebar" not in names:
+        raise InputFormatError("neither cm_pix (scale_dist_pix) nor scalebar is present", file=csv_path,
+                               row=1, field="cm_pix")
+    for row_no, record in records:
+        if not record or all(not v.strip() for v in record):
+            continue
+        if len(record) != len(names):
+            raise InputFormatError(f"expected {len(names)} fields, found {len(record)}", file=csv_path, row=row_no)
+        values: dict[str, Any] = dict(zip(names, record))
+        values["_row"] = row_no
+        rows.append(values)
+    if not rows:
+        raise InputFormatError("the CSV has a header but no measurement row", file=csv_path, row=2,
+                               hint="an empty source would build an empty benchmark; pass the full "
+                                    "BeetleMeasurements.csv")
     source.n_rows = len(rows)
 
     parsed: list[dict[str, Any]] = []
@@ -209,31 +249,37 @@ def read_beetles(root: str | Path) -> BeetleSource:
         row_no = values["_row"]
         structure = STRUCTURES.get(values["structure"].strip().lower())
         if structure is None:
-            source.exclude(EXCLUDED_STRUCTURE)
+            source.exclude(EXCLUDED_STRUCTURE, names=[f"{csv_path.name}:{row_no}"])
             continue
-        try:
-            individual = int(float(values["individual"]))
-        except ValueError:
-            raise InputFormatError(f"individual is not a number: {values['individual']!r}", file=csv_path,
-                                   row=row_no, field="individual") from None
+        individual = integer(values["individual"].strip(), file=csv_path, row=row_no, field="individual",
+                             low=0, high=100_000)
         line = parse_segment(values["coords_pix"], file=csv_path, row=row_no, column="coords_pix")
         scalebar = parse_segment(values.get("scalebar", ""), file=csv_path, row=row_no, column="scalebar")
-        cm_pix = _float(values.get("cm_pix"), file=csv_path, row=row_no, column="cm_pix")
+        cm_pix = _float(values.get("cm_pix"), file=csv_path, row=row_no, column="cm_pix",
+                        low=CM_PIX_RANGE[0], high=CM_PIX_RANGE[1])
+        where = f"{csv_path.name}:{row_no}"
+        if cm_pix is not None and scalebar is not None and not _close(cm_pix, segment_length(scalebar)):
+            source.exclude(EXCLUDED_CM_MISMATCH, names=[where])
+            continue
         if cm_pix is None and scalebar is not None:
             cm_pix = segment_length(scalebar)
         if line is None:
             raise InputFormatError("coords_pix is empty", file=csv_path, row=row_no, field="coords_pix")
-        if scalebar is None or cm_pix is None or cm_pix <= 0:
-            source.exclude(EXCLUDED_NO_SCALEBAR)
+        if scalebar is None or cm_pix is None or not CM_PIX_RANGE[0] <= cm_pix <= CM_PIX_RANGE[1]:
+            source.exclude(EXCLUDED_NO_SCALEBAR, names=[where])
             continue
-        dist_pix = _float(values.get("dist_pix"), file=csv_path, row=row_no, column="dist_pix")
+        dist_pix = _float(values.get("dist_pix"), file=csv_path, row=row_no, column="dist_pix", low=0.0,
+                          high=4.0 * MAX_SIDE)
         if dist_pix is None:
             dist_pix = segment_length(line)
+        elif not _close(dist_pix, segment_length(line)):
+            source.exclude(EXCLUDED_DIST_MISMATCH, names=[where])
+            continue
         parsed.append({"picture": values["pictureID"].strip(), "individual": individual,
                        "measure": structure, "line": line, "scalebar": scalebar, "cm_pix": cm_pix,
                        "dist_pix": dist_pix, "user": values.get("user_name", "").strip(),
                        "name": values.get("scientificName", "").strip(), "row": row_no,
-                       "resized": parse_dims(values.get("resized_image_dim"))})
+                       "resized": parse_dims(values.get("resized_image_dim"), file=csv_path, row=row_no)})
 
     by_plate: dict[str, list[dict[str, Any]]] = {}
     for entry in parsed:
@@ -246,26 +292,30 @@ def read_beetles(root: str | Path) -> BeetleSource:
         keep_user = min(users.items(), key=lambda kv: (-kv[1], kv[0]))[0]
         kept: dict[tuple[int, str], dict[str, Any]] = {}
         for entry in entries:
+            where = f"{csv_path.name}:{entry['row']}"
             if entry["user"] != keep_user:
-                source.exclude(EXCLUDED_OTHER_ANNOTATOR)
+                source.exclude(EXCLUDED_OTHER_ANNOTATOR, names=[where])
                 continue
             key = (entry["individual"], entry["measure"])
             if key in kept:
-                source.exclude(EXCLUDED_REPEATED)
+                source.exclude(EXCLUDED_REPEATED, names=[where])
                 continue
             kept[key] = entry
         for individual in sorted({k[0] for k in kept}):
             length, width = kept.get((individual, "length")), kept.get((individual, "width"))
             if length is not None and width is not None and length["dist_pix"] < width["dist_pix"]:
-                source.exclude(EXCLUDED_TRANSPOSED, 2)
+                source.exclude(EXCLUDED_TRANSPOSED, 2, names=[f"{csv_path.name}:{length['row']}",
+                                                              f"{csv_path.name}:{width['row']}"])
                 del kept[(individual, "length")], kept[(individual, "width")]
         if not kept:
             continue
         image_path = folder / IMAGES_FOLDER / picture
-        size = _size(image_path)
-        if size is None:
-            source.exclude(EXCLUDED_NO_IMAGE, len(kept))
+        verdict = limits.inspect_image_file(image_path) if image_path.is_file() else None
+        if not isinstance(verdict, tuple):
+            reason = EXCLUDED_NO_IMAGE if verdict is None else EXCLUDED_UNREADABLE
+            source.exclude(reason, len(kept), names=[f"{IMAGES_FOLDER}/{picture}"])
             continue
+        size = verdict
         width_px, height_px = size
         plate = BeetlePlate(picture, image_path, width_px, height_px)
         for (individual, measure), entry in sorted(kept.items()):
@@ -274,7 +324,7 @@ def read_beetles(root: str | Path) -> BeetleSource:
             line = _scale(entry["line"], sx, sy)
             scalebar = _scale(entry["scalebar"], sx, sy)
             if not (_inside(line, width_px, height_px) and _inside(scalebar, width_px, height_px)):
-                source.exclude(EXCLUDED_OUTSIDE)
+                source.exclude(EXCLUDED_OUTSIDE, names=[f"{csv_path.name}:{entry['row']}"])
                 continue
             plate.measurements.append(Measurement(
                 picture_id=picture, individual=individual, measure=measure, line=line, scalebar=scalebar,
@@ -292,18 +342,6 @@ def _scale(s: Segment, sx: float, sy: float) -> Segment:
 
 def _inside(s: Segment, width: int, height: int, tol: float = 1.0) -> bool:
     return all(-tol <= v <= width + tol for v in (s[0], s[2])) and all(-tol <= v <= height + tol for v in (s[1], s[3]))
-
-
-def _size(path: Path) -> tuple[int, int] | None:
-    from PIL import Image, UnidentifiedImageError
-
-    if not path.is_file():
-        return None
-    try:
-        with Image.open(path) as image:
-            return image.size
-    except (OSError, UnidentifiedImageError):
-        return None
 
 
 __all__ = ["BeetlePlate", "BeetleSource", "Measurement", "parse_dims", "parse_segment", "read_beetles",

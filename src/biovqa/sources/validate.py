@@ -19,6 +19,7 @@ or a counted exclusion naming the file or row it excluded — never a traceback,
 from __future__ import annotations
 
 import codecs
+import csv
 import math
 import re
 from collections.abc import Iterable, Iterator
@@ -134,6 +135,12 @@ def read_lines(path: str | Path, *, max_line: int = MAX_LINE_CHARS) -> list[str]
 
 
 def iter_lines(path: str | Path, *, max_line: int = MAX_LINE_CHARS) -> Iterator[str]:
+    for line in _decoded_lines(path, max_line=max_line):
+        yield line.rstrip("\r\n")
+
+
+def _decoded_lines(path: str | Path, *, max_line: int) -> Iterator[str]:
+    """Decoded lines of a UTF-8 file, line ends kept (a first-line BOM dropped)."""
     path = Path(path)
     try:
         handle = open(path, "rb")
@@ -144,12 +151,31 @@ def iter_lines(path: str | Path, *, max_line: int = MAX_LINE_CHARS) -> Iterator[
             if number == 1 and raw.startswith(codecs.BOM_UTF8):
                 raw = raw[len(codecs.BOM_UTF8):]
             try:
-                text = raw.decode("utf-8")
+                yield raw.decode("utf-8")
             except UnicodeDecodeError as exc:
                 raise InputFormatError(f"not UTF-8 text: byte {raw[exc.start:exc.start + 1]!r} does not "
                                        "decode", file=path, row=number,
                                        hint="save the file as UTF-8") from None
-            yield text.rstrip("\r\n")
+
+
+def csv_records(path: str | Path, *, max_line: int = MAX_LINE_CHARS) -> Iterator[tuple[int, list[str]]]:
+    """(line number, fields) of every record of a UTF-8 CSV file (BOM, CRLF and quoted line breaks
+    accepted); the number is the line where the record ends, as ``sed -n`` counts. A line over
+    ``max_line`` bytes, a field over :data:`MAX_FIELD_CHARS` characters or a malformed quote is an
+    error naming the file and line."""
+    path = Path(path)
+    lines = _decoded_lines(path, max_line=max_line)
+    reader = csv.reader(lines)
+    while True:
+        try:
+            record = next(reader)
+        except StopIteration:
+            return
+        except csv.Error as exc:
+            raise InputFormatError(f"not a readable CSV record: {exc} (a field over {MAX_FIELD_CHARS:,} "
+                                   "characters, or an unclosed quote)", file=path,
+                                   row=reader.line_num) from None
+        yield reader.line_num, record
 
 
 def bounded_lines(handle: Any, *, max_line: int = MAX_LINE_CHARS, file: str | Path) -> Iterator[bytes]:
@@ -188,8 +214,10 @@ def number(text: str | float | None, *, file: str | Path, row: int | None, field
     length is expected below its resolution — is an error naming file, row and field."""
     name = what or field
     try:
-        value = float(text) if not isinstance(text, float) else text
-    except (TypeError, ValueError):
+        if text is None:
+            raise ValueError("missing")
+        value = float(text)
+    except ValueError:
         raise InputFormatError(f"{name} is not a number: {text!r}", file=file, row=row, field=field) from None
     if not math.isfinite(value):
         raise InputFormatError(f"{name} must be a finite number, found {text!r}", file=file, row=row,
@@ -224,6 +252,6 @@ def first_duplicate(ids: Iterable[Any]) -> tuple[Any, int, int] | None:
     return None
 
 
-__all__ = ["MAX_EXAMPLES", "MAX_FIELD_CHARS", "MAX_LINE_CHARS", "Exclusions", "bounded_lines", "decode_text",
+__all__ = ["MAX_EXAMPLES", "MAX_FIELD_CHARS", "MAX_LINE_CHARS", "Exclusions", "bounded_lines", "csv_records", "decode_text",
            "first_duplicate", "integer", "iter_lines", "number", "read_lines", "read_text", "read_xml",
            "relative_name", "summarize_exclusions"]
