@@ -18,6 +18,35 @@ from biovqa.cli.release import ImagesOption, bench_folder
 from biovqa.errors import BiovqaError
 
 
+def with_exclusion_summary(build: Any) -> Any:
+    """A build command that, once the benchmark is written, prints what its sources lost: per
+    reason the count and the first files or rows (the manifest's ``exclusions`` and
+    ``exclusion_examples``), so an exclusion is never silent."""
+    import functools
+    import inspect
+
+    signature = inspect.signature(build)
+
+    @functools.wraps(build)
+    def summarized(*args: Any, **kwargs: Any) -> Any:
+        result = build(*args, **kwargs)
+        out = signature.bind_partial(*args, **kwargs).arguments.get("out")
+        manifest = Path(out) / "manifest.json" if out is not None else None
+        if manifest is not None and manifest.is_file():
+            import json
+
+            from biovqa.sources.validate import summarize_exclusions
+
+            lines = summarize_exclusions(json.loads(manifest.read_text(encoding="utf-8")))
+            if lines:
+                typer.echo("excluded from the sources (count, first files; all in manifest.json):", err=True)
+                for line in lines:
+                    typer.echo(f"  {line}", err=True)
+        return result
+
+    return summarized
+
+
 class _ComponentBuildGroup(TyperGroup):
     """``biovqa build <component>``: one sub-command per registered component, whose builder
     module is imported only when that sub-command runs or shows its help."""
@@ -40,6 +69,7 @@ class _ComponentBuildGroup(TyperGroup):
             # the build writes a staging sibling of --out that replaces it only when complete
             # (a component whose build function stages itself prints the final folder)
             function = staged_build(function)
+        function = with_exclusion_summary(function)
         single = typer.Typer(add_completion=False, rich_markup_mode=None)
         single.command(component.name, help=function.__doc__ or component.title)(function)
         return typer.main.get_command(single)

@@ -94,6 +94,7 @@ def _read_subsets(sources: dict[str, Path], per_subset: int, seed: int, manifest
 
         src = read_waid(sources["waid"])
         exclusions["waid"] = dict(sorted(src.exclusions.items()))
+        manifest["exclusion_examples"]["waid"] = dict(sorted(src.exclusion_examples.items()))
         manifest["files"].update(src.files)
         by_split: dict[str, list[AnnotatedImage]] = {}
         for image in src.images:
@@ -107,6 +108,7 @@ def _read_subsets(sources: dict[str, Path], per_subset: int, seed: int, manifest
 
             src = getattr(importlib.import_module(module), function)(sources[name])
             exclusions[name] = dict(sorted(src.exclusions.items()))
+            manifest["exclusion_examples"][name] = dict(sorted(src.exclusion_examples.items()))
             if src.ignored_names:
                 manifest["ignored_object_names"][name] = src.ignored_names
             subsets.append(_subset(name, src.root, src.images))
@@ -115,6 +117,7 @@ def _read_subsets(sources: dict[str, Path], per_subset: int, seed: int, manifest
 
         beetles = read_beetles(sources["beetles"])
         exclusions["beetles"] = dict(sorted(beetles.exclusions.items()))
+        manifest["exclusion_examples"]["beetles"] = dict(sorted(beetles.exclusion_examples.items()))
         manifest["files"].update(beetles.files)
         images, incomplete = [], 0
         for plate in beetles.plates:
@@ -795,7 +798,7 @@ def build_c3(
     if not math.isfinite(grids_per_anchor) or grids_per_anchor < 0:
         raise BiovqaError("--grids-per-anchor must be a number ≥ 0", field="grids_per_anchor")
     out = Path(out)
-    manifest: dict[str, Any] = {"exclusions": {}, "files": {}, "ignored_object_names": {}}
+    manifest: dict[str, Any] = {"exclusions": {}, "exclusion_examples": {}, "files": {}, "ignored_object_names": {}}
     catalogs, catalog_images = _read_catalogs(paths, manifest, catalog_reader)
     subsets, beetles = _read_subsets(paths, per_subset, seed, manifest, catalog_images)
     tiers = tuple(counting_tiers)
@@ -863,6 +866,8 @@ def build_c3(
                         for s in subsets},
             "counting_items_vs_median_subset": _median_ratios(per_subset_items),
             "exclusions": manifest["exclusions"],
+            # per source and reason, the first files or rows excluded (named under the source folder)
+            "exclusion_examples": manifest["exclusion_examples"],
             "ignored_object_names": manifest["ignored_object_names"],
             "skipped": dict(sorted(builder.skipped.items())),
             "skipped_tasks": skipped_tasks,
