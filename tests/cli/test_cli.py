@@ -79,7 +79,7 @@ def test_baseline_run_score_report(tmp_path: Path, demo_bench: Path) -> None:
     (["score"], "Missing argument"),
     (["report"], "Missing"),
     (["run", "bench", "--out", "o", "--limit", "many"], "Invalid value"),
-    (["build", "c9"], "No such command"),
+    (["build", "c9"], "No such component 'c9'; known: c1, c2"),
 ])
 def test_usage_errors_exit_2_with_click_usage(argv: list[str], says: str) -> None:
     result = biovqa(*argv)

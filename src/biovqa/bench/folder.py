@@ -156,8 +156,175 @@ def staged_folder(out: str | Path, *, card: str | None = None,
                 shutil.rmtree(aside) if aside.is_dir() and not aside.is_symlink() else aside.unlink()
             else:
                 os.replace(path, target)
+        if _replaces_whole(out):  # this command's earlier output: what it no longer writes goes
+            names = {path.name for path in written}
+            for name in _foreign_entries(out):
+                if name not in names:
+                    stale = out / name
+                    shutil.rmtree(stale) if stale.is_dir() and not stale.is_symlink() else stale.unlink()
     finally:
         shutil.rmtree(stage, ignore_errors=True)
+
+
+#: the output folders claimed in this context (:func:`claim_output`): resolved path → whether the
+#: folder held this command's own earlier output (replaced whole) or not (only overwritten)
+_CLAIMS: ContextVar[dict[Path, bool]] = ContextVar("biovqa_claims", default={})
+#: hidden names a command may find inside its folder without it counting as "not empty"
+_OWN_HIDDEN = re.compile(r"\.biovqa-run\.lock|\..+\.\d+\.partial|\.DS_Store")
+
+
+class FolderLock:
+    """An advisory, exclusive lock (``flock``) held by the one process writing a folder: the file
+    ``path`` records the holder (``biovqa pid N on host H (biovqa COMMAND)``) so a second writer is
+    refused at once naming it. The lock dies with its process (kill -9 included). ``shared`` locks
+    (readers such as ``biovqa merge``'s inputs) exclude writers but not each other. On systems
+    without ``fcntl`` no lock is taken."""
+
+    def __init__(self, path: str | Path, *, folder: str | Path, command: str = "",
+                 shared: bool = False) -> None:
+        self.path = Path(path)
+        self.folder = Path(folder)
+        self.command = command
+        self.shared = shared
+        self._fd: int | None = None
+
+    def holder(self) -> str:
+        try:
+            text = self.path.read_text(encoding="utf-8").strip()
+        except (OSError, UnicodeDecodeError):
+            return "another process"
+        return text or "another process"
+
+    def acquire(self) -> "FolderLock":
+        try:
+            import fcntl
+        except ImportError:  # pragma: no cover - Windows
+            return self
+        import socket
+
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        while True:
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+            try:
+                fcntl.flock(fd, (fcntl.LOCK_SH if self.shared else fcntl.LOCK_EX) | fcntl.LOCK_NB)
+            except BlockingIOError:
+                os.close(fd)
+                raise BiovqaError(
+                    f"this folder is in use by {self.holder()}", file=self.folder,
+                    hint="wait for that command to finish (or stop it), or use another --out "
+                    "folder; two processes never write one folder together") from None
+            try:  # a holder that removed the file as it finished: lock the new file instead
+                same = os.path.samestat(os.fstat(fd), os.stat(self.path))
+            except FileNotFoundError:
+                same = False
+            if same:
+                break
+            os.close(fd)
+        if not self.shared:
+            os.ftruncate(fd, 0)
+            by = f" (biovqa {self.command})" if self.command else ""
+            os.write(fd, f"biovqa pid {os.getpid()} on host {socket.gethostname()}{by}\n".encode())
+        self._fd = fd
+        return self
+
+    def release(self, *, remove: bool = False) -> None:
+        """Give the lock up; ``remove`` deletes its file first (a lock beside the folder)."""
+        if self._fd is not None:
+            if remove:
+                try:
+                    if os.path.samestat(os.fstat(self._fd), os.stat(self.path)):
+                        self.path.unlink()
+                except OSError:
+                    pass
+            os.close(self._fd)  # closing the descriptor releases the flock
+            self._fd = None
+
+    def __enter__(self) -> "FolderLock":
+        return self.acquire()
+
+    def __exit__(self, *exc: object) -> None:
+        self.release()
+
+
+def output_written_by(folder: str | Path) -> str | None:
+    """The biovqa command whose output ``folder`` holds, recognised by the file that makes it
+    usable: ``"demo"``, ``"export"``, ``"run"``, ``"score"``, ``"report"``, ``"lite"`` or
+    ``"build <component>"``; None for anything else (or an empty folder)."""
+    folder = Path(folder)
+    if (folder / ".biovqa-demo.json").is_file():
+        return "demo"
+    if (folder / "biovqa" / "release.json").is_file():
+        return "export"
+    if (folder / "run.json").is_file() or (folder / "store" / "store.json").is_file():
+        return "run"
+    if (folder / "summary.json").is_file() or (folder / "sweep.json").is_file():
+        return "score"
+    if (folder / "index.json").is_file() and (folder / "index.html").is_file():
+        return "report"
+    if (folder / MANIFEST_FILE).is_file():
+        try:
+            manifest = json.loads((folder / MANIFEST_FILE).read_bytes().decode("utf-8"))
+        except (ValueError, OSError):
+            return None
+        if isinstance(manifest, dict) and isinstance(manifest.get("component"), str):
+            return "lite" if "lite" in manifest else f"build {manifest['component']}"
+    return None
+
+
+def _foreign_entries(folder: Path) -> list[str]:
+    if not folder.is_dir():
+        return []
+    return sorted(p.name for p in folder.iterdir() if not _OWN_HIDDEN.fullmatch(p.name))
+
+
+def output_lock_path(out: str | Path) -> Path:
+    """Where the writer of ``out`` keeps its lock: a hidden file beside the folder, so the
+    folder itself holds only the output (and a whole new folder still appears in one rename)."""
+    beside = Path(out).resolve()
+    return beside.parent / f".{beside.name}.biovqa-lock"
+
+
+@contextmanager
+def claim_output(out: str | Path, *, command: str, overwrite: bool = False) -> Iterator[Path]:
+    """Make ``out`` this process's output folder for ``biovqa COMMAND`` for the length of the block.
+
+    * One writer per folder: the lock (:class:`FolderLock`, beside ``out``) is taken first; a second
+      writer is refused naming the holder's pid.
+    * A new or empty folder, or one holding this command's own earlier output
+      (:func:`output_written_by`), is accepted; that earlier output is replaced whole (entries the
+      new output does not write are removed when it moves in, see :func:`staged_folder`).
+    * Any other non-empty folder is refused, naming it, unless ``overwrite``: then only what the
+      command writes is replaced and everything else is left as it was.
+
+    Nothing is created but the lock; the command's own writer makes the folder."""
+    out = Path(out)
+    if out.exists() and not out.is_dir():
+        raise BiovqaError("the output path is a file, not a folder", file=out,
+                          hint="give a folder with --out")
+    lock = FolderLock(output_lock_path(out), folder=out, command=command).acquire()
+    try:
+        found = _foreign_entries(out)
+        holder = output_written_by(out) if found else None
+        own = holder == command
+        if found and not own and not overwrite:
+            what = (f"the output of `biovqa {holder}`" if holder
+                    else f"{len(found)} other entr{'y' if len(found) == 1 else 'ies'} ({', '.join(found[:3])}"
+                         f"{', …' if len(found) > 3 else ''})")
+            raise BiovqaError(
+                f"the folder is not empty: it holds {what}; nothing was changed", file=out,
+                hint=f"give a new or empty folder with --out, or pass --overwrite to replace what "
+                     f"`biovqa {command}` writes there (other files are kept)")
+        token = _CLAIMS.set({**_CLAIMS.get(), out.resolve(): own})
+        try:
+            yield out
+        finally:
+            _CLAIMS.reset(token)
+    finally:
+        lock.release(remove=True)
+
+
+def _replaces_whole(out: Path) -> bool:
+    return _CLAIMS.get().get(out.resolve(), False)
 
 
 def recorded_caches(out: str | Path) -> list[str]:
@@ -433,18 +600,38 @@ class Bench:
     def manifest_sha256(self) -> str:
         return sha256_file(self.root / MANIFEST_FILE)
 
-    def resolve_image(self, image: str) -> Path:
+    def resolve_image(self, image: str, *, row: int | None = None) -> Path:
         """Path of an item's image: ``rendered/…`` images live in the benchmark folder, source
         photos under :meth:`images_root`, or, for a benchmark built from several sources (C3),
-        ``<source>/<path>`` under that source's folder (the manifest's ``image_roots``)."""
+        ``<source>/<path>`` under that source's folder (the manifest's ``image_roots``).
+
+        The image path comes from the items file, so it must stay inside that folder
+        (:func:`biovqa.bench.paths.contained_path`): ``..``, an absolute path or a symlink out is
+        a :class:`~biovqa.errors.PathEscapeError` naming the items file, ``row`` (the item's
+        1-based row, when known) and the field, and nothing is opened."""
+        from biovqa.bench.paths import contained_path, escape_reason
+
+        root, relative = self._image_root(image)
+        if row is None and escape_reason(root, relative) is not None:
+            row = self._first_row_of(image)  # only on the way to an error: name the row anyway
+        return contained_path(root, relative, file=self.items_path, row=row, field="image", what="image")
+
+    def _image_root(self, image: str) -> tuple[Path, str]:
+        """(folder, path under it) an item's ``image`` names (see :meth:`resolve_image`)."""
         if image.startswith(RENDERED_PREFIX):
-            return self.root / image
+            return self.root, image
         roots = self.manifest.get("image_roots")
         if isinstance(roots, dict):
             source, _, rest = image.partition("/")
             if rest and isinstance(roots.get(source), str):
-                return Path(roots[source]) / rest
-        return self.images_root() / image
+                root = Path(roots[source])  # C3 records it relative to the benchmark folder
+                return (root if root.is_absolute() else self.root / root), rest
+        return self.images_root(), image
+
+    def _first_row_of(self, image: str) -> int | None:
+        """1-based row of the first item whose ``image`` is ``image`` (None if no item has it)."""
+        matches = pc.indices_nonzero(pc.equal(self.items.column("image"), image)).to_pylist()
+        return int(matches[0]) + 1 if matches else None
 
     def images_root(self) -> Path:
         """Where item ``image`` paths are relative to (recorded at build time)."""

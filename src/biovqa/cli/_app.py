@@ -6,6 +6,9 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Annotated, Any
 
 import typer
 from rich.console import Console
@@ -13,6 +16,11 @@ from rich.console import Console
 from biovqa.errors import BiovqaError
 
 console = Console(stderr=True, soft_wrap=True)
+
+#: ``--overwrite`` of every command that writes a folder (see :func:`biovqa.bench.folder.claim_output`)
+OverwriteOption = Annotated[bool, typer.Option(
+    "--overwrite", help="write into a non-empty folder that holds something else, replacing only "
+                        "what this command writes there (its own earlier output is always replaced)")]
 
 
 def _click_exception_types() -> tuple[tuple[type[BaseException], ...], tuple[type[BaseException], ...]]:
@@ -34,18 +42,74 @@ def _click_exception_types() -> tuple[tuple[type[BaseException], ...], tuple[typ
     return tuple(usage), tuple(abort)
 
 
+#: the signal that stopped the command (SIGINT or SIGTERM), once one arrived
+_received: list[int] = []
+
+
+def _on_signal(signum: int, frame: object) -> None:
+    """SIGINT and SIGTERM both unwind the command as Ctrl-C does (every ``finally`` runs: staged
+    output is removed, a run flushes its replies and marks its card interrupted)."""
+    _received.append(signum)
+    raise KeyboardInterrupt
+
+
+@contextmanager
+def _signals_unwind() -> Iterator[None]:
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = {sig: signal.signal(sig, _on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
+def _interrupted(argv: list[str] | None) -> None:
+    """One line for a stopped command: what was kept and the command that resumes it; exit
+    128 + the signal's number (130 for Ctrl-C, 143 for SIGTERM)."""
+    import shlex
+    import signal
+
+    signum = _received[0] if _received else signal.SIGINT
+    args = list(sys.argv[1:] if argv is None else argv)
+    command = next((a for a in args if not a.startswith("-")), "")
+    again = shlex.join(["biovqa", *args])
+    kept = {
+        "run": "every reply received so far is kept in the run folder; resume with",
+        "merge": "the merged folder was not finished; run again",
+        "demo": "the demo folder is incomplete (a re-run replaces it); run again",
+    }.get(command, "the output folder was left as it was, nothing half-written; run again")
+    name = "Ctrl-C" if signum == signal.SIGINT else signal.Signals(signum).name
+    console.print(f"[yellow]interrupted[/yellow] ({name}): {kept}: {_escape(again)}", highlight=False)
+    sys.exit(128 + signum)
+
+
 def run_app(typer_app: typer.Typer, argv: list[str] | None = None) -> None:
     """Run a Typer app with biovqa's error contract (see the module docstring)."""
     usage_errors, aborts = _click_exception_types()
+    del _received[:]
     try:
-        typer_app(args=argv, prog_name="biovqa", standalone_mode=False)
+        command = typer.main.get_command(typer_app)
+        readable_metavars(command)
+        with _signals_unwind():
+            code = command.main(args=argv, prog_name="biovqa", standalone_mode=False)
+        # click turns KeyboardInterrupt into Exit(130) and, not standalone, returns exit codes
+        if _received or code == 130:
+            _interrupted(argv)
+        if isinstance(code, int) and not isinstance(code, bool) and code:
+            sys.exit(code)
     except BiovqaError as exc:
+        if _received:
+            _interrupted(argv)
         console.print(f"[bold red]error:[/bold red] {_escape(exc.render())}", highlight=False)
         sys.exit(2)
     except KeyboardInterrupt:
-        console.print("[yellow]interrupted[/yellow]: work written so far is kept; "
-                      "re-run the same command to resume")
-        sys.exit(130)
+        _interrupted(argv)
     except typer.Exit as exc:
         sys.exit(exc.exit_code)
     except usage_errors as exc:
@@ -62,8 +126,14 @@ def run_app(typer_app: typer.Typer, argv: list[str] | None = None) -> None:
             highlight=False)
         sys.exit(2)
     except Exception as exc:
+        if _received:
+            _interrupted(argv)
         if os.environ.get("BIOVQA_DEBUG"):
             raise
+        missing = missing_extra(exc)
+        if missing:
+            console.print(f"[bold red]error:[/bold red] {_escape(missing)}", highlight=False)
+            sys.exit(2)
         log = _save_traceback()
         console.print(
             f"[bold red]internal error[/bold red] ({type(exc).__name__}: {exc}). This is a bug in "
@@ -71,6 +141,65 @@ def run_app(typer_app: typer.Typer, argv: list[str] | None = None) -> None:
             highlight=False,
         )
         sys.exit(3)
+
+
+#: optional dependency (top-level module) → the biovqa extra that installs it
+EXTRAS: dict[str, str] = {
+    "torch": "transformers", "transformers": "transformers", "accelerate": "transformers",
+    "torchvision": "transformers", "vllm": "vllm", "ray": "ray", "openai": "serve",
+    "httpx": "serve", "wildlife_datasets": "wildlife", "timm": "specialists",
+    "open_clip": "specialists", "datasets": "hub", "huggingface_hub": "hub",
+}
+
+
+def extra_hint(module: str) -> str | None:
+    """``pip install 'biovqa[EXTRA]'`` for an optional dependency's top-level module, else None."""
+    extra = EXTRAS.get(module.partition(".")[0])
+    return None if extra is None else f"pip install 'biovqa[{extra}]'"
+
+
+def missing_extra(exc: BaseException) -> str | None:
+    """The one-line message for an optional dependency that is not installed (a user can fix
+    that), or None when ``exc`` is not one."""
+    if not isinstance(exc, ImportError) or not getattr(exc, "name", None):
+        return None
+    hint = extra_hint(str(exc.name))
+    if hint is None:
+        return None
+    return f"this needs {exc.name}, which is not installed\n  hint: {hint}"
+
+
+def _readable(label: str) -> str:
+    inner = label.strip("<>")
+    if inner.startswith("list[") and inner.endswith("]"):
+        inner = inner[5:-1]
+    inner = inner.replace(" range", "")
+    if "|" in inner:
+        return f"[{inner}]"
+    return {"str": "TEXT", "int": "INTEGER", "float": "NUMBER", "path": "PATH",
+            "bool": "BOOLEAN"}.get(inner.lower(), inner.upper())
+
+
+def readable_metavars(command: Any) -> None:
+    """Name option values as click does (``PATH``, ``INTEGER``, ``TEXT``, ``[a|b]``) instead of
+    typer's ``<list[Path]>`` or ``<int range>``; arguments keep their own names."""
+    for param in getattr(command, "params", ()):
+        if getattr(param, "metavar", None) is not None or getattr(param, "is_flag", False):
+            continue
+        if param.param_type_name not in ("option", "argument"):
+            continue
+        try:
+            label = param.display_type(None)
+        except Exception:  # noqa: BLE001 - a type typer cannot describe keeps its own display
+            continue
+        if not isinstance(label, str):
+            continue
+        if param.param_type_name == "argument":  # its name stays what usage and errors show
+            param.display_type_rich = lambda ctx, text=_readable(label): text
+        else:
+            param.metavar = _readable(label)
+    for sub in getattr(command, "commands", {}).values():
+        readable_metavars(sub)
 
 
 def _escape(text: str) -> str:

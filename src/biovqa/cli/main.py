@@ -13,7 +13,7 @@ import typer
 from typer.core import TyperGroup
 
 from biovqa._version import __version__
-from biovqa.cli._app import console, run_app
+from biovqa.cli._app import OverwriteOption, console, readable_metavars, run_app
 from biovqa.cli.release import ImagesOption, bench_folder
 from biovqa.errors import BiovqaError
 
@@ -59,9 +59,15 @@ class _ComponentBuildGroup(TyperGroup):
     def get_command(self, ctx: Any, name: str) -> Any:
         from biovqa.components import list_components
 
-        component = next((c for c in list_components() if c.name == name.lower()), None)
+        components = list_components()
+        component = next((c for c in components if c.name == name.lower()), None)
         if component is None:
-            return None
+            from biovqa.errors import did_you_mean
+
+            known = [c.name for c in components]
+            ctx.fail(f"No such component {name!r}{did_you_mean(name, known)}; "
+                     f"known: {', '.join(known)}")
+            return None  # ctx.fail raises; this keeps the type checker informed
         function = component.load("builder")
         from biovqa.bench.folder import is_staged, staged_build
 
@@ -70,9 +76,12 @@ class _ComponentBuildGroup(TyperGroup):
             # (a component whose build function stages itself prints the final folder)
             function = staged_build(function)
         function = with_exclusion_summary(function)
+        function = _claiming_build(component.name, function)
         single = typer.Typer(add_completion=False, rich_markup_mode=None)
         single.command(component.name, help=function.__doc__ or component.title)(function)
-        return typer.main.get_command(single)
+        built = typer.main.get_command(single)
+        readable_metavars(built)
+        return built
 
     def format_commands(self, ctx: Any, formatter: Any) -> None:
         from biovqa.components import list_components
@@ -80,6 +89,45 @@ class _ComponentBuildGroup(TyperGroup):
         rows = [(component.name, component.title) for component in list_components()]
         with formatter.section("Components"):
             formatter.write_dl(rows)
+
+
+def _claiming_build(name: str, function: Any) -> Any:
+    """The build command ``function`` as every writing command behaves: ``--out``/``-o``, the
+    output folder claimed (:func:`biovqa.bench.folder.claim_output`, ``--overwrite``)."""
+    import functools
+    import inspect
+    from copy import copy
+    from typing import get_args
+
+    from biovqa.bench.folder import claim_output
+    from biovqa.cli._app import OverwriteOption
+
+    signature = inspect.signature(function, eval_str=True)
+    parameters = []
+    for parameter in signature.parameters.values():
+        if parameter.name == "out" and get_args(parameter.annotation):
+            kind, *infos = get_args(parameter.annotation)
+            info = copy(infos[0])
+            names = list(info.param_decls or ())
+            if isinstance(info.default, str) and info.default.startswith("-"):
+                names.insert(0, info.default)  # Option("--out", …) keeps its first name as default
+                info.default = ...
+            names = names or ["--out"]
+            info.param_decls = tuple(names + ["-o"] if "-o" not in names else names)
+            parameter = parameter.replace(annotation=Annotated[kind, info])
+        parameters.append(parameter)
+    parameters.append(inspect.Parameter("overwrite", inspect.Parameter.KEYWORD_ONLY, default=False,
+                                        annotation=OverwriteOption))
+
+    @functools.wraps(function)
+    def command(*args: Any, overwrite: bool = False, **kwargs: Any) -> Any:
+        out = signature.bind(*args, **kwargs).arguments["out"]
+        with claim_output(out, command=f"build {name}", overwrite=overwrite):
+            return function(*args, **kwargs)
+
+    command.__signature__ = signature.replace(parameters=parameters)  # type: ignore[attr-defined]
+    command.__annotations__ = {p.name: p.annotation for p in parameters}
+    return command
 
 
 app = typer.Typer(
@@ -166,8 +214,10 @@ def score(
     label: Annotated[Optional[str], typer.Option(help="model label shown in reports (default: from predictions)")] = None,
     score_missing_as_wrong: Annotated[bool, typer.Option(help="score every benchmark item, those a --limit run did not ask as wrong (default: only the run's selection)")] = False,
     images: ImagesOption = None,
+    overwrite: OverwriteOption = False,
 ) -> None:
     """Score a predictions file against a benchmark (a pure function of both)."""
+    from biovqa.bench.folder import claim_output
     from biovqa.scoring.pipeline import score_predictions, sweep_predictions
 
     options: dict[str, Any] = parse_option_pairs(option)
@@ -177,14 +227,15 @@ def score(
             if name in options:
                 raise BiovqaError(f"{name} is given both as --{name} and as --option", field=name)
             options[name] = value
-    if sweep:
-        path = sweep_predictions(bench, list(predictions), out, options=options)
-        console.print(f"[green]sweep written[/green] to {path}")
-        return
-    if len(predictions) != 1:
+    if not sweep and len(predictions) != 1:
         raise BiovqaError("give one --predictions file (several only with --sweep)")
-    result_dir = score_predictions(bench, predictions[0], out, options=options, label=label,
-                                   console=console, score_missing_as_wrong=score_missing_as_wrong)
+    with claim_output(out, command="score", overwrite=overwrite):
+        if sweep:
+            path = sweep_predictions(bench, list(predictions), out, options=options)
+            console.print(f"[green]sweep written[/green] to {path}")
+            return
+        result_dir = score_predictions(bench, predictions[0], out, options=options, label=label,
+                                       console=console, score_missing_as_wrong=score_missing_as_wrong)
     console.print(f"[green]scores written[/green] to {result_dir}")
 
 
@@ -193,12 +244,23 @@ def report(
     scores: Annotated[list[Path], typer.Argument(
         help="one or more score folders (full runs; Lite runs of the same models add a full-vs-Lite comparison)")],
     out: Annotated[Path, typer.Option("--out", "-o", help="report folder")],
+    overwrite: OverwriteOption = False,
+    with_paper: Annotated[bool, typer.Option(
+        "--with-paper", help="add the paper's published Table 3 rows (18 models, specialists, floor) as "
+        "reference rows marked 'published, not re-run'")] = False,
 ) -> None:
     """Turn score folders into Table 3 (rank intervals from a shared bootstrap), component tables
     (Markdown, CSV, LaTeX), plots, the cross-component analysis and an HTML page with an item browser."""
+    from rich.markup import escape
+
+    from biovqa.bench.folder import claim_output
     from biovqa.reporting import write_report
 
-    index = write_report(scores, out)
+    def warn(message: str) -> None:
+        console.print(f"[yellow]warning[/yellow]: {escape(message)}", highlight=False)
+
+    with claim_output(out, command="report", overwrite=overwrite):
+        index = write_report(scores, out, with_paper=with_paper, warn=warn)
     console.print(f"[green]report written[/green]: {index}")
 
 

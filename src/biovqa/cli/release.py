@@ -11,7 +11,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from biovqa.cli._app import console
+from biovqa.cli._app import OverwriteOption, console
 
 #: ``--images DIR`` of every command that takes ``BENCH``.
 ImagesOption = Annotated[Optional[Path], typer.Option(
@@ -33,13 +33,17 @@ def export(
     out: Annotated[Path, typer.Option("--out", "-o", help="Hugging Face dataset folder to write")],
     shard_rows: Annotated[int, typer.Option("--shard-rows", help="items per Parquet shard")] = 50_000,
     repo_id: Annotated[str, typer.Option("--repo-id", help="hub id named in the dataset card")] = "imageomics/Bio-VQA",
+    overwrite: OverwriteOption = False,
 ) -> None:
     """Write benchmarks as a Hugging Face dataset folder (Parquet shards, rendered images, card)."""
+    from biovqa.bench.folder import claim_output
     from biovqa.bench.hub import export_bench
 
-    folder = export_bench(benches, out, shard_rows=shard_rows, repo_id=repo_id, console=console)
+    with claim_output(out, command="export", overwrite=overwrite):
+        folder = export_bench(benches, out, shard_rows=shard_rows, repo_id=repo_id, console=console)
+    # huggingface_hub ≥ 0.34 ships the `hf` command (`huggingface-cli` is gone from new installs)
     console.print(f"[green]dataset folder written[/green]: {folder} "
-                  f"(upload with `huggingface-cli upload {repo_id} {folder} --repo-type dataset`)")
+                  f"(upload with `hf upload {repo_id} {folder} --repo-type dataset`)", highlight=False)
 
 
 def lite(
@@ -48,11 +52,14 @@ def lite(
     per_task: Annotated[int, typer.Option("--per-task", help="items per task")] = 500,
     seed: Annotated[int, typer.Option(help="selection seed")] = 42,
     images: ImagesOption = None,
+    overwrite: OverwriteOption = False,
 ) -> None:
-    """Bio-VQA-Lite: a stratified subset, PER-TASK items per task (components.md §6)."""
+    """Bio-VQA-Lite: a stratified subset, PER-TASK items per task (the paper's Conclusion: 500 per task, 12K in all)."""
+    from biovqa.bench.folder import claim_output
     from biovqa.bench.lite import make_lite
 
-    result = make_lite(bench, out, per_task=per_task, seed=seed, images=images)
+    with claim_output(out, command="lite", overwrite=overwrite):
+        result = make_lite(bench, out, per_task=per_task, seed=seed, images=images)
     console.print(f"[green]Lite benchmark written[/green]: {result.root} ({result.items.num_rows:,} items)")
 
 
