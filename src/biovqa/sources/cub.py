@@ -11,10 +11,15 @@ The two large files are parsed vectorised (pandas' C tokenizer): ``image_attribu
 has 3 677 856 lines, 606 of which (images 2275 and 9364) carry a sixth token; only the first four
 tokens (image, attribute, is_present, certainty) are used, as in the common public loaders.
 
-Errors name the file, the 1-based line and the field. An image listed in ``images.txt`` but absent
-on disk is not an error: it is excluded from every array and counted in :attr:`CubDataset.exclusions`;
-so is a file that is unreadable, incomplete or over the limits of :mod:`biovqa.sources.images`
-(counted per reason).
+Errors name the file, the 1-based line and the field: a file that is not UTF-8 (a byte-order mark
+and CRLF line ends are accepted), an id/name file that lists nothing (a zero-byte ``classes.txt``
+or ``certainties.txt`` is named as itself), a value that is not a finite number (``inf``,
+``1e400``, ``nan``). An image listed in ``images.txt`` but absent on disk is not an error: it is
+excluded from every array and counted in :attr:`CubDataset.exclusions`; so is a file that is
+unreadable, truncated or over the limits of :mod:`biovqa.sources.images` (counted per reason),
+and a photo whose bounding box or a visible part location lies outside it (beyond
+:data:`EDGE_TOLERANCE` pixels: ``1e300``, a point drawn on another photo). The first files of
+each reason are named in :attr:`CubDataset.exclusion_examples`.
 """
 
 from __future__ import annotations
@@ -28,6 +33,7 @@ import pandas as pd
 
 from biovqa.errors import InputFormatError, MissingResourceError
 from biovqa.sources.images import inspect_image_file
+from biovqa.sources.validate import MAX_EXAMPLES, read_lines
 
 #: Relative paths of the native files (attributes.txt is searched for, see :func:`find_attributes_file`).
 NATIVE_FILES: dict[str, str] = {
@@ -42,6 +48,10 @@ NATIVE_FILES: dict[str, str] = {
 }
 
 EXCLUSION_MISSING_ON_DISK = "image_missing_on_disk"
+EXCLUSION_BOX_OUTSIDE = "bounding_box_outside_image"
+EXCLUSION_PART_OUTSIDE = "part_location_outside_image"
+#: A box or visible part may overhang the photo by this many pixels (annotators' rounding).
+EDGE_TOLERANCE = 4.0
 
 _CLASS_PREFIX_RE = re.compile(r"^\d+\.")
 
@@ -70,6 +80,11 @@ class CubDataset:
     certainty_names: dict[int, str]
     files: dict[str, Path]
     exclusions: dict[str, int] = field(default_factory=dict)
+    #: reason → the first files excluded (paths under images/)
+    exclusion_examples: dict[str, list[str]] = field(default_factory=dict)
+    #: int64 (n_images, 2): width, height of each kept photo from the image inspector (zeros when
+    #: the photos were not checked)
+    image_sizes: np.ndarray = field(default_factory=lambda: np.zeros((0, 2), dtype=np.int64))
 
     @property
     def n_images(self) -> int:
@@ -124,14 +139,12 @@ def _require_file(root: Path, relative: str) -> Path:
 def _read_id_name(path: Path, *, value_field: str, allow_spaces: bool = False) -> list[tuple[int, str]]:
     """Small ``<id> <name>`` files, line by line with exact error positions."""
     rows: list[tuple[int, str]] = []
-    data = path.read_bytes()
     try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as error:
-        raise InputFormatError(f"not UTF-8 text (byte {error.start})", file=path,
-                               row=data[:error.start].count(b"\n") + 1, field=value_field,
+        lines = read_lines(path)
+    except InputFormatError as error:
+        raise InputFormatError(f"{error.message}", file=path, row=error.row, field=value_field,
                                hint="the CUB files are UTF-8; re-extract the archive") from None
-    for line_no, raw in enumerate(text.split("\n"), start=1):
+    for line_no, raw in enumerate(lines, start=1):
         line = raw.strip()
         if not line:
             continue
@@ -147,6 +160,9 @@ def _read_id_name(path: Path, *, value_field: str, allow_spaces: bool = False) -
             raise InputFormatError(f"id is not an integer: {parts[0]!r}", file=path,
                                    row=line_no, field="id") from None
         rows.append((ident, parts[1].strip()))
+    if not rows:
+        raise InputFormatError(f"lists no '<id> <{value_field}>' line (the file is empty)", file=path,
+                               row=1, field=value_field, hint="re-extract the CUB archive")
     ids = [r[0] for r in rows]
     if ids != list(range(1, len(ids) + 1)):
         bad = next(i for i, ident in enumerate(ids) if ident != i + 1)
@@ -188,6 +204,9 @@ def read_numeric_table(
         ) from None
     except pd.errors.EmptyDataError:
         raise InputFormatError("file is empty", file=path) from None
+    except UnicodeDecodeError:
+        read_lines(path)  # names the first line that is not UTF-8
+        raise InputFormatError("not UTF-8 text", file=path) from None
     frame = frame.iloc[:, : len(fields)]
     frame.columns = list(fields)
     out = pd.DataFrame({"line": np.arange(1, len(frame) + 1, dtype=np.int64)})
@@ -207,6 +226,11 @@ def read_numeric_table(
                 file=path, row=row + 1, field=name,
             )
         values = numeric.to_numpy(dtype=np.float64)
+        infinite = ~np.isfinite(values)
+        if infinite.any():
+            row = int(np.flatnonzero(infinite)[0])
+            raise InputFormatError(f"not a finite number: {column.iloc[row]!r}", file=path, row=row + 1,
+                                   field=name)
         if name in integer_fields:
             integral = values == np.round(values)
             if not integral.all():
@@ -358,18 +382,37 @@ def read_cub(root: str | Path, *, check_images: bool = True) -> CubDataset:
 
     images_dir = root / "images"
     exclusions: dict[str, int] = {}
+    examples: dict[str, list[str]] = {}
+
+    def exclude(reason: str, row: int) -> None:
+        keep[row] = False
+        exclusions[reason] = exclusions.get(reason, 0) + 1
+        named = examples.setdefault(reason, [])
+        if len(named) < MAX_EXAMPLES:
+            named.append(image_paths[row])
+
     keep = np.ones(n_listed, dtype=bool)
+    sizes = np.zeros((n_listed, 2), dtype=np.int64)
     if check_images:
-        keep = np.array([(images_dir / p).is_file() for p in image_paths], dtype=bool)
-        missing = int((~keep).sum())
-        if missing:
-            exclusions[EXCLUSION_MISSING_ON_DISK] = missing
-        # unreadable, incomplete or oversized files (biovqa.sources.images) are counted per reason
+        for row in range(n_listed):
+            if not (images_dir / image_paths[row]).is_file():
+                exclude(EXCLUSION_MISSING_ON_DISK, row)
+        # unreadable, truncated or oversized files (biovqa.sources.images) are counted per reason
+        tol = EDGE_TOLERANCE
         for row in np.flatnonzero(keep):
             verdict = inspect_image_file(images_dir / image_paths[row])
             if isinstance(verdict, str):
-                keep[row] = False
-                exclusions[verdict] = exclusions.get(verdict, 0) + 1
+                exclude(verdict, row)
+                continue
+            width, height = verdict
+            sizes[row] = verdict
+            x, y, w, h = bounding_boxes[row]
+            if x < -tol or y < -tol or w <= 0 or h <= 0 or x + w > width + tol or y + h > height + tol:
+                exclude(EXCLUSION_BOX_OUTSIDE, row)
+                continue
+            xy = part_xy[row][part_visible[row]]
+            if xy.size and ((xy < -tol).any() or (xy[:, 0] > width + tol).any() or (xy[:, 1] > height + tol).any()):
+                exclude(EXCLUSION_PART_OUTSIDE, row)
     kept = np.flatnonzero(keep)
     return CubDataset(
         root=root,
@@ -388,4 +431,6 @@ def read_cub(root: str | Path, *, check_images: bool = True) -> CubDataset:
         certainty_names=certainty_names,
         files=files,
         exclusions=exclusions,
+        exclusion_examples={reason: examples[reason] for reason in sorted(examples)},
+        image_sizes=sizes[kept],
     )

@@ -278,7 +278,6 @@ def build_c2(
     rngs = {f: _family_rng(seed, f) for f in ("attr_bare_value", "attr_group_value",
                                                "visibility_partset", "marker_localization", "naming")}
     colors = tuple(MARKER_COLORS)
-    from PIL import Image
 
     rows: dict[str, list[dict[str, Any]]] = {f: [] for f in fam.FAMILIES}
     tables: dict[str, list[pa.Table]] = {f: [] for f in fam.FAMILIES}
@@ -314,8 +313,7 @@ def build_c2(
 
             add(bare[k_chunk], "attr_bare_value")
             add(group[k_chunk], "attr_group_value")
-            with Image.open(source) as picture:
-                width, height = picture.size
+            width, height = (int(v) for v in cub.image_sizes[r])  # from the one image inspector
             plan = fam.plan_markers(cub.part_visible[r], cub.part_xy[r], marker_radius(width, height),
                                     rngs["marker_localization"], colors, MARKER_SHAPES,
                                     far=marker_distractors == "far")
@@ -397,6 +395,7 @@ def build_c2(
             "images_root": str(cub.images_dir.resolve()),
             "images": {"source": cub.n_images, "rendered": len(jobs), "total": cub.n_images + len(jobs)},
             "exclusions": dict(sorted(cub.exclusions.items())),
+            "exclusion_examples": cub.exclusion_examples,
             "skipped": dict(sorted(skipped.items())),
             "family_counts": family_counts,
             "categories": categories,
