@@ -399,7 +399,7 @@ def read_cub(root: str | Path, *, check_images: bool = True) -> CubDataset:
                 exclude(EXCLUSION_MISSING_ON_DISK, row)
         # unreadable, truncated or oversized files (biovqa.sources.images) are counted per reason
         tol = EDGE_TOLERANCE
-        for row in np.flatnonzero(keep):
+        for row in (int(r) for r in np.flatnonzero(keep)):
             verdict = inspect_image_file(images_dir / image_paths[row])
             if isinstance(verdict, str):
                 exclude(verdict, row)
