@@ -57,6 +57,11 @@ class InputFormatError(BiovqaError):
     """An input file does not follow its native format (wrong columns, bad value, truncated)."""
 
 
+class PathEscapeError(InputFormatError):
+    """A path read from a file (an item's image, a release's shard, an annotation's photo) leaves
+    the folder it must lie in: ``..``, an absolute path, or a symlink pointing outside."""
+
+
 class MissingResourceError(BiovqaError):
     """A file or index the step needs does not exist (e.g. the synonym index for EM_soft)."""
 

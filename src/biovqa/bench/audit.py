@@ -14,10 +14,12 @@ from pathlib import Path
 
 import pyarrow.compute as pc
 
+from biovqa.bench.hub import IMAGES_ENV
 from biovqa.components.registry import get_component
 from biovqa.errors import AuditError
 from biovqa.bench.folder import (
     FILES_KEY,
+    ITEMS_FILE,
     MANIFEST_FILE,
     Bench,
     count_items,
@@ -66,17 +68,50 @@ def audit_violations(bench: Bench, *, check_images: bool = True, workers: int = 
         violations.append(f"{item_id}: empty gold answer")
     if check_images:
         violations.extend(_check_images(bench, workers))
+    else:
+        violations.extend(_check_containment(bench))
     component = get_component(bench.component)
     if component.auditor:
         violations.extend(component.load("auditor")(bench))
     return violations
 
 
+#: How many "image missing" lines an audit lists before it only counts the rest.
+MISSING_SHOWN = 5
+
+
+def _check_containment(bench: Bench) -> list[str]:
+    """Every item's image path stays inside its folder (``..``, absolute, symlink out are refused),
+    with or without ``--images``: a run would refuse to open any of them."""
+    from biovqa.bench.paths import escape_reason
+
+    violations: list[str] = []
+    seen: set[str] = set()
+    for row, (item_id, image) in enumerate(zip(bench.items.column("item_id").to_pylist(),
+                                               bench.items.column("image").to_pylist()), start=1):
+        if image is None or image in seen:
+            continue
+        seen.add(image)
+        root, relative = bench._image_root(image)
+        reason = escape_reason(root, relative)
+        if reason is not None:
+            violations.append(f"{ITEMS_FILE} row {row} (item {item_id}), field 'image': image path "
+                              f"{image!r} leaves its folder {root}: {reason}")
+    return violations
+
+
 def _check_images(bench: Bench, workers: int) -> list[str]:
-    table = bench.items.select(["image", "image_sha256"])
-    pairs = sorted({(r["image"], r["image_sha256"]) for r in table.to_pylist()},
-                   key=lambda p: (p[0] or "", p[1] or ""))
+    violations = _check_containment(bench)
+    if violations:
+        return violations  # nothing outside the benchmark is opened, not even to hash it
+    table = bench.items.select(["item_id", "image", "image_sha256"])
+    first: dict[tuple[str, str | None], str] = {}
+    for r in table.to_pylist():
+        first.setdefault((r["image"], r["image_sha256"]), r["item_id"])
+    pairs = sorted(first, key=lambda p: (p[0] or "", p[1] or ""))
     problems: list[str] = []
+    missing: list[str] = []
+    unhashed: list[str] = []
     paths = [bench.resolve_image(image) if image else None for image, _ in pairs]
 
     def check(args: tuple[tuple[str, str | None], Path | None]) -> str | None:
@@ -84,8 +119,12 @@ def _check_images(bench: Bench, workers: int) -> list[str]:
         if path is None:  # [issue 14] text-only benches (manifest "text_only") have no images
             return None if bench.manifest.get("text_only") else "an item has no image"
         if not path.is_file():
-            return f"{image}: image missing ({path})"
-        if digest and sha256_file(path) != digest:
+            missing.append(f"{image} ({path})")
+            return None
+        if not digest:  # a swapped photo could not be told apart: the hash is part of the item
+            unhashed.append(f"{image} (item {first[(image, digest)]})")
+            return None
+        if sha256_file(path) != digest:
             return f"{image}: sha256 differs from the recorded content hash"
         return None
 
@@ -93,4 +132,18 @@ def _check_images(bench: Bench, workers: int) -> list[str]:
         for result in pool.map(check, zip(pairs, paths)):
             if result:
                 problems.append(result)
+    if missing:
+        missing.sort()
+        shown = "; ".join(missing[:MISSING_SHOWN])
+        more = f" and {len(missing) - MISSING_SHOWN} more" if len(missing) > MISSING_SHOWN else ""
+        release = bench.manifest.get("release")
+        unchecked = isinstance(release, dict) and release.get("source_photos_checked") is False
+        hint = (f" — a release ships no source photos: pass their folder with --images (or ${IMAGES_ENV})"
+                if unchecked else "")
+        problems.append(f"{len(missing):,} image(s) missing: {shown}{more}{hint}")
+    if unhashed:
+        unhashed.sort()
+        more = f" and {len(unhashed) - MISSING_SHOWN} more" if len(unhashed) > MISSING_SHOWN else ""
+        problems.append(f"image_sha256: {len(unhashed):,} image(s) have no recorded content hash, so a "
+                        f"swapped photo cannot be detected: {'; '.join(unhashed[:MISSING_SHOWN])}{more}")
     return problems

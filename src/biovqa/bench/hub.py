@@ -31,6 +31,7 @@ import base64
 import hashlib
 import json
 import os
+import re
 import shutil
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -53,6 +54,7 @@ from biovqa.bench.folder import (
     write_parquet,
     write_text,
 )
+from biovqa.bench.paths import contained_path
 from biovqa.errors import BiovqaError, InputFormatError, MissingResourceError
 
 if TYPE_CHECKING:
@@ -388,16 +390,90 @@ def open_release(reference: str | Path, *, images: str | Path | None = None, ver
                                    field="components")
     images_value = images if images is not None else os.environ.get(IMAGES_ENV) or None
     images_root = Path(images_value).resolve() if images_value else None
-    description = components[component]
-    key = hashlib.sha256(json.dumps([str(root.resolve()), component, description.get("manifest_sha256"),
-                                     [s.get("sha256") for s in description.get("shards", [])],
-                                     str(images_root)], sort_keys=True).encode()).hexdigest()[:20]
+    description = _checked_description(root, component, components[component])
+    # the whole description is in the key: any edit of the release's card rebuilds (and re-verifies)
+    key = hashlib.sha256(json.dumps([str(root.resolve()), component, description, str(images_root)],
+                                    sort_keys=True).encode()).hexdigest()[:20]
     target = cache_dir() / "released" / key
+    _check_manifest(root, component, description)  # cheap, so checked on every open
     if not (target / ".complete").is_file():
         _materialize(root, component, description, images_root, target)
     elif images_root is not None:  # rebuilt earlier: photos changed since then are checked again
         _recheck_source_photos(target, images_root)
     return open_bench(target, verify=verify)
+
+
+_SHA256 = re.compile(r"[0-9a-f]{64}")
+
+
+def _links_within(root: Path) -> Path:
+    """Where a release's files may really lie: the release folder, or for a Hugging Face cache
+    snapshot (``datasets--owner--name/snapshots/<rev>``) the repository folder, whose ``blobs/``
+    the snapshot's files are symlinks into."""
+    if root.parent.name == "snapshots" and root.parent.parent.name.startswith("datasets--"):
+        return root.parent.parent
+    return root
+
+
+def _checked_description(root: Path, component: str, description: Any) -> dict[str, Any]:
+    """The release card's entry for ``component``, every field of the expected type: a card that
+    lies in its shape (``shards`` an object, ``items_schema`` not base64, a row count that is not a
+    count, a path leaving the release) is an :class:`InputFormatError` naming the field."""
+    release_file = root / RELEASE_FILE
+    prefix = f"components.{component}"
+
+    def bad(field: str, message: str) -> InputFormatError:
+        return InputFormatError(message, file=release_file, field=f"{prefix}.{field}" if field else prefix,
+                                hint="the release card is damaged or was edited: download the release again")
+
+    if not isinstance(description, dict):
+        raise bad("", "the component's entry must be a JSON object")
+    for key in ("rows", "items_schema", "shards", "files", "manifest_sha256", "items_canonical_sha256"):
+        if key not in description:
+            raise bad(key, "the release description lacks a field")
+    rows = description["rows"]
+    if not isinstance(rows, int) or isinstance(rows, bool) or rows < 0:
+        raise bad("rows", f"must be a row count, found {rows!r}")
+    for key in ("manifest_sha256", "items_canonical_sha256"):
+        if not isinstance(description[key], str) or not _SHA256.fullmatch(description[key]):
+            raise bad(key, "must be a sha256 (64 hex digits)")
+    if not isinstance(description["items_schema"], str):
+        raise bad("items_schema", "must be the base64 text of an Arrow schema")
+    try:
+        pa.ipc.read_schema(pa.py_buffer(base64.b64decode(description["items_schema"], validate=True)))
+    except (ValueError, pa.ArrowException) as exc:
+        raise bad("items_schema", f"is not the base64 text of an Arrow schema ({type(exc).__name__})") from None
+    shards = description["shards"]
+    if not isinstance(shards, list):
+        raise bad("shards", f"must be a list of shards, found {type(shards).__name__}")
+    for number, shard in enumerate(shards):
+        field = f"shards[{number}]"
+        if not isinstance(shard, dict) or not isinstance(shard.get("path"), str) \
+                or not isinstance(shard.get("sha256"), str) or not _SHA256.fullmatch(shard["sha256"]) \
+                or not isinstance(shard.get("rows"), int) or isinstance(shard["rows"], bool) or shard["rows"] < 0:
+            raise bad(field, "each shard must be an object with path, rows (a count) and sha256")
+        contained_path(root, shard["path"], file=release_file, field=f"{prefix}.{field}.path",
+                       what="data shard", links_within=_links_within(root))
+    if sum(shard["rows"] for shard in shards) != rows:
+        raise bad("rows", f"the card says {rows} rows, its shards say {sum(s['rows'] for s in shards)}")
+    files = description["files"]
+    if not isinstance(files, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in files.items()):
+        raise bad("files", "must be an object of relative path → sha256")
+    for relative in files:
+        contained_path(root / "biovqa" / component / "files", relative, file=release_file,
+                       field=f"{prefix}.files", what="side file", links_within=_links_within(root))
+    return description
+
+
+def _check_manifest(root: Path, component: str, description: dict[str, Any]) -> None:
+    """The shipped build manifest is the one the release card hashed."""
+    path = root / "biovqa" / component / MANIFEST_FILE
+    if not path.is_file():
+        raise MissingResourceError("the release lacks the component's build manifest", file=path,
+                                   hint="download the release again")
+    if sha256_file(path) != description["manifest_sha256"]:
+        raise InputFormatError("the build manifest differs from the sha256 the release card recorded (edited)",
+                               file=path, field="manifest_sha256", hint="download the release again")
 
 
 def resolve_bench(reference: str | Path, images: str | Path | None = None) -> Path:
@@ -414,31 +490,52 @@ def resolve_bench(reference: str | Path, images: str | Path | None = None) -> Pa
 
 def _materialize(root: Path, component: str, description: dict[str, Any], images_root: Path | None,
                  target: Path) -> None:
+    """Rebuild the benchmark folder a (checked, :func:`_checked_description`) release entry
+    describes into ``target``: every shard against its sha256 and row count, the items against the
+    exported schema and their canonical sha256, every rendered image against its item's hash; it
+    writes nothing outside its staging folder beside ``target``."""
     release_file = root / RELEASE_FILE
-    for key in ("items_schema", "shards", "files"):
-        if key not in description:
-            raise InputFormatError("the release description lacks a field", file=release_file,
-                                   field=f"components.{component}.{key}")
     schema = pa.ipc.read_schema(pa.py_buffer(base64.b64decode(description["items_schema"])))
     parts = []
-    for shard in description["shards"]:
-        path = root / shard["path"]
+    for number, shard in enumerate(description["shards"]):
+        path = contained_path(root, shard["path"], file=release_file,
+                              field=f"components.{component}.shards[{number}].path", what="data shard",
+                              links_within=_links_within(root))
         if not path.is_file():
             raise MissingResourceError("a data shard of the release is missing", file=path,
                                        hint="download the release again")
         if sha256_file(path) != shard["sha256"]:
             raise InputFormatError("a data shard differs from its recorded sha256", file=path,
                                    hint="download the release again")
-        parts.append(pq.read_table(path))
-    table = pa.concat_tables(parts) if parts else schema.empty_table()
+        try:
+            part = pq.read_table(path)
+        except (pa.ArrowException, OSError) as exc:
+            raise InputFormatError(f"cannot read the data shard: {exc}", file=path,
+                                   hint="download the release again") from None
+        if part.num_rows != shard["rows"]:
+            raise InputFormatError(f"the shard holds {part.num_rows} rows, the release card says {shard['rows']}",
+                                   file=path, field=f"components.{component}.shards[{number}].rows",
+                                   hint="download the release again")
+        parts.append(part)
+    try:
+        table = pa.concat_tables(parts) if parts else schema.empty_table()
+        missing = [name for name in (*schema.names, IMAGE_KIND, RENDERED_IMAGE) if name not in table.column_names]
+        if parts and missing:
+            raise InputFormatError(f"the shards lack the column(s) {', '.join(missing)} of the exported items",
+                                   file=root / "data" / component, field=missing[0],
+                                   hint="download the release again")
+        items = table.select(schema.names).cast(schema).combine_chunks()
+    except (pa.ArrowException, KeyError) as exc:
+        raise InputFormatError(f"the shards do not hold the items the release card describes ({exc})",
+                               file=root / "data" / component, field="items_schema",
+                               hint="download the release again") from None
     stage = target.parent / f".{target.name}.partial-{os.getpid()}"
     shutil.rmtree(stage, ignore_errors=True)
     stage.mkdir(parents=True)
     try:
-        _write_rendered(table, stage)
+        _write_rendered(table, stage, root / "data" / component)
         if images_root is not None:
             _check_source_photos(table, images_root, stage)
-        items = table.select(schema.names).cast(schema).combine_chunks()
         write_parquet(items, stage / ITEMS_FILE)
         manifest = read_json_object(root / "biovqa" / component / MANIFEST_FILE, what="manifest")
         rebuilt = sha256_file(stage / ITEMS_FILE)
@@ -454,13 +551,17 @@ def _materialize(root: Path, component: str, description: dict[str, Any], images
         manifest.pop("image_roots", None)
         manifest["release"] = {"folder": str(root.resolve()), "component": component,
                                "source_photos_checked": images_root is not None}
+        files_root = root / "biovqa" / component / "files"
         for relative, digest in sorted(description["files"].items()):
-            source = root / "biovqa" / component / "files" / relative
+            field = f"components.{component}.files"
+            source = contained_path(files_root, relative, file=release_file, field=field, what="side file",
+                                    links_within=_links_within(root))
+            destination = contained_path(stage, relative, file=release_file, field=field, what="side file")
             if not source.is_file() or sha256_file(source) != digest:
                 raise InputFormatError("a side file of the release is missing or altered", file=source,
                                        hint="download the release again")
-            (stage / relative).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copyfile(source, stage / relative)
+            destination.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(source, destination)
         write_json(stage / MANIFEST_FILE, manifest)
         (stage / ".complete").write_text("ok\n", encoding="utf-8")
         shutil.rmtree(target, ignore_errors=True)
@@ -474,20 +575,32 @@ def _materialize(root: Path, component: str, description: dict[str, Any], images
         shutil.rmtree(stage, ignore_errors=True)
 
 
-def _write_rendered(table: pa.Table, stage: Path) -> None:
+def _write_rendered(table: pa.Table, stage: Path, shards: Path) -> None:
+    """Write each rendered image back under ``stage/rendered/``, checked against its item's sha256.
+    The path comes from the release, so it must name a file under ``rendered/`` inside the stage
+    (:func:`~biovqa.bench.paths.contained_path`): nothing is ever written outside it."""
     mask = pc.equal(table.column(IMAGE_KIND), "rendered")
     rows = table.filter(mask).select(["item_id", "image", "image_sha256", RENDERED_IMAGE]).to_pylist()
     for row in rows:
-        destination = stage / row["image"]
+        image = row["image"]
+        if not isinstance(image, str) or not image.startswith(RENDERED_PREFIX):
+            raise InputFormatError(f"item {row['item_id']}: a rendered image must lie under {RENDERED_PREFIX}, "
+                                   f"found {image!r}", file=shards, field="image")
+        destination = contained_path(stage / RENDERED_PREFIX.rstrip("/"), image[len(RENDERED_PREFIX):],
+                                     file=shards, field="image", what=f"item {row['item_id']}: rendered image")
         if destination.exists():
             continue
         payload = (row[RENDERED_IMAGE] or {}).get("bytes")
         if payload is None:
             raise InputFormatError(f"item {row['item_id']}: the release lacks its rendered image",
-                                   field=RENDERED_IMAGE)
-        if row["image_sha256"] and hashlib.sha256(payload).hexdigest() != row["image_sha256"]:
+                                   file=shards, field=RENDERED_IMAGE)
+        if not row["image_sha256"]:
+            raise InputFormatError(f"item {row['item_id']}: the rendered image has no recorded sha256, so it "
+                                   "cannot be verified", file=shards, field="image_sha256",
+                                   hint="download the release again")
+        if hashlib.sha256(payload).hexdigest() != row["image_sha256"]:
             raise InputFormatError(f"item {row['item_id']}: rendered image differs from its sha256",
-                                   field=RENDERED_IMAGE)
+                                   file=shards, field=RENDERED_IMAGE)
         destination.parent.mkdir(parents=True, exist_ok=True)
         destination.write_bytes(payload)
 
@@ -519,17 +632,23 @@ def _verify_photos(first: dict[tuple[str, str | None], str], images_root: Path,
     if not images_root.is_dir():
         raise MissingResourceError("the images folder does not exist", file=images_root, field="--images")
     pairs = list(first)
+    # every path is checked before any photo is opened: none may lead outside the images folder
+    paths = {pair: contained_path(images_root, pair[0], field="image", what=f"item {first[pair]}: source photo")
+             for pair in pairs}
 
     def check(pair: tuple[str, str | None]) -> tuple[str | None, tuple[int, int]]:
         image, digest = pair
-        path = images_root / image
+        path = paths[pair]
         try:
             stat = path.stat()
         except OSError:
             stat = None
         if stat is None or not path.is_file():
             return f"item {first[pair]}: source photo {image} is missing under {images_root}", (0, 0)
-        if digest and sha256_file(path) != digest:
+        if not digest:
+            return (f"item {first[pair]}: source photo {image} has no recorded sha256, so it cannot be "
+                    "verified", (0, 0))
+        if sha256_file(path) != digest:
             return (f"item {first[pair]}: source photo {image} differs from its recorded sha256 (altered)",
                     (0, 0))
         return None, (stat.st_size, stat.st_mtime_ns)
@@ -571,7 +690,8 @@ def _recheck_source_photos(target: Path, images_root: Path, workers: int = 8) ->
     changed: dict[tuple[str, str | None], str] = {}
     for row in rows:
         try:
-            stat = (images_root / row["image"]).stat()
+            stat = contained_path(images_root, row["image"], file=path, field="image",
+                                  what="source photo").stat()
             same = (stat.st_size, stat.st_mtime_ns) == (row["size"], row["mtime_ns"])
         except OSError:
             same = False
