@@ -78,8 +78,12 @@ def read_label(label: str, summary: dict[str, Any] | None = None) -> tuple[str, 
 
 
 def _baseline_backend(summary: dict[str, Any] | None) -> bool:
-    """Whether the predictions behind ``summary`` came from the ``baseline`` backend."""
-    path = ((summary or {}).get("provenance") or {}).get("predictions")
+    """Whether the predictions behind ``summary`` came from the ``baseline`` backend: the models
+    the score folder records, else (an older score folder) the predictions file it names."""
+    provenance = (summary or {}).get("provenance") or {}
+    if isinstance(provenance.get("models"), list):
+        return provenance["models"] == ["baseline"]
+    path = provenance.get("predictions")
     if not path or not Path(path).is_file():
         return False
     try:

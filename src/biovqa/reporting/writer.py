@@ -15,15 +15,16 @@ import base64
 import html
 import importlib
 import re
+import warnings
 from collections import defaultdict
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 import pandas as pd
 
 from biovqa.components.registry import component_rank
 from biovqa._version import __version__
-from biovqa.bench.folder import staged_folder
+from biovqa.bench.folder import sha256_file, staged_folder
 from biovqa.components.registry import get_component
 from biovqa.errors import BiovqaError
 from biovqa.reporting.leaderboard import (Leaderboard, Run, best_probabilities, build_leaderboard, leaderboard_table,
@@ -33,15 +34,64 @@ from biovqa.scoring.pipeline import load_summary
 Section = tuple[str, list[tuple[str, pd.DataFrame]], list[Path]]
 
 
-def load_runs(score_dirs: Sequence[str | Path]) -> list[Run]:
+Warn = Callable[[str], None]
+
+
+def _warn(message: str) -> None:
+    warnings.warn(message, UserWarning, stacklevel=3)
+
+
+def _candidates(recorded: Any, from_scores: Any, score_dir: Path) -> list[Path]:
+    """Where an input named in a score folder may be, in order: the path relative to the score
+    folder, the recorded absolute path, and (older score folders recorded a path relative to
+    wherever scoring ran) the recorded relative path against the score folder and each folder
+    above it — never the current working directory, so a report does not depend on it."""
+    found: list[Path] = []
+    if isinstance(from_scores, str) and from_scores:
+        found.append(score_dir / from_scores)
+    if isinstance(recorded, str) and recorded:
+        path = Path(recorded)
+        found += [path] if path.is_absolute() else [base / path for base in (score_dir, *score_dir.parents)]
+    return found
+
+
+def locate_inputs(summary: dict[str, Any], score_dir: str | Path, warn: Warn = _warn) -> dict[str, Any]:
+    """``summary`` with its provenance's ``benchmark`` and ``predictions`` replaced by the absolute
+    paths where they are now (found as :func:`_candidates` says; a benchmark whose manifest hash
+    matches the recorded one first), or None with a warning naming the score folder when gone."""
+    score_dir = Path(score_dir).resolve()
+    provenance = dict(summary.get("provenance") or {})
+    benches = [c for c in _candidates(provenance.get("benchmark"), provenance.get("benchmark_from_scores"), score_dir)
+               if (c / "manifest.json").is_file()]
+    recorded_sha = provenance.get("benchmark_manifest_sha256")
+    matching = [c for c in benches if recorded_sha and sha256_file(c / "manifest.json") == recorded_sha]
+    bench: Path | None = (matching or benches or [None])[0]  # type: ignore[list-item]
+    if bench is None and provenance.get("benchmark"):
+        warn(f"score folder {score_dir}: its benchmark {provenance['benchmark']} is gone; the item browser "
+             "shows these items without question, options, gold or image")
+    elif bench is not None and not matching:
+        warn(f"score folder {score_dir}: the benchmark at {bench} is not the one it was scored on "
+             "(manifest hash differs); the item browser shows it anyway")
+    predictions = next((c for c in _candidates(provenance.get("predictions"), provenance.get("predictions_from_scores"),
+                                               score_dir) if c.is_file()), None)
+    if predictions is None and provenance.get("predictions") and not isinstance(provenance.get("models"), list):
+        warn(f"score folder {score_dir}: its predictions {provenance['predictions']} are gone; whether it is "
+             "an image-blind baseline run is read from its label alone")
+    provenance["benchmark"] = str(bench.resolve()) if bench is not None else None
+    provenance["predictions"] = str(predictions.resolve()) if predictions is not None else None
+    return {**summary, "provenance": provenance}
+
+
+def load_runs(score_dirs: Sequence[str | Path], warn: Warn = _warn) -> list[Run]:
     """The score folders as :class:`Run` records; two runs of one model in one component keep
-    both, the second named ``label (2)``."""
+    both, the second named ``label (2)``. Inputs a score folder names are found from the folder
+    itself (:func:`locate_inputs`), whatever the working directory."""
     if not score_dirs:
         raise BiovqaError("no score folders given", hint="pass one or more folders written by `biovqa score`")
     runs: list[Run] = []
     labels_seen: dict[tuple[str, str, bool], int] = defaultdict(int)
     for score_dir in score_dirs:
-        summary = load_summary(score_dir)
+        summary = locate_inputs(load_summary(score_dir), score_dir, warn)
         label = str(summary["label"] or Path(score_dir).name)
         component_name = str(summary["component"])
         get_component(component_name)  # an unknown component is an error naming it
@@ -49,7 +99,7 @@ def load_runs(score_dirs: Sequence[str | Path]) -> list[Run]:
         labels_seen[component_name, label, lite] += 1
         if labels_seen[component_name, label, lite] > 1:  # two runs of one model: keep both, named apart
             label = f"{label} ({labels_seen[component_name, label, lite]})"
-        runs.append(Run(label, component_name, summary, Path(score_dir), lite=lite))
+        runs.append(Run(label, component_name, summary, Path(score_dir).resolve(), lite=lite))
     return runs
 
 
@@ -75,17 +125,40 @@ def table3_columns(runs: Sequence[Run]) -> dict[str, list[str]]:
             if get_component(name).table3}
 
 
-def write_report(score_dirs: Sequence[str | Path], out: str | Path) -> Path:
+#: the report's own index: what it holds, machine-readable; also what marks a folder as a report
+#: (``biovqa report`` replaces such a folder whole and refuses any other non-empty one)
+REPORT_INDEX = "index.json"
+
+
+def write_report(score_dirs: Sequence[str | Path], out: str | Path, *, with_paper: bool = False,
+                 warn: Warn = _warn) -> Path:
     """Write the report for ``score_dirs`` into ``out``; returns the path of index.html.
 
     The report is written into a staging folder beside ``out`` and each file is then renamed
     into place (:func:`~biovqa.bench.folder.staged_folder`), so an interrupted run leaves no
-    half-written file; files in ``out`` that the report does not write are left alone."""
-    runs = load_runs(score_dirs)
+    half-written file. ``biovqa report`` claims ``out`` first (:func:`~biovqa.bench.folder.claim_output`:
+    one writer at a time, an earlier report replaced whole, any other non-empty folder refused).
+    ``with_paper`` adds the paper's published Table 3 rows (:mod:`~biovqa.reporting.paper`);
+    ``warn`` receives each warning (an input a score folder names is gone)."""
+    runs = load_runs(score_dirs, warn)
     out = Path(out)
     with staged_folder(out) as stage:
-        _write_into(stage, runs)
+        _write_into(stage, runs, with_paper=with_paper)
+        _write_index(stage, runs, with_paper)
     return out / "index.html"
+
+
+def _write_index(stage: Path, runs: Sequence[Run], with_paper: bool) -> None:
+    """``index.json``: the report's files and the runs behind it (no paths: the same score folders
+    give the same bytes wherever they lie)."""
+    import json
+
+    files = sorted(p.relative_to(stage).as_posix() for p in stage.rglob("*") if p.is_file()
+                   and not p.relative_to(stage).as_posix().startswith("browser/"))
+    index = {"generator": "biovqa report", "version": __version__, "with_paper": with_paper,
+             "runs": [{"label": r.label, "component": r.component, "kind": r.kind} for r in runs],
+             "files": files, "browser": (stage / "browser").is_dir()}
+    (stage / REPORT_INDEX).write_text(json.dumps(index, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
 
 
 def _write_table(out: Path, stem: str, frame: pd.DataFrame) -> None:
@@ -94,7 +167,7 @@ def _write_table(out: Path, stem: str, frame: pd.DataFrame) -> None:
     (out / f"{stem}.tex").write_text(_latex(frame), encoding="utf-8")
 
 
-def _write_into(out: Path, runs: list[Run]) -> None:
+def _write_into(out: Path, runs: list[Run], *, with_paper: bool = False) -> None:
     from biovqa.reporting.analysis import analysis_tables, cross_component, heatmap, paper27_availability
     from biovqa.reporting.browser import write_browser
     from biovqa.reporting.lite import full_vs_lite

@@ -5,6 +5,7 @@ schema (:mod:`biovqa.scoring.schema`)."""
 from __future__ import annotations
 
 import math
+import os
 from pathlib import Path
 from typing import Any, Mapping
 
@@ -85,9 +86,15 @@ def score_predictions(
         "options": resolved,
         "table3": result.summary.get("table3", {}),
         "provenance": {
-            "benchmark": str(bench.root),
+            # absolute, and relative to the score folder: a report finds both from any working
+            # directory, and after the score folder moves together with its inputs
+            "benchmark": str(Path(bench.root).resolve()),
+            "benchmark_from_scores": _relative_to(bench.root, out),
             "benchmark_manifest_sha256": bench.manifest_sha256,
-            "predictions": str(predictions_path),
+            "predictions": str(Path(predictions_path).resolve()),
+            "predictions_from_scores": _relative_to(predictions_path, out),
+            # the models named in the predictions: a report knows a baseline run without them
+            "models": sorted(str(m) for m in pc.unique(predictions.column("model")).to_pylist() if m),
             "predictions_sha256": sha256_file(predictions_path),
             "biovqa_version": __version__,
         },
@@ -203,6 +210,15 @@ def _jsonable(value: Any) -> Any:
     if isinstance(value, Path):
         return str(value)
     return value
+
+
+def _relative_to(path: str | Path, score_dir: str | Path) -> str | None:
+    """``path`` relative to the score folder ``score_dir`` (None where no relative path exists,
+    e.g. another drive)."""
+    try:
+        return Path(os.path.relpath(Path(path).resolve(), Path(score_dir).resolve())).as_posix()
+    except ValueError:
+        return None
 
 
 def load_summary(score_dir: str | Path) -> dict[str, Any]:
