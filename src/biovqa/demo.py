@@ -5,8 +5,8 @@
    ``demo_image`` column marks rows whose image is missing or too small, to show exclusions);
 3. write a tiny CUB-200-2011 archive in its native layout (generated images);
 4. build C1, C2 and C3, audit them, run the image-blind baseline, score it and write one report;
-5. C4 (when torch and transformers are installed): a synthetic Wild Me COCO catalog, a tiny random
-   DINOv2 built from a config, build, baseline and scores (:mod:`biovqa.components.c4.demo`).
+5. C4: a synthetic Wild Me COCO catalog, built from its bundled precomputed crop embeddings (no
+   torch needed), baseline and scores (:mod:`biovqa.components.c4.demo`).
 """
 
 from __future__ import annotations
@@ -60,8 +60,20 @@ def prepare_demo_folder(out: Path) -> None:
             elif path.exists() or path.is_symlink():
                 path.unlink()
     out.mkdir(parents=True, exist_ok=True)
-    (out / MARKER_FILE).write_text(json.dumps({"written_by": "biovqa demo", "entries": list(DEMO_ENTRIES)},
-                                              indent=2) + "\n", encoding="utf-8")
+    write_marker(out, complete=False)
+
+
+def write_marker(out: Path, *, complete: bool) -> None:
+    """The demo's marker: the entries it may replace, and whether the demo finished (an
+    interrupted demo leaves ``"complete": false``; re-running it replaces the folder)."""
+    (out / MARKER_FILE).write_text(json.dumps({"written_by": "biovqa demo", "complete": complete,
+                                               "entries": list(DEMO_ENTRIES)}, indent=2) + "\n",
+                                   encoding="utf-8")
+
+
+def _counted(counts: dict[str, int]) -> str:
+    """``{"low_resolution": 1, "missing_image": 2}`` → ``"1 low resolution, 2 missing image"``."""
+    return ", ".join(f"{n} {reason.replace('_', ' ')}" for reason, n in sorted(counts.items()) if n) or "none"
 
 
 def demo_data_dir() -> Path:
@@ -69,7 +81,22 @@ def demo_data_dir() -> Path:
 
 
 def run_demo(out: str | Path, *, console: Any | None = None) -> Path:
-    """Run the demo into ``out`` and return the path of the report's index.html."""
+    """Run the demo into ``out`` and return the path of the report's index.html. One demo writes
+    a folder at a time (a second is refused naming the first one's pid)."""
+
+    def say(text: str) -> None:  # plain text: paths and hints like biovqa[transformers] are not markup
+        (console.print(text, markup=False, highlight=False) if console is not None else print(text))
+    from biovqa.bench.folder import FolderLock, output_lock_path
+
+    out = Path(out)
+    lock = FolderLock(output_lock_path(out), folder=out, command="demo").acquire()
+    try:
+        return _run_demo(out, say)
+    finally:
+        lock.release(remove=True)
+
+
+def _run_demo(out: Path, say: Any) -> Path:
     from biovqa.components.c1.build import C1BuildOptions, build_c1
     from biovqa.components.c2.build import build_c2
     from biovqa.bench.audit import audit_bench
@@ -79,9 +106,6 @@ def run_demo(out: str | Path, *, console: Any | None = None) -> Path:
     from biovqa.synthetic import draw_placeholder_images, write_cub
     from biovqa.taxonomy.index import build_index
 
-    def say(text: str) -> None:  # plain text: paths and hints like biovqa[transformers] are not markup
-        (console.print(text, markup=False, highlight=False) if console is not None else print(text))
-    out = Path(out)
     prepare_demo_folder(out)
     data = demo_data_dir()
     started = time.perf_counter()
@@ -102,7 +126,7 @@ def run_demo(out: str | Path, *, console: Any | None = None) -> Path:
     bench_c2 = out / "bench-c2"
     c2 = build_c2(cub, bench_c2)
     say(f"3/8 built C1: {bench.manifest['counts']['total']} questions over {bench.manifest['images']} images "
-        f"(excluded: {excluded}); C2: {c2.manifest['counts']['total']} questions → {out}")
+        f"(excluded: {_counted(excluded)}); C2: {c2.manifest['counts']['total']} questions → {out}")
 
     from biovqa.components.c3.demo import build_demo as build_c3_demo
 
@@ -120,16 +144,21 @@ def run_demo(out: str | Path, *, console: Any | None = None) -> Path:
         score_predictions(bench_dir, predictions, score_dir, label="floor (image-blind)",
                           options={"bootstrap": 200})
         score_dirs.append(score_dir)
-    say(f"5/8 ran the image-blind baseline → {out}/run-baseline-c1, {out}/run-baseline-c2")
+    say(f"5/8 ran the image-blind baseline → {out}/run-baseline-c1, -c2, -c3")
     say(f"6/8 scored → {', '.join(str(d) for d in score_dirs)}")
     from biovqa.components.c4.demo import demo_c4
 
-    score_dirs += [d for d in [demo_c4(out, say, "7/8")] if d is not None]
+    score_dirs.append(demo_c4(out, say, "7/8", data / "c4-embeddings.parquet"))
     from biovqa.components.bagel.demo import demo_bagel
     from biovqa.components.hca.demo import demo_hca
 
     score_dirs += [demo_bagel(out, say, "    "), *demo_hca(out, bench_c1, say, "    ")]
     report = write_report(score_dirs, out / "report")
     say(f"8/8 report → {report}")
+    write_marker(out, complete=True)
     say(f"done in {time.perf_counter() - started:.1f} s. Open {report} in a browser.")
+    say(f"next: run a real model on the demo's C1 (pip install 'biovqa[transformers]'): "
+        f"biovqa run {bench_c1} --model Qwen/Qwen2.5-VL-3B-Instruct -o {out}/run-qwen, then "
+        f"biovqa score {bench_c1} -p {out}/run-qwen/predictions.parquet -o {out}/scores-qwen and "
+        f"biovqa report {out}/scores-qwen -o {out}/report-qwen")
     return report

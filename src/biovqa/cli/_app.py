@@ -145,11 +145,31 @@ def run_app(typer_app: typer.Typer, argv: list[str] | None = None) -> None:
 
 #: optional dependency (top-level module) → the biovqa extra that installs it
 EXTRAS: dict[str, str] = {
-    "torch": "transformers", "transformers": "transformers", "accelerate": "transformers",
-    "torchvision": "transformers", "vllm": "vllm", "ray": "ray", "openai": "serve",
-    "httpx": "serve", "wildlife_datasets": "wildlife", "timm": "specialists",
-    "open_clip": "specialists", "datasets": "hub", "huggingface_hub": "hub",
+    "torch": "transformers", "transformers": "transformers", "tokenizers": "transformers",
+    "vllm": "vllm", "ray": "ray", "openai": "serve", "wildlife_datasets": "wildlife",
+    "timm": "specialists", "torchvision": "specialists", "open_clip": "specialists",
+    "safetensors": "specialists", "datasets": "release", "huggingface_hub": "release",
+    "yaml": "release",
 }
+#: what each backend (and the Ray executor) imports, checked before a run creates its folder
+BACKEND_MODULES: dict[str, tuple[str, ...]] = {
+    "transformers": ("torch", "transformers"), "vllm": ("vllm",), "ray": ("ray",),
+}
+
+
+def require_modules(modules: tuple[str, ...], *, what: str, field: str) -> None:
+    """Refuse (exit 2, naming the extra to install) when one of ``modules`` is not installed,
+    before anything is written."""
+    import importlib.util
+
+    for module in modules:
+        try:
+            found = importlib.util.find_spec(module) is not None
+        except (ImportError, ValueError):
+            found = False
+        if not found:
+            raise BiovqaError(f"{what} needs {module}, which is not installed", field=field,
+                              hint=f"{extra_hint(module) or f'pip install {module}'}; nothing was written")
 
 
 def extra_hint(module: str) -> str | None:

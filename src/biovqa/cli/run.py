@@ -11,7 +11,7 @@ from typing import Annotated, Any
 
 import typer
 
-from biovqa.cli._app import console
+from biovqa.cli._app import BACKEND_MODULES, OverwriteOption, console, require_modules
 from biovqa.cli.release import ImagesOption, bench_folder
 from biovqa.errors import BiovqaError
 
@@ -91,9 +91,14 @@ def run_command(
     flush_seconds: Annotated[float, typer.Option(help="… or every S seconds, whichever comes first")] = 10.0,
     progress: Annotated[bool, typer.Option(help="live progress on stderr")] = True,
     images: ImagesOption = None,
+    overwrite: OverwriteOption = False,
 ) -> None:
     """Run a model on a benchmark: predictions.parquet + run.json in --out (resumable)."""
+    from biovqa.bench.folder import claim_output
     from biovqa.engine.runner import RunOptions, run_benchmark
+
+    require_modules(BACKEND_MODULES.get(backend, ()), what=f"the {backend} backend", field="--backend")
+    require_modules(BACKEND_MODULES.get(executor, ()), what=f"the {executor} executor", field="--executor")
 
     backend_options = parse_backend_options(option)
     named = {"base_url": base_url, "api_key_env": api_key_env, "concurrency": concurrency,
@@ -114,7 +119,9 @@ def run_command(
         flush_rows=flush_rows,
         flush_seconds=flush_seconds, progress=progress,
     )
-    result = run_benchmark(bench_folder(bench, images), out, options)
+    bench = bench_folder(bench, images)
+    with claim_output(out, command="run", overwrite=overwrite):
+        result = run_benchmark(bench, out, options)
     if result.selected and result.failed >= result.selected:
         from rich.markup import escape
 
@@ -212,6 +219,9 @@ def plan_command(
                         force_preset=preset)
     if calibrate is not None:
         import tempfile
+
+        require_modules(BACKEND_MODULES.get(backend, ()), what=f"the {backend} backend",
+                        field="--backend")
 
         from biovqa.engine.runner import RunOptions
 
