@@ -385,3 +385,70 @@ def test_generate_works_inside_a_running_event_loop(
         backend.close()
     assert [r.status for r in replies] == ["ok", "ok"]
     assert [r.text for r in replies] == [r.text for r in again]
+
+
+# ------------------------------------------------- reply shapes, from a scripted loopback server
+
+REPLY_SHAPES: dict[str, tuple[bytes, str, str | None]] = {
+    # name: (reply body, expected status, expected text or a fragment of the error)
+    "content text": (b"", "ok", "Passeriformes"),
+    "content parts": (json.dumps({"choices": [{"message": {"role": "assistant", "content": [
+        {"type": "text", "text": "Passeri"}, {"type": "image_url", "image_url": {"url": "x"}},
+        {"type": "text", "text": "formes"}]}}]}).encode(), "ok", "Passeriformes"),
+    "refusal": (json.dumps({"choices": [{"message": {"content": None, "refusal": "I cannot help"}}]}).encode(),
+                "failed", "refused: I cannot help"),
+    "null content": (json.dumps({"choices": [{"message": {"content": None}}]}).encode(), "failed", "no content"),
+    "parts without text": (json.dumps({"choices": [{"message": {"content": [{"type": "refusal",
+                                                                            "refusal": "no"}]}}]}).encode(),
+                           "failed", "no text part"),
+    "content a number": (json.dumps({"choices": [{"message": {"content": 7}}]}).encode(), "failed", "not text"),
+    "lone surrogate": (b'{"choices": [{"message": {"content": "Passer\\ud800iformes"}}]}', "failed",
+                       "lone surrogate"),
+}
+
+
+@pytest.mark.parametrize("shape", sorted(REPLY_SHAPES))
+def test_every_reply_shape_is_read_or_failed_never_an_empty_answer(shape: str) -> None:
+    from fixtures.scripted_server import chat_reply, scripted_server
+
+    body, status, expected = REPLY_SHAPES[shape]
+    with scripted_server(lambda request: body or chat_reply()) as server:
+        backend = create("m", base_url=server.base_url, api_key_env=None, max_retries=0)
+        try:
+            [reply] = backend.generate([Request(key="k", item_id="i", prompt="Which order?")])
+        finally:
+            backend.close()
+    assert reply.status == status, reply
+    if status == "ok":
+        assert reply.text == expected
+    else:
+        assert reply.text is None and expected in (reply.error or ""), reply
+        (reply.error or "").encode("utf-8")  # storable: no lone surrogate in the error either
+
+
+@pytest.mark.parametrize("usage", [[], "12", None, {"prompt_tokens": "x", "completion_tokens": -1}, 3])
+def test_an_odd_usage_keeps_the_answer_and_is_counted(usage: Any) -> None:
+    from fixtures.scripted_server import chat_reply, scripted_server
+
+    reply_body = chat_reply(usage=usage, with_usage=usage is not None)
+    with scripted_server(lambda request: reply_body) as server:
+        backend = create("m", base_url=server.base_url, api_key_env=None, max_retries=0)
+        try:
+            replies = backend.generate([Request(key=f"k{n}", item_id=f"i{n}", prompt="?") for n in range(3)])
+            facts = backend.describe()
+        finally:
+            backend.close()
+    assert [(r.status, r.text, r.prompt_tokens, r.completion_tokens) for r in replies] == \
+        [("ok", "Passeriformes", None, None)] * 3
+    assert facts["usage_unreadable"] == 3
+
+
+def test_a_short_key_echoed_by_the_server_is_masked_and_counted() -> None:
+    from biovqa.engine.secrets import Redactor
+
+    redactor = Redactor(["k3y5Z"])
+    assert redactor.known("your key is k3y5Z, k3y5Z!") == "your key is ***, ***!"
+    assert redactor.text("HTTP 401: bad key k3y5Z") == "HTTP 401: bad key ***"
+    summary = redactor.summary()
+    assert summary is not None and summary["masked"] == 3 and "shorter than" in summary["warning"]
+    assert Redactor(["k3y5Z"]).summary() is None  # nothing masked, nothing said

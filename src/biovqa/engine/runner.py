@@ -691,7 +691,11 @@ def _run_locked(bench_path: str | Path, out: str | Path, options: RunOptions,
     redactor = Redactor.for_options(options.backend_options)
 
     def write_card(run_dir: Path, card: dict[str, Any]) -> Path:
-        return write_card_raw(run_dir, redactor.value(card))
+        card = redactor.value(card)
+        redactions = redactor.summary()  # a server that echoed the key: say so in the card
+        if redactions:
+            card["redactions"] = redactions
+        return write_card_raw(run_dir, card)
 
     started_wall = time.time()
     started = time.monotonic()

@@ -4,7 +4,9 @@ A :class:`Redactor` knows the secrets of one run — the API key read from ``api
 user/password inside ``--base-url`` (also in the ``Basic`` form an HTTP client sends) — and replaces
 each occurrence with ``***``. It also masks ``Bearer``/``Basic`` credentials and URL user info
 whatever their value, so a server that echoes an ``Authorization`` header (a 401 body, say) never
-puts the key into the store, the ``error`` column, ``run.json`` or the terminal.
+puts the key into the store, the ``error`` column, ``run.json`` or the terminal. A known secret is
+masked whatever its length (a 5-character key echoed by a server too), and every occurrence is
+counted: the run card's ``redactions`` says how many were masked (:meth:`Redactor.summary`).
 """
 
 from __future__ import annotations
@@ -20,9 +22,9 @@ from urllib.parse import unquote, urlsplit, urlunsplit
 from biovqa.engine.backends.base import Reply
 
 MASK = "***"
-#: Secrets shorter than this are not searched for as plain text (they would mask ordinary words);
-#: the header and URL patterns still apply.
-MIN_SECRET_LENGTH = 6
+#: A key shorter than this is still masked wherever it appears (a server may echo it in any field),
+#: but the run card warns that masking it may also have hidden ordinary text of the replies.
+SHORT_SECRET_LENGTH = 16
 _AUTH_PATTERN = re.compile(r"(?i)\b(bearer|basic)(\s+|%20)[A-Za-z0-9._~+/=\-]{4,}")
 _URL_USERINFO = re.compile(r"(?i)\b([a-z][a-z0-9+.\-]*://)[^/\s@'\"]+@")
 
@@ -53,8 +55,21 @@ class Redactor:
     """Replaces known secrets and credential-looking fragments in text."""
 
     def __init__(self, secrets: Iterable[str] = ()) -> None:
-        unique = {s for s in secrets if s and len(s) >= MIN_SECRET_LENGTH}
+        unique = {s for s in secrets if s}
         self.secrets = sorted(unique, key=len, reverse=True)
+        #: How many occurrences of a known secret were masked, over the redactor's life.
+        self.masked = 0
+
+    def summary(self) -> dict[str, Any] | None:
+        """What the run card says about redaction: the number of masked occurrences and, for a
+        key shorter than :data:`SHORT_SECRET_LENGTH`, a warning (None when nothing was masked)."""
+        if not self.masked:
+            return None
+        facts: dict[str, Any] = {"masked": self.masked}
+        if any(len(secret) < SHORT_SECRET_LENGTH for secret in self.secrets):
+            facts["warning"] = (f"a secret shorter than {SHORT_SECRET_LENGTH} characters was masked as {MASK}; "
+                                "ordinary text that happened to contain it was masked too")
+        return facts
 
     @classmethod
     def for_options(cls, backend_options: dict[str, Any]) -> Redactor:
@@ -70,7 +85,10 @@ class Redactor:
         if not value:
             return value
         for secret in self.secrets:
-            value = value.replace(secret, MASK)
+            found = value.count(secret)
+            if found:
+                self.masked += found
+                value = value.replace(secret, MASK)
         return value
 
     def text(self, value: str | None) -> str | None:

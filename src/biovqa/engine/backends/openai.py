@@ -11,7 +11,11 @@ batch is sent as concurrent requests over one ``httpx.AsyncClient``:
   request, waiting ``delay = U(0, min(cap, base·2^attempt))`` (exponential backoff with full
   jitter) or, when the server sends ``Retry-After`` (seconds or an HTTP date), at least that long
   (capped at ``retry_after_cap_s``); other 4xx fail at once;
-* a request that still fails becomes ``Reply(status="failed", error=...)`` — never an answer.
+* a request that still fails becomes ``Reply(status="failed", error=...)`` — never an answer;
+* replies are read in every shape the API allows (:func:`reply_text`): ``content`` as text or a
+  list of parts, null ``content`` with a ``refusal`` (failed, quoting it), a ``usage`` that is
+  absent or not an object (token counts null, counted as ``usage_unreadable`` in the run card); a
+  reply that cannot be stored (a lone surrogate) fails its item only.
 
 Messages follow prompts.md §1: an optional system turn, then one user turn holding the image (a
 base64 ``data:`` URL) before the text. Decoding: ``temperature=0``, ``max_tokens`` from the request.
@@ -107,6 +111,74 @@ def build_completion_body(
 def endpoint_for(request: Request) -> str:
     """The path a request is posted to (relative to the base URL)."""
     return "/completions" if request.mode == "raw" else "/chat/completions"
+
+
+# ------------------------------------------------------------------------------------ replies
+
+#: Content-part types whose ``text`` is the model's answer (chat completions and the responses-style
+#: ``output_text`` some servers send inside chat replies).
+TEXT_PART_TYPES = frozenset({"text", "output_text"})
+
+
+def reply_text(data: Any, *, raw: bool = False) -> str:
+    """The answer in a (chat or, with ``raw``, legacy completions) reply body, in every shape the
+    OpenAI API allows: ``content`` as text or as a list of parts (the text parts joined, in order),
+    null ``content`` with a ``refusal`` (a final failure quoting it), no usable text at all (a final
+    failure — never an empty answer). A reply with a lone surrogate (text that is not Unicode) is
+    a final failure too: it could not be stored. Raises ``_RetryableFailure`` for a body of the
+    wrong shape (a proxy's error page, a truncated reply) and ``_FinalFailure`` otherwise."""
+    try:
+        choice = data["choices"][0]
+        if not isinstance(choice, dict):
+            raise TypeError(f"choices[0] is a {type(choice).__name__}, not an object")
+        if raw:
+            content: Any = choice["text"]
+            refusal = None
+        else:
+            message = choice["message"]
+            if not isinstance(message, dict):
+                raise TypeError(f"choices[0].message is a {type(message).__name__}, not an object")
+            content, refusal = message.get("content"), message.get("refusal")
+    except (KeyError, IndexError, TypeError) as error:
+        raise _RetryableFailure(f"malformed response: {type(error).__name__}: {error}")
+    if isinstance(content, list):
+        parts = [part.get("text") for part in content
+                 if isinstance(part, dict) and part.get("type") in TEXT_PART_TYPES]
+        texts = [part for part in parts if isinstance(part, str)]
+        if not texts:
+            kinds = sorted({str(p.get("type")) if isinstance(p, dict) else type(p).__name__ for p in content})
+            raise _FinalFailure(f"the reply's content holds no text part (parts: {', '.join(kinds) or 'none'})")
+        content = "".join(texts)
+    if content is None:
+        if isinstance(refusal, str) and refusal:
+            raise _FinalFailure(f"the model refused: {safe_text(refusal)[:300]}")
+        raise _FinalFailure("the reply has no content (null)")
+    if not isinstance(content, str):
+        raise _FinalFailure(f"the reply's content is a {type(content).__name__}, not text")
+    if safe_text(content) != content:
+        raise _FinalFailure(f"the reply is not valid Unicode (a lone surrogate): {safe_text(content)[:120]}")
+    return content
+
+
+def usage_tokens(data: Any) -> tuple[int | None, int | None, bool]:
+    """(prompt tokens, completion tokens, whether ``usage`` was readable) of a reply body: counts
+    that are not non-negative integers are None; a ``usage`` that is absent, a list or any other
+    non-object is unreadable (counted in the run card), never a reason to lose the answer."""
+    usage = data.get("usage") if isinstance(data, dict) else None
+    if not isinstance(usage, dict):
+        return None, None, False
+
+    def count(key: str) -> int | None:
+        value = usage.get(key)
+        return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
+
+    prompt, completion = count("prompt_tokens"), count("completion_tokens")
+    return prompt, completion, prompt is not None or completion is not None
+
+
+def safe_text(text: str) -> str:
+    """``text`` with lone surrogates written as ``\\udXXX`` escapes, so it can be stored and printed."""
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")
 
 
 # ------------------------------------------------------------------------------------ retries
@@ -261,6 +333,8 @@ class OpenAIBackend:
         #: Attempts made and retries spent over the backend's life (for the run card and tests).
         self.attempts = 0
         self.retries = 0
+        #: Replies whose ``usage`` was absent or unreadable (their token counts are null).
+        self.usage_unreadable = 0
 
     def __repr__(self) -> str:
         return f"OpenAIBackend(model={self.model!r}, base_url={_public_url(self.base_url)!r})"
@@ -291,6 +365,7 @@ class OpenAIBackend:
             "decoding": {"temperature": 0, **{k: v for k, v in self.extra_body.items()}},
             "attempts": self.attempts,
             "retries": self.retries,
+            "usage_unreadable": self.usage_unreadable,
             **({"ignored_options": list(self.ignored_options)} if self.ignored_options else {}),
         }
 
@@ -342,7 +417,11 @@ class OpenAIBackend:
             if isinstance(image_url, BaseException):
                 return Reply(key=request.key, text=None, status="failed", error=f"image: {image_url}")
             async with semaphore:
-                return await self._answer_with_retries(request, image_url)
+                try:
+                    return await self._answer_with_retries(request, image_url)
+                except Exception as error:  # one odd reply fails its item, never the whole run
+                    return Reply(key=request.key, text=None, status="failed",
+                                 error=safe_text(f"unexpected reply: {type(error).__name__}: {error}"))
 
         return list(await asyncio.gather(*(answer(request) for request in requests)))
 
@@ -390,7 +469,7 @@ class OpenAIBackend:
             key=request.key,
             text=None,
             status="failed",
-            error=f"{last_error} (after {attempt + 1} attempt{'s' if attempt else ''})",
+            error=safe_text(f"{last_error} (after {attempt + 1} attempt{'s' if attempt else ''})"),
             latency_s=time.perf_counter() - started,
         )
 
@@ -419,13 +498,13 @@ class OpenAIBackend:
             raise _FinalFailure(message)
         try:
             data = response.json()
-            choice = data["choices"][0]
-            message_content = choice["text"] if raw else choice["message"].get("content")
-        except (ValueError, KeyError, IndexError, TypeError, AttributeError) as error:
+        except ValueError as error:  # not JSON, or not UTF-8
             raise _RetryableFailure(f"malformed response: {type(error).__name__}: {error}")
-        usage = data.get("usage") or {}
-        text = message_content if isinstance(message_content, str) else ""
-        return text, usage.get("prompt_tokens"), usage.get("completion_tokens")
+        text = reply_text(data, raw=raw)
+        prompt_tokens, completion_tokens, usage_read = usage_tokens(data)
+        if not usage_read:
+            self.usage_unreadable += 1
+        return text, prompt_tokens, completion_tokens
 
     def close(self) -> None:
         """Close the HTTP client and the backend's event loop."""
