@@ -197,8 +197,8 @@ def plan_command(
     seed: Annotated[int, typer.Option()] = 42,
     shard: Annotated[str | None, typer.Option(help="i/n")] = None,
     throughput: Annotated[float | None, typer.Option(help="items/s per GPU for the GPU-hours estimate (default 10)")] = None,
-    price_in: Annotated[float, typer.Option(help="API price per 1M prompt tokens")] = 0.0,
-    price_out: Annotated[float, typer.Option(help="API price per 1M completion tokens")] = 0.0,
+    price_in: Annotated[float, typer.Option(help="API price in USD per 1M prompt tokens")] = 0.0,
+    price_out: Annotated[float, typer.Option(help="API price in USD per 1M completion tokens")] = 0.0,
     max_new_tokens: Annotated[int | None, typer.Option(help="override the token caps")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="print JSON instead of a table")] = False,
     calibrate: Annotated[int | None, typer.Option(help="run about N items here first (prefill-only, then full) and extrapolate from the measured rates")] = None,
@@ -231,10 +231,31 @@ def plan_command(
                                  threads=threads, preset=preset)
         with tempfile.TemporaryDirectory(prefix="biovqa-calibrate-") as workdir:
             estimate = run_calibration(bench, run_options, calibrate, estimate, workdir)
+    estimate = _with_assumption_notes(estimate, model, preset, price_in, price_out)
     if as_json:
         typer.echo(json.dumps(estimate.to_json(), indent=2, sort_keys=True, ensure_ascii=False))
     else:
         typer.echo(render_plan(estimate))
+
+
+def _with_assumption_notes(estimate: Any, model: str, preset: str | None, price_in: float,
+                           price_out: float) -> Any:
+    """Say what the plan assumed where the user did not say it: the image-token rule of a model
+    that is none of the paper's, and a cost of 0 when no prices were given."""
+    from dataclasses import replace
+
+    from biovqa.engine.presets import resolve_preset
+
+    found, match = resolve_preset(model, preset)
+    notes = list(estimate.notes)
+    if match.get("matched_by") == "default":
+        notes.append(f"{model!r} is not one of the paper's models: its image tokens follow the "
+                     f"{found.image_token_rule!r} rule guessed from its name; give --preset NAME "
+                     "to plan it as a known architecture")
+    if price_in == 0 and price_out == 0:
+        notes.append("no API prices given: the cost is 0; give --price-in/--price-out (USD per 1M "
+                     "tokens) for an API model")
+    return replace(estimate, notes=notes)
 
 
 def register(app: typer.Typer) -> None:

@@ -231,7 +231,7 @@ def render_plan(plan: PlanEstimate) -> str:
          f"text {plan.text_tokens:,})"),
         f"completion tokens   ≤ {plan.completion_tokens_max:,}",
         f"GPU-hours           {plan.gpu_hours:,.2f}  at {plan.throughput_items_per_s:g} items/s",
-        (f"API cost            {plan.api_cost:,.2f}  at {plan.price_in_per_million:g} in / "
+        (f"API cost            USD {plan.api_cost:,.2f}  at USD {plan.price_in_per_million:g} in / "
          f"{plan.price_out_per_million:g} out per 1M tokens"),
         "items by task       " + ", ".join(f"{k} {v:,}" for k, v in plan.items_by_task.items()),
     ]

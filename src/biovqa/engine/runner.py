@@ -535,6 +535,7 @@ class LiveProgress:
         self.tokens = 0
         self.started = time.monotonic()
         self._last_draw = 0.0
+        self._drawn_done = -1  # items done when the line was last drawn (close draws only news)
 
     def advance(self, requests: Sequence[Request], replies: Sequence[Reply]) -> None:
         self.done += len(replies)
@@ -573,6 +574,7 @@ class LiveProgress:
                 f"{s['failed']} failed{parse} | ETA {eta}")
 
     def _draw(self) -> None:
+        self._drawn_done = self.done
         line = self.render()
         if self.is_terminal:
             self.stream.write("\r\033[K" + line)
@@ -582,7 +584,8 @@ class LiveProgress:
 
     def close(self) -> None:
         if self.enabled:
-            self._draw()
+            if self._drawn_done != self.done or self.is_terminal:
+                self._draw()  # a log already holding the final count does not get it twice
             if self.is_terminal:
                 self.stream.write("\n")
                 self.stream.flush()
