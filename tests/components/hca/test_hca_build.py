@@ -106,6 +106,9 @@ def test_released_format_round_trip(tmp_path: Path, inputs) -> None:
 def test_a_released_line_with_a_null_level_skips_it(tmp_path: Path) -> None:
     line = {"image": "a.jpg", "label": "x", "level1": "p", "choices_level1": ["p", "q", "r", "s"],
             "level2": None, "choices_level2": None, "level3": "x", "choices_level3": ["x", "y", "z", "w"]}
+    from PIL import Image
+
+    Image.new("RGB", (8, 8)).save(tmp_path / "a.jpg")
     path = tmp_path / "r.jsonl"
     path.write_text(json.dumps(line) + "\n")
     bench = build_hca(tmp_path / "b", released=path, template_set="imgnet", template=0)

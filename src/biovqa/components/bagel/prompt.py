@@ -11,6 +11,7 @@ import re
 from collections.abc import Sequence
 
 from biovqa.scoring import PARSE_MAX_CHARS
+from biovqa.text import STATED_LETTER
 
 PROMPT_STYLES: tuple[str, ...] = ("canonical", "inline")
 #: How the prompt reaches the model: a user turn through the chat template, or raw completion text.
@@ -36,7 +37,8 @@ def render_prompt(question: str, options: Sequence[str], style: str = "canonical
 
 _MARKUP = "*_`\"'“”‘’[](){}<> \t\r\n"
 _TOKEN = re.compile(r"\(?([A-D])[\).:]?$")
-_PHRASE = re.compile(r"\banswer(?:\s+is|\s*:)\s*\(?([A-D])\b", re.IGNORECASE)
+# the words in any case, the letter as STATED_LETTER: "Answer: a parasite" is not A
+_PHRASE = re.compile(r"\banswer(?:\s+is|\s*:)\s*\(?" + STATED_LETTER, re.IGNORECASE | re.MULTILINE)
 
 
 def _strip(text: str) -> str:
@@ -56,7 +58,8 @@ def parse_letter(output: str | None, options: Sequence[str]) -> str | None:
     3. else the first standalone token ``(?X[).:]?`` (capital A–D, followed by whitespace or the
        end) or the phrase "answer is X" / "Answer: X", whichever comes first;
     4. else the whole reply equal (case and whitespace-insensitively) to exactly one option's text;
-    5. else None. A capital letter inside a word (the "A" of "Anseriformes") never counts.
+    5. else None. A capital letter inside a word (the "A" of "Anseriformes") never counts, nor an
+       article after the phrase ("The answer is a raven", "Answer: a parasite").
     Only the first :data:`~biovqa.scoring.PARSE_MAX_CHARS` characters are read.
     """
     if output is None:

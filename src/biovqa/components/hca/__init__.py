@@ -9,7 +9,7 @@ released item JSON lines), :mod:`.build` (visual and text benches, floor), :mod:
 :mod:`.report`, :mod:`.demo`.
 """
 
-from biovqa.components.registry import Component
+from biovqa.components.registry import Component, Option
 
 COMPONENT = Component(
     name="hca",
@@ -21,4 +21,9 @@ COMPONENT = Component(
     scorer="biovqa.components.hca.score:score",
     reporter="biovqa.components.hca.report:tables",
     table3=("hca", "leaf", "por", "spor", "tor"),
+    score_options=(
+        Option("score_unscored_levels", bool, False,
+               "also score the levels the bench asks but leaves out of the paths (the kingdom of the seed-003 "
+               "authors' iNat items, recorded as the manifest's unscored_levels)"),
+    ),
 )

@@ -41,8 +41,9 @@ from biovqa.components.hca.prompts import (COT_MAX_NEW_TOKENS, LETTERS, TEMPLATE
                                            TEXT_TEMPLATES, VISUAL_CLOSING, VISUAL_SYSTEM_PROMPT, binary_statement,
                                            taxonomy_json, text_binary_statement, text_question, visual_question,
                                            with_cot, with_taxonomy)
-from biovqa.components.hca.released import read_released, released_lines
-from biovqa.components.hca.taxonomy import Hierarchy, from_c1_bench, read_image_list, read_taxonomy_json
+from biovqa.components.hca.released import read_released, released_lines, reroot
+from biovqa.components.hca.taxonomy import (Hierarchy, from_c1_bench, read_image_list,
+                                           read_taxonomy_json)
 from biovqa.errors import BiovqaError, InputFormatError
 from biovqa.records import ITEM_COLUMNS
 
@@ -163,6 +164,7 @@ def make_questions(hierarchy: Hierarchy, images: Sequence[tuple[str, str]], *, p
     candidates = {level: hierarchy.labels_at(level) for level in plan}
     ancestors = {level: hierarchy.ancestors(level) for level in plan}
     index = _label_index(hierarchy)
+    several = set(hierarchy.notes.get("several_parents", ()))
     rows = []
     for row, (image, leaf) in enumerate(images):
         path = hierarchy.paths[leaf]
@@ -175,7 +177,9 @@ def make_questions(hierarchy: Hierarchy, images: Sequence[tuple[str, str]], *, p
             if policy == "random":
                 distractors = random_distractors(gold, pool, 3, rng)
             elif policy == "taxonomy":
-                distractors = taxonomy_distractors(gold, pool, 3, rng, ancestors[level])
+                # a label with several parents takes its siblings on this image's own path
+                above = {**ancestors[level], gold: path[:level]} if gold in several else ancestors[level]
+                distractors = taxonomy_distractors(gold, pool, 3, rng, above)
             else:
                 assert similarity is not None
                 scores = similarity[row, [index[(level, label)] for label in pool]]
@@ -221,8 +225,10 @@ def similarity_matrix(hierarchy: Hierarchy, images: Sequence[tuple[str, str]], i
 
 def visual_items(rows: list[dict[str, Any]], hierarchy: Hierarchy | None, *, policy: str, template_set: str,
                  template: int, subject: str, variant: PromptVariant | None = None,
-                 taxonomy: str | None = None) -> pa.Table:
-    """One item per image and level (``variant.binary``: one statement item per option)."""
+                 taxonomy: str | None = None, digests: dict[str, str] | None = None) -> pa.Table:
+    """One item per image and level (``variant.binary``: one statement item per option);
+    ``digests``: each photo's sha256 (the items' ``image_sha256``)."""
+    digests = digests or {}
     variant = variant or PromptVariant()
     kind, _ = TEMPLATES[template_set][template]
     binary_subject = "bird" if template_set == "cub" else subject
@@ -235,6 +241,7 @@ def visual_items(rows: list[dict[str, Any]], hierarchy: Hierarchy | None, *, pol
                                   f"but level {level} has no name", field="template",
                                   hint="give --levels or choose a general template")
             common = dict(options=options, answer=LETTERS[options.index(gold)], image=row["image"],
+                          image_sha256=digests.get(row["image"]),
                           source_id=row["image"], image_key=row["image"], paths=[row["image"]], level=level,
                           level_name=name, depth=row["depth"], leaf=row["label"], policy=policy, genus_leak=False,
                           variant=variant.name)
@@ -255,7 +262,7 @@ def visual_items(rows: list[dict[str, Any]], hierarchy: Hierarchy | None, *, pol
 
 
 def _append(columns: dict[str, list], **values: Any) -> None:
-    values = {"component": COMPONENT, "image_sha256": None, **values}
+    values = {"component": COMPONENT, **values}
     for name in columns:
         columns[name].append(values.get(name))
 
@@ -338,6 +345,69 @@ def _genus_leak(entity: str, gold: str, level_name: str | None) -> bool:
     return words[0].casefold() == gold.casefold()
 
 
+#: ``first_level`` policies of released items: the seed-003 authors ask every level of an iNat or
+#: ImageNet item but score from level 2 (the kingdom of a one-kingdom taxonomy), CUB from level 1.
+FIRST_LEVEL_POLICIES: tuple[str, ...] = ("auto", "scored", "unscored")
+EXCLUSION_EXAMPLES = 20
+
+
+@dataclass
+class Exclusions:
+    """Photos left out, per reason: the count (manifest ``exclusions``) and the first
+    :data:`EXCLUSION_EXAMPLES` named (``exclusion_examples``), the shape every builder records."""
+
+    counts: dict[str, int]
+    examples: dict[str, list[str]]
+
+    def add(self, reason: str, example: str) -> None:
+        self.counts[reason] = self.counts.get(reason, 0) + 1
+        named = self.examples.setdefault(reason, [])
+        if len(named) < EXCLUSION_EXAMPLES:
+            named.append(example)
+
+    def record(self) -> dict[str, Any]:
+        return {"exclusions": dict(sorted(self.counts.items())),
+                "exclusion_examples": dict(sorted(self.examples.items()))}
+
+
+def check_photos(images: Sequence[str], root: Path, exclusions: Exclusions) -> dict[str, str]:
+    """sha256 of every photo under ``root`` that opens (the one image check of
+    :func:`biovqa.sources.images.inspect_image_file`); a missing or unreadable photo is counted
+    under its reason in ``exclusions`` with the first examples named, never an error."""
+    from biovqa.bench.folder import sha256_file
+    from biovqa.sources.images import inspect_image_file
+
+    digests: dict[str, str] = {}
+    base = root.resolve()
+    for image in dict.fromkeys(images):
+        full = root / image
+        if Path(image).is_absolute() or ".." in Path(image).parts or not full.resolve().is_relative_to(base):
+            raise InputFormatError(f"the image {image!r} is not a path inside the images folder {root}",
+                                   field="image", hint="image paths are relative to --images-root")
+        if not full.is_file():
+            exclusions.add("missing_image", image)
+            continue
+        verdict = inspect_image_file(full)
+        if isinstance(verdict, str):
+            exclusions.add(verdict, image)
+            continue
+        digests[image] = sha256_file(full)
+    return digests
+
+
+def _first_level_unscored(rows: list[dict[str, Any]], first_level: str) -> bool:
+    """Whether level 1 of released items is asked but not scored (``auto``: when every item has
+    the same level-1 gold, as the kingdom of a one-kingdom taxonomy, and a level below it)."""
+    if first_level not in FIRST_LEVEL_POLICIES:
+        raise BiovqaError(f"first-level policy {first_level!r} is not one of {', '.join(FIRST_LEVEL_POLICIES)}",
+                          field="first_level")
+    if first_level != "auto":
+        return first_level == "unscored"
+    golds = {gold for row in rows for level, gold, _ in row["levels"] if level == 1}
+    deeper = all(any(level > 1 for level, _, _ in row["levels"]) for row in rows)
+    return len(golds) == 1 and deeper
+
+
 @staged_build
 def build_hca(out: str | Path, *, taxonomy: str | Path | None = None, images: str | Path | None = None,
               images_root: str | Path | None = None, c1_bench: str | Path | None = None,
@@ -345,11 +415,16 @@ def build_hca(out: str | Path, *, taxonomy: str | Path | None = None, images: st
               cub: str | Path | None = None, split: str = "test", levels: Sequence[str] | None = None, policy: str = "taxonomy", similarity_model: str | None = None,
               small_levels: str = "fewer", seed: int = 42, template_set: str = "inat", template: int = 1,
               subject: str = "animal", entity: str = "leaf", text_template: int = 0, device: str | None = None,
-              progress: bool = False, variant: PromptVariant | None = None) -> Bench:
+              progress: bool = False, variant: PromptVariant | None = None, taxonomy_root: str = "auto",
+              several_parents: str = "allow", first_level: str = "auto") -> Bench:
     """Build a visual (from a taxonomy + image list, a C1 bench or released items) or a text-only
     (``text_from`` = a visual hca bench) benchmark in ``out``; see the module docstring.
     ``variant``: the prompt variants of hierarchy.md §5.3 (:class:`PromptVariant`), recorded in the
-    manifest's ``parameters.variant``."""
+    manifest's ``parameters.variant``. ``taxonomy_root`` and ``several_parents``: how a taxonomy
+    JSON is read (:data:`~.taxonomy.ROOT_MODES`, :data:`~.taxonomy.SEVERAL_PARENTS`);
+    ``first_level``: whether level 1 of released items is scored (:data:`FIRST_LEVEL_POLICIES`).
+    Every photo is checked and hashed; a missing or unreadable one drops its questions and is
+    counted and named in the manifest's ``exclusions``."""
     variant = variant or PromptVariant()
     from biovqa.bench.folder import atomic_path, open_bench, write_bench
 
@@ -385,19 +460,40 @@ def build_hca(out: str | Path, *, taxonomy: str | Path | None = None, images: st
                          key="(entity, level, option set) of the 4-way question; its statements stay together")
         extra = {"system_prompt": TEXT_SYSTEM_PROMPT, "levels": visual.manifest.get("levels"), "text_only": True,
                  "leaf_autocorrect": "the leaf level is not asked and is scored right on every path",
-                 "dedup": dedup,
+                 "dedup": dedup, "unscored_levels": visual.manifest.get("unscored_levels", []),
                  "visual_benchmark_manifest_sha256": visual.manifest_sha256}
         return write_bench(out, table, component=COMPONENT, generator="biovqa.components.hca.build",
                            seed=visual.manifest["seed"], sources={}, parameters=parameters, extra=extra)
     hierarchy: Hierarchy | None
+    exclusions = Exclusions({}, {})
     if released is not None:
         rows_in = read_released(Path(released))
         hierarchy = Hierarchy({}, tuple(levels)) if levels else None
-        rows = [{"image": r["image"], "label": r["label"], "levels": r["levels"],
-                 "depth": max(level for level, _, _ in r["levels"])} for r in rows_in]
-        parameters["policy"] = policy = "released"
-        sources["released"] = released
         root = Path(images_root) if images_root else Path(released).parent
+        prefixes: list[tuple[str, ...]] = []
+        rows = []
+        for r in rows_in:
+            local = reroot(r["image"], root, prefixes, file=Path(released), row=r["row"])
+            if local is None:
+                exclusions.add("missing_image", r["image"])
+                continue
+            rows.append({"image": local, "label": r["label"], "levels": r["levels"],
+                         "depth": max(level for level, _, _ in r["levels"])})
+        if not rows:
+            raise InputFormatError(f"no photo of the released items is under {root} (looked for every tail of "
+                                   f"{rows_in[0]['image']!r})", file=released, field="image",
+                                   hint="give --images-root the folder that holds the photos (e.g. CUB_200_2011/images)")
+        digests = check_photos([row["image"] for row in rows], root, exclusions)
+        rows = [row for row in rows if row["image"] in digests]
+        if not rows:
+            raise InputFormatError(f"no photo of the released items opens under {root}", file=released,
+                                   field="image")
+        parameters["policy"] = policy = "released"
+        parameters["first_level"] = first_level
+        sources["released"] = released
+        if _first_level_unscored(rows, first_level):
+            extra["unscored_levels"] = [1]
+        extra["released_photos"] = {"lines": len(rows_in), "built": len(rows)}
     else:
         common_names: dict[str, str] = {}
         if c1_bench is not None:
@@ -407,18 +503,27 @@ def build_hca(out: str | Path, *, taxonomy: str | Path | None = None, images: st
             if (images is None) == (cub is None):
                 raise BiovqaError("--taxonomy needs either --images (a CSV image,label) or --cub (a CUB_200_2011 "
                                   "folder)", field="images")
-            hierarchy = read_taxonomy_json(Path(str(taxonomy)), tuple(levels) if levels else None)
+            hierarchy = read_taxonomy_json(Path(str(taxonomy)), tuple(levels) if levels else None,
+                                           root=taxonomy_root, several_parents=several_parents)
             sources["taxonomy"] = Path(str(taxonomy))
+            parameters.update(taxonomy_root=taxonomy_root, several_parents=several_parents)
+            extra["taxonomy_notes"] = hierarchy.notes
             if cub is not None:
                 from biovqa.sources.cub_hierarchy import cub_image_list
 
-                pairs, root = cub_image_list(cub, list(hierarchy.paths), split=split)
+                found = cub_image_list(cub, list(hierarchy.paths), split=split)
+                pairs, root = found.pairs, found.images_dir
                 parameters["split"] = split
+                extra["cub_class_matches"] = found.record()
             else:
                 assert images is not None
                 pairs = read_image_list(Path(images), hierarchy)
                 root = Path(images_root) if images_root else Path(images).parent
                 sources["images"] = Path(images)
+        digests = check_photos([image for image, _ in pairs], Path(root), exclusions)
+        pairs = [(image, leaf) for image, leaf in pairs if image in digests]
+        if not pairs:
+            raise InputFormatError(f"no photo of the image list opens under {root}", file=root, field="image")
         matrix = None
         if policy == "similarity":
             if similarity_model is None:
@@ -431,15 +536,16 @@ def build_hca(out: str | Path, *, taxonomy: str | Path | None = None, images: st
         extra["levels"] = {str(k): v for k, v in plan_levels(hierarchy, small_levels).items()}
         if common_names:
             extra["common_names"] = dict(sorted(common_names.items()))
+    extra.update(exclusions.record())
     taxonomy = None
     if variant.taxonomy:
-        paths = hierarchy.paths if hierarchy is not None and hierarchy.paths else _paths_from_rows(rows)
-        taxonomy = taxonomy_json({leaf: list(path) for leaf, path in paths.items()})
+        paths = hierarchy.context_paths() if hierarchy is not None and hierarchy.paths else _paths_from_rows(rows)
+        taxonomy = taxonomy_json(paths)
     parameters["variant"] = variant.record()
     if variant.binary:
         extra["system_prompt"] = None
     table = visual_items(rows, hierarchy, policy=policy, template_set=template_set, template=template,
-                         subject=subject, variant=variant, taxonomy=taxonomy)
+                         subject=subject, variant=variant, taxonomy=taxonomy, digests=digests)
     target = Path(out) / RELEASED_FILE  # a side file: written before the manifest, which hashes it
     target.parent.mkdir(parents=True, exist_ok=True)
     with atomic_path(target) as temporary:
@@ -474,6 +580,9 @@ def build_command(
     cot_max_new_tokens: Annotated[int, typer.Option(help="token cap of CoT items (the paper gives none)")] = COT_MAX_NEW_TOKENS,
     taxonomy_context: Annotated[bool, typer.Option(help="prompt variant: prefix \"Here's a taxonomy: \" + the taxonomy JSON")] = False,
     binary: Annotated[bool, typer.Option(help="prompt variant (visual and --text-from): one Yes/No statement per option; a level is right only if exactly one \"Yes\", on the true option")] = False,
+    taxonomy_root: Annotated[str, typer.Option(help="root of --taxonomy paths: auto (the first label when all paths share it, else none), first, none (paths start at level 1, as the authors' CUB file)")] = "auto",
+    several_parents: Annotated[str, typer.Option(help="a --taxonomy label under two parents: allow (score each image on its own path, as the authors) or refuse")] = "allow",
+    first_level: Annotated[str, typer.Option(help="--released: level 1 scored, unscored (asked only, the authors' iNat/ImageNet kingdom) or auto (unscored when every item has the same level-1 gold)")] = "auto",
 ) -> None:
     """Build the hierarchical 4-way VQA (one question per image and level) or its text-only control."""
     from rich.console import Console
@@ -485,7 +594,8 @@ def build_command(
                       template_set=template_set, template=template, subject=subject, entity=entity,
                       text_template=text_template, device=device, progress=True,
                       variant=PromptVariant(cot=cot, taxonomy=taxonomy_context, binary=binary,
-                                            cot_max_new_tokens=cot_max_new_tokens))
+                                            cot_max_new_tokens=cot_max_new_tokens),
+                      taxonomy_root=taxonomy_root, several_parents=several_parents, first_level=first_level)
     manifest = bench.manifest
     console = Console(stderr=True)
     console.print(f"[green]built HCA[/green]: {manifest['counts']['total']:,} questions "
@@ -495,6 +605,34 @@ def build_command(
                       f"{manifest['dedup']['unique']:,} unique")
     for level, entry in (manifest.get("levels") or {}).items():
         console.print(f"  level {level} ({entry['name'] or '-'}): {entry['labels']} labels, {entry['action']}")
+    for line in build_notes(manifest):
+        console.print(f"  [yellow]note[/yellow]: {line}")
+
+
+def build_notes(manifest: dict[str, Any]) -> list[str]:
+    """What the build tolerated or left out, one line each (printed after ``biovqa build hca``)."""
+    lines = []
+    notes = manifest.get("taxonomy_notes") or {}
+    if notes.get("root") is None and "root_mode" in notes:
+        lines.append("the taxonomy has no root: its first label is level 1")
+    if notes.get("leaf_case"):
+        key, last = next(iter(notes["leaf_case"].items()))
+        lines.append(f"{len(notes['leaf_case'])} leaves differ from their path's last label only in case "
+                     f"({key!r} vs {last!r}); matched, the key kept")
+    if notes.get("leaf_equals_parent"):
+        lines.append(f"leaf = genus: {', '.join(notes['leaf_equals_parent'])}")
+    if notes.get("several_parents"):
+        label, parents = next(iter(notes["several_parents"].items()))
+        lines.append(f"{len(notes['several_parents'])} labels have several parents ({label!r} under "
+                     f"{' and '.join(parents)}): every image is scored on its own path")
+    matches = manifest.get("cub_class_matches") or {}
+    if matches.get("normalised") or matches.get("alias"):
+        lines.append(f"CUB classes matched after dropping possessives/apostrophes: {len(matches['normalised'])}, "
+                     f"through the alias table: {len(matches['alias'])}")
+    if manifest.get("unscored_levels"):
+        lines.append(f"levels asked but not scored: {manifest['unscored_levels']} (score with "
+                     "-O score_unscored_levels=true)")
+    return lines  # exclusions: the summary every ``biovqa build`` prints
 
 
 def floor_responses(items: pa.Table) -> pa.Array:

@@ -8,6 +8,7 @@ import re
 from collections.abc import Sequence
 
 from biovqa.scoring import PARSE_MAX_CHARS
+from biovqa.text import STATED_LETTER
 
 LETTERS = "ABCD"
 #: System prompt for open VLMs [code] (hierarchy.md §4).
@@ -78,7 +79,9 @@ def text_question(index: int, options: Sequence[str], *, label: str, level: str 
 
 _MARKUP = "*_`\"'[](){}<> \t\r\n"
 _LEADING = re.compile(r"^\(?([A-D])(?:\)|\.|\s*\))(?:\s|$)|^\(([A-D])\)")
-_PHRASE = re.compile(r"^(?:the\s+)?answer\s+is\s*:?\s*\(?([A-D])\b", re.IGNORECASE)
+# "answer is X": the words in any case, the letter as :data:`~biovqa.text.STATED_LETTER` (never
+# the article of "The answer is a raven")
+_PHRASE = re.compile(r"^(?:the\s+)?answer\s+is\s*:?\s*\(?" + STATED_LETTER, re.IGNORECASE | re.MULTILINE)
 
 
 def parse_choice(output: str | None, options: Sequence[str]) -> str | None:
@@ -88,7 +91,8 @@ def parse_choice(output: str | None, options: Sequence[str]) -> str | None:
     2. else a leading ``(X)``, ``X.`` or ``X)`` or a leading "answer is X";
     3. else the whole reply equal (case/whitespace-insensitively) to exactly one option's text;
     4. else None — the level is wrong and stays in place on the path.
-    Never the first A–D substring anywhere (the reference code's weakness: "B. Anseriformes" is B).
+    Never the first A–D substring anywhere (the reference code's weakness: "B. Anseriformes" is B),
+    and never an article: "The answer is a raven" is not A.
     Only the first :data:`~biovqa.scoring.PARSE_MAX_CHARS` characters are read.
     """
     if output is None:
@@ -157,15 +161,19 @@ def text_binary_statement(label: str, *, entity: str, level: str) -> str:
     return TEXT_BINARY_TEMPLATE.format(entity=entity, level=level, label=label)
 
 
-_LAST_PHRASE = re.compile(r"(?:answer\s+is|answer\s*:)\s*\**\s*\(?([A-D])\b", re.IGNORECASE)
+# "answer is X", "answer: X", "answer is: X" anywhere in the reply (bold and brackets allowed)
+_LAST_PHRASE = re.compile(r"answer(?:\s+is)?\s*:?\s*\**\s*\(?" + STATED_LETTER, re.IGNORECASE | re.MULTILINE)
 
 
 def parse_cot_choice(output: str | None, options: Sequence[str]) -> str | None:
-    """The final answer of a chain-of-thought reply (the paper gives no rule; [toolkit]):
+    """The final stated answer of a chain-of-thought reply (the paper gives no rule; [toolkit]):
+    whichever comes last of
 
-    1. the **last** "answer is X" / "Answer: X" phrase in the reply (X among the offered letters);
-    2. else the strict parser (:func:`parse_choice`) on the last non-empty line;
-    3. else None. A letter inside a word never counts, as in :func:`parse_choice`.
+    * the last "answer is X" / "Answer: X" / "answer is: X" phrase in the reply, and
+    * the last non-empty line, when the strict parser (:func:`parse_choice`) reads a letter in it;
+
+    None when neither gives one, or the final one is not among the offered letters. A letter
+    inside a word never counts, nor an article ("…the answer is a raven.\nC" is C).
     The final answer closes the reasoning, so a reply over
     :data:`~biovqa.scoring.PARSE_MAX_CHARS` characters is read from its last that many.
     """
@@ -173,11 +181,17 @@ def parse_cot_choice(output: str | None, options: Sequence[str]) -> str | None:
         return None
     output = output[-PARSE_MAX_CHARS:]
     offered = LETTERS[: len(options)]
-    phrases = [m.group(1).upper() for m in _LAST_PHRASE.finditer(output)]
-    if phrases:
-        return phrases[-1] if phrases[-1] in offered else None
-    lines = [line for line in output.splitlines() if line.strip()]
-    return parse_choice(lines[-1], options) if lines else None
+    stated: list[tuple[int, str]] = [(m.start(), m.group(1).upper()) for m in _LAST_PHRASE.finditer(output)]
+    stripped = output.rstrip()
+    last_line = stripped[stripped.rfind("\n") + 1:]
+    if last_line.strip():
+        letter = parse_choice(last_line, options)
+        if letter is not None:
+            stated.append((len(stripped) - len(last_line), letter))
+    if not stated:
+        return None
+    letter = max(stated)[1]
+    return letter if letter in offered else None
 
 
 _YES_NO = re.compile(r"^(yes|no)\b", re.IGNORECASE)

@@ -1,11 +1,17 @@
-"""The released item format (hierarchy.md §3, [code]): one JSON line per image,
-``{"image", "label", "level1", "choices_level1", …}``; a level whose value is null is skipped."""
+"""The released item format of the seed-003 authors: one JSON line per image,
+``{"image", "label", "level1", "choices_level1", …}``; a level whose value is null is skipped.
+
+The authors' files name each photo by its absolute path on their cluster
+(``/projectnb/…/CUB_200_2011/images/001.Black_footed_Albatross/….jpg``). :func:`reroot` finds the
+photo under a local images folder by the path's tail (the longest tail that names a file there),
+so a bench never records a foreign or builder-local path; a photo found nowhere is a counted,
+named exclusion of the build, not an error."""
 
 from __future__ import annotations
 
 import json
 import re
-from pathlib import Path
+from pathlib import Path, PurePosixPath, PureWindowsPath
 from typing import Any
 
 from biovqa.bench.folder import iter_json_lines
@@ -15,9 +21,10 @@ _LEVEL_KEY = re.compile(r"^level(\d+)$")
 
 
 def read_released(path: Path) -> list[dict[str, Any]]:
-    """Each line as ``{"image", "label", "levels": [(level, gold, choices) …]}`` (null levels
-    dropped, level numbers kept); errors name the line and key."""
+    """Each line as ``{"image", "label", "levels": [(level, gold, choices) …], "row"}`` (null levels
+    dropped, level numbers kept); errors name the line and key (a photo on two lines too)."""
     out = []
+    first_row: dict[str, int] = {}
     for row, record in iter_json_lines(path, what="released item file"):
         for key in ("image", "label"):
             if not isinstance(record.get(key), str) or not record[key].strip():
@@ -41,7 +48,11 @@ def read_released(path: Path) -> list[dict[str, Any]]:
             levels.append((number, gold, list(choices)))
         if not levels:
             raise InputFormatError("no level to ask", file=path, row=row, field="level1")
-        out.append({"image": record["image"], "label": record["label"], "levels": levels})
+        previous = first_row.setdefault(record["image"], row)
+        if previous != row:
+            raise InputFormatError(f"the image {record['image']!r} is already on line {previous}", file=path,
+                                   row=row, field="image")
+        out.append({"image": record["image"], "label": record["label"], "levels": levels, "row": row})
     if not out:
         raise InputFormatError("no items", file=path)
     return out
@@ -59,3 +70,33 @@ def released_lines(rows: list[dict[str, Any]]) -> list[str]:
             record[f"choices_level{level}"] = choices
         lines.append(json.dumps(record, ensure_ascii=False))
     return lines
+
+
+def _parts(image: str) -> tuple[str, ...]:
+    """The path components of ``image`` without its anchor (``/``, ``C:\\``), either separator."""
+    path = PureWindowsPath(image) if "\\" in image or re.match(r"^[A-Za-z]:", image) else PurePosixPath(image)
+    return tuple(part for part in path.parts if part != path.anchor and part not in ("", "."))
+
+
+def reroot(image: str, root: Path, prefixes: list[tuple[str, ...]], *, file: Path, row: int) -> str | None:
+    """The path under ``root`` (``/``-separated) of the photo ``image`` names: the longest tail of
+    its components that is a file under ``root``; None when no tail is. ``prefixes`` remembers the
+    leading components dropped so far (one stat per photo once the first is found). A ``..``
+    component, or a tail that leads out of ``root`` through a link, is an error naming the line."""
+    parts = _parts(image)
+    if ".." in parts:
+        raise InputFormatError(f"the image path {image!r} climbs out of its folder ('..')", file=file, row=row,
+                               field="image")
+    starts = [len(prefix) for prefix in prefixes if parts[:len(prefix)] == prefix]
+    starts += [k for k in range(len(parts)) if k not in starts]
+    base = root.resolve()
+    for k in starts:
+        candidate = root.joinpath(*parts[k:])
+        if candidate.is_file():
+            if not candidate.resolve().is_relative_to(base):
+                raise InputFormatError(f"the image {image!r} resolves outside the images folder {root}", file=file,
+                                       row=row, field="image")
+            if parts[:k] not in prefixes:
+                prefixes.append(parts[:k])
+            return "/".join(parts[k:])
+    return None

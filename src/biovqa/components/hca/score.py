@@ -15,7 +15,11 @@ estimate ``{value, lo, hi, n}`` with a percentile bootstrap over images)::
       "table3":  {hca, leaf, por, spor, tor},
       "kind":    "visual" | "text",
       "metrics": {hca, acc_leaf, por, spor, spor_prefix, tor},
-      "levels":  {"<level>[ <name>]": per-level accuracy},
+      "levels":  {"<level>[ <name>]": per-level accuracy (asked levels, scored or not)},
+      "depth":   {"<k>": HCA at depth k (every path truncated to levels ≤ k, App. C.4 of the seed-003
+                  paper; k = the deepest level gives HCA)},
+      "unscored_levels": levels asked but left out of every path metric (the kingdom of the
+                  authors' iNat items; -O score_unscored_levels=true scores them),
       "scaled_hca": HCA / Acc_leaf (visual),
       "without_genus": {<metrics>, "n_levels_removed"}   (text, when the entity gives the genus away),
       "format":  {parse_failure_rate, letter_histogram, n_unparsed, n_missing, n_failed_requests},
@@ -37,7 +41,7 @@ from biovqa.components.hca.prompts import LETTERS, binary_level_correct, parse_c
 from biovqa.components.registry import ScoreResult
 from biovqa.scoring.schema import core_columns, estimate
 from biovqa.stats.bootstrap import bootstrap_means
-from biovqa.stats.hierarchy import HIERARCHICAL_METRICS, hierarchical_per_image, scaled_hca
+from biovqa.stats.hierarchy import HIERARCHICAL_METRICS, hca, hierarchical_per_image, scaled_hca
 
 TABLE3: dict[str, str] = {"hca": "hca", "leaf": "acc_leaf", "por": "por", "spor": "spor", "tor": "tor"}
 
@@ -141,19 +145,51 @@ def _counts(items: pa.Table, n_images: int) -> dict[str, int]:
     return {"images": n_images, "questions": statements.count("A"), "statements": items.num_rows}
 
 
-def summarize(items: pa.Table, table: pa.Table, *, resamples: int, seed: int, level: float) -> dict[str, Any]:
+def _scored_mask(present: np.ndarray, unscored_levels: list[int]) -> np.ndarray:
+    """``present`` without the unscored levels (an image asked only those keeps them: it must
+    have a path)."""
+    scored = present.copy()
+    for lv in unscored_levels:
+        if 1 <= lv <= scored.shape[1]:
+            scored[:, lv - 1] = False
+    empty = ~scored.any(axis=1)
+    scored[empty] = present[empty]
+    return scored
+
+
+def _depth_columns(c: np.ndarray, scored: np.ndarray) -> tuple[list[str], list[np.ndarray]]:
+    """HCA at depth k per image (NaN for an image with no scored level ≤ k), for every k at which
+    some image has one."""
+    keys, columns = [], []
+    for k in range(1, c.shape[1] + 1):
+        has = scored[:, :k].any(axis=1)
+        if not has.any():
+            continue
+        values = np.full(len(c), np.nan)
+        values[has] = hca(c[has, :k], scored[has, :k])
+        keys.append(f"depth {k}")
+        columns.append(values)
+    return keys, columns
+
+
+def summarize(items: pa.Table, table: pa.Table, *, resamples: int, seed: int, level: float,
+              unscored_levels: list[int] | None = None, score_unscored: bool = False) -> dict[str, Any]:
     correct = table.column("correct").to_pylist()
     images, c, present, leak = path_matrix(items, correct)
+    unscored = [] if score_unscored else sorted(unscored_levels or [])
+    asked = present
+    present = _scored_mask(asked, unscored)
     per_image = hierarchical_per_image(c, present)
     level_names: dict[int, str | None] = {}
     for lv, name in zip(items.column("level").to_pylist(), items.column("level_name").to_pylist()):
         level_names.setdefault(lv, name)
     level_keys = [f"{j}" + (f" {level_names[j]}" if level_names.get(j) else "") for j in range(1, c.shape[1] + 1)
-                  if present[:, j - 1].any()]
-    level_columns = [np.where(present[:, j - 1], c[:, j - 1], np.nan) for j in range(1, c.shape[1] + 1)
-                     if present[:, j - 1].any()]
-    matrix = np.column_stack([per_image[m] for m in HIERARCHICAL_METRICS] + level_columns)
-    estimates = _estimates(matrix, [*HIERARCHICAL_METRICS, *level_keys], resamples, seed, level)
+                  if asked[:, j - 1].any()]
+    level_columns = [np.where(asked[:, j - 1], c[:, j - 1], np.nan) for j in range(1, c.shape[1] + 1)
+                     if asked[:, j - 1].any()]
+    depth_keys, depth_columns = _depth_columns(c, present)
+    matrix = np.column_stack([per_image[m] for m in HIERARCHICAL_METRICS] + level_columns + depth_columns)
+    estimates = _estimates(matrix, [*HIERARCHICAL_METRICS, *level_keys, *depth_keys], resamples, seed, level)
     metrics = {m: estimates[m] for m in HIERARCHICAL_METRICS}
     statuses = table.column("status").to_pylist()
     parse_ok = table.column("parse_ok").to_pylist()
@@ -166,6 +202,8 @@ def summarize(items: pa.Table, table: pa.Table, *, resamples: int, seed: int, le
         "kind": kind,
         "metrics": metrics,
         "levels": {key: estimates[key] for key in level_keys},
+        "depth": {key.split()[1]: estimates[key] for key in depth_keys},
+        "unscored_levels": unscored,
         "format": {
             "parse_failure_rate": estimate(sum(unparsed) / max(sum(replied), 1) if any(replied) else float("nan"),
                                            n=sum(replied)),
@@ -200,5 +238,6 @@ def score(bench: Bench, predictions: pa.Table, options: Mapping[str, Any] | None
     options = COMPONENT.resolve_score_options(dict(options or {}))
     table = score_items(bench.items, predictions)
     summary = summarize(bench.items, table, resamples=options["bootstrap"], seed=options["seed"],
-                        level=options["level"])
+                        level=options["level"], unscored_levels=list(bench.manifest.get("unscored_levels") or []),
+                        score_unscored=options["score_unscored_levels"])
     return ScoreResult(items=table, summary=summary)

@@ -1,7 +1,8 @@
 """Taxonomy paths for the hierarchical VQA (hierarchy.md §1–2).
 
 A :class:`Hierarchy` maps each leaf label to its path ``(root, level 1, …, leaf)``; the root is
-never asked. Levels are positional (level ``j`` = the ``j``-th label below the root), so uneven
+never asked (a taxonomy without a root, such as the seed-003 authors' CUB-200 file whose paths start
+at the order, gets a stand-in root: :data:`ROOT_MODES`). Levels are positional (level ``j`` = the ``j``-th label below the root), so uneven
 trees work; ``level_names`` name them when the tree is even (``order, family, genus, species``).
 Sources: the released taxonomy JSON (``leaf → [root, …, leaf]``), a C1 benchmark folder (its
 lineage columns), and image lists (CSV ``image,label``).
@@ -11,19 +12,39 @@ from __future__ import annotations
 
 import csv
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from biovqa.errors import InputFormatError
+from biovqa.errors import BiovqaError, InputFormatError
+
+
+#: Taxonomy root policies: ``auto`` (the first label is the root when every path starts with the
+#: same one, else the taxonomy has no root), ``first`` (the first label is the root), ``none`` (no
+#: root: the first label is level 1, as in the seed-003 authors' CUB taxonomy, whose paths start
+#: at the order).
+ROOT_MODES: tuple[str, ...] = ("auto", "first", "none")
+#: The stand-in root of a taxonomy without one: never asked, never shown (not in the taxonomy
+#: given as context).
+SYNTHETIC_ROOT = "(root)"
+#: A label under two parents at one level (a DAG, such as "sports equipment" under both
+#: "implement" and "equipment" in the authors' ImageNet-artifact taxonomy): ``allow`` reads it and
+#: scores every image on its own path, level by level, as the authors do; ``refuse`` stops.
+SEVERAL_PARENTS: tuple[str, ...] = ("allow", "refuse")
 
 
 @dataclass(frozen=True)
 class Hierarchy:
-    """Leaf → path (root first); optional names of the levels below the root."""
+    """Leaf → path (root first); optional names of the levels below the root.
+
+    ``rooted`` is False when the root is :data:`SYNTHETIC_ROOT` (the source had none); ``notes``
+    records what reading the source tolerated (case-only leaf differences, leaves equal to their
+    genus, labels with several parents), for the manifest."""
 
     paths: dict[str, tuple[str, ...]]
     level_names: tuple[str, ...] | None = None
+    rooted: bool = True
+    notes: dict[str, Any] = field(default_factory=dict)
 
     def depth(self, leaf: str) -> int:
         """Scored levels of ``leaf``'s path (the root excluded)."""
@@ -38,7 +59,8 @@ class Hierarchy:
         return sorted({path[level] for path in self.paths.values() if len(path) > level})
 
     def ancestors(self, level: int) -> dict[str, tuple[str, ...]]:
-        """For each label at ``level``, the labels above it (root first)."""
+        """For each label at ``level``, the labels above it (root first; a label with several
+        parents keeps its first path's: callers needing an image's own ancestors take its path)."""
         out: dict[str, tuple[str, ...]] = {}
         for path in self.paths.values():
             if len(path) > level:
@@ -50,46 +72,104 @@ class Hierarchy:
             return None
         return self.level_names[level - 1]
 
+    def context_paths(self) -> dict[str, list[str]]:
+        """Leaf → path as given to a model (taxonomy as context): without a stand-in root."""
+        return {leaf: list(path[1:] if not self.rooted else path) for leaf, path in self.paths.items()}
 
-def read_taxonomy_json(path: Path, level_names: tuple[str, ...] | None = None) -> Hierarchy:
-    """The released taxonomy format: a JSON object ``leaf → [root, …, leaf]``."""
+
+def read_taxonomy_json(path: Path, level_names: tuple[str, ...] | None = None, *, root: str = "auto",
+                       several_parents: str = "allow") -> Hierarchy:
+    """The released taxonomy format: a JSON object ``leaf → [root, …, leaf]`` (``root``: see
+    :data:`ROOT_MODES`; ``several_parents``: see :data:`SEVERAL_PARENTS`).
+
+    Read as the authors publish it: a path whose last label differs from its key only in case
+    (``"Nelson's Sharp-tailed Sparrow": […, "Nelson's sharp-tailed Sparrow"]``) is kept with the
+    key as its leaf and recorded (``notes["leaf_case"]``); a leaf equal to its genus
+    (``"Sayornis": [… "Sayornis", "Sayornis"]``) is allowed and recorded."""
+    if root not in ROOT_MODES:
+        raise BiovqaError(f"taxonomy root {root!r} is not one of {', '.join(ROOT_MODES)}", field="taxonomy_root")
+    if several_parents not in SEVERAL_PARENTS:
+        raise BiovqaError(f"several-parents policy {several_parents!r} is not one of {', '.join(SEVERAL_PARENTS)}",
+                          field="several_parents")
     try:
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
+        data = json.loads(Path(path).read_text(encoding="utf-8-sig"))
     except FileNotFoundError:
         raise InputFormatError("no such taxonomy file", file=path) from None
+    except UnicodeDecodeError as exc:
+        raise InputFormatError(f"not UTF-8 text: {exc.reason} at byte {exc.start}", file=path) from None
     except json.JSONDecodeError as exc:
         raise InputFormatError(f"not valid JSON: {exc.msg} (line {exc.lineno})", file=path) from None
     if not isinstance(data, dict) or not data:
         raise InputFormatError("a taxonomy must be a non-empty JSON object leaf → [root, …, leaf]", file=path)
-    paths: dict[str, tuple[str, ...]] = {}
+    chains: dict[str, list[str]] = {}
+    leaf_case: dict[str, str] = {}
+    minimum = 1 if root == "none" else 2
     for row, (leaf, chain) in enumerate(data.items(), start=1):
-        if (not isinstance(chain, list) or len(chain) < 2
+        if (not isinstance(chain, list) or len(chain) < minimum
                 or not all(isinstance(x, str) and x.strip() for x in chain)):
-            raise InputFormatError(f"the path of {leaf!r} must be a list of at least 2 labels (root … leaf)",
-                                   file=path, row=row, field=leaf)
+            raise InputFormatError(f"the path of {leaf!r} must be a list of at least {minimum} labels "
+                                   f"({'level 1' if root == 'none' else 'root'} … leaf)", file=path, row=row,
+                                   field=leaf)
         if chain[-1] != leaf:
-            raise InputFormatError(f"the path of {leaf!r} ends in {chain[-1]!r}, not the leaf", file=path,
-                                   row=row, field=leaf)
-        paths[leaf] = tuple(chain)
-    _check_consistent(paths, path)
-    if level_names is not None and len(level_names) < max(len(p) - 1 for p in paths.values()):
-        raise InputFormatError(f"{len(level_names)} level names for paths {max(len(p) - 1 for p in paths.values())} "
-                               "levels deep", file=path, field="levels")
-    return Hierarchy(paths, level_names)
+            if chain[-1].casefold() != leaf.casefold():
+                raise InputFormatError(f"the path of {leaf!r} ends in {chain[-1]!r}, not the leaf", file=path,
+                                       row=row, field=leaf)
+            leaf_case[leaf] = chain[-1]
+            chain = [*chain[:-1], leaf]
+        chains[leaf] = list(chain)
+    firsts = {chain[0] for chain in chains.values()}
+    rooted = root == "first" or (root == "auto" and len(firsts) == 1 and min(map(len, chains.values())) >= 2)
+    paths = {leaf: tuple(chain) if rooted else (SYNTHETIC_ROOT, *chain) for leaf, chain in chains.items()}
+    if not rooted and SYNTHETIC_ROOT in {label for chain in chains.values() for label in chain}:
+        raise InputFormatError(f"the label {SYNTHETIC_ROOT!r} is reserved for the root of a taxonomy without one",
+                               file=path)
+    notes = _check_consistent(paths, path, several_parents=several_parents)
+    notes["root"] = next(iter(firsts)) if rooted else None
+    notes["root_mode"] = root
+    if leaf_case:
+        notes["leaf_case"] = dict(sorted(leaf_case.items()))
+    depth = max(len(p) - 1 for p in paths.values())
+    if level_names is not None and len(level_names) < depth:
+        raise InputFormatError(f"{len(level_names)} level names for paths {depth} levels deep", file=path,
+                               field="levels")
+    return Hierarchy(paths, level_names, rooted=rooted, notes=notes)
 
 
-def _check_consistent(paths: dict[str, tuple[str, ...]], source: Any) -> None:
-    """A label must sit at one level under one parent (a tree), else options are ill-defined."""
-    seen: dict[str, tuple[int, str]] = {}
+def _check_consistent(paths: dict[str, tuple[str, ...]], source: Any, *, several_parents: str = "allow") -> dict[str, Any]:
+    """A label sits at one level (else options of different levels would share it); a leaf that
+    repeats its parent (a genus-level class: ``Sayornis`` under ``Sayornis``) is the one exception.
+    Several parents at one level are read (``allow``: each image is scored on its own path) or
+    refused. Returns what was tolerated, for the manifest."""
+    level_of: dict[str, tuple[int, str]] = {}
+    parents: dict[str, set[str]] = {}
+    repeats: set[str] = set()
     for leaf, chain in paths.items():
         for level in range(1, len(chain)):
-            key = (level, chain[level - 1])
-            previous = seen.setdefault(chain[level], key)
-            if previous != key:
+            label, parent = chain[level], chain[level - 1]
+            if label == parent and level == len(chain) - 1:
+                repeats.add(label)
+                continue
+            previous = level_of.setdefault(label, (level, leaf))
+            if previous[0] != level:
                 raise InputFormatError(
-                    f"label {chain[level]!r} sits at level {level} under {chain[level - 1]!r} on the path of "
-                    f"{leaf!r} but at level {previous[0]} under {previous[1]!r} elsewhere", file=source,
-                    field=leaf)
+                    f"label {label!r} sits at level {level} on the path of {leaf!r} but at level {previous[0]} on "
+                    f"the path of {previous[1]!r}; options of one level cannot hold a label of another (rename one "
+                    "of them in the taxonomy)", file=source, field=leaf)
+            parents.setdefault(label, set()).add(parent)
+    several = {label: sorted(ps) for label, ps in sorted(parents.items()) if len(ps) > 1}
+    if several and several_parents == "refuse":
+        label, ps = next(iter(several.items()))
+        raise InputFormatError(
+            f"label {label!r} has {len(ps)} parents ({', '.join(map(repr, ps))}; {len(several)} such labels): the "
+            "taxonomy is not a tree", file=source, field=label,
+            hint="pass --several-parents allow to score every image on its own path, level by level, as the "
+                 "seed-003 authors do")
+    notes: dict[str, Any] = {}
+    if repeats:
+        notes["leaf_equals_parent"] = sorted(repeats)
+    if several:
+        notes["several_parents"] = several
+    return notes
 
 
 def read_image_list(path: Path, hierarchy: Hierarchy) -> list[tuple[str, str]]:
