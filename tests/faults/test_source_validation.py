@@ -406,3 +406,37 @@ def test_cub_files_name_themselves(case: str, tmp_path: Path, capsys: pytest.Cap
     if row is not None:
         assert f"row {row}" in err, err
     assert not out.exists()
+
+
+# ----------------------------------------------------------------------------- C1 through build c1
+
+
+def test_c1_duplicate_truncated_and_camera_photos(tmp_path: Path, demo_data: Path, demo_index: Path,
+                                                 demo_images: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    import shutil
+
+    images = tmp_path / "images"
+    shutil.copytree(demo_images, images)
+    files = sorted(p for p in images.iterdir() if p.suffix.lower() in (".jpg", ".jpeg", ".png"))
+    twin, cut, camera = files[0], files[1], files[2]
+    (images / f"{twin.stem}.png").write_bytes(twin.read_bytes() if twin.suffix == ".png" else jpeg((300, 300)))
+    if twin.suffix == ".png":
+        (images / f"{twin.stem}.jpg").write_bytes(jpeg((300, 300)))
+    cut.write_bytes(jpeg((300, 300))[:-500])
+    with Image.open(camera) as image:
+        size = image.size
+    camera.unlink()
+    (images / f"{camera.stem}.jpg").write_bytes(jpeg(size, exif_bytes=65_526))
+    out = tmp_path / "bench"
+    code, err = cli(["build", "c1", "--catalog", demo_data / "catalog.csv", "--backbone", demo_index,
+                     "--images", images, "--out", out, "--per-group", "100", "--species-cap", "2"], capsys)
+    assert code == 0, err
+    built = manifest(out)
+    from biovqa.bench import open_bench
+
+    kept = set(open_bench(out).items.column("source_id").to_pylist())
+    assert twin.stem not in kept and cut.stem not in kept and camera.stem in kept
+    examples = built["exclusion_examples"]
+    assert examples["duplicate_image_file"] == [f"{twin.stem}.jpg and {twin.stem}.png"]
+    assert examples[limits.UNREADABLE] == [cut.name]
+    assert f"duplicate_image_file: 1 ({twin.stem}.jpg and {twin.stem}.png)" in err

@@ -233,17 +233,20 @@ def resolve_common_names(
 # images
 
 
-def index_images(images: Path) -> dict[str, str]:
-    """Map uuid → file name for ``<uuid>.<ext>`` files in the image folder."""
+def index_images(images: Path) -> tuple[dict[str, str], dict[str, list[str]]]:
+    """Map uuid → file name for ``<uuid>.<ext>`` files in the image folder, and the uuids present
+    as several files (``x.png`` and ``x.jpg``: which one the catalog row means is unknown, so
+    neither is used) → their file names, sorted."""
     if not images.is_dir():
         raise MissingResourceError("image folder not found", file=images)
-    found: dict[str, str] = {}
+    found: dict[str, list[str]] = {}
     with os.scandir(images) as entries:
         for entry in entries:
             stem, dot, ext = entry.name.rpartition(".")
             if dot and ("." + ext.lower()) in IMAGE_SUFFIXES and entry.is_file():
-                found.setdefault(stem, entry.name)
-    return found
+                found.setdefault(stem, []).append(entry.name)
+    unique = {stem: names[0] for stem, names in found.items() if len(names) == 1}
+    return unique, {stem: sorted(names) for stem, names in sorted(found.items()) if len(names) > 1}
 
 
 _PROBE_CHUNK = 256
@@ -288,9 +291,9 @@ def _inspect_images(paths: list[str]) -> list[tuple[int, int, str] | str]:
 
 def _select(
     frame: pd.DataFrame, images: Path, options: C1BuildOptions, exclusions: dict[str, dict[str, int]],
-    advance: Any = None,
+    advance: Any = None, examples: dict[str, list[str]] | None = None,
 ) -> tuple[pd.DataFrame, dict[str, Any]]:
-    files = index_images(images)
+    files, ambiguous = index_images(images)
     rng = np.random.default_rng(options.seed)
     frame = frame.sort_values("uuid", kind="stable").reset_index(drop=True)
     frame = frame.iloc[rng.permutation(len(frame))].reset_index(drop=True)
@@ -301,15 +304,22 @@ def _select(
     with ThreadPoolExecutor(max_workers=options.workers) as pool:
         for group in sorted(frame["group"].unique()):
             rows = frame[frame["group"] == group]
+            twice = rows["uuid"].isin(ambiguous).to_numpy()
+            if twice.any():
+                exclusions.setdefault("duplicate_image_file", {})[group] = int(twice.sum())
+                _name_examples(examples, "duplicate_image_file",
+                               (" and ".join(ambiguous[u]) for u in rows.loc[twice, "uuid"]))
+                rows = rows[~twice]
             missing = rows["file"].isna()
             if missing.any():
                 exclusions.setdefault("missing_image", {})[group] = int(missing.sum())
+                _name_examples(examples, "missing_image", (f"uuid {u}" for u in rows.loc[missing, "uuid"]))
             rows = rows[~missing]
             within_cap = (rows["species_rank"] < options.species_cap).to_numpy()
             ordered = pd.concat([rows[within_cap], rows[~within_cap]]).reset_index(drop=True)
             over_cap_flags = np.concatenate([np.zeros(within_cap.sum(), bool), np.ones((~within_cap).sum(), bool)])
             taken, low_res, broken = _take(ordered["file"].to_numpy(dtype=object), images, options, pool,
-                                           advance)
+                                           advance, examples)
             for reason, count in sorted(broken.items()):
                 exclusions.setdefault(reason, {})[group] = count
             if len(taken) < options.per_group and low_res:
@@ -335,7 +345,7 @@ def _select(
 
 def _take(
     files: np.ndarray, images: Path, options: C1BuildOptions, pool: ThreadPoolExecutor,
-    advance: Any = None,
+    advance: Any = None, examples: dict[str, list[str]] | None = None,
 ) -> tuple[list[tuple[int, tuple[int, int, str]]], list[tuple[int, tuple[int, int, str]]], dict[str, int]]:
     """Walk ``files`` in order, inspecting images in parallel chunks, until ``per_group`` pass;
     refused files are counted per reason."""
@@ -355,6 +365,7 @@ def _take(
                 break
             if isinstance(info, str):
                 broken[info] = broken.get(info, 0) + 1
+                _name_examples(examples, info, [str(files[position + offset])])
             elif min(info[0], info[1]) < options.min_side:
                 low_res.append((position + offset, info))
             else:
@@ -363,6 +374,19 @@ def _take(
             advance(min(len(taken), options.per_group) - (options.per_group - need))
         position = stop
     return taken, low_res, broken
+
+
+def _name_examples(examples: dict[str, list[str]] | None, reason: str, names: Any) -> None:
+    """Keep the first files (or catalog rows) of an exclusion reason for the manifest."""
+    if examples is None:
+        return
+    from biovqa.sources.validate import MAX_EXAMPLES
+
+    named = examples.setdefault(reason, [])
+    for name in names:
+        if len(named) >= MAX_EXAMPLES:
+            break
+        named.append(name)
 
 
 # --------------------------------------------------------------------------------------------
@@ -655,6 +679,7 @@ def build_c1(
         exclusions["no_english_common_name"] = {str(g): int(n) for g, n in counts.items()}
         frame = frame[~unresolved]
     say(f"{len(frame):,} candidate images; checking image files in {images}")
+    examples: dict[str, list[str]] = {}  # per reason, the first image files excluded
     if console is not None:
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
 
@@ -663,9 +688,9 @@ def build_c1(
                       TimeElapsedColumn(), console=console, transient=True) as progress:
             task = progress.add_task("images accepted", total=options.per_group * n_groups)
             selected, relaxed = _select(frame, images, options, exclusions,
-                                        advance=lambda n: progress.advance(task, n))
+                                        advance=lambda n: progress.advance(task, n), examples=examples)
     else:
-        selected, relaxed = _select(frame, images, options, exclusions)
+        selected, relaxed = _select(frame, images, options, exclusions, examples=examples)
     if selected.empty:
         raise BiovqaError("no catalog row passed the filters", file=catalog,
                           hint="check the image folder and the --per-group/--min-side options")
@@ -699,6 +724,7 @@ def build_c1(
             "taxonomy_index_card": _index_card(backbone),
             "images": int(len(selected)),
             "exclusions": exclusions,
+            "exclusion_examples": {reason: examples[reason] for reason in sorted(examples)},
             "relaxations": relaxed,
             "common_names": {
                 "replaced": int((selected["common_name_source"] != "catalog").sum()),
