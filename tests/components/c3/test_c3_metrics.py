@@ -1,4 +1,4 @@
-"""Every C3 worked example of metrics.md §4 at its printed precision, through the public path:
+"""Every C3 worked example of the paper's Appendix C.6 at its printed precision, through the public path:
 a tiny bench built by the real builder from native-format fixtures (or, for the catalog tasks,
 written in the C3 item schema), predictions written to a file, scored by
 ``biovqa.scoring.pipeline.score_predictions``."""
@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
-from fixtures.c3_benches import summary, write_items_bench, write_predictions
+from fixtures.c3_benches import cli_score, summary, write_items_bench, write_predictions
 
 from biovqa.components.c3.build import build_c3
 from biovqa.components.c3.demo import write_bees, write_beetles, write_waid
@@ -48,13 +48,15 @@ def test_cas_table(tmp_path: Path) -> None:
 
 
 def test_macro_versus_micro_cas(tmp_path: Path) -> None:
-    bench, golds = _counting_bench(tmp_path, [10, 10], [100])
+    # S1 = the two bee photos {(10, 12), (10, 10)}, S2 = the one WAID photo {(100, 95)}
+    bench, golds = _counting_bench(tmp_path, [100], [10, 10])
     tens = sorted(i for i, g in golds.items() if g == 10)
     (hundred,) = [i for i, g in golds.items() if g == 100]
     s, _ = _score(bench, {tens[0]: "12", tens[1]: "10", hundred: "95"}, tmp_path)
+    assert len(s["counting"]["subsets"]) == 2
     assert round(s["table3"]["cnt"]["value"], 3) == 0.925
     assert round(s["counting"]["micro_cas"]["value"], 4) == 0.9167
-    assert s["counting"]["subsets"]["waid-test"]["cas"]["value"] == pytest.approx(0.9)
+    assert s["counting"]["subsets"]["bees"]["cas"]["value"] == pytest.approx(0.9)
 
 
 def test_a_constant_count_has_zero_rank_correlation_and_unparsed_replies_score_zero(tmp_path: Path) -> None:
@@ -187,3 +189,89 @@ def test_relative_tasks_balanced_accuracy_chance_floor_and_lift(tmp_path: Path) 
     assert rc["floor"]["balanced_accuracy"]["value"] == 0.25
     assert rc["lift"]["value"] == pytest.approx((0.5 - 0.25) / 0.75) and rc["margin"]["value"] == pytest.approx(0.25)
     assert rc["pos_bias"]["value"] == 1.0
+
+
+def test_a_yxyx_box_scores_under_table_43s_eight_formats_unless_the_option_asks(tmp_path: Path) -> None:
+
+    # gold (x1, y1, x2, y2) = (100, 300, 400, 900) on a 1000 × 1000 photo, answered as (y1, x1, y2, x2)
+    bench = _localization_bench(tmp_path, 1, (1000, 1000), (100, 300, 400, 900))
+    predictions = write_predictions(tmp_path / "p.parquet", {"c3-localization-0000": "[300, 100, 900, 400]"})
+    s = cli_score(bench, predictions, tmp_path / "eight")
+    items = pq.read_table(tmp_path / "eight" / "items.parquet").to_pydict()
+    # best of the eight: abs xywh → (300, 100, 1000, 500) clipped; overlap 100 × 200 over 280 000 +
+    # 180 000 − 20 000 = 1/22
+    assert items["box_convention"][0] == "abs xywh" and items["iou"][0] == pytest.approx(1 / 22)
+    assert round(s["table3"]["lcl"]["value"], 4) == 0.0455
+    assert len(s["localization"]["conventions"]) == 8 and not any("yxyx" in c for c in s["localization"]["conventions"])
+    assert s["options"]["box_yxyx"] is False
+    s = cli_score(bench, predictions, tmp_path / "twelve", "box_yxyx=true")
+    assert s["options"]["box_yxyx"] is True and len(s["localization"]["conventions"]) == 12
+    assert s["localization"]["convention"] == "abs yxyx" and s["table3"]["lcl"]["value"] == pytest.approx(1.0)
+
+
+def test_relative_position_lift_is_taken_on_balanced_accuracy_as_table_3_reports(tmp_path: Path) -> None:
+
+    golds = ["left", "left", "left", "right"]
+    rows = [{"task": "relative_position", "answer": g, "options": ["left", "right", "top", "bottom"]} for g in golds]
+    bench = write_items_bench(tmp_path / "bench-rpos", rows)
+    predictions = write_predictions(tmp_path / "p.parquet", {f"c3-relative_position-{k:04d}": "left" for k in range(4)})
+    s = cli_score(bench, predictions, tmp_path / "scores")
+    rpos = s["relative_position"]
+    assert rpos["accuracy"]["value"] == 0.75 and rpos["balanced_accuracy"]["value"] == 0.5
+    assert s["table3"]["rpos"]["value"] == 0.5
+    # Eq. 24 on balanced accuracy against Table 3's .250 floor: (.5 − .25)/(1 − .25) = 1/3 (on accuracy: 2/3)
+    assert rpos["lift"]["value"] == pytest.approx(1 / 3) and rpos["margin"]["value"] == pytest.approx(0.25)
+    # Table 45 prints accuracy less the majority direction's share (.75 here)
+    assert rpos["margin_table45"]["value"] == pytest.approx(0.0)
+
+
+def test_every_c3_lift_is_on_its_table_3_metric(tmp_path: Path) -> None:
+    """Each section's lift is Eq. 24 applied to the task's Table 3 column and its floor."""
+    count = {"task": "counting", "subset": "bees", "dataset": "bees", "tier": "easy"}
+    rows_and_replies = [
+        ({**count, "answer": "4", "gold_number": 4.0}, "4"), ({**count, "answer": "6", "gold_number": 6.0}, "3"),
+        ({**count, "answer": "4", "gold_number": 4.0}, "5"),
+        *[({"task": "relative_counting", "answer": g, "tier": "same"}, r) for g, r in zip("AABC", "AACA")],
+        *[({"task": "relative_distance", "answer": g, "measure": "length"}, f"Beetle {r}") for g, r in zip("ABBD", "ABAA")],
+        *[({"task": "relative_position", "answer": g, "options": ["left", "right", "top", "bottom"]}, r)
+          for g, r in (("left", "left"), ("left", "left"), ("left", "right"), ("right", "left"), ("top", "top"))],
+        *[({"task": "absolute_distance", "answer": str(g), "gold_number": g, "measure": m}, f"{r} cm")
+          for g, m, r in ((1.0, "length", 1.1), (1.5, "length", 1.0), (2.0, "length", 2.6), (0.5, "width", 0.5))],
+        *[({"task": "localization", "answer": "[0, 0, 0, 0]", "image_width": 100, "image_height": 100, "gold_box": b}, r)
+          for b, r in (([10, 10, 50, 50], "[10, 10, 40, 40]"), ([20, 20, 80, 60], "[0, 0, 50, 50]"))],
+        *[({"task": "viewpoint", "answer": g, "tier": "red_box"}, r)
+          for g, r in (("right", "right"), ("right", "frontright"), ("left", "left"), ("back", "left"))],
+        *[({"task": "ocr", "answer": g}, r) for g, r in (("A00000012345", "A00000012345"), ("A00000099999", "A00000012345"),
+                                                        ("A00000011111", "A00000011111"))],
+    ]
+    bench = write_items_bench(tmp_path / "bench-all", [row for row, _ in rows_and_replies])
+    replies = {f"c3-{row['task']}-{k:04d}": reply for k, (row, reply) in enumerate(rows_and_replies)}
+    s, _ = _score(bench, replies, tmp_path)
+    floors = {"cnt": ("counting", "cas"), "rcnt": ("relative_counting", "balanced_accuracy"),
+              "rdst": ("relative_distance", "balanced_accuracy"), "rpos": ("relative_position", "chance"),
+              "adst": ("absolute_distance", "acc20"), "lcl": ("localization", "miou"),
+              "view": ("viewpoint", "macro_vas"), "ocr": ("ocr", "em")}
+    for column, (task, floor_name) in floors.items():
+        value, floor = s["table3"][column]["value"], s[task]["floor"][floor_name]["value"]
+        assert 0 < floor < 1 and value != floor, column
+        assert s[task]["lift"]["value"] == pytest.approx((value - floor) / (1 - floor)), column
+        assert s[task]["margin"]["value"] == pytest.approx(value - floor), column
+
+
+def test_bootstrap_defaults_follow_the_papers_resample_counts(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    import biovqa
+
+    from biovqa.cli.main import app
+
+    defaults = {name: biovqa.get_component(name).resolve_score_options({})["bootstrap"] for name in ("c2", "c3", "c4")}
+    assert defaults == {"c2": 1000, "c3": 2000, "c4": 2000}
+    bench = _viewpoint_bench(tmp_path, ["right", "left", "left"])
+    predictions = write_predictions(tmp_path / "p.parquet", {f"c3-viewpoint-{k:04d}": "left" for k in range(3)})
+    result = CliRunner().invoke(app, ["score", str(bench), "-p", str(predictions), "-o", str(tmp_path / "s")])
+    assert result.exit_code == 0, result.output
+    s = summary(tmp_path / "s")
+    assert s["options"]["bootstrap"] == 2000 and s["bootstrap"]["resamples"] == 2000
+    assert s["viewpoint"]["em"]["lo"] <= s["viewpoint"]["em"]["value"] <= s["viewpoint"]["em"]["hi"]
+    assert cli_score(bench, predictions, tmp_path / "none")["bootstrap"]["resamples"] == 0

@@ -21,8 +21,25 @@ COMPONENT = Component(
     scorer="biovqa.components.c3.score:score",
     reporter="biovqa.components.c3.report:tables",
     score_options=(
+        Option("bootstrap", int, 2000,
+               "bootstrap resamples: photographs / plates for counting and absolute distance, items "
+               "elsewhere (C3 default 2000, as C4's in the paper's L.3; 0: none)", low=0),
         Option("vas_weights", str, "1,0.25,0.1,0,0",
-               "viewpoint credit for 0,1,2,3,4 ring steps (metrics.md §4.7; up/down exact only)"),
+               "viewpoint credit for 0,1,2,3,4 ring steps (Appendix C.6; up/down exact only)"),
+        Option("box_yxyx", bool, False,
+               "also search the four y1,x1,y2,x2 box conventions (not among Table 43's eight formats)"),
+        Option("number_words", bool, False,
+               "counting: read a count spelled in words when the reply holds no integer in digits "
+               "(beyond Table 14's open integer)"),
+        Option("unit_words", bool, False,
+               "absolute distance: read spelled-out units (millimetres / 10, metres rejected) "
+               "besides cm, mm and m (beyond Table 14)"),
+        Option("direction_synonyms", bool, False,
+               "relative position: also read up/down, upper/lower, 'above and to the right', compass "
+               "words and NE/NW/SE/SW (beyond Table 14's eight candidates)"),
+        Option("viewpoint_synonyms", bool, False,
+               "viewpoint: also read rear as back, top as up, bottom as down (beyond Table 14's ten "
+               "candidates)"),
     ),
     table3=("cnt", "rcnt", "adst", "rdst", "lcl", "rpos", "view", "ocr"),
     rank_inputs="biovqa.components.c3.replicates:rank_inputs",

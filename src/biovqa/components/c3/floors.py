@@ -1,4 +1,4 @@
-"""Image-blind floor rules of C3 (metrics.md §4.2): each is a function of the gold answers only,
+"""Image-blind floor rules of C3 (the paper's Eq. 24 and Table 38's floor row): each is a function of the gold answers only,
 fitted on whatever rows it is given (the scorer passes the rows a model parsed)."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import bisect
 from collections import Counter
 from collections.abc import Iterable, Sequence
 
-#: acc@20 tolerance: |ŷ − y| ≤ 0.2·y (+ 1e-9), metrics.md §4.5
+#: acc@20 tolerance: |ŷ − y| ≤ 0.2·y (+ 1e-9: a reply at exactly 20 % counts, Appendix C.6)
 ACC20 = 0.2
 TOL = 1e-9
 

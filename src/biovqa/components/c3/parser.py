@@ -1,23 +1,39 @@
-"""C3 reply parsers (Table 14; prompts.md §6.4). Every parser reads at most
+"""C3 reply parsers: the acceptance rules of the paper's Table 14 ("Parse quality"), read
+literally, with word boundaries (a digit or a word glued to letters is part of another word: ``5th``,
+``x1``, ``upon``, ``upright`` name no count, coordinate or direction). Every parser reads at most
 :data:`MAX_REPLY_CHARS` characters and uses only linear-time scans (no nested quantifiers), so a
 pathological reply costs at most a few milliseconds.
 
-Each parser returns the recovered answer (``None`` = unparsed):
+Each parser returns the recovered answer (``None`` = unparsed, "rejected" in Table 14's words):
 
-* :func:`parse_integer` — first integer (thousands commas allowed) or number word (``eleven``,
-  ``twenty-one``, ``a hundred and five``), whichever comes first;
-* :func:`parse_centimetres` — first number; ``mm`` after it divides by 10, ``m`` (not cm/mm) →
-  unparsed, ``cm`` or no unit → centimetres;
-* :func:`parse_box` — the first ``[…]``/``(…)`` group with exactly four numbers, else the first
-  four numbers; the convention (xywh, xyxy, yxyx × absolute, [0,1], [0,100], [0,1000]) is
-  detected per model at scoring (:mod:`.score`);
-* :func:`parse_letter` — ``image X`` / ``beetle X`` (the task's noun), else a reply that is a single
-  letter A–D (optionally in parentheses or followed by a period);
-* :func:`parse_direction` — one of the 8 directions (``upper right`` → ``top-right``, ``above`` →
-  ``top``; compounds first; earliest occurrence wins);
-* :func:`parse_viewpoint` — one of the 10 viewpoints (``front-left`` → ``frontleft``; compounds first);
-* :func:`parse_code` — ``A`` + 11 digits after removing spaces/hyphens, else the first alphanumeric
-  token of ≥ 8 characters holding a digit (upper-cased).
+* :func:`parse_integer` — counting, "open integer": the first integer written in digits (thousands
+  commas allowed); a reply without one is rejected ("There are many beetles").
+* :func:`parse_centimetres` — absolute distance, "open number in centimetres": the first number;
+  ``mm`` after it divides by 10, ``m`` rejects it, ``cm`` or anything else reads as centimetres.
+* :func:`parse_box` — localization, "four integers": the first ``[…]``/``(…)`` group holding
+  exactly four numbers, else the first four numbers; decimals and signs are kept, since a model
+  writing [0, 1] coordinates writes fractions (Table 43's n01 rows). The convention is detected
+  per model at scoring (:mod:`.score`).
+* :func:`parse_letter` — relative counting / distance, "non-lettered options": ``Image X`` /
+  ``Beetle X`` (the task's noun), else a reply that is a single letter A–D (optionally in
+  parentheses or followed by a period); a colour word alone names no specimen.
+* :func:`parse_direction` — relative position, 8 candidates: ``top-right`` / ``top right`` /
+  ``upper right`` / ``above right`` → ``top-right`` (likewise the other three compounds),
+  ``above`` → ``top``, ``below`` → ``bottom``; compounds before simple words at each position, the
+  earliest occurrence wins.
+* :func:`parse_viewpoint` — viewpoint, 10 candidates: ``front-left`` / ``front left`` →
+  ``frontleft`` (likewise back/right); compounds first; the earliest occurrence wins.
+* :func:`parse_code` — OCR, "code string": ``A`` + 11 digits after removing spaces/hyphens, else
+  the first alphanumeric token of ≥ 8 characters holding a digit (a code-like string; upper-cased).
+
+Table 14 does not accept more than that; what the paper does not describe is an extension, off by
+default and switched on per scoring run (C3 score options, recorded in the summary):
+``number_words`` (counting: ``seven``, ``twenty-one``, ``a hundred and five``, read only when the
+reply holds no integer in digits), ``unit_words`` (absolute distance: ``centimetres``,
+``millimetres`` ÷ 10, ``metres`` rejected, in both spellings), ``direction_synonyms`` (relative
+position: ``up``/``down``, ``upper``/``lower`` alone, ``above and to the right``, compass words and
+``NE``/``NW``/``SE``/``SW``) and ``viewpoint_synonyms`` (viewpoint: ``rear`` → back, ``top`` → up,
+``bottom`` → down).
 """
 
 from __future__ import annotations
@@ -29,34 +45,36 @@ from biovqa.scoring import PARSE_MAX_CHARS
 
 MAX_REPLY_CHARS = PARSE_MAX_CHARS
 
+# ----------------------------------------------------------------------------- counting
+
+#: an integer in digits as a whole word; a thousands group only where every group has 3 digits
+_INTEGER = re.compile(r"\b\d{1,3}(?:,\d{3})+\b|\b\d+\b")
 _SMALL = {"zero": 0, "no": 0, "none": 0, "one": 1, "a": 1, "an": 1, "two": 2, "three": 3, "four": 4, "five": 5,
           "six": 6, "seven": 7, "eight": 8, "nine": 9, "ten": 10, "eleven": 11, "twelve": 12, "thirteen": 13,
           "fourteen": 14, "fifteen": 15, "sixteen": 16, "seventeen": 17, "eighteen": 18, "nineteen": 19}
 _TENS = {"twenty": 20, "thirty": 30, "forty": 40, "fifty": 50, "sixty": 60, "seventy": 70, "eighty": 80,
          "ninety": 90}
 _SCALES = {"hundred": 100, "thousand": 1000}
-#: words that may *start* a number (a/an/no only count before a scale word, e.g. "a hundred")
+#: words that may *start* a number (a/an only count before a scale word, e.g. "a hundred")
 _STARTERS = (set(_SMALL) - {"a", "an", "no", "none"}) | set(_TENS)
-
-_TOKEN = re.compile(r"\d{1,3}(?:,\d{3})+(?![\d,])|\d+|[a-z]+")
-_NUMBER = re.compile(r"\d+(?:\.\d+)?|\.\d+")
-_UNIT = re.compile(r"\s*(cm|mm|m|centimet(?:er|re)s?|millimet(?:er|re)s?|met(?:er|re)s?)\b")
-_GROUP = re.compile(r"[\[(]([^\[\]()]{0,400})[\])]")
-_SIGNED = re.compile(r"-?\d+(?:\.\d+)?|-?\.\d+")
-_CODE = re.compile(r"A\d{11}")
-_ALNUM = re.compile(r"[A-Za-z0-9]{8,}")
+#: whole words only: a word glued to letters or digits ("someone", "one2") is no number word
+_WORD = re.compile(r"(?<![^\W_])[a-z]+(?![^\W_])")
 
 
 def _clip(reply: str | None) -> str:
     return "" if reply is None else reply[:MAX_REPLY_CHARS]
 
 
-def parse_integer(reply: str | None) -> int | None:
-    text = _clip(reply).lower().replace("-", " ")
-    tokens = _TOKEN.findall(text)
+def parse_integer(reply: str | None, *, number_words: bool = False) -> int | None:
+    """The first integer in digits; with ``number_words``, a reply without one may spell it."""
+    text = _clip(reply)
+    match = _INTEGER.search(text)
+    if match is not None:
+        return int(match.group().replace(",", ""))
+    if not number_words:
+        return None
+    tokens = _WORD.findall(text.lower().replace("-", " "))
     for k, token in enumerate(tokens):
-        if token[0].isdigit():
-            return int(token.replace(",", ""))
         if token in _STARTERS or (token in ("a", "an") and k + 1 < len(tokens) and tokens[k + 1] in _SCALES):
             return _words_value(tokens, k)
     return None
@@ -80,13 +98,25 @@ def _words_value(tokens: list[str], start: int) -> int:
     return total + current
 
 
-def parse_centimetres(reply: str | None) -> float | None:
+# ----------------------------------------------------------------------------- numbers, boxes
+
+#: a number not glued to a letter before it (``x1``, ``A0…`` name things; ``0.87cm`` is a number)
+_NUMBER = re.compile(r"(?<![A-Za-z_])(?:\d+(?:\.\d+)?|\.\d+)")
+_SIGNED = re.compile(r"(?<![A-Za-z_])-?(?:\d+(?:\.\d+)?|\.\d+)")
+_UNIT = re.compile(r"\s*(cm|mm|m)\b")
+_UNIT_WORDS = re.compile(r"\s*(cm|mm|m|centimet(?:er|re)s?|millimet(?:er|re)s?|met(?:er|re)s?)\b")
+_GROUP = re.compile(r"[\[(]([^\[\]()]{0,400})[\])]")
+
+
+def parse_centimetres(reply: str | None, *, unit_words: bool = False) -> float | None:
+    """The first number in centimetres: ``mm`` after it ÷ 10, ``m`` after it → rejected, else cm;
+    with ``unit_words`` the spelled-out units count too (``12 millimetres`` → 1.2)."""
     text = _clip(reply).lower()
     match = _NUMBER.search(text)
     if match is None:
         return None
     value = float(match.group())
-    unit = _UNIT.match(text, match.end())
+    unit = (_UNIT_WORDS if unit_words else _UNIT).match(text, match.end())
     if unit is None:
         return value
     word = unit.group(1)
@@ -111,6 +141,8 @@ def parse_box(reply: str | None) -> tuple[float, float, float, float] | None:
     return None
 
 
+# ----------------------------------------------------------------------------- named options
+
 _LETTER_ONLY = re.compile(r"^\s*[(\[]?\s*([abcd])\s*[)\]]?\s*[.:]?\s*$")
 
 
@@ -124,41 +156,65 @@ def parse_letter(reply: str | None, noun: str) -> str | None:
     return match.group(1).upper() if match else None
 
 
+_SEP = r"[\s_-]*"
+#: (pattern, direction), compounds first; each pattern is matched as whole words
+_DIRECTIONS = (
+    (rf"(?:top|upper|above){_SEP}right", "top-right"),
+    (rf"(?:top|upper|above){_SEP}left", "top-left"),
+    (rf"(?:bottom|lower|below){_SEP}right", "bottom-right"),
+    (rf"(?:bottom|lower|below){_SEP}left", "bottom-left"),
+    (r"top|above", "top"),
+    (r"bottom|below", "bottom"),
+    (r"right", "right"),
+    (r"left", "left"),
+)
+_AND_TO_THE = r"[\s_-]+(?:and[\s_-]+)?(?:to[\s_-]+the[\s_-]+)?"
 _DIRECTION_SYNONYMS = (
-    (r"(?:top|upper|up|above)[\s_-]*(?:and[\s_-]*)?(?:to[\s_-]*the[\s_-]*)?right|north[\s_-]*east|ne\b", "top-right"),
-    (r"(?:top|upper|up|above)[\s_-]*(?:and[\s_-]*)?(?:to[\s_-]*the[\s_-]*)?left|north[\s_-]*west|nw\b", "top-left"),
-    (r"(?:bottom|lower|down|below)[\s_-]*(?:and[\s_-]*)?(?:to[\s_-]*the[\s_-]*)?right|south[\s_-]*east|se\b",
-     "bottom-right"),
-    (r"(?:bottom|lower|down|below)[\s_-]*(?:and[\s_-]*)?(?:to[\s_-]*the[\s_-]*)?left|south[\s_-]*west|sw\b",
-     "bottom-left"),
+    (rf"(?:top|upper|up|above){_AND_TO_THE}right|north{_SEP}east|ne", "top-right"),
+    (rf"(?:top|upper|up|above){_AND_TO_THE}left|north{_SEP}west|nw", "top-left"),
+    (rf"(?:bottom|lower|down|below){_AND_TO_THE}right|south{_SEP}east|se", "bottom-right"),
+    (rf"(?:bottom|lower|down|below){_AND_TO_THE}left|south{_SEP}west|sw", "bottom-left"),
+    *_DIRECTIONS[:4],
     (r"top|above|upper|north|up", "top"),
     (r"bottom|below|lower|south|down", "bottom"),
     (r"right|east", "right"),
     (r"left|west", "left"),
 )
-_DIRECTION_RE = re.compile("|".join(f"(?P<d{k}>\\b(?:{p}))" for k, (p, _) in enumerate(_DIRECTION_SYNONYMS)))
 
 
-def parse_direction(reply: str | None) -> str | None:
-    """The earliest direction named (compounds are tried before simple words at each position)."""
-    match = _DIRECTION_RE.search(_clip(reply).lower())
+def _alternation(rules: tuple[tuple[str, str], ...]) -> re.Pattern[str]:
+    return re.compile("|".join(rf"(?P<d{k}>\b(?:{p})\b)" for k, (p, _) in enumerate(rules)))
+
+
+_DIRECTION_RE = _alternation(_DIRECTIONS)
+_DIRECTION_SYNONYMS_RE = _alternation(_DIRECTION_SYNONYMS)
+
+
+def parse_direction(reply: str | None, *, synonyms: bool = False) -> str | None:
+    """The earliest direction named (compounds are tried before simple words at each position);
+    ``synonyms`` adds up/down, upper/lower alone, "above and to the right" and compass words."""
+    rules, pattern = (_DIRECTION_SYNONYMS, _DIRECTION_SYNONYMS_RE) if synonyms else (_DIRECTIONS, _DIRECTION_RE)
+    match = pattern.search(_clip(reply).lower())
     if match is None:
         return None
-    k = int(match.lastgroup[1:])  # type: ignore[index]
-    direction = _DIRECTION_SYNONYMS[k][1]
+    direction = rules[int(match.lastgroup[1:])][1]  # type: ignore[index]
     assert direction in DIRECTIONS
     return direction
 
 
-_VIEW_COMPOUND = re.compile(r"\b(front|back|rear)[\s_-]*(left|right)\b")
-_VIEW_SIMPLE = re.compile(r"\b(front|back|rear|left|right|up|down|top|bottom)\b")
+_VIEW_COMPOUND = re.compile(r"\b(front|back)[\s_-]*(left|right)\b")
+_VIEW_SIMPLE = re.compile(r"\b(front|back|left|right|up|down)\b")
+_VIEW_COMPOUND_SYNONYMS = re.compile(r"\b(front|back|rear)[\s_-]*(left|right)\b")
+_VIEW_SIMPLE_SYNONYMS = re.compile(r"\b(front|back|rear|left|right|up|down|top|bottom)\b")
 _VIEW_ALIASES = {"rear": "back", "top": "up", "bottom": "down"}
 
 
-def parse_viewpoint(reply: str | None) -> str | None:
+def parse_viewpoint(reply: str | None, *, synonyms: bool = False) -> str | None:
+    """The earliest of the ten labels named (compounds first); ``synonyms`` reads rear as back,
+    top as up and bottom as down."""
     text = _clip(reply).lower()
-    compound = _VIEW_COMPOUND.search(text)
-    simple = _VIEW_SIMPLE.search(text)
+    compound = (_VIEW_COMPOUND_SYNONYMS if synonyms else _VIEW_COMPOUND).search(text)
+    simple = (_VIEW_SIMPLE_SYNONYMS if synonyms else _VIEW_SIMPLE).search(text)
     if compound is not None and (simple is None or compound.start() <= simple.start()):
         label = _VIEW_ALIASES.get(compound.group(1), compound.group(1)) + compound.group(2)
     elif simple is not None:
@@ -166,6 +222,10 @@ def parse_viewpoint(reply: str | None) -> str | None:
     else:
         return None
     return label if label in VIEWPOINTS else None
+
+
+_CODE = re.compile(r"A\d{11}")
+_ALNUM = re.compile(r"[A-Za-z0-9]{8,}")
 
 
 def parse_code(reply: str | None) -> str | None:

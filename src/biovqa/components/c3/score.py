@@ -1,5 +1,5 @@
-"""C3 scoring: parse every reply with its task's parser, score it per item, and summarise
-(metrics.md §4; the summary shape is documented in :mod:`.summary`).
+"""C3 scoring: parse every reply with its task's parser (Table 14), score it per item, and
+summarise (the paper's Appendix C metrics; the summary shape is documented in :mod:`.summary`).
 
 Per-item table: the schema's core columns (``parsed`` = the recovered answer as text, ``score`` =
 the item's value of its task's headline metric: counting cas, relative counting / distance /
@@ -28,11 +28,23 @@ from biovqa.components.c3.floors import ACC20, TOL, common_prefix
 from biovqa.components.c3.tasks import DIRECTIONS, VIEWPOINT_BEARING
 from biovqa.scoring.schema import core_columns
 
-#: box conventions: (scale, layout); the first is the prompt's and wins ties (metrics.md §4.6)
+#: box conventions: (scale, layout). Table 43 detects a model's convention "by scoring under all
+#: eight" formats: four scales × two layouts. The first is the prompt's and wins ties.
 BOX_SCALES: dict[str, float | None] = {"abs": None, "n01": 1.0, "n100": 100.0, "n1000": 1000.0}
-BOX_LAYOUTS: tuple[str, ...] = ("xywh", "xyxy", "yxyx")
-CONVENTIONS: tuple[str, ...] = ("abs xywh",) + tuple(
-    f"{scale} {layout}" for scale in BOX_SCALES for layout in BOX_LAYOUTS if (scale, layout) != ("abs", "xywh"))
+BOX_LAYOUTS: tuple[str, ...] = ("xywh", "xyxy")
+#: (y1, x1, y2, x2), searched only with the score option ``box_yxyx``: not one of Table 43's eight,
+#: and a larger search can only raise a model's score above the paper's rule
+YXYX = "yxyx"
+
+
+def box_conventions(yxyx: bool = False) -> tuple[str, ...]:
+    """The conventions searched: Table 43's eight, and the four yxyx ones after them when asked."""
+    eight = ("abs xywh",) + tuple(f"{scale} {layout}" for scale in BOX_SCALES for layout in BOX_LAYOUTS
+                                  if (scale, layout) != ("abs", "xywh"))
+    return eight + (tuple(f"{scale} {YXYX}" for scale in BOX_SCALES) if yxyx else ())
+
+
+CONVENTIONS: tuple[str, ...] = box_conventions()
 DEFAULT_VAS_WEIGHTS = "1,0.25,0.1,0,0"
 
 
@@ -119,13 +131,27 @@ def char_accuracy(gold: str, pred: str | None, start: int = 0) -> float:
     return sum(1 for k in positions if k < len(pred) and pred[k] == gold[k]) / len(positions)
 
 
-#: task → the parser of its replies (Table 14)
-PARSERS: dict[str, Callable[[str], Any]] = {
-    "counting": P.parse_integer, "relative_counting": lambda r: P.parse_letter(r, "image"),
-    "relative_distance": lambda r: P.parse_letter(r, "beetle"), "relative_position": P.parse_direction,
-    "absolute_distance": P.parse_centimetres, "localization": P.parse_box, "viewpoint": P.parse_viewpoint,
-    "ocr": P.parse_code,
-}
+def parsers(options: Mapping[str, Any] | None = None) -> dict[str, Callable[[str], Any]]:
+    """Task → the parser of its replies (Table 14), with the extensions ``options`` switch on
+    (``number_words``, ``unit_words``, ``direction_synonyms``, ``viewpoint_synonyms``; all off by
+    default, see :mod:`.parser`)."""
+    options = options or {}
+    number_words, unit_words = bool(options.get("number_words")), bool(options.get("unit_words"))
+    directions, views = bool(options.get("direction_synonyms")), bool(options.get("viewpoint_synonyms"))
+    return {
+        "counting": lambda r: P.parse_integer(r, number_words=number_words),
+        "relative_counting": lambda r: P.parse_letter(r, "image"),
+        "relative_distance": lambda r: P.parse_letter(r, "beetle"),
+        "relative_position": lambda r: P.parse_direction(r, synonyms=directions),
+        "absolute_distance": lambda r: P.parse_centimetres(r, unit_words=unit_words),
+        "localization": P.parse_box,
+        "viewpoint": lambda r: P.parse_viewpoint(r, synonyms=views),
+        "ocr": P.parse_code,
+    }
+
+
+#: task → the parser of its replies under the default options (Table 14 as written)
+PARSERS: dict[str, Callable[[str], Any]] = parsers()
 _UNSEEN = object()
 
 
@@ -182,9 +208,10 @@ def score_items(items: pa.Table, predictions: pa.Table, options: Mapping[str, An
         rows_of.setdefault(task, []).append(i)
     out = _Out(n)
     boxes: dict[int, tuple[float, ...]] = {}
+    parse_with = parsers(options)
     for task, task_rows in rows_of.items():
         rows = np.asarray(task_rows, dtype=np.int64)
-        parsed = _parse_all(task, task_rows, responses, statuses, out)
+        parsed = _parse_all(parse_with.get(task), task_rows, responses, statuses, out)
         ok = np.array([v is not None for v in parsed], dtype=bool)
         golds = [answers[i] for i in task_rows]
         if task == "counting":
@@ -257,7 +284,7 @@ def score_items(items: pa.Table, predictions: pa.Table, options: Mapping[str, An
         out.put("score", np.asarray(localization, dtype=np.int64), 0.0)  # unparsed boxes score 0
     if boxes:
         cols = items.select(["image_width", "image_height", "gold_box"]).to_pydict()
-        convention = detect_convention(boxes, cols)
+        convention = detect_convention(boxes, cols, box_conventions(bool(options.get("box_yxyx"))))
         index = np.fromiter(boxes, dtype=np.int64, count=len(boxes))
         parsed_boxes, width, height, gold = _box_arrays(boxes, cols)
         values = ious_under(parsed_boxes, convention, width, height, gold)
@@ -286,11 +313,10 @@ def _matches(parsed: list[Any], golds: list[str]) -> np.ndarray:
     return np.array([v is not None and v == gold for v, gold in zip(parsed, golds)], dtype=float)
 
 
-def _parse_all(task: str, rows: list[int], responses: list[str | None], statuses: list[str | None],
-               out: _Out) -> list[Any]:
+def _parse_all(parse: Callable[[str], Any] | None, rows: list[int], responses: list[str | None],
+               statuses: list[str | None], out: _Out) -> list[Any]:
     """Each row's parsed reply (None when not parsed); writes every row's ``parse_status``. The
     parsers are pure, so each distinct reply is parsed once."""
-    parse = PARSERS.get(task)
     seen: dict[str, Any] = {}
     parsed: list[Any] = []
     for i in rows:
@@ -337,19 +363,22 @@ def _box_arrays(boxes: dict[int, tuple[float, ...]], cols: Mapping[str, list[Any
             np.array([cols["gold_box"][i] for i in index], dtype=np.float64).reshape(-1, 4))
 
 
-def convention_means(boxes: dict[int, tuple[float, ...]], cols: Mapping[str, list[Any]]) -> dict[str, float]:
+def convention_means(boxes: dict[int, tuple[float, ...]], cols: Mapping[str, list[Any]],
+                     conventions: tuple[str, ...] = CONVENTIONS) -> dict[str, float]:
     """Mean IoU over the parsed boxes under every candidate convention."""
     if not boxes:
-        return dict.fromkeys(CONVENTIONS, math.nan)
+        return dict.fromkeys(conventions, math.nan)
     arrays = _box_arrays(boxes, cols)
-    return {c: float(ious_under(arrays[0], c, *arrays[1:]).mean()) for c in CONVENTIONS}
+    return {c: float(ious_under(arrays[0], c, *arrays[1:]).mean()) for c in conventions}
 
 
-def detect_convention(boxes: dict[int, tuple[float, ...]], cols: Mapping[str, list[Any]]) -> str:
-    """The convention with the highest mean IoU (ties: the earlier in :data:`CONVENTIONS`)."""
-    means = convention_means(boxes, cols)
-    best = CONVENTIONS[0]
-    for convention in CONVENTIONS:
+def detect_convention(boxes: dict[int, tuple[float, ...]], cols: Mapping[str, list[Any]],
+                      conventions: tuple[str, ...] = CONVENTIONS) -> str:
+    """The convention with the highest mean IoU (ties: the earlier in ``conventions``, whose first
+    is the prompt's abs xywh)."""
+    means = convention_means(boxes, cols, conventions)
+    best = conventions[0]
+    for convention in conventions:
         if means[convention] > means[best] + 1e-12:
             best = convention
     return best
@@ -382,5 +411,6 @@ def score_tables(items: pa.Table, predictions: pa.Table, options: Mapping[str, A
                 draws.close()
 
 
-__all__ = ["CONVENTIONS", "char_accuracy", "convention_means", "corners", "credit_for_steps", "detect_convention", "iou", "ious_under", "ring_steps",
-           "score", "score_items", "score_tables", "to_xyxy", "view_credit"]
+__all__ = ["CONVENTIONS", "box_conventions", "char_accuracy", "convention_means", "corners", "credit_for_steps",
+           "detect_convention", "iou", "ious_under", "parsers", "ring_steps", "score", "score_items", "score_tables",
+           "to_xyxy", "view_credit"]

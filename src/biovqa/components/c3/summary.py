@@ -1,10 +1,10 @@
-"""Aggregation of per-item C3 scores (metrics.md §4, §6.1).
+"""Aggregation of per-item C3 scores (the paper's Appendix C metrics and the bootstrap of L.3).
 
 Summary sections (every estimate ``{value, lo, hi, n}``; bounds from a seeded percentile bootstrap
 that resamples source photographs / plates for counting and absolute distance and items for the
 other tasks; floors, lifts and margins carry no bounds)::
 
-    table3             cnt, rcnt, adst, rdst, lcl, rpos, view, ocr (results.md §1 metrics)
+    table3             cnt, rcnt, adst, rdst, lcl, rpos, view, ocr (each task's Table 3 metric, :data:`HEADLINE`)
     format             per task: n, n_replies, n_parsed, n_unparsed, n_failed, n_missing, parse_rate
     counting           macro_cas, micro_cas, em, em_micro, tiers{easy|medium|hard: macro_cas},
                        drops{easy_to_medium, medium_to_hard}, subsets{id: cas, em, spearman},
@@ -13,7 +13,8 @@ other tasks; floors, lifts and margins carry no bounds)::
                        floor{balanced_accuracy}, lift, margin
     relative_distance  the same, with measures{length|width: …}
     relative_position  accuracy, balanced_accuracy, ang_err, within45, floor{chance, majority8},
-                       lift, margin, lift_table45, margin_table45
+                       lift, margin (on balanced accuracy, floor: chance over the 4 options),
+                       lift_table45, margin_table45 (on accuracy, floor: the majority direction)
     absolute_distance  acc20, mre, rho_within, rho_within_plate, kappa, acc20_calibrated,
                        types{length|width: acc20, rho, kappa, n}, floor{acc20, constants}, lift, margin
     localization       miou_all, miou_parsed, parse_rate, acc25, acc50, acc75, acc90, convention,
@@ -24,9 +25,11 @@ other tasks; floors, lifts and margins carry no bounds)::
                        floor{code, em, char_acc, suffix_char_acc}, lift (on EM), lift_suffix
     bootstrap          resamples, seed, level, units
 
-Floors are fitted on the rows the model parsed (metrics.md §4.2); ``lift = (S − φ)/(1 − φ)``,
-``margin = S − φ`` (Tables 44/45 print the margin). A task without items is absent; its Table 3
-column is an estimate with a null value and n = 0.
+Floors are fitted on the rows the model parsed (the paper's Eq. 24: the best image-blind rule);
+``lift = (S − φ)/(1 − φ)`` and ``margin = S − φ`` (Tables 44/45 print the margin), where S is the
+task's Table 3 metric (:data:`HEADLINE`) except in the ``_table45`` pair and OCR's
+``lift_suffix``. A task without items is absent; its Table 3 column is an estimate with a null
+value and n = 0.
 """
 
 from __future__ import annotations
@@ -34,14 +37,15 @@ from __future__ import annotations
 import math
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyarrow as pa
 
 from biovqa.components.c3 import floors as F
-from biovqa.components.c3.score import (CONVENTIONS, char_accuracy, convention_means, iou, ring_steps,
-                                        vas_weights, view_credit)
+from biovqa.components.c3.score import (DEFAULT_VAS_WEIGHTS, box_conventions, char_accuracy, convention_means,
+                                        iou, ring_steps, vas_weights, view_credit)
 from biovqa.components.c3.tasks import COUNTING_TIERS, TABLE3, TASKS, VIEWPOINT_BEARING
 from biovqa.scoring.schema import estimate
 
@@ -57,6 +61,15 @@ SUMMARY_ORDER = ("counting", "absolute_distance", "viewpoint", "localization", "
 CHANCE_4 = 0.25
 
 
+@dataclass(frozen=True, slots=True)
+class _Settings:
+    """What the sections take from the score options: the viewpoint credits for 0–4 ring steps
+    and the box conventions the localization scorer searched."""
+
+    weights: tuple[float, ...]
+    conventions: tuple[str, ...]
+
+
 def _lift(s: float, phi: float) -> float:
     return (s - phi) / (1 - phi) if phi is not None and not math.isnan(phi) and phi < 1 else math.nan
 
@@ -67,7 +80,8 @@ def _wmean(x: np.ndarray, w: np.ndarray) -> float:
 
 
 def spearman(x: np.ndarray, y: np.ndarray) -> float:
-    """Spearman ρ; 0 when either side is constant (metrics.md §4.1), NaN under 2 points."""
+    """Spearman ρ; 0 when either side is constant (a constant predictor has no rank
+    correlation), NaN under 2 points."""
     if len(x) < 2:
         return math.nan
     if np.all(x == x[0]) or np.all(y == y[0]):
@@ -464,7 +478,8 @@ def summarize(table: pa.Table, items: pa.Table, options: Mapping[str, Any],
 def _summarize(table: pa.Table, items: pa.Table, options: Mapping[str, Any],
                draws: CountsDrawnAhead | None) -> dict[str, Any]:
     boot = _Boot(int(options["bootstrap"]), int(options["seed"]), float(options["level"]), draws)
-    weights = vas_weights(options.get("vas_weights", "1,0.25,0.1,0,0"))
+    settings = _Settings(vas_weights(options.get("vas_weights", DEFAULT_VAS_WEIGHTS)),
+                         box_conventions(bool(options.get("box_yxyx"))))
     extra_names = ["image_width", "image_height", "gold_box", "gold_number"]
     tasks_np = table.column("task").to_numpy(zero_copy_only=False)
     summary: dict[str, Any] = {"format": {}, "bootstrap": {
@@ -486,7 +501,7 @@ def _summarize(table: pa.Table, items: pa.Table, options: Mapping[str, Any],
                  "n_unparsed": counts["unparsed"], "n_failed": counts["failed"], "n_missing": counts["missing"],
                  "parse_rate": float(parsed.mean())}
         clusters = rows["cluster"] if task in CLUSTER_TASKS else rows["item_id"]
-        return shape, SECTIONS[task](rows, parsed, boot.named(task), clusters, weights)
+        return shape, SECTIONS[task](rows, parsed, boot.named(task), clusters, settings)
 
     done = {task: section(task) for task in SUMMARY_ORDER}
     for task, result in ((task, done[task]) for task in TASKS):
@@ -500,7 +515,7 @@ def _summarize(table: pa.Table, items: pa.Table, options: Mapping[str, Any],
 
 
 def _counting(rows: _Rows, parsed: np.ndarray, boot: _Boot, clusters: list[str],
-              weights: tuple[float, ...]) -> dict[str, Any]:
+              settings: _Settings) -> dict[str, Any]:
     cas, em = rows.floats("cas"), rows.floats("correct")
     gold, pred = rows.floats("gold_number"), rows.floats("pred_number")
     subsets = rows.objects("subset")
@@ -636,17 +651,17 @@ def _choice(rows: _Rows, parsed: np.ndarray, boot: _Boot, clusters: list[str], g
 
 
 def _relative_counting(rows: _Rows, parsed: np.ndarray, boot: _Boot, clusters: list[str],
-                       weights: tuple[float, ...]) -> dict[str, Any]:
+                       settings: _Settings) -> dict[str, Any]:
     return _choice(rows, parsed, boot, clusters, "tier")
 
 
 def _relative_distance(rows: _Rows, parsed: np.ndarray, boot: _Boot, clusters: list[str],
-                       weights: tuple[float, ...]) -> dict[str, Any]:
+                       settings: _Settings) -> dict[str, Any]:
     return _choice(rows, parsed, boot, clusters, "measure")
 
 
 def _relative_position(rows: _Rows, parsed: np.ndarray, boot: _Boot, clusters: list[str],
-                       weights: tuple[float, ...]) -> dict[str, Any]:
+                       settings: _Settings) -> dict[str, Any]:
     gold = rows.objects("gold")
     correct = rows.floats("correct")
     ang = rows.floats("ang_err")
@@ -670,13 +685,15 @@ def _relative_position(rows: _Rows, parsed: np.ndarray, boot: _Boot, clusters: l
     shares = Counter(g for g, p in zip(gold, parsed) if p)
     majority8 = max(shares.values()) / sum(shares.values()) if shares else math.nan
     out["floor"] = {"chance": _plain(CHANCE_4, int(parsed.sum())), "majority8": _plain(majority8, int(parsed.sum()))}
-    _lift_into(out, est[0]["value"], CHANCE_4, n)
+    # the lift is taken on the metric Table 3 reports for rpos (balanced accuracy, floor .250);
+    # Table 45 prints accuracy less the majority direction's share
+    _lift_into(out, est[1]["value"], CHANCE_4, n)
     _lift_into(out, est[0]["value"], majority8, n, "_table45")
     return out
 
 
 def _absolute_distance(rows: _Rows, parsed: np.ndarray, boot: _Boot, clusters: list[str],
-                       weights: tuple[float, ...]) -> dict[str, Any]:
+                       settings: _Settings) -> dict[str, Any]:
     gold, pred = rows.floats("gold_number"), rows.floats("pred_number")
     hit, rel = rows.floats("hit20"), rows.floats("rel_err")
     types = rows.objects("measure")
@@ -758,7 +775,7 @@ def _absolute_distance(rows: _Rows, parsed: np.ndarray, boot: _Boot, clusters: l
 
 
 def _localization(rows: _Rows, parsed: np.ndarray, boot: _Boot, clusters: list[str],
-                  weights: tuple[float, ...]) -> dict[str, Any]:
+                  settings: _Settings) -> dict[str, Any]:
     values = rows.floats("iou")
     all_rows = np.nan_to_num(values)
     n = len(values)
@@ -784,8 +801,8 @@ def _localization(rows: _Rows, parsed: np.ndarray, boot: _Boot, clusters: list[s
     # mean IoU under every convention (what the detection compared)
     boxes = {i: tuple(float(v) for v in rows["parsed"][i].strip("[]").split(","))
              for i in range(n) if parsed[i]}
-    means = convention_means(boxes, rows)
-    out["conventions"] = {c: (means[c] if boxes else None) for c in CONVENTIONS}
+    means = convention_means(boxes, rows, settings.conventions)
+    out["conventions"] = {c: (means[c] if boxes else None) for c in settings.conventions}
     # floor: the mean normalised gold box over the parsed rows
     keep = [i for i in range(n) if parsed[i]]
     mean = F.mean_normalised_box((rows["gold_box"][i], rows["image_width"][i], rows["image_height"][i]) for i in keep)
@@ -823,7 +840,8 @@ def view_stats(gold: Sequence[str], pred: Sequence[str | None], w: np.ndarray, w
 
 
 def _viewpoint(rows: _Rows, parsed: np.ndarray, boot: _Boot, clusters: list[str],
-               weights: tuple[float, ...]) -> dict[str, Any]:
+               settings: _Settings) -> dict[str, Any]:
+    weights = settings.weights
     gold = rows["gold"]
     pred = [p if ok else None for p, ok in zip(rows["parsed"], parsed)]
     tiers = rows.objects("tier")
@@ -889,7 +907,7 @@ def _viewpoint(rows: _Rows, parsed: np.ndarray, boot: _Boot, clusters: list[str]
 
 
 def _ocr(rows: _Rows, parsed: np.ndarray, boot: _Boot, clusters: list[str],
-         weights: tuple[float, ...]) -> dict[str, Any]:
+         settings: _Settings) -> dict[str, Any]:
     em, char, suffix = rows.floats("correct"), rows.floats("char_acc"), rows.floats("suffix_char_acc")
     n = len(em)
     prefix = F.common_prefix(rows["gold"])
@@ -920,7 +938,10 @@ SECTIONS: dict[str, Callable[..., dict[str, Any]]] = {
     "relative_distance": _relative_distance, "localization": _localization,
     "relative_position": _relative_position, "viewpoint": _viewpoint, "ocr": _ocr,
 }
-#: the Table 3 metric of each task (results.md §1)
+#: the Table 3 metric of each task (Table 3's caption: cas for counting; balanced accuracy for
+#: relative counting, relative distance and relative position; acc@20 for absolute distance; mean
+#: IoU with unparsed replies as zero for localization; agreement over gold labels for viewpoint;
+#: exact match for OCR)
 HEADLINE: dict[str, str] = {
     "counting": "macro_cas", "relative_counting": "balanced_accuracy", "absolute_distance": "acc20",
     "relative_distance": "balanced_accuracy", "localization": "miou_all", "relative_position": "balanced_accuracy",
