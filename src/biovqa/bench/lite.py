@@ -12,6 +12,7 @@ records, per task, every stratum with the items available and selected.
 from __future__ import annotations
 
 import hashlib
+import os
 import shutil
 from pathlib import Path
 from typing import Any
@@ -41,6 +42,20 @@ PER_TASK = 500
 #: Parent manifest keys a Lite bench keeps because scorers read them (C1: its taxonomy index).
 LITE_INHERITED_KEYS = ("taxonomy_index", "taxonomy_index_card", "image_roots")
 SEED = 42
+
+
+def _rebased_image_roots(bench: Bench, out: Path) -> dict[str, Any]:
+    """The parent's ``image_roots`` (C3) as seen from the Lite folder ``out``: a root recorded
+    relative to the parent's folder is rewritten relative to ``out``."""
+    roots = bench.manifest.get("image_roots")
+    if not isinstance(roots, dict):
+        return {}
+    rebased = {}
+    for source, root in roots.items():
+        path = Path(str(root))
+        rebased[source] = str(root) if path.is_absolute() else Path(
+            os.path.relpath((bench.root / path).resolve(), out.resolve())).as_posix()
+    return {"image_roots": rebased}
 
 
 def largest_remainder(sizes: dict[Any, int], n: int) -> dict[Any, int]:
@@ -126,6 +141,7 @@ def make_lite(bench_path: str | Path, out: str | Path, *, per_task: int = PER_TA
                     extra={"images_root": str(bench.images_root().resolve()),
                            # what the component's scorer reads from its bench (C1: the index)
                            **{key: bench.manifest[key] for key in LITE_INHERITED_KEYS if key in bench.manifest},
+                           **_rebased_image_roots(bench, Path(out)),
                            "lite": {"parent_manifest_sha256": bench.manifest_sha256,
                                     "parent_items_sha256": bench.manifest.get("items_sha256"),
                                     "parent_generator": bench.manifest.get("generator"),

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import csv
 import math
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -238,10 +239,10 @@ def _table_rows(csv_path: Path) -> list[dict[str, Any]]:
                                            field="bbox x" if has_xywh else corners[0])
                 box = _corner_box(values[corner], file=csv_path, row=row_no, column=corner)
             names = [n for n in (values.get("image fname", "").strip(),) if n]
-            candidates = [csv_path.parent / "images" / n for n in names]
+            candidates = [(csv_path.parent / "images" / n, "image fname") for n in names]
             if values.get("path", "").strip():
-                candidates.append(csv_path.parent / values["path"].strip())
-            candidates.append(csv_path.parent / "images" / f"{image_uuid}.jpg")
+                candidates.append((csv_path.parent / values["path"].strip(), "path"))
+            candidates.append((csv_path.parent / "images" / f"{image_uuid}.jpg", "image uuid"))
             out.append({
                 "image": image_uuid, "candidates": candidates, "width": None, "height": None, "box": box,
                 "species": species, "row": row_no, "annotation_id": values.get("uuid", "").strip() or str(row_no),
@@ -294,7 +295,8 @@ def _coco_rows(json_path: Path) -> list[dict[str, Any]]:
         census_key = next((k for k in CENSUS_KEYS if k in entry), None)
         viewpoint_key = next((k for k in VIEWPOINT_KEYS if k in entry), None)
         out.append({
-            "image": str(image["id"]), "candidates": [json_path.parent / "images" / str(image["file_name"])],
+            "image": str(image["id"]),
+            "candidates": [(json_path.parent / "images" / str(image["file_name"]), "images[].file_name")],
             "width": int(image["width"]), "height": int(image["height"]), "box": (x, y, x + w, y + h),
             "species": str(species).strip(), "row": row,
             "annotation_id": str(entry.get("uuid") or entry.get("id", row)),
@@ -317,11 +319,28 @@ def _assemble(form: str, annotation_file: Path, rows: list[dict[str, Any]]) -> G
     def exclude(reason: str) -> None:
         catalog.exclusions[reason] = catalog.exclusions.get(reason, 0) + 1
 
+    # lexical containment: a name from the file may not climb out ('..', an absolute path); a
+    # symlinked photo folder the user set up stays allowed
+    root = Path(os.path.abspath(catalog.root))
+
+    def within(candidate: Path) -> bool:
+        return Path(os.path.normpath(os.path.abspath(candidate))).is_relative_to(root)
+
     for image_id, members in sorted(by_image.items()):
-        path = next((p for p in members[0]["candidates"] if p.is_file()), None)
+        candidates = members[0]["candidates"]
+        path = next((p for p, _ in candidates if within(p) and p.is_file()), None)
         if path is None:
+            escaping = [(p, name) for p, name in candidates if not within(p)]
+            if escaping:  # a photo named outside the annotation file's folder is never read
+                escaped, name = escaping[0]
+                raise InputFormatError(f"the photo path {str(escaped)!r} leads outside the folder of the "
+                                       f"annotation file ({catalog.root})", file=annotation_file,
+                                       row=members[0]["row"], field=name,
+                                       hint="put the photos in images/ beside the annotation file (or below "
+                                            "its folder) and name them relative to it")
             exclude(EXCLUDED_IMAGE_MISSING)
             continue
+        path = Path(os.path.normpath(path))  # "./images/x.jpg", "a/../images/x.jpg": one name per photo
         width, height = members[0]["width"], members[0]["height"]
         if width is None:
             size = image_size(path)

@@ -156,6 +156,16 @@ class WildlifeCatalog:
     reader: str = "biovqa"
 
     @property
+    def photos_root(self) -> Path:
+        """The folder every photo is named under, whichever form the catalog was given in (the
+        ``<name>.coco`` folder, a folder above it or the JSON file): the ``<name>.coco`` folder
+        (GZCD: the folder of ``final_metadata.json``). Benchmarks name photos relative to it, so one
+        photo has one name."""
+        if self.annotation_file.name == GZCD_METADATA:
+            return self.annotation_file.parent
+        return self.annotation_file.parent.parent
+
+    @property
     def viewpoints(self) -> list[str]:
         """The viewpoint labels present, sorted (built from the data, never hard-coded)."""
         return sorted({a.viewpoint for a in self.annotations})

@@ -33,8 +33,10 @@ def test_build_is_deterministic_and_records_what_it_skipped(tmp_path: Path, sour
     assert set(counts) == set(TASKS)
     assert set(a.manifest["counts"]["by_tier"]) >= {"easy", "medium", "hard", "same", "different", "red_box"}
     assert a.manifest["skipped_tasks"] == {}
-    assert set(a.manifest["subsets"]) == {"waid-train", "waid-valid", "waid-test", "bees", "depondfi", "beetles",
-                                          "gzcd"}
+    # WAID's per-class subsets, Bees, DePondFi, beetles; GZCD given as a GGR table feeds no counting
+    assert set(a.manifest["subsets"]) == {"waid-sheep", "waid-cattle", "waid-seal", "waid-camelus", "waid-kiang",
+                                          "waid-zebra", "bees", "depondfi", "beetles"}
+    assert a.manifest["counting_sources"]["gzcd"]["counting"] is False
     items = a.items.to_pydict()
     for task, payload, answer in zip(items["task"], items["answer_payload"], items["answer"]):
         data = json.loads(payload)
@@ -82,7 +84,7 @@ def test_photos_shown_as_they_are_are_referenced_not_copied(tmp_path: Path, sour
     for _, image, digest in referenced:
         source, _, rest = image.partition("/")
         path = bench.resolve_image(image)
-        assert path == Path(sources[source]).resolve() / rest and path.is_file()
+        assert path.resolve() == Path(sources[source]).resolve() / rest and path.is_file()
         assert hashlib.sha256(path.read_bytes()).hexdigest() == digest
     assert bench.manifest["images"]["source_photos"] == len({image for _, image, _ in referenced})
     rendered = {p.relative_to(bench.root).as_posix() for p in (bench.root / "rendered").rglob("*") if p.is_file()}

@@ -116,7 +116,7 @@ def test_defaults_give_the_papers_per_subset_counts(default_build: object) -> No
     assert manifest["parameters"]["counting_partners"] == COUNTING_PARTNERS == 4
     assert manifest["parameters"]["grids_per_anchor"] == GRIDS_PER_ANCHOR
     grids = round(N * GRIDS_PER_ANCHOR)
-    for sid in ("bees", "depondfi", "waid-train"):
+    for sid in ("bees", "depondfi", "waid-sheep"):
         items = manifest["subsets"][sid]["items"]
         assert items["counting"] == N * (1 + 4 + 4)  # easy 1 + medium 4 + hard 4 per photo
         # every grid has a unique most and least here, so each is asked twice
@@ -162,7 +162,8 @@ def test_gzcd_nested_levels_share_the_canvases(tmp_path: Path, three_datasets: d
     g, p = "zebra_grevys", "zebra_plains"
     sources = {"gzcd": write_gzcd(tmp_path / "gzcd", [[g], [g, g, p], [g, p, p], [g, g], [g, g, g, p], [p]]),
                "bees": three_datasets["bees"]}
-    bench = build_c3(sources, tmp_path / "b", counting_partners=2, grids_per_anchor=1, **TINY)
+    bench = build_c3(sources, tmp_path / "b", counting_partners=2, grids_per_anchor=1, complete_counts=("gzcd",),
+                     **TINY)
     by_side: dict[tuple[str, str | None], set[str]] = defaultdict(set)
     for row in _rows(bench, "counting"):
         if row["subset"] == "gzcd":

@@ -1,5 +1,6 @@
 """C3 from GZCD (either native form) and the Wild Me catalogs: three nested counting questions per
-GZCD photo, catalogs as counting subsets, and ``biovqa build c3 --source gzcd=PATH``."""
+GZCD photo (the GGR table only when declared complete), catalogs never as counting subsets, and
+``biovqa build c3 --source gzcd=PATH``."""
 
 from __future__ import annotations
 
@@ -29,8 +30,10 @@ def _counting(bench: object, subset: str) -> list[tuple[str, str, str, dict]]:
 
 @pytest.mark.parametrize("form", ["table", "coco"])
 def test_gzcd_asks_three_nested_counting_questions_per_photo(tmp_path: Path, form: str) -> None:
+    # the COCO release counts by default; the GGR detection table only when declared complete
+    declared = ("gzcd",) if form == "table" else ()
     bench = build_c3({"gzcd": write_gzcd(tmp_path / "gzcd", PHOTOS, form=form)}, tmp_path / "b",
-                     counting_tiers=("easy",), **TINY)
+                     counting_tiers=("easy",), complete_counts=declared, **TINY)
     rows = _counting(bench, "gzcd")
     asked: dict[str, dict[str, int]] = {}
     for item_id, question, answer, payload in rows:
@@ -60,7 +63,7 @@ def test_gzcd_contributes_about_three_times_the_median_subset(tmp_path: Path) ->
     sources = {"gzcd": write_gzcd(tmp_path / "gzcd", [[G, P], [G], [G, G], [G, R]]),
                "bees": write_bees(tmp_path / "bees", [2, 4, 6, 8]),
                "depondfi": write_depondfi(tmp_path / "dp", [1, 2, 3, 5])}
-    bench = build_c3(sources, tmp_path / "b", **TINY)
+    bench = build_c3(sources, tmp_path / "b", complete_counts=("gzcd",), **TINY)
     ratios = bench.manifest["counting_items_vs_median_subset"]
     assert ratios["paper_gzcd_ratio"] == 2.9
     assert ratios["ratios"]["gzcd"] == 3.0 and ratios["ratios"]["bees"] == 1.0
@@ -83,16 +86,19 @@ def _hyena(root: Path, views: list[str | None], per_image: list[int]) -> Path:
     return root
 
 
-def test_wild_me_catalogs_feed_counting_subsets(tmp_path: Path) -> None:
-    # photo 2 has an annotation without viewpoint: the reader leaves it out, so its count is unverifiable
+def test_wild_me_catalogs_form_no_counting_subsets(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # the paper's ten subsets come from its five ecological datasets; re-ID catalogs serve
+    # localization and viewpoint only (they annotate individuals of interest, not every animal)
     root = _hyena(tmp_path / "hyena.coco", ["left", "right", "back", None, "up", "front"], [1, 2, 2, 1])
-    bench = build_c3({"hyena": root}, tmp_path / "b", counting_tiers=("easy",), **TINY)
-    subset = bench.manifest["subsets"]["hyena"]
-    assert subset["selected"] == 3 and subset["noun"] == "hyenas"
-    assert subset["discarded"] == {"an annotation left out by the reader (count unverifiable)": 1}
-    rows = _counting(bench, "hyena")
-    assert sorted(int(a) for _, _, a, _ in rows) == [1, 1, 2]
-    assert all(q == "How many hyenas are there in this image?" for _, q, _, _ in rows)
+    bench = build_c3({"hyena": root}, tmp_path / "b", **TINY)
+    assert bench.manifest["subsets"] == {}
+    assert bench.manifest["counting_sources"]["hyena"]["counting"] is False
+    assert "re-identification catalog" in bench.manifest["counting_sources"]["hyena"]["why"]
+    assert "counting" in bench.manifest["skipped_tasks"]
+    assert bench.manifest["counts"]["by_task"]["localization"] == 2  # the two one-animal photos
+    code, err = cli(["build", "c3", "--source", f"hyena={root}", "--complete-counts", "hyena", "--out",
+                     tmp_path / "x"], capsys)
+    assert code == 2 and "re-identification catalog" in err and "Traceback" not in err
 
 
 def test_cli_builds_c3_from_either_gzcd_form(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -16,6 +16,7 @@ paper's, drawing parameters).
 from __future__ import annotations
 
 import math
+import os
 import zlib
 from pathlib import Path
 from collections.abc import Mapping
@@ -29,8 +30,8 @@ from biovqa.bench.folder import Bench, staged_build, write_bench
 from biovqa.errors import BiovqaError, did_you_mean
 from biovqa.components.c3 import tasks as T
 from biovqa.components.c3.render import COLOURS, CanvasJob, Panel, Shape, SourcePhoto, render_all, single
-from biovqa.components.c3.subsets import (SUBSET_DATASET, WAID_SPLITS, CountLevel, Subset, source_label,
-                                          stratified_sample)
+from biovqa.components.c3.subsets import (COUNTING_DATASETS, SUBSET_DATASET, CountLevel, Subset, source_label,
+                                          stratified_sample, waid_subset)
 
 GENERATOR = "biovqa.components.c3.build"
 SOURCE_NAMES: tuple[str, ...] = ("waid", "bees", "depondfi", "beetles", "gzcd", "whaleshark", "hyena", "leopard")
@@ -50,8 +51,30 @@ COUNTING_PARTNERS = 4
 #: asked "most" and/or "least" [DEFAULT from the paper's 42 412 items over 5 000 anchors ≈ 8.5
 #: questions per anchor; ≈ 1.57 questions per grid on the synthetic full build → 5.4 grids]
 GRIDS_PER_ANCHOR = 5.4
+#: What a source's counts rest on, per source (and GZCD form): the manifest's ``counting_sources``.
+#: The paper discards "images whose annotation completeness we cannot verify, since a partial
+#: annotation penalizes a correct count" (§3.3).
+COUNT_BASIS: dict[str, str] = {
+    "waid": "WAID's hand-drawn YOLO boxes, one per animal; a photo without a label file is discarded",
+    "bees": "Boxes on Bees' hand-drawn VOC boxes, one per bee (other object names are not counted)",
+    "depondfi": ("DePondFi's nine keypoints per annotated fish: its own annotation rules leave some fish "
+                 "(heavily occluded, or cut off at the frame edge) without keypoints, so a count is of the fish "
+                 "DePondFi annotated; a keypoint file whose line count is not a multiple of 9 is discarded"),
+    "beetles": "the plate's measured individuals are exactly 1..N (checked per plate; other plates discarded)",
+    "gzcd:coco": ("GZCD's released annotations (final_metadata.json), the paper's counting source; a photo "
+                  "that lost an annotation (box outside the photo) is excluded whole"),
+}
+#: Why a source feeds no counting subset unless the user declares it complete (``--complete-counts``).
+COUNT_UNVOUCHED: dict[str, str] = {
+    "gzcd:table": ("the GGR pipeline's table holds detector output, not a census: a photo may show more "
+                   "animals than it has rows; declare it complete with --complete-counts gzcd"),
+}
+#: The re-ID catalogs annotate the individuals of interest, not every animal (paper §3.3: they serve
+#: localization and viewpoint).
+CATALOG_NO_COUNT = ("a re-identification catalog annotates the individuals of interest, not every animal in "
+                    "the frame; it serves localization and viewpoint only")
 TASK_SOURCES: dict[str, tuple[str, ...]] = {
-    "counting": SOURCE_NAMES, "relative_counting": SOURCE_NAMES, "absolute_distance": ("beetles",),
+    "counting": COUNTING_DATASETS, "relative_counting": COUNTING_DATASETS, "absolute_distance": ("beetles",),
     "relative_distance": ("beetles",), "relative_position": ("beetles",), "ocr": ("beetles",),
     "localization": WILDLIFE_SOURCES, "viewpoint": WILDLIFE_SOURCES,
 }
@@ -82,31 +105,39 @@ def parse_sources(pairs: list[str]) -> dict[str, Path]:
 
 
 def _read_subsets(sources: dict[str, Path], per_subset: int, seed: int, manifest: dict[str, Any],
-                  catalog_images: Mapping[str, tuple[Path, list[Any], dict[str, int]]] | None = None
+                  roots: dict[str, Path], gzcd_images: tuple[Path, list[Any]] | None = None
                   ) -> tuple[list[Subset], Any]:
+    """The counting subsets of the ecological datasets given (``gzcd_images``: GZCD's photos when
+    its counts are vouched for); records each source's photo folder in ``roots``."""
     from biovqa.sources.waid import AnnotatedImage
 
     subsets: list[Subset] = []
     beetles = None
     exclusions = manifest["exclusions"]
     if "waid" in sources:
-        from biovqa.sources.waid import read_waid
+        from biovqa.sources.waid import read_classes, read_waid
 
         src = read_waid(sources["waid"])
+        roots["waid"] = src.root
         exclusions["waid"] = dict(sorted(src.exclusions.items()))
         manifest["exclusion_examples"]["waid"] = dict(sorted(src.exclusion_examples.items()))
         manifest["files"].update(src.files)
-        by_split: dict[str, list[AnnotatedImage]] = {}
+        classes = tuple(read_classes(src.root / "classes.txt"))
+        by_class: dict[str, list[AnnotatedImage]] = {}
         for image in src.images:
-            by_split.setdefault(WAID_SPLITS.get(image.split, f"waid-{image.split}"), []).append(image)
-        for sid in sorted(by_split):
-            subsets.append(_subset(sid, src.root, by_split[sid]))
+            if image.count:
+                by_class.setdefault(waid_subset(image, classes), []).append(image)
+            else:  # kept for the discarded count below
+                by_class.setdefault("waid-" + (classes[0] if classes else "animals"), []).append(image)
+        for sid in sorted(by_class):
+            subsets.append(_subset(sid, src.root, by_class[sid]))
     for name, module, function in (("bees", "biovqa.sources.bees", "read_bees"),
                                    ("depondfi", "biovqa.sources.depondfi", "read_depondfi")):
         if name in sources:
             import importlib
 
             src = getattr(importlib.import_module(module), function)(sources[name])
+            roots[name] = src.root
             exclusions[name] = dict(sorted(src.exclusions.items()))
             manifest["exclusion_examples"][name] = dict(sorted(src.exclusion_examples.items()))
             if src.ignored_names:
@@ -116,6 +147,7 @@ def _read_subsets(sources: dict[str, Path], per_subset: int, seed: int, manifest
         from biovqa.sources.beetles import read_beetles
 
         beetles = read_beetles(sources["beetles"])
+        roots["beetles"] = beetles.root
         exclusions["beetles"] = dict(sorted(beetles.exclusions.items()))
         manifest["exclusion_examples"]["beetles"] = dict(sorted(beetles.exclusion_examples.items()))
         manifest["files"].update(beetles.files)
@@ -130,11 +162,8 @@ def _read_subsets(sources: dict[str, Path], per_subset: int, seed: int, manifest
         if incomplete:
             subset.discarded["individuals not 1..N (completeness unverifiable)"] = incomplete
         subsets.append(subset)
-    for name, (root, images, discarded) in sorted((catalog_images or {}).items(),
-                                                  key=lambda kv: WILDLIFE_SOURCES.index(kv[0])):
-        subset = _subset(name, root, images)
-        subset.discarded.update(discarded)
-        subsets.append(subset)
+    if gzcd_images is not None:
+        subsets.append(_subset("gzcd", *gzcd_images))
     for subset in subsets:
         zero = [im for im in subset.images if im.count == 0]
         if zero:
@@ -150,30 +179,32 @@ def _subset(sid: str, root: Path, images: list[Any]) -> Subset:
     return Subset(sid, dataset, noun, root, list(images))
 
 
-def _read_catalogs(paths: Mapping[str, Path], manifest: dict[str, Any], reader: str = "biovqa"
-                   ) -> tuple[dict[str, list[dict[str, Any]]], dict[str, tuple[Path, list[Any], dict[str, int]]]]:
+def _read_catalogs(paths: Mapping[str, Path], manifest: dict[str, Any], roots: dict[str, Path],
+                   reader: str = "biovqa") -> tuple[dict[str, list[dict[str, Any]]], tuple[Path, list[Any]] | None,
+                                                    str | None]:
     """The wildlife catalogs given: per catalog the localization/viewpoint records (path, width,
-    height, box_xywh, viewpoint, species, single) and the counting images (root, images,
-    discarded). GZCD is read by :mod:`biovqa.sources.gzcd` (either form), the Wild Me catalogs by
-    :mod:`biovqa.sources.wildlife`. ``single`` marks the only annotation of its photo (one dominant
-    animal: localization)."""
+    height, box_xywh, viewpoint, species, single), GZCD's counting photos (root, images) and the
+    form GZCD was read in. GZCD is read by :mod:`biovqa.sources.gzcd` (either form), the Wild Me
+    catalogs by :mod:`biovqa.sources.wildlife`. ``single`` marks the only annotation of its photo
+    (one dominant animal: localization, the viewpoint species tier). Each catalog's photo folder
+    goes to ``roots``: the folder its photos are named under, whichever form was given."""
     from biovqa.sources.waid import AnnotatedImage
 
     records: dict[str, list[dict[str, Any]]] = {}
-    counting: dict[str, tuple[Path, list[Any], dict[str, int]]] = {}
+    gzcd_counting: tuple[Path, list[Any]] | None = None
+    gzcd_form: str | None = None
     for name in WILDLIFE_SOURCES:
         if name not in paths:
             continue
         rows: list[dict[str, Any]] = []
-        images: list[AnnotatedImage] = []
-        discarded: dict[str, int] = {}
         if name == "gzcd":
             from biovqa.sources.gzcd import read_gzcd, species_name
 
             gzcd = read_gzcd(paths[name])
             manifest["exclusions"][name] = gzcd.exclusions
             manifest["files"].update(gzcd.files)
-            root = gzcd.root
+            roots[name], gzcd_form = gzcd.root, gzcd.form
+            images = []
             for image in gzcd.images:
                 images.append(AnnotatedImage(image.path, image.width, image.height, image.boxes, image.species))
                 for g in image.annotations:
@@ -181,30 +212,26 @@ def _read_catalogs(paths: Mapping[str, Path], manifest: dict[str, Any], reader: 
                     rows.append({"path": image.path, "width": image.width, "height": image.height,
                                  "box_xywh": (x1, y1, x2 - x1, y2 - y1), "viewpoint": g.viewpoint,
                                  "species": species_name(g.species), "single": len(image.annotations) == 1})
+            gzcd_counting = (gzcd.root, images)
         else:
             from biovqa.sources.wildlife import read_wildlife_catalog
 
             catalog = read_wildlife_catalog(paths[name], name, reader=reader)
             manifest["exclusions"][name] = dict(catalog.exclusions)
-            root = catalog.images_dir
+            roots[name] = catalog.photos_root
             per_image: dict[str, list[Any]] = {}
             for a in sorted(catalog.annotations, key=lambda a: (a.file_name, a.row)):
                 per_image.setdefault(a.file_name, []).append(a)
             for file_name, kept in per_image.items():
                 boxes = tuple((float(b[0]), float(b[1]), float(b[2]), float(b[3])) for b in (a.crop_box() for a in kept))
-                if len(kept) < catalog.annotations_per_image.get(file_name, len(kept)):
-                    discarded["an annotation left out by the reader (count unverifiable)"] = (
-                        discarded.get("an annotation left out by the reader (count unverifiable)", 0) + 1)
-                else:
-                    images.append(AnnotatedImage(kept[0].image_path, kept[0].width, kept[0].height, boxes,
-                                                 tuple((a.species or "animal") for a in kept)))
+                # a photo is single only if the file annotates one animal in it, not one the reader kept
+                single = catalog.annotations_per_image.get(file_name, len(kept)) == 1
                 for a, (left, top, right, bottom) in zip(kept, boxes):
                     rows.append({"path": a.image_path, "width": a.width, "height": a.height,
                                  "box_xywh": (left, top, right - left, bottom - top), "viewpoint": a.viewpoint,
-                                 "species": (a.species or "animal").replace("_", " "), "single": len(kept) == 1})
+                                 "species": (a.species or "animal").replace("_", " "), "single": single})
         records[name] = sorted(rows, key=lambda r: str(r["path"]))
-        counting[name] = (root, images, discarded)
-    return records, counting
+    return records, gzcd_counting, gzcd_form
 
 
 # ------------------------------------------------------------------------------- building
@@ -228,13 +255,24 @@ class _Builder:
         self.jobs: list[CanvasJob | SourcePhoto] = []
         #: (row, index of its image's job): a shared canvas is one job behind several rows
         self.job_rows: list[tuple[dict[str, Any], int]] = []
+        self.source_jobs: dict[Path, int] = {}
         self.skipped: dict[str, int] = {}
+        #: catalog → photos the viewpoint species tier left out for showing several animals
+        self.multi_animal_photos: dict[str, set[str]] = {}
+        #: relative position: what the balanced draw found and kept (the manifest's record)
+        self.relative_position_record: dict[str, Any] = {}
 
     def skip(self, reason: str) -> None:
         self.skipped[reason] = self.skipped.get(reason, 0) + 1
 
     def register(self, job: CanvasJob | SourcePhoto) -> int:
-        """Queue one image to render; its index, for the items that show it."""
+        """Queue one image to render; its index, for the items that show it (a source photo shown
+        as it is by several items is one image, hashed once)."""
+        if isinstance(job, SourcePhoto):
+            known = self.source_jobs.get(job.source)
+            if known is not None:
+                return known
+            self.source_jobs[job.source] = len(self.jobs)
         self.jobs.append(job)
         return len(self.jobs) - 1
 
@@ -310,13 +348,12 @@ class _Builder:
         return out
 
     def counting_easy(self, subset: Subset, k: int, image: Any) -> None:
-        c = self.canvas
         stem = f"c3-counting-{subset.id}-{k:05d}"
         asked = self._levels(subset, image)
         if not asked:
             return
         rel, dest = self.destination("counting", f"{stem}-easy")
-        job = self.register(single(image.path, dest, (c, c)))
+        job = self.register(single(image.path, dest, easy_canvas(image.width, image.height, self.canvas)))
         for level, count, suffix, extra in asked:
             self.add("counting", {**self._count_base(subset, image), "item_id": f"{stem}{suffix}-easy",
                                   "tier": "easy", "image": rel, "gold_number": float(count), "answer": str(count),
@@ -326,19 +363,21 @@ class _Builder:
     def counting_pair(self, tier: str, left: tuple[Subset, int], right: tuple[Subset, int],
                       per_photo: dict[int, int]) -> None:
         """One two-panel canvas (left, right), asked about each side at each nonzero level."""
-        c, half = self.canvas, self.canvas // 2
         (ls, lk), (rs, rk) = left, right
         limage, rimage = ls.images[lk], rs.images[rk]
         name = f"c3-counting-{tier}-{ls.id}-{lk:05d}-{rs.id}-{rk:05d}"
         rel, dest = self.destination("counting", name)
         job: int | None = None
+        size, (lrect, rrect) = pair_canvas((limage.width, limage.height), (rimage.width, rimage.height), self.canvas)
         for side, (subset, k), image, other in (("left", left, limage, rimage), ("right", right, rimage, limage)):
             asked = self._levels(subset, image)
             if not asked:
                 continue
             if job is None:
-                job = self.register(CanvasJob(dest, (c, c), (Panel(limage.path, (0, 0, half, c)),
-                                                             Panel(rimage.path, (half, 0, c - half, c)))))
+                job = self.register(CanvasJob(dest, size, (Panel(limage.path, lrect), Panel(rimage.path, rrect))))
+            rect = lrect if side == "left" else rrect
+            easy_w, easy_h = easy_canvas(image.width, image.height, self.canvas)
+            share = round(rect[2] * rect[3] / (easy_w * easy_h), 3)
             j = per_photo.get(id(image) * 2 + (tier == "hard"), 0)
             per_photo[id(image) * 2 + (tier == "hard")] = j + 1
             for level, count, suffix, extra in asked:
@@ -348,7 +387,8 @@ class _Builder:
                                       "tier": tier, "image": rel, "gold_number": float(count), "answer": str(count),
                                       "question": question,
                                       "answer_payload": T.payload({"count": count, "panel": side,
-                                                                   "other_count": other.count, **extra})}, job)
+                                                                   "other_count": other.count,
+                                                                   "area_vs_easy": share, **extra})}, job)
 
     def relative_counting(self, subsets: list[Subset]) -> None:
         """``grids_per_anchor`` 2×2 grids per anchor photo on average (anchor k of a subset gets
@@ -501,18 +541,31 @@ class _Builder:
                     if direction is not None:
                         by_direction[direction].append((plate, red, blue))
         quota = n_items // len(T.DIRECTIONS)
-        chosen: list[tuple[str, Any, int, int]] = []
+        # per direction, candidates in a seeded order until `quota` have room for their empty boxes;
+        # then every direction keeps as many as the scarcest one found, so the golds stay balanced
+        # (a constant reply scores 1/8) and what the plates could not give is a recorded shortfall
+        found: dict[str, list[tuple[Any, int, int, list[Any]]]] = {d: [] for d in T.DIRECTIONS}
         for direction in T.DIRECTIONS:
             candidates = by_direction[direction]
-            picks: list[int] = [int(i) for i in rng.permutation(len(candidates))[:quota]]
-            if len(candidates) < quota:
-                self.skip(f"relative_position: fewer than {quota} pairs facing {direction}")
-            chosen.extend((direction, *candidates[int(i)]) for i in picks)
-        for k, (direction, plate, red, blue) in enumerate(chosen):
-            boxes = placed_boxes(plate, red, blue, rng)
-            if boxes is None:
-                self.skip("relative_position: no room for the empty boxes")
-                continue
+            for i in rng.permutation(len(candidates)):
+                if len(found[direction]) == quota:
+                    break
+                plate, red, blue = candidates[int(i)]
+                boxes = placed_boxes(plate, red, blue, rng)
+                if boxes is None:
+                    self.skip("relative_position: no room for the empty boxes")
+                    continue
+                found[direction].append((plate, red, blue, boxes))
+        per_direction = min(len(v) for v in found.values())
+        self.relative_position_record = {
+            "requested": n_items, "per_direction_requested": quota, "per_direction": per_direction,
+            "produced": per_direction * len(T.DIRECTIONS),
+            "shortfall": n_items - per_direction * len(T.DIRECTIONS),
+            "found_per_direction": {d: len(v) for d, v in found.items()},
+            "limited_by": sorted(d for d, v in found.items() if len(v) == per_direction) if per_direction < quota
+            else []}
+        chosen = [(direction, *entry) for direction in T.DIRECTIONS for entry in found[direction][:per_direction]]
+        for k, (direction, plate, red, blue, boxes) in enumerate(chosen):
             others = [d for d in T.DIRECTIONS if d != direction]
             options = [direction, *(others[int(i)] for i in rng.choice(len(others), size=3, replace=False))]
             options = [options[int(i)] for i in rng.permutation(4)]
@@ -566,8 +619,17 @@ class _Builder:
                 self.skip("viewpoint: annotation without a viewpoint")
             elif r["viewpoint"] not in T.VIEWPOINTS:
                 self.skip("viewpoint: label outside the 10 viewpoints")
+        # tiers rotate red_box / species / three_panel over the single-animal photos' annotations;
+        # an animal on a photo with others is never asked by species name ("localization and viewpoint
+        # need a single dominant subject", §3.3): its annotations rotate over the two marked tiers
+        turns = {True: 0, False: 0}
         for k, rec in enumerate(usable):
-            tier = T.VIEWPOINT_TIERS[k % 3]
+            alone = bool(rec.get("single", True))
+            tiers = T.VIEWPOINT_TIERS if alone else tuple(t for t in T.VIEWPOINT_TIERS if t != "species")
+            tier = tiers[turns[alone] % len(tiers)]
+            turns[alone] += 1
+            if not alone:
+                self.multi_animal_photos.setdefault(name, set()).add(str(rec["path"]))
             x, y, w, h = (float(v) for v in rec["box_xywh"])
             species = rec.get("species") or "animal"
             item_id = f"c3-viewpoint-{name}-{k:05d}"
@@ -696,6 +758,26 @@ def _image_counts(builder: _Builder) -> dict[str, Any]:
             "expected_paper_count": PAPER_IMAGES, "difference": produced - PAPER_IMAGES}
 
 
+def easy_canvas(width: int, height: int, side: int) -> tuple[int, int]:
+    """The Easy counting canvas of a ``width`` × ``height`` photo: the photo's aspect at the pixel
+    budget ``side``² (the paper's fixed budget, §A.3), so the one image fills the canvas."""
+    aspect = width / height
+    return max(1, round(side * math.sqrt(aspect))), max(1, round(side / math.sqrt(aspect)))
+
+
+def pair_canvas(left: tuple[int, int], right: tuple[int, int], side: int
+                ) -> tuple[tuple[int, int], tuple[tuple[int, int, int, int], tuple[int, int, int, int]]]:
+    """The two-panel counting canvas (size, (left rect, right rect)) at the same pixel budget
+    ``side``² as Easy: both photos side by side at one height, each panel its photo's aspect, so
+    each photo gets about half the area it has on its Easy canvas (exactly half for equal aspects;
+    the paper: "a target occupies about half the area in Medium and Hard that it occupies in
+    Easy", §A.3 and §G.2)."""
+    a_left, a_right = left[0] / left[1], right[0] / right[1]
+    height = max(1, round(side / math.sqrt(a_left + a_right)))
+    w_left, w_right = max(1, round(height * a_left)), max(1, round(height * a_right))
+    return (w_left + w_right, height), ((0, 0, w_left, height), (w_left, 0, w_right, height))
+
+
 def _xyxy(box: Any) -> tuple[float, float, float, float]:
     x, y, w, h = (float(v) for v in box)
     return x, y, x + w, y + h
@@ -772,9 +854,13 @@ def build_c3(
     grids_per_anchor: float = GRIDS_PER_ANCHOR,
     workers: int = 1,
     catalog_reader: str = "biovqa",
+    complete_counts: tuple[str, ...] | list[str] = (),
 ) -> Bench:
     """Build the C3 benchmark folder ``out`` from ``sources`` ({name: path} or ``NAME=PATH`` strings);
-    ``catalog_reader`` reads the Wild Me catalogs (``"biovqa"`` or ``"wildlife-datasets"``)."""
+    ``catalog_reader`` reads the Wild Me catalogs (``"biovqa"`` or ``"wildlife-datasets"``);
+    ``complete_counts`` names sources the user declares completely annotated, so that one whose
+    counts biovqa cannot vouch for (the GGR detection table, :data:`COUNT_UNVOUCHED`) feeds
+    counting too."""
     given = parse_sources(sources) if isinstance(sources, list) else sources
     paths: dict[str, Path] = {k.lower(): Path(v) for k, v in given.items()}
     unknown = sorted(set(paths) - set(SOURCE_NAMES))
@@ -797,21 +883,27 @@ def build_c3(
         raise BiovqaError("--counting-partners must be ≥ 0", field="counting_partners")
     if not math.isfinite(grids_per_anchor) or grids_per_anchor < 0:
         raise BiovqaError("--grids-per-anchor must be a number ≥ 0", field="grids_per_anchor")
+    declared = _declared_complete(complete_counts)
     out = Path(out)
     manifest: dict[str, Any] = {"exclusions": {}, "exclusion_examples": {}, "files": {}, "ignored_object_names": {}}
-    catalogs, catalog_images = _read_catalogs(paths, manifest, catalog_reader)
-    subsets, beetles = _read_subsets(paths, per_subset, seed, manifest, catalog_images)
+    roots: dict[str, Path] = {}
+    catalogs, gzcd_images, gzcd_form = _read_catalogs(paths, manifest, roots, catalog_reader)
+    counting_sources = _counting_sources(paths, gzcd_form, declared)
+    if gzcd_images is not None and not counting_sources["gzcd"]["counting"]:
+        gzcd_images = None
+    subsets, beetles = _read_subsets(paths, per_subset, seed, manifest, roots, gzcd_images)
     tiers = tuple(counting_tiers)
     if not tiers or set(tiers) - set(T.COUNTING_TIERS):
         raise BiovqaError(f"counting tiers are {', '.join(T.COUNTING_TIERS)}, got {', '.join(tiers)}",
                           field="counting_tiers")
-    builder = _Builder(out, seed, canvas, plate_side, tiers, counting_partners, grids_per_anchor, paths)
+    builder = _Builder(out, seed, canvas, plate_side, tiers, counting_partners, grids_per_anchor, roots)
     skipped_tasks: dict[str, str] = {}
     if subsets:
         builder.counting(subsets)
         builder.relative_counting(subsets)
     else:
-        skipped_tasks["counting"] = skipped_tasks["relative_counting"] = "no counting source given"
+        skipped_tasks["counting"] = skipped_tasks["relative_counting"] = (
+            "no counting source given (waid, bees, depondfi, beetles, or gzcd with vouched counts)")
     plates = beetles.plates if beetles is not None else []
     if beetles is not None:
         builder.absolute_distance(plates)
@@ -844,7 +936,9 @@ def build_c3(
         "seed": seed, "per_subset": per_subset, "canvas_px": canvas, "plate_max_side_px": plate_side,
         "relative_position_items": rpos_items, "counting_tiers": list(tiers),
         "counting_partners": counting_partners, "grids_per_anchor": grids_per_anchor,
-        "catalog_reader": catalog_reader,
+        "catalog_reader": catalog_reader, "complete_counts": sorted(declared),
+        "counting_canvas": {"pixel_budget": canvas * canvas, "easy": "the photo's aspect (it fills the canvas)",
+                            "two_panel": "both photos side by side at one height (each about half its Easy area)"},
         "relative_counting_margin": RC_MARGIN,
         "relative_distance_margin": RD_MARGIN, "relative_position_boundary_deg": RPOS_BOUNDARY_DEG,
         "panel_scale_range": list(PANEL_SCALE_RANGE),
@@ -855,8 +949,11 @@ def build_c3(
         out, table, component="c3", generator=GENERATOR, seed=seed, sources=files, parameters=parameters,
         extra={
             "images_root": ".",
-            "image_roots": {k: str(paths[k].resolve()) for k in sorted(builder.referenced)},
-            "sources_given": {k: str(v) for k, v in sorted(paths.items())},
+            # relative to the benchmark folder: the bench and its sources move together; a release
+            # takes --images ROOT/<source>/… instead (no host path is recorded anywhere)
+            "image_roots": {k: _relative_root(roots[k], out) for k in sorted(builder.referenced)},
+            "source_forms": _source_forms(paths, roots, gzcd_form),
+            "counting_sources": counting_sources,
             "subsets": {s.id: {"dataset": s.dataset, "noun": s.noun, "available": s.available,
                                "selected": len(s.images), "discarded": s.discarded,
                                "count_levels": [level.name for level in s.levels],
@@ -871,11 +968,71 @@ def build_c3(
             "ignored_object_names": manifest["ignored_object_names"],
             "skipped": dict(sorted(builder.skipped.items())),
             "skipped_tasks": skipped_tasks,
+            "viewpoint_species_tier": {
+                "rule": "asked only on photos with one annotated animal (a single dominant subject); the "
+                        "animals of other photos are asked in the red_box and three_panel tiers only",
+                "excluded_multi_animal_photos": {k: len(v) for k, v in sorted(builder.multi_animal_photos.items())}},
+            "relative_position": builder.relative_position_record,
             "images": _image_counts(builder),
             "task_counts": {t: {"produced": produced[t], "expected_paper_count": T.PAPER_COUNTS[t],
                                 "difference": produced[t] - T.PAPER_COUNTS[t]} for t in T.TASKS},
         },
     )
+
+
+def _declared_complete(names: tuple[str, ...] | list[str]) -> set[str]:
+    """The ``--complete-counts`` names, checked: an ecological dataset, never a re-ID catalog."""
+    declared = set()
+    for raw in names:
+        name = str(raw).strip().lower()
+        if name in WILDLIFE_SOURCES and name != "gzcd":
+            raise BiovqaError(f"--complete-counts {name}: {CATALOG_NO_COUNT}", field="complete_counts",
+                              hint=f"counting sources: {', '.join(COUNTING_DATASETS)}")
+        if name not in COUNTING_DATASETS:
+            raise BiovqaError(f"--complete-counts names a counting source, not {name!r}"
+                              f"{did_you_mean(name, COUNTING_DATASETS)}", field="complete_counts",
+                              hint=f"counting sources: {', '.join(COUNTING_DATASETS)}")
+        declared.add(name)
+    return declared
+
+
+def _counting_sources(paths: Mapping[str, Path], gzcd_form: str | None, declared: set[str]) -> dict[str, Any]:
+    """Per source given: whether it feeds counting and relative counting, and what that rests on
+    (or why not)."""
+    out: dict[str, Any] = {}
+    for name in sorted(paths, key=SOURCE_NAMES.index):
+        key = f"gzcd:{gzcd_form}" if name == "gzcd" else name
+        if name in WILDLIFE_SOURCES and name != "gzcd":
+            out[name] = {"counting": False, "why": CATALOG_NO_COUNT}
+        elif key in COUNT_UNVOUCHED and name not in declared:
+            out[name] = {"counting": False, "why": COUNT_UNVOUCHED[key]}
+        elif key in COUNT_UNVOUCHED:
+            out[name] = {"counting": True, "basis": f"declared complete by the user (--complete-counts {name})"}
+        else:
+            out[name] = {"counting": True, "basis": COUNT_BASIS[key]}
+    return out
+
+
+def _relative_root(root: Path, out: Path) -> str:
+    """``root`` relative to the benchmark folder ``out`` (POSIX): the staging sibling ``out`` is
+    built in has the same parent as the final folder, so the path holds for both."""
+    return Path(os.path.relpath(Path(root).resolve(), Path(out).resolve())).as_posix()
+
+
+def _source_forms(paths: Mapping[str, Path], roots: Mapping[str, Path], gzcd_form: str | None) -> dict[str, Any]:
+    """How each source was given (a folder, or the annotation file itself), without its location:
+    the path given relative to the source's photo folder."""
+    out: dict[str, Any] = {}
+    for name, given in sorted(paths.items()):
+        root = roots.get(name)
+        entry: dict[str, Any] = {"given": "file" if Path(given).is_file() else "folder"}
+        if root is not None:
+            relative = os.path.relpath(Path(given).resolve(), Path(root).resolve())
+            entry["under_photo_folder"] = Path(relative).as_posix()
+        if name == "gzcd" and gzcd_form:
+            entry["form"] = gzcd_form
+        out[name] = entry
+    return out
 
 
 def build_command(
@@ -890,6 +1047,7 @@ def build_command(
     grids_per_anchor: Annotated[float, typer.Option(help="relative counting: 2×2 grids per anchor photo on average (each asked most and/or least)")] = GRIDS_PER_ANCHOR,
     workers: Annotated[int, typer.Option(help="processes for rendering (output is identical for any number)")] = 1,
     catalog_reader: Annotated[str, typer.Option("--catalog-reader", help="Wild Me catalog reader (whaleshark, hyena, leopard): biovqa, or wildlife-datasets (pip install 'biovqa[wildlife]')")] = "biovqa",
+    complete_counts: Annotated[list[str] | None, typer.Option("--complete-counts", help="declare a source completely annotated, so that counting uses it although biovqa cannot vouch for its counts (gzcd given as the GGR detection table); repeatable")] = None,
 ) -> None:
     """Build C3 (quantitative spatial reasoning) from the native source datasets."""
     from rich.console import Console
@@ -897,7 +1055,8 @@ def build_command(
     console = Console(stderr=True)
     bench = build_c3(parse_sources(source), out, seed=seed, per_subset=per_subset, canvas=canvas,
                      plate_side=plate_side, rpos_items=rpos_items, counting_partners=counting_partners,
-                     grids_per_anchor=grids_per_anchor, workers=workers, catalog_reader=catalog_reader)
+                     grids_per_anchor=grids_per_anchor, workers=workers, catalog_reader=catalog_reader,
+                     complete_counts=tuple(complete_counts or ()))
     console.print(f"[green]built C3[/green]: {bench.manifest['counts']['total']:,} items → {bench.root}")
     for task, entry in bench.manifest["task_counts"].items():
         note = bench.manifest["skipped_tasks"].get(task)
@@ -905,6 +1064,9 @@ def build_command(
                       + (f"  skipped: {note}" if note else ""))
     images = bench.manifest["images"]
     console.print(f"  {'images':18s} {images['produced']:>8,}  (paper {images['expected_paper_count']:,})")
+    for name, entry in bench.manifest["counting_sources"].items():
+        if not entry["counting"]:
+            console.print(f"  [yellow]{name} feeds no counting[/yellow]: {entry['why']}")
 
 
 # ------------------------------------------------------------------------------- floor

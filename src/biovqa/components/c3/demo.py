@@ -58,8 +58,10 @@ def _layout(rng: np.random.Generator, n: int, size: tuple[int, int], side: float
 
 
 def write_waid(root: Path, splits: Mapping[str, Sequence[int]], *, size: tuple[int, int] = (160, 120),
-               seed: int = 0) -> Path:
-    """``root/WAID`` with one image per count in ``splits`` ({split: [count, …]})."""
+               seed: int = 0, cycle_classes: bool = False) -> Path:
+    """``root/WAID`` with one image per count in ``splits`` ({split: [count, …]}); every animal of a
+    photo has one class: sheep (class 0), or with ``cycle_classes`` class k mod 6 for the k-th photo
+    of a split (so that the photos spread over WAID's six per-class counting subsets)."""
     rng = np.random.default_rng(seed)
     waid = Path(root) / "WAID"
     waid.mkdir(parents=True, exist_ok=True)
@@ -69,7 +71,7 @@ def write_waid(root: Path, splits: Mapping[str, Sequence[int]], *, size: tuple[i
             stem = f"{split}{k:03d}_jpg.rf.{k:032x}"
             boxes = _layout(rng, count, size, 14)
             _scene(rng, size, boxes, waid / "images" / split / f"{stem}.jpg")
-            lines = [f"{k % 6} {(b[0] + b[2]) / 2 / size[0]:.6f} {(b[1] + b[3]) / 2 / size[1]:.6f} "
+            lines = [f"{k % 6 if cycle_classes else 0} {(b[0] + b[2]) / 2 / size[0]:.6f} {(b[1] + b[3]) / 2 / size[1]:.6f} "
                      f"{(b[2] - b[0]) / size[0]:.6f} {(b[3] - b[1]) / size[1]:.6f}" for b in boxes]
             label = waid / "labels" / split / f"{stem}.txt"
             label.parent.mkdir(parents=True, exist_ok=True)
@@ -219,9 +221,10 @@ def write_gzcd(root: Path, photos: Sequence[Sequence[str]], *, form: str = "tabl
 
 
 def demo_gzcd_photos() -> list[list[str]]:
-    """Six photos: Grevy's zebras, some with a plains zebra or a giraffe beside them."""
+    """Nine photos: Grevy's zebras, some with a plains zebra or a giraffe beside them, four of a
+    single animal (localization and the viewpoint species tier take only those)."""
     g, p, r = "zebra_grevys", "zebra_plains", "giraffe_reticulated"
-    return [[g], [g, g, p], [g, r], [g, g, g, g], [g, p, p, r], [g, g]]
+    return [[g], [g, g, p], [g], [g, r], [g, g, g, g], [p], [g, p, p, r], [g, g], [g]]
 
 
 def demo_beetle_plates() -> dict[str, list[tuple[float | None, float | None]]]:
@@ -238,7 +241,8 @@ def write_demo_sources(root: Path) -> dict[str, Path]:
     under ``root``; returns {source name: path}."""
     root = Path(root)
     return {
-        "waid": write_waid(root / "waid", {"train": [1, 2, 4, 7, 12, 3], "valid": [2, 5, 9, 1], "test": [3, 6, 15, 2]}),
+        "waid": write_waid(root / "waid", {"train": [1, 2, 4, 7, 12, 3], "valid": [2, 5, 9, 1], "test": [3, 6, 15, 2]},
+                           cycle_classes=True),
         "bees": write_bees(root / "bees", [4, 9, 17, 30, 2, 6]),
         "depondfi": write_depondfi(root / "depondfi", [1, 3, 5, 8, 2]),
         "beetles": write_beetles(root / "beetles", demo_beetle_plates()),
@@ -249,12 +253,14 @@ def write_demo_sources(root: Path) -> dict[str, Path]:
 def build_demo(out: Path, sources_dir: Path) -> Any:
     """The C3 part of ``biovqa demo``: write the tiny sources and build a small C3 benchmark (two
     counting partners per photo and tier and two grids per anchor instead of the full build's 4 and
-    5.4, to stay fast; every tier and condition still appears)."""
+    5.4, to stay fast; every tier and condition still appears). The demo's GGR table is drawn
+    here, every animal annotated, so it is declared complete (``--complete-counts gzcd``) and all
+    ten counting subsets appear; a real GGR table is detector output and is not."""
     from biovqa.components.c3.build import build_c3
 
     sources = write_demo_sources(sources_dir)
     return build_c3(sources, out, per_subset=20, canvas=320, plate_side=640, rpos_items=16,
-                    counting_partners=2, grids_per_anchor=2)
+                    counting_partners=2, grids_per_anchor=2, complete_counts=("gzcd",))
 
 
 __all__ = ["build_demo", "voc_xml", "write_bees", "write_beetles", "write_demo_sources", "write_depondfi",

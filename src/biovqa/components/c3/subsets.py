@@ -1,19 +1,26 @@
-"""The C3 source subsets and count-stratified sampling (components.md §3.1).
+"""The C3 counting subsets and count-stratified sampling (paper §3.3 and Sec. A.3).
 
-[DEFAULT] one subset per (dataset, split/sub-collection), so that there are ten: ``waid-train``,
-``waid-valid``, ``waid-test``, ``bees``, ``depondfi``, ``beetles``, ``gzcd``, ``whaleshark``,
-``hyena``, ``leopard``. Each subset keeps at most ``per_subset`` (500) images drawn by count
-stratification: images are binned by ⌊log2 count⌋ (1, 2–3, 4–7, …) and the bins get equal shares
-(left-over shares go to bins that still have images, densest first), so sparse and dense scenes are
-balanced. Images with no annotated individual, and beetle plates whose individuals are not exactly
-1..N (completeness unverifiable), are discarded and counted. The wildlife catalogs feed their
-subsets with every photo whose annotations all survived the reader (a photo that lost one has an
-unverifiable count).
+The paper aggregates its five ecological datasets (WAID, Boxes on Bees, 2018-NEON-beetles,
+DePondFi, GZCD; Table 2) into ten 500-image counting subsets and names the wildlife re-ID catalogs
+only for localization and viewpoint; it does not give the composition. [DEFAULT] WAID, by far the
+largest and the only one with several species, gives one subset per annotated class
+(``waid-sheep``, ``waid-cattle``, ``waid-seal``, ``waid-camelus``, ``waid-kiang``,
+``waid-zebra``: each photo goes to the class most of its boxes carry, ties to the class listed first
+in ``classes.txt``); Boxes on Bees, DePondFi, the beetle plates and GZCD give one subset each: six
+plus four is ten. The re-ID catalogs never form counting subsets: they annotate the individuals of
+interest, not every animal in the frame.
+
+Each subset keeps at most ``per_subset`` (500) images drawn by count stratification: images are
+binned by ⌊log2 count⌋ (1, 2–3, 4–7, …) and the bins get equal shares (left-over shares go to bins
+that still have images, densest first), so sparse and dense scenes are balanced. Images with no
+annotated individual, and beetle plates whose individuals are not exactly 1..N (completeness
+unverifiable), are discarded and counted.
 
 Count levels: a subset asks one counting question per image on each canvas showing it (every
-annotated individual), except GZCD, which asks three nested ones on the same canvases (components.md §3.2; the paper does not name them, [DEFAULT]
-:data:`GZCD_LEVELS`: all animals ⊇ zebras ⊇ Grevy's zebras, from the GGR species codes). A level
-whose count is 0 for an image is not asked for it.
+annotated individual), except GZCD, which asks three nested ones on the same canvases (the paper:
+"three nested questions per image", Sec. A.3, without naming them; [DEFAULT] :data:`GZCD_LEVELS`:
+all animals ⊇ zebras ⊇ Grevy's zebras, from the GGR species codes). A level whose count is 0 for an
+image is not asked for it.
 """
 
 from __future__ import annotations
@@ -23,16 +30,25 @@ from pathlib import Path
 
 import numpy as np
 
+from biovqa.errors import BiovqaError
 from biovqa.sources.waid import AnnotatedImage
 
 #: subset id → (dataset, plural noun used in the questions)
 SUBSET_DATASET: dict[str, tuple[str, str]] = {
-    "waid-train": ("waid", "animals"), "waid-valid": ("waid", "animals"), "waid-test": ("waid", "animals"),
     "bees": ("bees", "bees"), "depondfi": ("depondfi", "fish"), "beetles": ("beetles", "beetles"),
-    "gzcd": ("gzcd", "animals"), "whaleshark": ("whaleshark", "whale sharks"), "hyena": ("hyena", "hyenas"),
-    "leopard": ("leopard", "leopards"),
+    "gzcd": ("gzcd", "animals"),
 }
-WAID_SPLITS = {"train": "waid-train", "valid": "waid-valid", "val": "waid-valid", "test": "waid-test"}
+#: the sources whose photos may form counting subsets: the paper's five ecological datasets
+COUNTING_DATASETS: tuple[str, ...] = ("waid", "bees", "depondfi", "beetles", "gzcd")
+
+
+def waid_subset(image: AnnotatedImage, classes: tuple[str, ...]) -> str:
+    """``waid-<class>``: the class most of the photo's boxes carry (ties: the class listed first in
+    ``classes.txt``, ``classes``); the subset's questions still ask for every annotated animal."""
+    counts = {label: image.labels.count(label) for label in set(image.labels)}
+    order = {name: k for k, name in enumerate(classes)}
+    best = min(counts, key=lambda label: (-counts[label], order.get(label, len(order)), label))
+    return f"waid-{best}"
 
 
 @dataclass(frozen=True)
@@ -85,8 +101,10 @@ def source_label(dataset: str, root: Path, path: Path | str) -> str:
     path, root = Path(path), Path(root)
     if not path.is_relative_to(root):  # one given relative to the working folder, the other not
         path, root = path.resolve(), root.resolve()
-    relative = path.relative_to(root) if path.is_relative_to(root) else path
-    return f"{dataset}/{relative.as_posix()}"
+    if not path.is_relative_to(root):  # a reader's invariant: never name a photo by a host path
+        raise BiovqaError(f"the {dataset} photo does not lie under its source folder {root}", file=path,
+                          hint="photos must lie inside the folder their annotation file names them under")
+    return f"{dataset}/{path.relative_to(root).as_posix()}"
 
 
 def count_bin(count: int) -> int:
@@ -121,5 +139,5 @@ def stratified_sample(images: list[AnnotatedImage], n: int, rng: np.random.Gener
     return [images[i] for i in sorted(chosen)]
 
 
-__all__ = ["GZCD_LEVELS", "SUBSET_DATASET", "SUBSET_LEVELS", "CountLevel", "Subset", "WAID_SPLITS", "count_bin", "source_label",
-           "stratified_sample"]
+__all__ = ["COUNTING_DATASETS", "GZCD_LEVELS", "SUBSET_DATASET", "SUBSET_LEVELS", "CountLevel", "Subset", "count_bin",
+           "source_label", "stratified_sample", "waid_subset"]
