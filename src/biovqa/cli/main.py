@@ -207,7 +207,7 @@ def score(
     predictions: Annotated[list[Path], typer.Option("--predictions", "-p", help="predictions .parquet or .jsonl (item_id, response); repeat with --sweep")],
     out: Annotated[Path, typer.Option("--out", "-o", help="output folder for items.parquet + summary.json")],
     option: Annotated[Optional[list[str]], typer.Option("--option", "-O", help="component score option NAME=VALUE (repeatable; listed below)")] = None,
-    bootstrap: Annotated[Optional[int], typer.Option(help="bootstrap resamples for the intervals (0: no intervals) [default: 1000]")] = None,
+    bootstrap: Annotated[Optional[int], typer.Option(help="bootstrap resamples for the intervals (0: no intervals) [default: the component's: C3 and C4 2000, others 1000]")] = None,
     seed: Annotated[Optional[int], typer.Option(help="bootstrap seed [default: 42]")] = None,
     level: Annotated[Optional[float], typer.Option(help="confidence level [default: 0.95]")] = None,
     sweep: Annotated[bool, typer.Option("--sweep", help="run the component's sensitivity sweep over several predictions files")] = False,
