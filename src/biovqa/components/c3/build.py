@@ -469,7 +469,8 @@ class _Builder:
         return max(1, round(plate.width * s)), max(1, round(plate.height * s))
 
     def beetle_base(self, plate: Any) -> dict[str, Any]:
-        return {"subset": "beetles", "dataset": "beetles", "cluster": f"beetles/{plate.picture_id}",
+        # the plate's one name, as its counting items and its OCR photo name it
+        return {"subset": "beetles", "dataset": "beetles", "cluster": self.label("beetles", plate.path),
                 "source_id": plate.picture_id}
 
     def absolute_distance(self, plates: list[Any]) -> None:
