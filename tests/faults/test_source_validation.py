@@ -440,3 +440,55 @@ def test_c1_duplicate_truncated_and_camera_photos(tmp_path: Path, demo_data: Pat
     assert examples["duplicate_image_file"] == [f"{twin.stem}.jpg and {twin.stem}.png"]
     assert examples[limits.UNREADABLE] == [cut.name]
     assert f"duplicate_image_file: 1 ({twin.stem}.jpg and {twin.stem}.png)" in err
+
+
+# ----------------------------------------------------------------------------- GBIF Backbone
+
+
+def test_a_taxon_tsv_holding_one_400_mb_line_is_exit_2_naming_the_line(tmp_path: Path) -> None:
+    """The real process (a subprocess): the error is named and the exit is 2, never an abort."""
+    import os
+    import subprocess
+    import sys
+    import zipfile
+
+    from fixtures.dwca import example_backbone
+
+    source = example_backbone(tmp_path / "plain")
+    archive = tmp_path / "backbone.zip"
+    with zipfile.ZipFile(archive, "w", compression=zipfile.ZIP_DEFLATED) as out:
+        for member in sorted(p for p in source.rglob("*") if p.is_file()):
+            name = member.relative_to(source).as_posix()
+            if member.name != "Taxon.tsv":
+                out.writestr(name, member.read_bytes())
+                continue
+            lines = member.read_bytes().splitlines(keepends=True)
+            with out.open(name, "w", force_zip64=True) as handle:
+                handle.writelines(lines[:2])
+                chunk = b"x" * (1 << 20)
+                for _ in range(400):
+                    handle.write(chunk)
+                handle.write(b"\n")
+                handle.writelines(lines[2:])
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    done = subprocess.run([sys.executable, "-m", "biovqa", "taxonomy", "index", str(archive), "--out",
+                           str(tmp_path / "index")], capture_output=True, text=True, env=env, timeout=300)
+    err = " ".join(done.stderr.split())
+    assert done.returncode == 2, err
+    assert "backbone.zip!Taxon.tsv, row 3" in err and "line longer than" in err and "Traceback" not in err
+    assert not (tmp_path / "index").exists()
+
+
+def test_a_parent_id_naming_no_row_is_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from fixtures.dwca import example_backbone
+
+    source = example_backbone(tmp_path / "plain")
+    path = source / "Taxon.tsv"
+    lines = path.read_text(encoding="utf-8").splitlines()
+    header = lines[0].split("\t")
+    row = lines[5].split("\t")
+    row[header.index("parentNameUsageID")] = "987654321"
+    lines[5] = "\t".join(row)
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    code, err = cli(["taxonomy", "index", source, "--out", tmp_path / "index"], capsys)
+    assert code == 2 and "Taxon.tsv, row 6, field 'parentNameUsageID'" in err and "987654321" in err, err

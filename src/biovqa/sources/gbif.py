@@ -30,6 +30,7 @@ import pyarrow as pa
 import pyarrow.csv as pa_csv
 
 from biovqa.errors import InputFormatError, MissingResourceError
+from biovqa.sources.validate import MAX_LINE_CHARS
 
 #: The 23 columns of the Backbone's ``Taxon.tsv``, in file order (datasets.md §2, verified).
 TAXON_COLUMNS: tuple[str, ...] = (
@@ -283,12 +284,20 @@ class _CountingReader(io.RawIOBase):
 
 
 def _find_bad_line(archive: BackboneArchive, described: ArchiveFile) -> tuple[int, int]:
-    """Slow path after a parse error: the first line whose field count differs from the header's.
-    Returns (1-based line number, number of fields found)."""
+    """Slow path after a parse error: the first line whose field count differs from the header's,
+    each line read with a bound (a line longer than :data:`MAX_LINE_CHARS` is reported, with -1
+    fields, before it is held in memory). Returns (1-based line number, number of fields found)."""
     expected = len(described.columns)
     delimiter = described.delimiter.encode()
     with archive.open_member(described.location) as handle:
-        for number, line in enumerate(handle, start=1):
+        number = 0
+        while True:
+            line = handle.readline(MAX_LINE_CHARS + 1)
+            if not line:
+                break
+            number += 1
+            if len(line) > MAX_LINE_CHARS and not line.endswith(b"\n"):
+                return number, -1
             if number <= described.header_lines:
                 continue
             fields = line.rstrip(b"\r\n").count(delimiter) + 1
@@ -297,11 +306,19 @@ def _find_bad_line(archive: BackboneArchive, described: ArchiveFile) -> tuple[in
     return 0, expected
 
 
+def _line_too_long(shown: str, number: int) -> InputFormatError:
+    return InputFormatError(f"line longer than {MAX_LINE_CHARS:,} bytes: not a Backbone table (a Taxon or "
+                            "VernacularName line is a few hundred bytes)", file=shown, row=number or None,
+                            hint=_BACKBONE_HINT)
+
+
 def _check_header(archive: BackboneArchive, described: ArchiveFile, handle: IO[bytes]) -> bytes:
     """Read the header line(s); the header must have as many fields as meta.xml describes."""
     header = b""
     for number in range(1, described.header_lines + 1):
-        header = handle.readline()
+        header = handle.readline(MAX_LINE_CHARS + 1)  # bounded: a 400 MB "line" is refused, not read
+        if len(header) > MAX_LINE_CHARS and not header.endswith(b"\n"):
+            raise _line_too_long(archive.describe(described.location), number)
         found = header.rstrip(b"\r\n").count(described.delimiter.encode()) + 1
         if number == 1 and found != len(described.columns):
             raise InputFormatError(
@@ -367,8 +384,10 @@ def iter_batches(
                                      parse_options=parse_options, convert_options=convert_options)
             yield from reader
         except pa.ArrowInvalid as exc:
-            if bad_rows:
+            if bad_rows or "straddl" in str(exc):  # "straddles two block boundaries": a huge line
                 line, found = _find_bad_line(archive, described)
+                if found < 0:
+                    raise _line_too_long(shown, line) from None
                 expected = len(described.columns)
                 # the first missing field, or the first field beyond the described ones
                 field = described.columns[found] if found < expected else f"column {expected + 1}"

@@ -160,7 +160,22 @@ def _read_taxon_rows(archive: gbif.BackboneArchive, progress: Any) -> pa.Table:
                                hint="the archive is truncated; re-download the Backbone")
     table = pa.Table.from_batches(batches).unify_dictionaries().combine_chunks()
     _check_unique_ids(table.column("taxon_id"), file=shown, described=archive.taxon)
+    _check_parents(table, file=shown, described=archive.taxon)
     return table
+
+
+def _check_parents(table: pa.Table, *, file: str, described: gbif.ArchiveFile) -> None:
+    """A parentNameUsageID must name a row of Taxon.tsv: a dangling parent would cut the lineage
+    the hierarchy metrics walk, silently."""
+    parents = table.column("parent_id")
+    dangling = pc.and_(pc.is_valid(parents), pc.invert(pc.is_in(parents, value_set=table.column("taxon_id"))))
+    if not pc.any(dangling).as_py():
+        return
+    position = int(np.flatnonzero(dangling.to_numpy(zero_copy_only=False))[0])
+    raise InputFormatError(
+        f"parentNameUsageID {parents[position].as_py()} names no row of Taxon.tsv",
+        file=file, row=gbif.data_line(position, described), field="parentNameUsageID",
+        hint="the archive is truncated or a slice of the Backbone; use the complete Taxon.tsv")
 
 
 def _check_unique_ids(ids: pa.ChunkedArray, *, file: str, described: gbif.ArchiveFile) -> None:
