@@ -13,6 +13,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pyarrow as pa
@@ -152,3 +153,122 @@ def test_kill_score_then_rerun(tmp_path: Path, demo_bench: Path) -> None:
     command = [sys.executable, "-m", "biovqa", "score", str(demo_bench), "-p", str(predictions),
                "--bootstrap", "200", "--out", str(out)]
     _kill_and_rerun(command, out, tmp_path / "reference", seed=93)
+
+
+# --- Ctrl-C and SIGTERM (issue 24): every command unwinds, says what it kept, and resumes --------
+
+def _start(args: list[str], *, tty: bool) -> tuple[subprocess.Popen[bytes], int]:
+    """``biovqa ARGS`` with its output on a pseudo-terminal (``tty``) or a pipe; returns the
+    process and the descriptor its output is read from."""
+    import pty
+
+    command = [sys.executable, "-m", "biovqa", *args]
+    if tty:
+        reader, writer = pty.openpty()
+        process = subprocess.Popen(command, env=_env(), stdin=writer, stdout=writer, stderr=writer)
+        os.close(writer)
+        return process, reader
+    process = subprocess.Popen(command, env=_env(), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                               stderr=subprocess.STDOUT)
+    assert process.stdout is not None
+    return process, process.stdout.fileno()
+
+
+def _read_until(reader: int, seen: bytearray, until: Callable[[], bool], timeout: float = 300.0) -> None:
+    import select
+
+    deadline = time.monotonic() + timeout
+    while not until():
+        assert time.monotonic() < deadline, f"timed out; output so far: {seen.decode(errors='replace')}"
+        ready, _, _ = select.select([reader], [], [], 0.1)
+        if ready:
+            try:
+                chunk = os.read(reader, 65536)
+            except OSError:  # a pseudo-terminal reports EIO once the child is gone
+                chunk = b""
+            if not chunk:
+                return
+            seen += chunk
+
+
+def _interrupt(args: list[str], *, tty: bool, signum: int, when: Callable[[str], bool]) -> tuple[int, str]:
+    """Start ``biovqa ARGS``, send ``signum`` once ``when(output so far)`` holds, return (exit
+    status, whole output)."""
+    process, reader = _start(args, tty=tty)
+    seen = bytearray()
+    try:
+        _read_until(reader, seen, lambda: when(seen.decode(errors="replace")) or process.poll() is not None)
+        assert process.poll() is None, f"finished before the signal: {seen.decode(errors='replace')}"
+        process.send_signal(signum)
+        _read_until(reader, seen, lambda: False)
+        return process.wait(timeout=120), seen.decode(errors="replace").replace("\r", "")
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+        os.close(reader) if tty else None
+
+
+@pytest.mark.slow
+def test_sigint_mid_demo_on_a_terminal_then_rerun(tmp_path: Path) -> None:
+    out = tmp_path / "demo"
+    code, output = _interrupt(["demo", "-o", str(out)], tty=True, signum=signal.SIGINT,
+                              when=lambda text: "3/8" in text)
+    assert code == 130, output
+    assert "Traceback" not in output
+    flat = " ".join(output.split())
+    assert "interrupted (Ctrl-C): the demo folder is incomplete" in flat
+    assert f"biovqa demo -o {out}" in flat
+    assert json.loads((out / ".biovqa-demo.json").read_text(encoding="utf-8"))["complete"] is False
+    assert not (out / "report").exists()
+    rerun = subprocess.run([sys.executable, "-m", "biovqa", "demo", "-o", str(out)], env=_env(),
+                           capture_output=True, text=True, timeout=600)
+    assert rerun.returncode == 0, rerun.stderr
+    assert json.loads((out / ".biovqa-demo.json").read_text(encoding="utf-8"))["complete"] is True
+    assert (out / "report" / "index.html").is_file()
+    assert "next: run a real model" in rerun.stderr
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("signum, tty", [(signal.SIGTERM, False), (signal.SIGINT, True)])
+def test_signal_mid_build_c3_leaves_no_folder_then_rerun(tmp_path: Path, signum: int, tty: bool) -> None:
+    from biovqa.components.c3.demo import write_demo_sources
+
+    sources = write_demo_sources(tmp_path / "sources")
+    out = tmp_path / "bench-c3"
+    args = ["build", "c3", *[a for name, path in sources.items() for a in ("--source", f"{name}={path}")],
+            "-o", str(out), "--per-subset", "20", "--canvas", "320", "--plate-side", "640",
+            "--rpos-items", "16", "--complete-counts", "gzcd"]
+    code, output = _interrupt(args, tty=tty, signum=signum,
+                              when=lambda _: any(".partial-" in p.name for p in tmp_path.iterdir()))
+    assert code == 128 + signum, output
+    assert "Traceback" not in output
+    flat = " ".join(output.split())
+    assert "the output folder was left as it was, nothing half-written" in flat and "biovqa build c3" in flat
+    assert not out.exists()  # a new folder: nothing under its name, no stage or lock left beside it
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []
+    rerun = subprocess.run([sys.executable, "-m", "biovqa", *args], env=_env(), capture_output=True,
+                           text=True, timeout=600)
+    assert rerun.returncode == 0, rerun.stderr
+    assert (out / "manifest.json").is_file()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("tty", [False, True])
+def test_sigint_mid_run_keeps_replies_and_resumes(tmp_path: Path, demo_bench: Path, tty: bool) -> None:
+    out = tmp_path / "run"
+    args = ["run", str(demo_bench), "--backend", "echo", "--option", "delay_s=0.01", "--max-batch", "8",
+            "--flush-seconds", "0.2", "-o", str(out)]
+    code, output = _interrupt(args, tty=tty, signum=signal.SIGINT,
+                              when=lambda text: "items (" in text and (out / "store").is_dir())
+    assert code == 130, output
+    flat = " ".join(output.split())
+    assert "every reply received so far is kept in the run folder; resume with: biovqa run" in flat
+    assert json.loads((out / "run.json").read_text(encoding="utf-8"))["status"] == "interrupted"
+    rerun = subprocess.run([sys.executable, "-m", "biovqa", *args], env=_env(), capture_output=True,
+                           text=True, timeout=600)
+    assert rerun.returncode == 0, rerun.stderr
+    resumed = int(rerun.stderr.split("items (")[-1].split(" resumed")[0])
+    assert resumed > 0, rerun.stderr
+    assert pq.read_table(out / "predictions.parquet").num_rows == pq.read_metadata(
+        demo_bench / "items.parquet").num_rows
