@@ -6,6 +6,9 @@ their classification are real; uuids are derived deterministically. The excerpt 
 organismal groups, plain synonyms (Hyla cinerea, Felis concolor), the pro-parte synonym Reptilia,
 non-English catalog common names (Swedish "gran", "åkergroda") with English Backbone vernaculars,
 and reptiles (no order). A few catalog rows exercise the exclusion rules (see `demo_image`).
+With torch and transformers installed it also writes c4-embeddings.parquet: the crop embeddings
+of the demo's synthetic C4 catalog, made by a tiny random DINOv2 (seed 0) through the path of
+`biovqa c4 embed`.
 
     python scripts/make_demo_data.py
 """
@@ -233,6 +236,23 @@ def main() -> None:
     vern = "\n".join(f'    <field index="{i}" term="{_term(c)}"/>' for i, c in enumerate(VERNACULAR_COLUMNS) if i)
     (backbone / "meta.xml").write_text(META_XML.format(core_fields=core, vernacular_fields=vern), encoding="utf-8")
     print(f"wrote {len(rows)} catalog rows and {len(taxa)} taxa to {OUT}")
+    write_c4_embeddings()
+
+
+def write_c4_embeddings() -> None:
+    """C4: the crop embeddings of the demo's synthetic Wild Me catalog, made through the same
+    path as `biovqa c4 embed` with a tiny random DINOv2 (seed 0), so that `biovqa demo` builds
+    C4 without torch. Skipped (with a note) where torch and transformers are not installed."""
+    import tempfile
+
+    from biovqa.components.c4.demo import models_available, write_demo_embeddings
+
+    if not models_available():
+        print("c4-embeddings.parquet left as it is: making it needs torch and transformers")
+        return
+    with tempfile.TemporaryDirectory() as workdir:
+        path = write_demo_embeddings(OUT / "c4-embeddings.parquet", workdir)
+    print(f"wrote the C4 demo embeddings to {path}")
 
 
 if __name__ == "__main__":

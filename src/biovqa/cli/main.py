@@ -281,6 +281,7 @@ def _register_commands() -> None:
     run_commands.register(app)
     taxonomy_commands.register(taxonomy_app)
     __import__("biovqa.cli.specialist", fromlist=["register"]).register(app)  # biovqa specialist …
+    __import__("biovqa.cli.c4", fromlist=["register"]).register(app)  # biovqa c4 embed
     __import__("biovqa.cli.analyze", fromlist=["register"]).register(app)  # biovqa analyze …
     __import__("biovqa.cli.release", fromlist=["register"]).register(app)  # export, lite, fetch
     score_command = next(info for info in app.registered_commands if info.callback is score)

@@ -28,7 +28,7 @@ import pyarrow as pa
 import typer
 
 from biovqa.bench.folder import Bench, bench_relative, staged_build, write_bench
-from biovqa.errors import BiovqaError
+from biovqa.errors import BiovqaError, InputFormatError
 from biovqa.records import ITEM_COLUMNS
 from biovqa.sources.wildlife import CATALOG_SPECIES, READERS, read_wildlife_catalog
 from biovqa.components.c4.pairs import CONDITIONS, PairResult, auc, build_pairs
@@ -109,12 +109,134 @@ def construction_checks(similarity: np.ndarray, same: np.ndarray) -> dict[str, A
             "margin": None if margin is None else round(margin, 6), "n": int(len(same))}
 
 
-@staged_build
-def build_c4(
+def check_catalog_form(name: str, path: str | Path) -> None:
+    """Refuse, before anything is read or embedded, a catalog that cannot give identities: C4
+    pairs annotations by individual, and the GGR pipeline's detection table (the GZCD CSV form)
+    has no identity column."""
+    path = Path(path)
+    if name == "gzcd" and path.exists():
+        from biovqa.sources.gzcd import find_gzcd_file
+
+        try:
+            found, form = find_gzcd_file(path)
+        except BiovqaError:
+            return  # the catalog reader gives the precise error
+        if form == "table":
+            raise InputFormatError(
+                "this is the GGR pipeline's detection table: it has no individual identities, and C4 pairs "
+                "annotations by individual", file=found, field="--catalog gzcd",
+                hint="give the GZCD folder (or its final_metadata.json) whose annotations carry the "
+                     "individual's name; the table form feeds C3 only")
+    elif path.is_file() and path.suffix.lower() in (".csv", ".tsv", ".txt"):
+        raise InputFormatError("a Wild Me catalog is COCO JSON (annotations/instances_train<YEAR>.json), "
+                               "not a table", file=path, field=f"--catalog {name}",
+                               hint=f"give the extracted {name}.coco folder or its annotation JSON")
+
+
+def read_catalogs(paths: Mapping[str, Path], reader: str) -> dict[str, tuple[Any, list[Any]]]:
+    """``{name: (catalog, annotations of known identity)}``; every catalog is read and checked
+    (form, identities) before any model is loaded."""
+    if reader not in READERS:
+        raise BiovqaError(f"unknown catalog reader {reader!r}", field="--catalog-reader",
+                          hint=f"readers: {', '.join(READERS)}")
+    for name, path in paths.items():
+        check_catalog_form(name, path)
+    out: dict[str, tuple[Any, list[Any]]] = {}
+    for name, path in paths.items():
+        catalog = read_wildlife_catalog(path, name, reader=reader)
+        known = [a for a in catalog.annotations if a.identity is not None]
+        if catalog.annotations and not known:
+            raise InputFormatError(
+                f"none of the {len(catalog.annotations):,} annotations names its individual", file=catalog.annotation_file,
+                field="name", hint="C4 needs identities: use the catalog export whose annotations carry "
+                                   "'name' (or 'individual_id')")
+        out[name] = (catalog, known)
+    return out
+
+
+def _open_embedder(embedder: str | Path | Any | None, embeddings: str | Path | None, *, cache: str | Path | None,
+                   out: Path, device: str | None, batch_size: int, whole_photo: bool
+                   ) -> tuple[Any | None, Any, dict[str, str], Path | None]:
+    """(model or None, embedding store, embedder record, cache file to list in the manifest)."""
+    from biovqa.components.c4.embed import EmbeddingCache, read_embeddings
+
+    crop = "whole photo" if whole_photo else "crop"
+    if embeddings is not None:
+        if embedder is not None:
+            raise BiovqaError("give either --embedder (embed the crops now) or --embeddings (read them), not both",
+                              field="--embeddings")
+        store = read_embeddings(embeddings)
+        recorded = dict(store.recorded_embedder or {})
+        if recorded.get("crop") not in (None, crop):
+            raise InputFormatError(f"the embeddings file holds {recorded['crop']} embeddings; this build "
+                                   f"embeds {crop}s", file=embeddings, field="--embeddings",
+                                   hint="build with the same --whole-photo choice as `biovqa c4 embed`")
+        record = {"model": str(recorded["model"]), "fingerprint": str(recorded.get("fingerprint", "unknown")),
+                  "crop": crop}
+        return None, store, record, None
+    if embedder is None:
+        raise BiovqaError("give --embedder (a DINOv2 checkpoint) or --embeddings (a file from `biovqa c4 embed`)",
+                          field="--embedder")
+    if isinstance(embedder, (str, Path)):
+        from biovqa.components.c4.embed import DinoEmbedder
+
+        network: Any = DinoEmbedder(embedder, device=device, batch_size=batch_size)
+    else:
+        network = embedder
+    fingerprint = str(getattr(network, "fingerprint", "custom"))
+    model_name = str(getattr(network, "name", type(network).__name__))
+    record = {"model": model_name, "fingerprint": fingerprint, "crop": crop}
+    cache_path = Path(cache) if cache is not None else out / "c4" / f"embeddings-{fingerprint}.parquet"
+    store = EmbeddingCache(cache_path, embedder=record)
+    recorded = store.recorded_embedder or {}
+    if recorded.get("fingerprint") not in (None, fingerprint):
+        raise InputFormatError(f"the embedding cache holds vectors of another model ({recorded.get('model')}, "
+                               f"fingerprint {recorded.get('fingerprint')}; this one is {fingerprint})",
+                               file=cache_path, field="--cache", hint="give another --cache file for this model")
+    return network, store, record, cache_path
+
+
+def embed_catalogs(
     catalogs: Sequence[str] | Mapping[str, str | Path],
     embedder: str | Path | Any,
     out: str | Path,
     *,
+    whole_photo: bool = False,
+    batch_size: int = 32,
+    device: str | None = None,
+    progress: bool = False,
+    catalog_reader: str = "biovqa",
+) -> Path:
+    """Embed every annotation crop (or whole photo) of known identity in ``catalogs`` with the
+    DINOv2 ``embedder`` and write the embeddings file ``out`` (``biovqa c4 embed``), which
+    ``build_c4(..., embedder=None, embeddings=out)`` reads on a machine without torch. An existing
+    ``out`` of the same model is extended (only crops it lacks are embedded)."""
+    from biovqa.components.c4.embed import embed_annotations
+
+    out = Path(out)
+    if out.is_dir():
+        raise BiovqaError("the embeddings output is a folder; give a file name (e.g. embeddings.parquet)",
+                          file=out, field="--out")
+    read = read_catalogs(parse_catalogs(catalogs), catalog_reader)
+    network, store, _, _ = _open_embedder(embedder, None, cache=out, out=out.parent, device=device,
+                                          batch_size=batch_size, whole_photo=whole_photo)
+    for name, (_, known) in read.items():
+        _, _, stats = embed_annotations(known, network, store, progress=progress, label=f"embedding {name}",
+                                        whole_photo=whole_photo)
+        if progress:
+            _report_embedding(name, stats)
+    store.dirty = True  # written even when every crop was there already: the file then names its model
+    store.save()
+    return out
+
+
+@staged_build
+def build_c4(
+    catalogs: Sequence[str] | Mapping[str, str | Path],
+    embedder: str | Path | Any | None,
+    out: str | Path,
+    *,
+    embeddings: str | Path | None = None,
     seed: int = 42,
     pairs_per_kind: int = PAIRS_PER_KIND,
     batch_size: int = 32,
@@ -127,40 +249,32 @@ def build_c4(
     catalog_reader: str = "biovqa",
 ) -> Bench:
     """Build the C4 benchmark folder ``out``. ``embedder`` is a DINOv2 checkpoint folder or hub id
-    (or an object with ``embed(images)``, ``name`` and ``fingerprint``); ``cache`` is the
-    embedding cache file (default ``out/c4/embeddings-<model fingerprint>.parquet``);
-    ``catalog_reader`` is ``"biovqa"`` or ``"wildlife-datasets"`` (:func:`read_wildlife_catalog`)."""
-    from biovqa.components.c4.embed import DinoEmbedder, EmbeddingCache, embed_annotations, model_fingerprint
+    (or an object with ``embed(images)``, ``name`` and ``fingerprint``); or ``embedder=None`` and
+    ``embeddings`` = a precomputed embeddings file (``biovqa c4 embed``; no torch needed).
+    ``cache`` is the embedding cache file (default ``out/c4/embeddings-<model fingerprint>.parquet``);
+    ``catalog_reader`` is ``"biovqa"`` or ``"wildlife-datasets"`` (:func:`read_wildlife_catalog`).
+    Every catalog is read and checked before the embedder loads."""
+    from biovqa.components.c4.embed import embed_annotations
     from biovqa.components.c4.render import CanvasJob, render_all
 
     out = Path(out)
     paths = parse_catalogs(catalogs)
-    if catalog_reader not in READERS:
-        raise BiovqaError(f"unknown catalog reader {catalog_reader!r}", field="--catalog-reader",
-                          hint=f"readers: {', '.join(READERS)}")
     if pairs_per_kind < 1:
         raise BiovqaError(f"pairs per kind must be at least 1, got {pairs_per_kind}", field="--pairs")
-    if isinstance(embedder, (str, Path)):
-        fingerprint = model_fingerprint(embedder)
-        model_name = str(embedder)
-        network: Any = DinoEmbedder(embedder, device=device, batch_size=batch_size)
-    else:
-        network = embedder
-        fingerprint = str(getattr(embedder, "fingerprint", "custom"))
-        model_name = str(getattr(embedder, "name", type(embedder).__name__))
-    cache_path = Path(cache) if cache is not None else out / "c4" / f"embeddings-{fingerprint}.parquet"
-    store = EmbeddingCache(cache_path)
+    read = read_catalogs(paths, catalog_reader)
+    network, store, record, cache_path = _open_embedder(embedder, embeddings, cache=cache, out=out, device=device,
+                                                        batch_size=batch_size, whole_photo=whole_photo)
 
     rows: list[dict[str, Any]] = []
     jobs: list[CanvasJob] = []
     datasets: dict[str, Any] = {}
     checks: dict[str, Any] = {}
     sources: dict[str, str | Path] = {}
+    if embeddings is not None:
+        sources["embeddings"] = embeddings
     embedding_stats: dict[str, Any] = {}
-    for name, path in paths.items():
-        catalog = read_wildlife_catalog(path, name, reader=catalog_reader)
+    for name, (catalog, known) in read.items():
         sources[f"{name}_annotations"] = catalog.annotation_file
-        known = [a for a in catalog.annotations if a.identity is not None]
         exclusions = dict(catalog.exclusions)
         if len(known) < len(catalog.annotations):
             exclusions[EXCLUDED_UNKNOWN_IDENTITY] = len(catalog.annotations) - len(known)
@@ -168,11 +282,12 @@ def build_c4(
         group = _codes([a.viewpoint for a in known])
         per_identity = np.bincount(identity[identity >= 0], minlength=1) if len(known) else np.zeros(0, int)
         vectors, keys, stats = embed_annotations(known, network, store, progress=progress,
-                                                 label=f"embedding {name}")
+                                                 label=f"{'embedding' if network else 'looking up'} {name}",
+                                                 whole_photo=whole_photo)
         # Only what the inputs determine goes into the manifest: how many crops were embedded now
         # rather than read from the cache, and how fast, differ between a build and its rebuild.
         embedding_stats[name] = {"crops": stats["crops"]}
-        if progress:
+        if progress and network is not None:
             _report_embedding(name, stats)
         store.save()
         results: dict[str, PairResult] = {}
@@ -198,7 +313,9 @@ def build_c4(
             summary["annotations_without_same_id_partner"] = len(known) - result.eligible_anchors
             summary["conditions"][condition] = {
                 "requested_per_kind": pairs_per_kind, "produced_per_kind": result.per_kind,
+                "shortfall_per_kind": pairs_per_kind - result.per_kind,
                 "same_found": result.same_found, "different_found": result.different_found,
+                "anchors_skipped_partner_taken": dict(result.skipped_partner_taken),
                 "short": result.per_kind < pairs_per_kind,
             }
             order = np.random.default_rng([seed, zlib.crc32(name.encode()), zlib.crc32(condition.encode()),
@@ -235,7 +352,7 @@ def build_c4(
     parameters = {
         "seed": seed, "pairs_per_kind": pairs_per_kind, "conditions": list(CONDITIONS),
         "catalog_reader": catalog_reader,
-        "embedder": {"model": model_name, "fingerprint": fingerprint,
+        "embedder": {**record, "precomputed": embeddings is not None,
                      "representation": "CLS token of the last hidden state, L2-normalised; cosine similarity"},
         "crop": "whole photo" if whole_photo else "axis-aligned box enclosing the rotated annotation box, clipped",
         "canvas": {"panel_height": panel_height, "gutter": GUTTER, "background": "white", "format": "PNG"},
@@ -245,11 +362,12 @@ def build_c4(
     }
     return write_bench(
         out, table, component="c4", generator=GENERATOR, seed=seed, sources=sources, parameters=parameters,
-        caches=[cache_path],  # listed in the manifest: a rebuild over this folder starts from it
+        caches=[] if cache_path is None else [cache_path],  # listed: a rebuild over this folder starts from it
         extra={
             "datasets": datasets,
             "construction_checks": checks,
-            "embedding": {"cache": bench_relative(cache_path, out), **embedding_stats},
+            "embedding": {"cache": None if cache_path is None else _cache_name(cache_path, out),
+                          "precomputed": None if embeddings is None else Path(embeddings).name, **embedding_stats},
             "prompt": {"question": C4_QUESTION, "instruction": C4_INSTRUCTION, "system_message": None},
             "images": {"rendered": table.num_rows},
         },
@@ -258,8 +376,9 @@ def build_c4(
 
 def build_command(
     catalog: Annotated[list[str], typer.Option("--catalog", help="NAME=PATH, NAME one of whaleshark, beluga, hyena, leopard, gzcd (repeatable)")],
-    embedder: Annotated[str, typer.Option(help="DINOv2 checkpoint folder or hub id (transformers AutoModel)")],
-    out: Annotated[Path, typer.Option(help="benchmark folder to write")],
+    out: Annotated[Path, typer.Option("--out", "-o", help="benchmark folder to write")],
+    embedder: Annotated[str | None, typer.Option(help="DINOv2 checkpoint folder or hub id (transformers AutoModel; needs torch)")] = None,
+    embeddings: Annotated[Path | None, typer.Option(help="precomputed crop embeddings from `biovqa c4 embed` (instead of --embedder; no torch needed)")] = None,
     seed: Annotated[int, typer.Option(help="anchor, partner and placement seed")] = 42,
     pairs: Annotated[int, typer.Option("--pairs", help="pairs of each kind (same / different) per dataset x condition")] = PAIRS_PER_KIND,
     batch_size: Annotated[int, typer.Option(help="crops per embedding batch")] = 32,
@@ -273,16 +392,24 @@ def build_command(
     from rich.console import Console
 
     console = Console(stderr=True)
-    bench = build_c4(catalog, embedder, out, seed=seed, pairs_per_kind=pairs, batch_size=batch_size,
-                     cache=cache, whole_photo=whole_photo, device=device, progress=True,
+    bench = build_c4(catalog, embedder, out, embeddings=embeddings, seed=seed, pairs_per_kind=pairs,
+                     batch_size=batch_size, cache=cache, whole_photo=whole_photo, device=device, progress=True,
                      workers=workers, catalog_reader=catalog_reader)
     manifest = bench.manifest
-    console.print(f"[green]built C4[/green]: {manifest['counts']['total']:,} pairs → {bench.root}")
+    console.print(f"[green]built C4[/green]: {manifest['counts']['total']:,} pairs → {bench.root}", highlight=False)
     for name, entry in manifest["datasets"].items():
-        produced = {c: v["produced_per_kind"] for c, v in entry["conditions"].items()}
-        checks = {c: v["auc"] for c, v in manifest["construction_checks"][name].items()}
-        console.print(f"  {name:10s} pairs per kind {produced} (requested {pairs}); DINOv2 AUC {checks}; "
-                      f"excluded {entry['exclusions']}")
+        produced = ", ".join(f"{c} {v['produced_per_kind']}" for c, v in entry["conditions"].items())
+        checks = ", ".join(f"{c} {v['auc']}" for c, v in manifest["construction_checks"][name].items())
+        excluded = ", ".join(f"{k} {v}" for k, v in entry["exclusions"].items()) or "none"
+        console.print(f"  {name:10s} pairs per kind: {produced} (requested {pairs}); DINOv2 AUC: {checks}; "
+                      f"excluded: {excluded}", highlight=False, markup=False)
+
+
+def _cache_name(cache_path: Path, out: Path) -> str:
+    """The cache as the manifest records it: its path inside the benchmark, or its file name
+    when it lies elsewhere (never the builder's path)."""
+    relative = bench_relative(cache_path, out)
+    return relative if relative != str(cache_path) else cache_path.name
 
 
 def _report_embedding(name: str, stats: dict[str, Any]) -> None:
@@ -297,5 +424,6 @@ def floor_responses(items: pa.Table) -> pa.Array:
     return pa.array(["Yes"] * items.num_rows, pa.string())
 
 
-__all__ = ["C4_COLUMNS", "DATASETS", "ITEM_SCHEMA", "build_c4", "build_command", "construction_checks",
-           "floor_responses", "parse_catalogs"]
+__all__ = ["C4_COLUMNS", "DATASETS", "ITEM_SCHEMA", "build_c4", "build_command", "check_catalog_form",
+           "construction_checks", "embed_catalogs", "floor_responses", "parse_catalogs",
+           "read_catalogs"]

@@ -1,6 +1,8 @@
 """The C4 part of ``biovqa demo``: a tiny Wild Me COCO catalog drawn from code (native layout:
-``whaleshark.coco/annotations/instances_train2020.json`` + ``images/train2020/``), a tiny random
-DINOv2 built from a config (no download), the C4 build, the image-blind baseline and its scores.
+``whaleshark.coco/annotations/instances_train2020.json`` + ``images/train2020/``), the C4 build
+from the catalog's precomputed crop embeddings shipped with biovqa (made by
+:func:`write_demo_embeddings` with a tiny random DINOv2 built from a config; no torch is needed to
+use them), the image-blind baseline and its scores.
 
 Each synthetic individual has its own spot pattern; its photos show the pattern at a jittered
 size and place on a noisy background, mirrored for the ``right`` viewpoint. One annotation has
@@ -37,8 +39,11 @@ def _pattern(rng: np.random.Generator, size: int = 48) -> np.ndarray:
 def write_synthetic_catalog(root: str | Path, *, n_individuals: int = 6, images_per_view: int = 3,
                             viewpoints: tuple[str, ...] = ("left", "right"), seed: int = 0,
                             image_size: tuple[int, int] = (160, 120), name: str = DEMO_CATALOG,
-                            year: int = DEMO_YEAR, extras: bool = True) -> Path:
-    """Write a Wild Me COCO catalog ``root/<name>.coco`` and return that folder."""
+                            year: int = DEMO_YEAR, extras: bool = True, lossless: bool = False) -> Path:
+    """Write a Wild Me COCO catalog ``root/<name>.coco`` and return that folder. ``lossless``
+    writes PNG photos drawn with NumPy only (no Pillow resampling, no JPEG codec), so their
+    decoded pixels, and with them the crop keys of precomputed embeddings, are the same with any
+    Pillow version: the demo's shipped embeddings rely on it."""
     from PIL import Image
 
     from biovqa.sources.wildlife import UNKNOWN_IDENTITY, write_coco_catalog
@@ -63,14 +68,23 @@ def write_synthetic_catalog(root: str | Path, *, n_individuals: int = 6, images_
         assert pattern is not None
         scale = rng.uniform(0.8, 1.1)
         ph, pw = int(pattern.shape[0] * scale), int(pattern.shape[1] * scale)
-        patch = np.asarray(Image.fromarray(pattern.astype(np.uint8)).resize((pw, ph)), dtype=np.float32)
+        if lossless:  # nearest-neighbour resize by index arithmetic
+            rows = np.arange(ph) * pattern.shape[0] // ph
+            cols = np.arange(pw) * pattern.shape[1] // pw
+            patch = pattern.astype(np.uint8)[rows][:, cols].astype(np.float32)
+        else:
+            patch = np.asarray(Image.fromarray(pattern.astype(np.uint8)).resize((pw, ph)), dtype=np.float32)
         if view == "right":
             patch = patch[:, ::-1]
         x = int(rng.integers(0, width - pw))
         y = int(rng.integers(0, height - ph))
         canvas[y:y + ph, x:x + pw] = patch + rng.normal(0, 6, size=patch.shape)
-        file_name = f"{k:06d}.jpg"
-        Image.fromarray(np.clip(canvas, 0, 255).astype(np.uint8)).save(images_dir / file_name, quality=92)
+        file_name = f"{k:06d}.{'png' if lossless else 'jpg'}"
+        photo = Image.fromarray(np.clip(canvas, 0, 255).astype(np.uint8))
+        if lossless:
+            photo.save(images_dir / file_name, compress_level=1)
+        else:
+            photo.save(images_dir / file_name, quality=92)
         images.append({"id": k, "file_name": file_name, "width": width, "height": height,
                        "date_captured": "NA", "uuid": str(uuid.UUID(int=k))})
         annotation = {"id": k, "image_id": k, "bbox": [float(x), float(y), float(pw), float(ph)], "theta": 0.0,
@@ -101,32 +115,46 @@ def models_available() -> bool:
     return all(importlib.util.find_spec(name) is not None for name in ("torch", "transformers"))
 
 
-def demo_c4(out: Path, say: Callable[[str], Any], step: str) -> Path | None:
-    """Build, run (baseline) and score C4 inside ``out``; returns the score folder, or None (with
-    a note) when torch and transformers are not installed."""
-    if not models_available():
-        say(f"{step} skipped C4: it embeds crops with DINOv2, which needs torch and transformers "
-            "(pip install 'biovqa[transformers]')")
-        return None
-    from transformers.utils import logging as transformers_logging
+def write_demo_catalog(root: str | Path) -> Path:
+    """The demo's catalog: :func:`write_synthetic_catalog` with its defaults, photos lossless."""
+    return write_synthetic_catalog(root, lossless=True)
 
+
+def write_demo_embeddings(out: str | Path, workdir: str | Path) -> Path:
+    """Make the demo's embeddings file ``out`` the way a user would (``biovqa c4 embed``): the
+    demo catalog's crops through :class:`~biovqa.components.c4.embed.DinoEmbedder` with the tiny
+    random DINOv2 of :func:`build_tiny_dinov2` (seed 0). Needs torch; ``scripts/make_demo_data.py``
+    runs it to refresh ``biovqa/data/demo/c4-embeddings.parquet``."""
+    from biovqa.components.c4.build import embed_catalogs
+
+    workdir = Path(workdir)
+    catalog = write_demo_catalog(workdir / "c4-catalog")
+    model = build_tiny_dinov2(workdir / "tiny-dinov2")
+    out = Path(out)
+    out.unlink(missing_ok=True)  # made afresh, not extended
+    return embed_catalogs({DEMO_CATALOG: catalog}, model, out)
+
+
+def demo_c4(out: Path, say: Callable[[str], Any], step: str, embeddings: Path) -> Path:
+    """Build, run (baseline) and score C4 inside ``out`` from the shipped precomputed
+    ``embeddings`` of the demo catalog (no torch needed); returns the score folder."""
     from biovqa.components.c4.build import build_c4
     from biovqa.engine.runner import RunOptions, run_benchmark
     from biovqa.scoring.pipeline import score_predictions
 
-    transformers_logging.disable_progress_bar()  # the demo prints its own one-line steps
-    catalog = write_synthetic_catalog(out / "c4-catalog")
-    model = build_tiny_dinov2(out / "c4-embedder")
-    bench = build_c4({DEMO_CATALOG: catalog}, model, out / "bench-c4", pairs_per_kind=6)
+    catalog = write_demo_catalog(out / "c4-catalog")
+    bench = build_c4({DEMO_CATALOG: catalog}, None, out / "bench-c4", embeddings=embeddings, pairs_per_kind=6)
     run_dir = out / "run-baseline-c4"
     predictions = run_benchmark(bench.root, run_dir, RunOptions(backend="baseline", progress=False)).predictions_path
     score_dir = score_predictions(bench.root, predictions, out / "scores-baseline-c4", label="floor (image-blind)",
                                   options={"bootstrap": 200})
-    checks = {c: v["auc"] for c, v in bench.manifest["construction_checks"][DEMO_CATALOG].items()}
-    say(f"{step} built C4 from a synthetic Wild Me catalog with a tiny random DINOv2: "
-        f"{bench.manifest['counts']['total']} pairs (DINOv2 AUC {checks}; excluded "
-        f"{bench.manifest['datasets'][DEMO_CATALOG]['exclusions']}); baseline scored → {score_dir}")
+    checks = ", ".join(f"{c} {v['auc']}" for c, v in bench.manifest["construction_checks"][DEMO_CATALOG].items())
+    excluded = ", ".join(f"{k} {v}" for k, v in bench.manifest["datasets"][DEMO_CATALOG]["exclusions"].items())
+    say(f"{step} built C4 from a synthetic Wild Me catalog and its precomputed embeddings (a tiny random "
+        f"DINOv2, {embeddings.name}): {bench.manifest['counts']['total']} pairs (DINOv2 AUC: {checks}; "
+        f"excluded: {excluded}); baseline scored → {score_dir}")
     return score_dir
 
 
-__all__ = ["TINY_DINOV2", "build_tiny_dinov2", "demo_c4", "models_available", "write_synthetic_catalog"]
+__all__ = ["TINY_DINOV2", "build_tiny_dinov2", "demo_c4", "models_available", "write_demo_catalog",
+           "write_demo_embeddings", "write_synthetic_catalog"]

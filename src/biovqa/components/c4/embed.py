@@ -1,4 +1,4 @@
-"""Annotation crops and their DINOv2 embeddings (components.md §4.2).
+"""Annotation crops and their DINOv2 embeddings (paper §3.4: pairs are set by DINOv2 similarity).
 
 * crop = the axis-aligned box enclosing the annotation's rotated box, clipped to the photo
   (:meth:`biovqa.sources.wildlife.WildlifeAnnotation.crop_box`), as RGB;
@@ -7,7 +7,12 @@
   L2-normalised, float32, computed in batches under ``torch.inference_mode`` on the CPU or the
   first GPU;
 * cache = one Parquet file per model fingerprint (``sha256, vector``), so a rebuild embeds no crop
-  twice; written atomically after each build.
+  twice; written atomically after each build. Its schema metadata ``biovqa.embedder`` (JSON:
+  ``model``, ``fingerprint``, ``crop``) names what made the vectors;
+* embeddings file = the same format, written by ``biovqa c4 embed`` (:func:`embed_catalogs`) on a
+  machine with torch and read by ``biovqa build c4 --embeddings FILE`` anywhere
+  (:func:`read_embeddings`): the build then needs neither torch nor the model, and a crop the file
+  lacks is an error naming the annotation.
 
 torch and transformers are imported only inside the functions that need them.
 """
@@ -15,6 +20,8 @@ torch and transformers are imported only inside the functions that need them.
 from __future__ import annotations
 
 import hashlib
+import json
+import math
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -83,23 +90,66 @@ def model_fingerprint(model: str | Path) -> str:
     return digest.hexdigest()[:16]
 
 
-class EmbeddingCache:
-    """crop sha256 → L2-normalised vector, persisted as Parquet (``sha256``, ``vector``)."""
+#: Parquet schema-metadata key naming the embedder of a cache / embeddings file (JSON object).
+EMBEDDER_METADATA = b"biovqa.embedder"
+CROP_MODES: tuple[str, ...] = ("crop", "whole photo")
 
-    def __init__(self, path: str | Path | None) -> None:
+
+class EmbeddingCache:
+    """crop sha256 → L2-normalised vector, persisted as Parquet (``sha256``, ``vector``; schema
+    metadata :data:`EMBEDDER_METADATA` = ``embedder``, the model that made them)."""
+
+    def __init__(self, path: str | Path | None, *, embedder: dict[str, str] | None = None) -> None:
         self.path = None if path is None else Path(path)
         self.vectors: dict[str, np.ndarray] = {}
         self.dirty = False
+        self.embedder = embedder
+        #: the embedder recorded in the file read (None: no file, or a file without the record)
+        self.recorded_embedder: dict[str, Any] | None = None
         if self.path is not None and self.path.exists():
-            table = read_parquet(self.path, what="embedding cache")
-            if table.column_names[:2] != ["sha256", "vector"]:
-                raise InputFormatError("not an embedding cache (columns sha256, vector)", file=self.path)
-            keys = table.column("sha256").to_pylist()
-            flat = table.column("vector").combine_chunks()
-            values = np.asarray(flat.flatten().to_numpy(zero_copy_only=False), dtype=np.float32)
-            width = len(values) // max(1, len(keys))
-            for key, vector in zip(keys, values.reshape(len(keys), width) if keys else []):
-                self.vectors[key] = vector
+            self._read(self.path)
+
+    def _read(self, path: Path) -> None:
+        table = read_parquet(path, what="embeddings file")
+        if table.column_names[:2] != ["sha256", "vector"]:
+            raise InputFormatError(f"not an embeddings file: the columns are {table.column_names[:4]}, "
+                                   "expected sha256, vector", file=path,
+                                   hint="write one with `biovqa c4 embed`")
+        metadata = table.schema.metadata or {}
+        if EMBEDDER_METADATA in metadata:
+            try:
+                recorded = json.loads(metadata[EMBEDDER_METADATA].decode("utf-8"))
+            except (UnicodeDecodeError, json.JSONDecodeError):
+                recorded = None
+            if not isinstance(recorded, dict) or not isinstance(recorded.get("model"), str):
+                raise InputFormatError("the embedder record in the schema metadata is not a JSON object with "
+                                       "a 'model' name", file=path, field=EMBEDDER_METADATA.decode())
+            self.recorded_embedder = recorded
+        keys = table.column("sha256").to_pylist()
+        vectors = table.column("vector").to_pylist()
+        width: int | None = None
+        for row, (key, vector) in enumerate(zip(keys, vectors), start=1):
+            if not isinstance(key, str) or len(key) != 64 or any(c not in "0123456789abcdef" for c in key):
+                raise InputFormatError(f"sha256 must be 64 lower-case hex digits, found {key!r}", file=path,
+                                       row=row, field="sha256")
+            if not isinstance(vector, list) or not vector:
+                raise InputFormatError("the vector is missing or empty", file=path, row=row, field="vector")
+            if width is None:
+                width = len(vector)
+            if len(vector) != width:
+                raise InputFormatError(f"the vector has {len(vector)} values, the first one {width}", file=path,
+                                       row=row, field="vector")
+            array = np.asarray([math.nan if v is None else v for v in vector], dtype=np.float32)
+            norm = float(np.linalg.norm(array))
+            if not np.isfinite(array).all() or norm == 0.0:
+                raise InputFormatError("the vector holds a null, NaN or infinite value, or is all zeros",
+                                       file=path, row=row, field="vector")
+            if key in self.vectors and not np.allclose(self.vectors[key], array / norm, atol=1e-5):
+                raise InputFormatError(f"sha256 {key[:12]}… appears twice with different vectors", file=path,
+                                       row=row, field="sha256")
+            # cosine similarity needs unit vectors; a stored unit vector is kept bit for bit, so a
+            # build from the cache gives the same similarities as the build that embedded
+            self.vectors[key] = array if abs(norm - 1.0) < 1e-5 else array / norm
 
     def __contains__(self, key: str) -> bool:
         return key in self.vectors
@@ -117,8 +167,28 @@ class EmbeddingCache:
         flat = np.concatenate([self.vectors[k] for k in keys]) if keys else np.zeros(0, np.float32)
         vectors = pa.FixedSizeListArray.from_arrays(pa.array(flat, pa.float32()), width) if keys else \
             pa.array([], pa.list_(pa.float32(), 0))
-        write_parquet(pa.table({"sha256": pa.array(keys, pa.string()), "vector": vectors}), self.path)
+        table = pa.table({"sha256": pa.array(keys, pa.string()), "vector": vectors})
+        embedder = self.embedder or self.recorded_embedder
+        if embedder is not None:
+            table = table.replace_schema_metadata(
+                {EMBEDDER_METADATA: json.dumps(embedder, sort_keys=True).encode("utf-8")})
+        write_parquet(table, self.path)
         self.dirty = False
+
+
+def read_embeddings(path: str | Path) -> EmbeddingCache:
+    """A precomputed embeddings file (``--embeddings``): it must exist and name its embedder."""
+    path = Path(path)
+    if not path.is_file():
+        raise MissingResourceError("embeddings file not found", file=path, field="--embeddings",
+                                   hint="write it with `biovqa c4 embed --catalog … --embedder … --out FILE`")
+    store = EmbeddingCache(path)
+    if store.recorded_embedder is None:
+        raise InputFormatError("the embeddings file does not say which model made it (schema metadata "
+                               f"{EMBEDDER_METADATA.decode()!r})", file=path, field="--embeddings",
+                               hint="write it with `biovqa c4 embed`, or add the JSON record "
+                                    '{"model": …, "fingerprint": …, "crop": …} to the Parquet schema metadata')
+    return store
 
 
 class DinoEmbedder:
@@ -131,10 +201,12 @@ class DinoEmbedder:
         except ImportError as exc:  # pragma: no cover - depends on the installation
             raise BiovqaError("building C4 needs torch and transformers",
                               hint="pip install 'biovqa[transformers]'") from exc
-        self.name = str(model)
+        path = Path(model)
+        # a local folder is named by its folder name, never by the builder's path
+        self.name = path.name if path.exists() else str(model)
+        self.fingerprint = model_fingerprint(model)
         self.batch_size = max(1, int(batch_size))
         self.device = device or ("cuda" if torch.cuda.is_available() else "cpu")
-        path = Path(model)
         if path.exists() and not (path / "config.json").is_file():
             raise MissingResourceError("the embedder folder has no config.json", file=path,
                                        hint="give a DINOv2 checkpoint folder (save_pretrained) or a hub id")
@@ -191,16 +263,20 @@ def _processor(model: str, network: Any) -> Callable[[list[Any]], Any]:
     return fallback
 
 
-def embed_annotations(annotations: Sequence[WildlifeAnnotation], embedder: Any, cache: EmbeddingCache,
-                      *, progress: bool = True, label: str = "embedding crops"
+def embed_annotations(annotations: Sequence[WildlifeAnnotation], embedder: Any | None, cache: EmbeddingCache,
+                      *, progress: bool = True, label: str = "embedding crops", whole_photo: bool = False,
                       ) -> tuple[np.ndarray, list[str], dict[str, Any]]:
-    """Embeddings (n × d, L2-normalised) and crop keys of ``annotations``. Crops are decoded
-    batch by batch (bounded memory); only those the cache lacks go through the model, in batches
-    of ``embedder.batch_size``. Returns also ``{"crops", "cached", "embedded", "seconds",
-    "crops_per_s"}``; the progress bar counts every crop."""
+    """Embeddings (n × d, L2-normalised) and crop keys of ``annotations`` (their crops, or their
+    whole photos with ``whole_photo``: what the canvases show is what is embedded). Crops are
+    decoded batch by batch (bounded memory); only those the cache lacks go through the model, in
+    batches of ``embedder.batch_size``. ``embedder=None`` embeds nothing: every crop must be in
+    ``cache`` (a precomputed embeddings file), else an error names the first one missing.
+    Returns also ``{"crops", "cached", "embedded", "seconds", "crops_per_s"}``; the progress bar
+    counts every crop."""
     batch_size = int(getattr(embedder, "batch_size", BATCH_SIZE))
     keys: list[str] = []
     embedded = 0
+    missing: list[WildlifeAnnotation] = []
     started = time.perf_counter()
     bar = _progress(progress)
     with bar:
@@ -209,7 +285,7 @@ def embed_annotations(annotations: Sequence[WildlifeAnnotation], embedder: Any, 
         queued: set[str] = set()
 
         def flush() -> int:
-            if not pending:
+            if not pending or embedder is None:
                 return 0
             vectors = embedder.embed([image for _, image in pending])
             for (key, _), vector in zip(pending, vectors):
@@ -220,16 +296,29 @@ def embed_annotations(annotations: Sequence[WildlifeAnnotation], embedder: Any, 
             return done
 
         for annotation in annotations:
-            crop = load_crop(annotation)
+            crop = load_crop(annotation, whole_photo=whole_photo)
             key = crop_key(crop)
             keys.append(key)
             if key not in cache and key not in queued:
-                queued.add(key)
-                pending.append((key, crop))
-                if len(pending) >= batch_size:
-                    embedded += flush()
+                if embedder is None:
+                    missing.append(annotation)
+                else:
+                    queued.add(key)
+                    pending.append((key, crop))
+                    if len(pending) >= batch_size:
+                        embedded += flush()
             bar.update(task, advance=1)
-        embedded += flush()
+        if embedder is not None:
+            embedded += flush()
+    if missing:
+        first = missing[0]
+        what = "whole photo" if whole_photo else "crop"
+        raise InputFormatError(
+            f"the embeddings file has no vector for the {what} of {len(missing):,} of {len(keys):,} "
+            f"annotations, the first annotation {first.annotation_id} ({first.image_path.name})",
+            file=cache.path, field="--embeddings",
+            hint=f"embed this catalog with `biovqa c4 embed` ({'with' if whole_photo else 'without'} "
+                 "--whole-photo, as this build) and give that file")
     vectors = np.stack([cache.vectors[k] for k in keys]) if keys else np.zeros((0, 0), np.float32)
     seconds = time.perf_counter() - started
     stats = {"crops": len(keys), "cached": len(keys) - embedded, "embedded": embedded,
@@ -252,5 +341,5 @@ def _progress(enabled: bool) -> Any:
                     TimeRemainingColumn(), console=Console(stderr=True), disable=not enabled, transient=False)
 
 
-__all__ = ["BATCH_SIZE", "DinoEmbedder", "EmbeddingCache", "crop_key", "embed_annotations", "load_crop",
-           "model_fingerprint"]
+__all__ = ["BATCH_SIZE", "CROP_MODES", "EMBEDDER_METADATA", "DinoEmbedder", "EmbeddingCache", "crop_key",
+           "embed_annotations", "load_crop", "model_fingerprint", "read_embeddings"]

@@ -1,4 +1,5 @@
-"""C4 pair construction from embedding neighbours (components.md §4.2).
+"""C4 pair construction from embedding neighbours (paper §3.4, "C4: Individual re-identification";
+appendix H.7 and H.9).
 
 Per dataset × condition (easy, random, hard), within viewpoint groups:
 
@@ -9,7 +10,14 @@ Per dataset × condition (easy, random, hard), within viewpoint groups:
   random = a uniform same-ID partner, hard = the least similar same-ID partner;
 * **different-ID pairs**: easy = the least similar different-ID annotation, random = a uniform
   other individual then a uniform annotation of it, hard = the nearest different-ID neighbour;
-* no unordered pair is used twice within a condition (the next best / another draw is taken);
+* **easy and hard pairs are always the anchor's rule partner** (its most or least similar candidate
+  of that kind; a candidate tied with it counts as the same rule partner). When that unordered pair
+  is already taken in the condition (mutual nearest neighbours, burst frames), the anchor gives no
+  pair of that kind and later anchors fill the quota: walking on down the similarity list would
+  hand the hard condition an anchor's near-duplicate frame, and the easy condition its furthest
+  image. Skipped anchors are counted (:attr:`PairResult.skipped_partner_taken`);
+* random pairs: another uniform draw among the anchor's free candidates (the draw ignores
+  appearance either way);
 * balance: ``min(target, same found, different found)`` of each kind (recorded when short);
 * left/right placement drawn per pair (seeded).
 
@@ -21,7 +29,7 @@ well under a second or two (``benchmarks/c4_pairs.py``).
 from __future__ import annotations
 
 import zlib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Iterator
 
 import numpy as np
@@ -54,6 +62,9 @@ class PairResult:
     eligible_anchors: int
     same_found: int
     different_found: int
+    #: anchors that gave no pair of a kind because their rule partner (easy/hard) or every
+    #: candidate (random) was already paired in this condition: {"same": n, "different": n}
+    skipped_partner_taken: dict[str, int] = field(default_factory=dict)
 
     @property
     def per_kind(self) -> int:
@@ -112,7 +123,8 @@ def _choose(condition: str, same: bool, candidates: np.ndarray, sims: np.ndarray
             used: set[tuple[int, int]], anchor: int, rng: np.random.Generator,
             identity: np.ndarray) -> int | None:
     """The partner for ``anchor`` among ``candidates`` (``sims`` their similarities), skipping
-    pairs already used; None when every candidate pair is used."""
+    pairs already used; None when no permitted partner is free (easy/hard: the rule partner is
+    taken; random: every candidate pair is used)."""
     def free(row: int) -> bool:
         return (min(anchor, row), max(anchor, row)) not in used
 
@@ -131,13 +143,11 @@ def _choose(condition: str, same: bool, candidates: np.ndarray, sims: np.ndarray
                 if free(int(rows[k])):
                     return int(rows[k])
         return None
-    # easy-same and hard-different: most similar first; hard-same and easy-different: least similar
+    # easy-same and hard-different: the most similar; hard-same and easy-different: the least
+    # similar. Only the rule partner (or a candidate tied with it, lowest row first) may be taken.
     most_similar_first = (condition == "easy") == same
     key = -sims if most_similar_first else sims
-    first = int(np.argmin(key))  # stable: ties go to the lower row
-    if free(int(candidates[first])):
-        return int(candidates[first])
-    for k in np.argsort(key, kind="stable").tolist():
+    for k in np.flatnonzero(key == key.min()).tolist():
         if free(int(candidates[k])):
             return int(candidates[k])
     return None
@@ -157,6 +167,7 @@ def build_pairs(embeddings: np.ndarray, identity: np.ndarray, group: np.ndarray,
     order = anchors[rng.permutation(len(anchors))] if len(anchors) else anchors
     choice_rng = condition_rng(seed, dataset, condition, "partners")
     used: set[tuple[int, int]] = set()
+    skipped = {"same": 0, "different": 0}
     found: dict[bool, list[tuple[int, int, float, float, float]]] = {True: [], False: []}
     for same in (True, False):  # same-ID pairs are drawn first
         if target <= 0:
@@ -168,6 +179,7 @@ def build_pairs(embeddings: np.ndarray, identity: np.ndarray, group: np.ndarray,
             sims = row[candidates]
             partner = _choose(condition, same, candidates, sims, used, anchor, choice_rng, identity)
             if partner is None:
+                skipped["same" if same else "different"] += 1
                 continue
             used.add((min(anchor, partner), max(anchor, partner)))
             found[same].append((anchor, partner, float(row[partner]), float(sims.min()), float(sims.max())))
@@ -182,7 +194,8 @@ def build_pairs(embeddings: np.ndarray, identity: np.ndarray, group: np.ndarray,
             left, right = (anchor, partner) if anchor_left else (partner, anchor)
             pairs.append(Pair(condition, same, anchor, partner, left, right, sim, lo, hi))
     return PairResult(pairs=pairs, requested=target, eligible_anchors=int(len(anchors)),
-                      same_found=len(found[True]), different_found=len(found[False]))
+                      same_found=len(found[True]), different_found=len(found[False]),
+                      skipped_partner_taken=skipped)
 
 
 def auc(scores: np.ndarray, positive: np.ndarray) -> float:
