@@ -1,4 +1,4 @@
-"""Seeded percentile bootstrap with cluster resampling (metrics.md §6.1, paper L.3).
+"""Seeded percentile bootstrap with cluster resampling (the paper's L.3).
 
 Every statistic the leaderboards bootstrap is a *ratio of sums* over items: a mean of a per-item
 quantity over the items of a cell (a task, a group, a tier, …), where an item may be left out of a
