@@ -173,6 +173,8 @@ def test_a_truncated_gzcd_photo_is_a_counted_exclusion_and_the_build_completes(
     code, err, out = build_c3(tmp_path, capsys, f"gzcd={folder}")
     assert code == 0 and "image file is truncated" not in err, err
     assert manifest(out)["exclusions"]["gzcd"] == {"unreadable image": 1}
+    assert manifest(out)["exclusion_examples"]["gzcd"]["unreadable image"] == ["images/g0.jpg"]
+    assert "gzcd: unreadable image: 1 (images/g0.jpg)" in err
 
 
 def test_a_depondfi_partial_fish_file_is_named(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -492,3 +494,22 @@ def test_a_parent_id_naming_no_row_is_exit_2(tmp_path: Path, capsys: pytest.Capt
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
     code, err = cli(["taxonomy", "index", source, "--out", tmp_path / "index"], capsys)
     assert code == 2 and "Taxon.tsv, row 6, field 'parentNameUsageID'" in err and "987654321" in err, err
+
+
+def test_a_coco_width_ten_times_the_photo_is_a_named_exclusion(tmp_path: Path,
+                                                               capsys: pytest.CaptureFixture[str]) -> None:
+    folder = tmp_path / "gzcd"
+    (folder / "images").mkdir(parents=True)
+    images, annotations = [], []
+    for k in range(3):
+        (folder / "images" / f"z{k}.jpg").write_bytes(jpeg((120, 90)))
+        scale = 10 if k == 0 else 1
+        images.append({"id": k + 1, "file_name": f"z{k}.jpg", "width": 120 * scale, "height": 90 * scale})
+        annotations.append({"id": k + 1, "image_id": k + 1, "bbox": [10, 10, 40, 30],
+                            "annot species": "zebra_grevys", "viewpoint": "left"})
+    (folder / "final_metadata.json").write_text(json.dumps({"images": images, "annotations": annotations,
+                                                            "categories": []}))
+    code, err, out = build_c3(tmp_path, capsys, f"gzcd={folder}")
+    assert code == 0, err
+    reason = "declared width/height is not the photo's size"
+    assert manifest(out)["exclusion_examples"]["gzcd"][reason] == ["images/z0.jpg: declared 1200x900, photo 120x90"]

@@ -1,4 +1,4 @@
-"""GZCD (Grevy's Zebra Census Dataset) reader for both native forms (datasets.md §9).
+"""GZCD (Grevy's Zebra Census Dataset) reader for both native forms.
 
 * **Table** — the GGR pipeline's tabular output (Imageomics ``animal-id``): one CSV row per
   annotation with the columns ``uuid, image uuid, bbox pred score, category id, annot species,
@@ -21,9 +21,19 @@ row 1, in JSON the position in ``annotations[]`` — and field): a required colu
 empty ``image uuid`` / ``annot species``, a box value that is not a number, a corner box that is not
 four numbers, a non-positive width/height, an ``annot census`` that is not a boolean. Counted
 exclusions (:attr:`GzcdCatalog.exclusions`, per photograph, since a photo with a lost annotation
-has an unverifiable count): ``image file missing``, ``unreadable image``, ``box outside the
-image`` (beyond :data:`EDGE_TOLERANCE` of the side; smaller overhangs are clipped).
+has an unverifiable count; the first photos of each reason in
+:attr:`GzcdCatalog.exclusion_examples`): ``image file missing``, a photo the image inspector
+refuses (``unreadable image``: truncated, corrupt; ``image over the pixel limit``), a COCO
+``width``/``height`` that is not the photo's size, ``box outside the image`` (beyond
+:data:`EDGE_TOLERANCE` of the side; smaller overhangs are clipped).
 Viewpoints are normalised like the Wild Me catalogs (``"front, left"`` → ``frontleft``).
+
+Every photo lies under the annotation file's folder (:attr:`GzcdCatalog.root`, whichever form the
+path was given in), so benchmarks name it by its path there; a photo path from the file
+(``image fname``, ``path``, ``file_name``) that leads out of that folder (``..``, an absolute path)
+is an :class:`~biovqa.errors.InputFormatError` naming the row and field, and no such file is read.
+The table form is the pipeline's detector output, not a census (a photo may show more animals than
+it has rows): C3 counts from it only when the user declares it complete.
 """
 
 from __future__ import annotations
@@ -36,7 +46,9 @@ from pathlib import Path
 from typing import Any
 
 from biovqa.errors import InputFormatError, MissingResourceError
-from biovqa.sources.waid import image_size
+from biovqa.sources.images import inspect_image_file
+from biovqa.sources.validate import MAX_EXAMPLES, relative_name
+from biovqa.sources.waid import INSPECTOR_REASONS
 from biovqa.sources.wildlife import GZCD_METADATA, json_number, normalize_viewpoint, read_coco_json
 
 #: Columns every GGR table must have.
@@ -60,6 +72,7 @@ _FALSE = frozenset({"false", "0", "no", "f", "n"})
 EXCLUDED_IMAGE_MISSING = "image file missing"
 EXCLUDED_UNREADABLE = "unreadable image"
 EXCLUDED_OUTSIDE = "box outside the image"
+EXCLUDED_SIZE_MISMATCH = "declared width/height is not the photo's size"
 
 
 def species_name(code: str) -> str:
@@ -110,6 +123,8 @@ class GzcdCatalog:
     images: list[GzcdImage]
     exclusions: dict[str, int] = field(default_factory=dict)
     notes: dict[str, int] = field(default_factory=dict)
+    #: reason → the first photos it excluded (named under :attr:`root`)
+    exclusion_examples: dict[str, list[str]] = field(default_factory=dict)
 
     @property
     def files(self) -> dict[str, Path]:
@@ -316,8 +331,11 @@ def _assemble(form: str, annotation_file: Path, rows: list[dict[str, Any]]) -> G
     for row in rows:
         by_image.setdefault(row["image"], []).append(row)
 
-    def exclude(reason: str) -> None:
+    def exclude(reason: str, name: str) -> None:
         catalog.exclusions[reason] = catalog.exclusions.get(reason, 0) + 1
+        named = catalog.exclusion_examples.setdefault(reason, [])
+        if len(named) < MAX_EXAMPLES:
+            named.append(name)
 
     # lexical containment: a name from the file may not climb out ('..', an absolute path); a
     # symlinked photo folder the user set up stays allowed
@@ -338,16 +356,21 @@ def _assemble(form: str, annotation_file: Path, rows: list[dict[str, Any]]) -> G
                                        row=members[0]["row"], field=name,
                                        hint="put the photos in images/ beside the annotation file (or below "
                                             "its folder) and name them relative to it")
-            exclude(EXCLUDED_IMAGE_MISSING)
+            exclude(EXCLUDED_IMAGE_MISSING, relative_name(candidates[0][0], catalog.root))
             continue
         path = Path(os.path.normpath(path))  # "./images/x.jpg", "a/../images/x.jpg": one name per photo
+        shown = relative_name(path, catalog.root)
+        # every photo goes through the one image inspector, whether or not its size is declared:
+        # a truncated or bomb photo is excluded here, not discovered when a canvas is drawn
+        verdict = inspect_image_file(path)
+        if isinstance(verdict, str):
+            exclude(INSPECTOR_REASONS[verdict], shown)
+            continue
         width, height = members[0]["width"], members[0]["height"]
-        if width is None:
-            size = image_size(path)
-            if size is None:
-                exclude(EXCLUDED_UNREADABLE)
-                continue
-            width, height = size
+        if width is not None and (width, height) != verdict:  # COCO width/height that lie
+            exclude(EXCLUDED_SIZE_MISMATCH, f"{shown}: declared {width}x{height}, photo {verdict[0]}x{verdict[1]}")
+            continue
+        width, height = verdict
         annotations, outside = [], False
         tol_x, tol_y = EDGE_TOLERANCE * width, EDGE_TOLERANCE * height
         for row in members:
@@ -361,11 +384,12 @@ def _assemble(form: str, annotation_file: Path, rows: list[dict[str, Any]]) -> G
             annotations.append(GzcdAnnotation(row["annotation_id"], clipped, row["species"], row["census"],
                                               row["viewpoint"], row["row"]))
         if outside:
-            exclude(EXCLUDED_OUTSIDE)
+            exclude(EXCLUDED_OUTSIDE, shown)
             continue
         catalog.images.append(GzcdImage(image_id, path, int(width), int(height), tuple(annotations)))
     catalog.images.sort(key=lambda im: str(im.path))
     catalog.exclusions = dict(sorted(catalog.exclusions.items()))
+    catalog.exclusion_examples = dict(sorted(catalog.exclusion_examples.items()))
     return catalog
 
 

@@ -202,6 +202,7 @@ def _read_catalogs(paths: Mapping[str, Path], manifest: dict[str, Any], roots: d
 
             gzcd = read_gzcd(paths[name])
             manifest["exclusions"][name] = gzcd.exclusions
+            manifest["exclusion_examples"][name] = gzcd.exclusion_examples
             manifest["files"].update(gzcd.files)
             roots[name], gzcd_form = gzcd.root, gzcd.form
             images = []
