@@ -6,9 +6,10 @@ every C3 image; compare the rendering with bare PIL decode + encode of the same 
                                   [--counting-partners 4] [--grids-per-anchor 5.4] [--sample N]
 
 Sources (written into a temporary folder with the writers of :mod:`biovqa.components.c3.demo`):
-WAID (three splits), Boxes on Bees, DePondFi, 2018-NEON-beetles (``--plates`` plates of 12
-specimens: 588 plates give the paper's ≈ 14 108 measurements), GZCD as a GGR table, and three
-Wild Me COCO catalogs. Item counts are those of a full build (ten subsets of ``--per-subset``
+WAID (three splits, classes cycling over its six per-class counting subsets), Boxes on Bees,
+DePondFi, 2018-NEON-beetles (``--plates`` plates of 12 specimens: 588 plates give the paper's
+≈ 14 108 measurements), GZCD as a GGR table (declared complete: every animal is drawn), and three
+Wild Me COCO catalogs (localization and viewpoint only). Item counts are those of a full build (ten subsets of ``--per-subset``
 images, every beetle measurement, every catalog annotation); the *pixel* sizes are scaled down
 (``--photo-size`` sources, ``--canvas`` canvases) so that the ~75 000 canvases render in well under
 an hour on one core — the ratio to PIL is measured on the same files either way.
@@ -74,7 +75,9 @@ def write_sources(root: Path, args: argparse.Namespace, size: tuple[int, int]) -
     g, pz, r = "zebra_grevys", "zebra_plains", "giraffe_reticulated"
     gzcd = [[g] * int(c) + [pz] * int(rng.integers(0, 2)) + [r] * int(rng.random() < 0.2) for c in counts(rng, n, 8)]
     return {
-        "waid": write_waid(root / "waid", {s: counts(rng, n, 60) for s in ("train", "valid", "test")}, size=size),
+        # WAID's six per-class counting subsets: 2n photos per split, classes cycling (≥ 500 per class)
+        "waid": write_waid(root / "waid", {s: counts(rng, 2 * n, 60) for s in ("train", "valid", "test")}, size=size,
+                           cycle_classes=True),
         "bees": write_bees(root / "bees", counts(rng, n, 120), size=size),
         "depondfi": write_depondfi(root / "depondfi", counts(rng, n, 20), size=(size[0], size[0])),
         "beetles": write_beetles(root / "beetles", plates, cell=60, cm_pix=25.0),
@@ -123,7 +126,8 @@ def main(argv: list[str] | None = None) -> int:
         started = time.perf_counter()
         bench = c3_build.build_c3(sources, root / "bench", per_subset=args.per_subset, canvas=args.canvas,
                                   plate_side=args.plate_side, counting_partners=args.counting_partners,
-                                  grids_per_anchor=args.grids_per_anchor)
+                                  grids_per_anchor=args.grids_per_anchor,
+                                  complete_counts=("gzcd",))  # the synthetic GGR table annotates every animal
         total = time.perf_counter() - started
         jobs: list[CanvasJob | SourcePhoto] = captured["jobs"]  # type: ignore[assignment]
         manifest = bench.manifest

@@ -1,4 +1,4 @@
-"""Wildlife re-identification catalogs in their native layouts (datasets.md §8–9).
+"""Wildlife re-identification catalogs in their native layouts (Wild Me / LILA COCO exports, GZCD).
 
 Two layouts are read:
 
@@ -40,7 +40,7 @@ Two readers give these records (``reader=``):
   same JSON rows; its ``bbox`` is the extent of the annotation's ``segmentation`` polygon, kept as an
   axis-aligned box (``theta = 0``). The two readers agree wherever the polygon is the (rotated) box's
   corners, as in the Wild Me exports; where a polygon is a true outline, the package's box is that
-  outline's extent, while the documented box (datasets.md §8) is ``bbox`` + ``theta``, which the
+  outline's extent, while the documented box (the Wild Me export's) is ``bbox`` + ``theta``, which the
   ``biovqa`` reader follows. The package needs ``viewpoint`` and ``segmentation`` on every
   annotation (a missing one is an error naming the row, not an exclusion) and has no GZCD loader:
   a GZCD folder is read by the ``biovqa`` reader, and :attr:`WildlifeCatalog.reader` says so.

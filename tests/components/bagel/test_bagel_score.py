@@ -209,3 +209,23 @@ def test_open_bench_has_text_only_items(tmp_path: Path) -> None:
     bench = open_bench(build_bagel([write_jsonl(tmp_path / "b.jsonl", APPENDIX_B)], tmp_path / "bench").root)
     assert bench.component == "bagel"
     assert pa.types.is_string(bench.items.schema.field("image").type)
+
+
+def test_an_article_after_answer_is_never_option_a(tmp_path: Path, capsys) -> None:
+    """"Answer: a parasite" names no option letter (the article "a" is not A); "answer is c" does."""
+    from fixtures.cli_runner import cli
+
+    source = write_jsonl(tmp_path / "b.jsonl", APPENDIX_B)
+    code, err = cli(["build", "bagel", "--out", tmp_path / "bench", "--items", source], capsys)
+    assert code == 0, err
+    ids = [row["id"] for row in APPENDIX_B[:3]]
+    replies = ["Answer: a parasite", "The answer is a raven", "answer is c because"]
+    predictions = write_jsonl(tmp_path / "p.jsonl", [{"item_id": i, "response": r} for i, r in zip(ids, replies)])
+    code, err = cli(["score", tmp_path / "bench", "-p", predictions, "-o", tmp_path / "scores", "--bootstrap", "0"],
+                    capsys)
+    assert code == 0, err
+    import pyarrow.parquet as pq
+
+    table = pq.read_table(tmp_path / "scores" / "items.parquet").to_pylist()
+    parsed = {row["item_id"]: row["parsed"] for row in table}
+    assert [parsed[i] for i in ids] == [None, None, "C"]

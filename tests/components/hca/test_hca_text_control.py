@@ -98,7 +98,7 @@ def test_report_pairs_visual_and_text_runs_and_correlates(tmp_path: Path, visual
         folders += [tmp_path / f"v{k}", tmp_path / f"t{k}"]
     biovqa.report(folders, tmp_path / "report")
     paired = (tmp_path / "report" / "hca_text_vs_visual.csv").read_text().splitlines()
-    assert paired[0].endswith("model,visual HCA,Acc_leaf,scaled HCA,text HCA")
+    assert paired[0].endswith("model,dataset,visual HCA,Acc_leaf,scaled HCA,text HCA")
     assert [row.split(",")[-4:] for row in paired[1:]] == [["16.67", "100.0", "16.67", "16.67"],
                                                           ["50.0", "100.0", "50.0", "33.33"],
                                                           ["66.67", "100.0", "66.67", "50.0"]]

@@ -7,10 +7,18 @@ catalogs ``gzcd``, ``whaleshark``, ``hyena``, ``leopard`` (read by :mod:`biovqa.
 when that reader is installed). A task whose sources are missing is skipped; the manifest says so
 (``skipped_tasks``).
 
-Pipeline: read → count-stratified subsets (:mod:`.subsets`) → items per task (prompts.md §4) →
-render canvases/overlays into ``rendered/c3/<task>/`` (:mod:`.render`) → ``items.parquet`` +
-manifest (exclusions per source and reason, subset composition, per-task counts beside the
-paper's, drawing parameters).
+Pipeline: read → count-stratified subsets (:mod:`.subsets`) → items per task (the paper's Table 70
+prompts) → render canvases/overlays into ``rendered/c3/<task>/`` (:mod:`.render`) →
+``items.parquet`` + manifest (exclusions per source and reason, subset composition, per-task
+counts beside the paper's, drawing parameters).
+
+Counting runs only on sources whose counts are complete (paper §3.3: "we discard images whose
+annotation completeness we cannot verify"): :data:`COUNT_BASIS` says what each rests on, the GGR
+detection table (:data:`COUNT_UNVOUCHED`) counts only when the user declares it complete
+(``--complete-counts gzcd``), and the re-ID catalogs never do; ``manifest.counting_sources`` records
+it per source. Every photo is named ``<source>/<path under the folder its photos are named
+under>`` whatever form the source was given in (folder, CSV, JSON), and the manifest's
+``image_roots`` are relative to the benchmark folder: no host path is recorded.
 """
 
 from __future__ import annotations
@@ -730,7 +738,7 @@ def partner_pairs(entries: list[tuple[str, Any]], partners: int, rng: np.random.
     return pairs
 
 
-#: components.md §3.2 / paper §3: GZCD contributes 2.9 × the median subset's counting items.
+#: Paper Sec. A.3: GZCD contributes 2.9 × the median subset's counting items.
 PAPER_GZCD_COUNTING_RATIO = 2.9
 
 
@@ -742,7 +750,7 @@ def _median_ratios(per_subset_items: Mapping[str, Mapping[str, int]]) -> dict[st
             "ratios": {sid: round(n / median, 3) if median else None for sid, n in sorted(counts.items())}}
 
 
-#: components.md §3.1: the paper's C3 images (source photos plus composed canvases/overlays).
+#: Paper §3.3: C3's images (source photos plus composed canvases/overlays).
 PAPER_IMAGES = 78139
 
 
@@ -1075,7 +1083,7 @@ def build_command(
 
 
 def floor_responses(items: pa.Table) -> pa.Array:
-    """Image-blind replies (metrics.md §4.2), one per item: counting → the subset's modal count;
+    """Image-blind replies (the paper's floors, Sec. C.6), one per item: counting → the subset's modal count;
     relative counting/distance → a letter by item hash (uniform chance); relative position → one of
     the offered options by item hash; absolute distance → the per-type constant of the sliding
     window; localization → the mean normalised gold box as [x, y, w, h]; viewpoint → the majority

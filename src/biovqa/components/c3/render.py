@@ -1,4 +1,4 @@
-"""Deterministic C3 canvases and overlays (components.md §3).
+"""Deterministic C3 canvases and overlays (the paper's §3.3 and Sec. A.3).
 
 Every drawn image is a :class:`CanvasJob`: a canvas of fixed size, source photographs fitted into
 rectangles (letterboxed, centred, optionally shrunk by a per-panel scale), and overlay shapes given

@@ -1,7 +1,7 @@
-"""C3 task names, tiers, prompts (prompts.md §4) and the items-table columns.
+"""C3 task names, tiers, prompts (the paper's Table 70) and the items-table columns.
 
 Prompt = frame (if any) + question, stored in ``question`` joined by a newline; the answer-format
-instruction is stored in ``instruction`` (the engine appends it, prompts.md §1).
+instruction is stored in ``instruction`` (the engine appends it).
 """
 
 from __future__ import annotations
@@ -15,11 +15,11 @@ from biovqa.records import ITEM_COLUMNS
 
 TASKS: tuple[str, ...] = ("counting", "relative_counting", "absolute_distance", "relative_distance",
                           "localization", "relative_position", "viewpoint", "ocr")
-#: Table 3's C3 columns → task (results.md §1).
+#: Table 3's C3 columns → task.
 TABLE3: dict[str, str] = {"cnt": "counting", "rcnt": "relative_counting", "adst": "absolute_distance",
                           "rdst": "relative_distance", "lcl": "localization", "rpos": "relative_position",
                           "view": "viewpoint", "ocr": "ocr"}
-#: Items per task in the paper (components.md §3.1).
+#: Items per task in the paper (Table 9).
 PAPER_COUNTS: dict[str, int] = {"counting": 53498, "viewpoint": 13000, "absolute_distance": 14108,
                                 "relative_distance": 3976, "relative_counting": 42412, "localization": 3988,
                                 "relative_position": 1000, "ocr": 522}
@@ -28,17 +28,17 @@ RELATIVE_COUNTING_CONDITIONS = ("same", "different")
 VIEWPOINT_TIERS = ("red_box", "species", "three_panel")
 LETTERS = ("A", "B", "C", "D")
 PANEL_POSITIONS = {"A": "top-left", "B": "top-right", "C": "bottom-left", "D": "bottom-right"}
-#: Eight directions, clockwise from "top" (0°), 45° apart (metrics.md §4.4).
+#: Eight directions, clockwise from "top" (0°), 45° apart (paper Sec. C.6, relative position).
 DIRECTIONS: tuple[str, ...] = ("top", "top-right", "right", "bottom-right", "bottom", "bottom-left",
                                "left", "top-left")
-#: Ten viewpoint labels (metrics.md §4.7); ring bearings in degrees (up/down are off the ring).
+#: Ten viewpoint labels (paper Sec. G.3); ring bearings in degrees (up/down are off the ring).
 VIEWPOINTS: tuple[str, ...] = ("front", "back", "left", "right", "frontleft", "frontright", "backleft",
                                "backright", "up", "down")
 VIEWPOINT_BEARING: dict[str, int] = {"front": 0, "frontright": 45, "right": 90, "backright": 135,
                                      "back": 180, "backleft": 225, "left": 270, "frontleft": 315}
 BEETLE_COLOURS = {"A": "red", "B": "blue", "C": "green", "D": "white"}
 
-# ------------------------------------------------------------------ prompts (prompts.md §4)
+# ------------------------------------------------------------------ prompts (the paper's Table 70)
 
 FRAME_TWO_PANEL = ("This image consists of two separate photographs placed side by side. Count only "
                    "within the photograph named in the question and ignore the other one.")

@@ -395,14 +395,17 @@ def check_photos(images: Sequence[str], root: Path, exclusions: Exclusions) -> d
     return digests
 
 
-def _first_level_unscored(rows: list[dict[str, Any]], first_level: str) -> bool:
-    """Whether level 1 of released items is asked but not scored (``auto``: when every item has
-    the same level-1 gold, as the kingdom of a one-kingdom taxonomy, and a level below it)."""
+def _first_level_unscored(rows: list[dict[str, Any]], first_level: str, level_names: Sequence[str] | None) -> bool:
+    """Whether level 1 of released items is asked but not scored. ``auto``: when ``--levels``
+    names it ``kingdom``, or, without level names, when every line of the file has the same
+    level-1 gold (the kingdom of a one-kingdom taxonomy) and a level below it."""
     if first_level not in FIRST_LEVEL_POLICIES:
         raise BiovqaError(f"first-level policy {first_level!r} is not one of {', '.join(FIRST_LEVEL_POLICIES)}",
                           field="first_level")
     if first_level != "auto":
         return first_level == "unscored"
+    if level_names:
+        return level_names[0].casefold() == "kingdom"
     golds = {gold for row in rows for level, gold, _ in row["levels"] if level == 1}
     deeper = all(any(level > 1 for level, _, _ in row["levels"]) for row in rows)
     return len(golds) == 1 and deeper
@@ -416,13 +419,15 @@ def build_hca(out: str | Path, *, taxonomy: str | Path | None = None, images: st
               small_levels: str = "fewer", seed: int = 42, template_set: str = "inat", template: int = 1,
               subject: str = "animal", entity: str = "leaf", text_template: int = 0, device: str | None = None,
               progress: bool = False, variant: PromptVariant | None = None, taxonomy_root: str = "auto",
-              several_parents: str = "allow", first_level: str = "auto") -> Bench:
+              several_parents: str = "allow", first_level: str = "auto", dataset: str | None = None) -> Bench:
     """Build a visual (from a taxonomy + image list, a C1 bench or released items) or a text-only
     (``text_from`` = a visual hca bench) benchmark in ``out``; see the module docstring.
     ``variant``: the prompt variants of hierarchy.md §5.3 (:class:`PromptVariant`), recorded in the
     manifest's ``parameters.variant``. ``taxonomy_root`` and ``several_parents``: how a taxonomy
     JSON is read (:data:`~.taxonomy.ROOT_MODES`, :data:`~.taxonomy.SEVERAL_PARENTS`);
     ``first_level``: whether level 1 of released items is scored (:data:`FIRST_LEVEL_POLICIES`).
+    ``dataset`` names the taxonomy/image set (default: the source file's stem; a text control
+    inherits its visual bench's), so that a report pairs each dataset's visual and text scores.
     Every photo is checked and hashed; a missing or unreadable one drops its questions and is
     counted and named in the manifest's ``exclusions``."""
     variant = variant or PromptVariant()
@@ -459,6 +464,7 @@ def build_hca(out: str | Path, *, taxonomy: str | Path | None = None, images: st
             dedup.update(statements=table.num_rows,
                          key="(entity, level, option set) of the 4-way question; its statements stay together")
         extra = {"system_prompt": TEXT_SYSTEM_PROMPT, "levels": visual.manifest.get("levels"), "text_only": True,
+                 "dataset": dataset or visual.manifest.get("dataset") or Path(text_from).name,
                  "leaf_autocorrect": "the leaf level is not asked and is scored right on every path",
                  "dedup": dedup, "unscored_levels": visual.manifest.get("unscored_levels", []),
                  "visual_benchmark_manifest_sha256": visual.manifest_sha256}
@@ -491,8 +497,7 @@ def build_hca(out: str | Path, *, taxonomy: str | Path | None = None, images: st
         parameters["policy"] = policy = "released"
         parameters["first_level"] = first_level
         sources["released"] = released
-        if _first_level_unscored(rows, first_level):
-            extra["unscored_levels"] = [1]
+        extra["unscored_levels"] = [1] if _first_level_unscored(rows_in, first_level, levels) else []
         extra["released_photos"] = {"lines": len(rows_in), "built": len(rows)}
     else:
         common_names: dict[str, str] = {}
@@ -537,6 +542,7 @@ def build_hca(out: str | Path, *, taxonomy: str | Path | None = None, images: st
         if common_names:
             extra["common_names"] = dict(sorted(common_names.items()))
     extra.update(exclusions.record())
+    extra["dataset"] = dataset or Path(str(released or taxonomy or c1_bench)).stem
     taxonomy = None
     if variant.taxonomy:
         paths = hierarchy.context_paths() if hierarchy is not None and hierarchy.paths else _paths_from_rows(rows)
@@ -583,6 +589,7 @@ def build_command(
     taxonomy_root: Annotated[str, typer.Option(help="root of --taxonomy paths: auto (the first label when all paths share it, else none), first, none (paths start at level 1, as the authors' CUB file)")] = "auto",
     several_parents: Annotated[str, typer.Option(help="a --taxonomy label under two parents: allow (score each image on its own path, as the authors) or refuse")] = "allow",
     first_level: Annotated[str, typer.Option(help="--released: level 1 scored, unscored (asked only, the authors' iNat/ImageNet kingdom) or auto (unscored when every item has the same level-1 gold)")] = "auto",
+    dataset: Annotated[str | None, typer.Option(help="name of the dataset (reports pair visual and text scores per dataset); default: the source file's stem, or the visual bench's for --text-from")] = None,
 ) -> None:
     """Build the hierarchical 4-way VQA (one question per image and level) or its text-only control."""
     from rich.console import Console
@@ -595,7 +602,8 @@ def build_command(
                       text_template=text_template, device=device, progress=True,
                       variant=PromptVariant(cot=cot, taxonomy=taxonomy_context, binary=binary,
                                             cot_max_new_tokens=cot_max_new_tokens),
-                      taxonomy_root=taxonomy_root, several_parents=several_parents, first_level=first_level)
+                      taxonomy_root=taxonomy_root, several_parents=several_parents, first_level=first_level,
+                      dataset=dataset)
     manifest = bench.manifest
     console = Console(stderr=True)
     console.print(f"[green]built HCA[/green]: {manifest['counts']['total']:,} questions "

@@ -1,19 +1,27 @@
-"""Hierarchical VQA tables from score summaries (hierarchy.md §6, §8; checklist §11.5).
+"""Hierarchical VQA tables from score summaries (seed-003 paper §2.2, §3.3, Table 3, App. C.4).
 
-``tables(summaries)`` returns:
+Every table is keyed by (model, dataset): a score folder's dataset is the bench's (``biovqa build
+hca --dataset``, by default the source file's name; a text control inherits its visual bench's),
+so two datasets in one report never mix. ``tables(summaries)`` returns:
 
-* ``hierarchy`` — per score folder: kind (visual/text), HCA, Acc_leaf, POR, S-POR (paper),
-  S-POR (prefix, reference code), TOR in percent, and text HCA without the genus level when the
-  entity gives the genus away;
-* ``levels`` — per-level accuracy (%) per score folder;
-* ``text_vs_visual`` — for each model with both a visual and a text score (same label, or the
-  label plus `` [text]``): visual HCA,
-  Acc_leaf, Acc_leaf-scaled HCA (%), text HCA; and ``correlation`` — Pearson's r between text HCA
-  and scaled visual HCA across those models (needs at least 3; the paper's r = 0.9116).
+* ``hierarchy`` — per score folder: model, dataset, kind (visual/text), HCA, Acc_leaf, POR, S-POR
+  (paper), S-POR (prefix, reference code), TOR in percent, and text HCA without the genus level
+  when the entity gives the genus away;
+* ``levels`` — per-level accuracy (%) per score folder (a level asked but not scored is marked);
+* ``depth`` — HCA at depth k (%) per score folder: every path truncated to its levels ≤ k
+  (App. C.4; the deepest k is HCA itself);
+* ``text_vs_visual`` — for each (model, dataset) with both a visual and a text score (same label,
+  or the label plus `` [text]``): visual HCA, Acc_leaf, Acc_leaf-scaled HCA (%), text HCA;
+* ``correlation`` — per dataset, Pearson's r between text HCA and scaled visual HCA across the
+  models scored on it (at least 3 models, else empty);
+* ``correlation_per_model`` — the paper's Table 3 last column: per model, r between text HCA and
+  scaled visual HCA across the datasets it was scored on (defined from 3 datasets; the paper
+  reports up to 0.9116).
 """
 
 from __future__ import annotations
 
+import math
 import re
 from typing import Any
 
@@ -22,8 +30,11 @@ import pandas as pd
 from biovqa.stats.hierarchy import pearson_r, scaled_hca
 
 DECIMALS = 2
+#: Fewest points a correlation is reported from (two points always give ±1).
+MIN_CORRELATION_POINTS = 3
 COLUMNS: dict[str, str] = {"hca": "HCA", "acc_leaf": "Acc_leaf", "por": "POR", "spor": "S-POR",
                            "spor_prefix": "S-POR (prefix)", "tor": "TOR"}
+NO_DATASET = "-"
 
 
 def _percent(value: Any) -> float:
@@ -35,32 +46,63 @@ def _percent(value: Any) -> float:
 def _model_key(label: str) -> str:
     """The model a score folder belongs to: its label without the `` (2)`` the report adds to a
     repeated label and without a `` [text]`` / `` [visual]`` marker."""
-    return re.sub(r"( \((\d+)\))?$", "", re.sub(r" \[(text|visual)\]$", "", label)).strip()
+    return re.sub(r" \[(text|visual)\]$", "", re.sub(r" \(\d+\)$", "", label)).strip()
+
+
+def _dataset(summary: dict) -> str:
+    return str(summary.get("dataset") or NO_DATASET)
+
+
+def _column_name(label: str, summary: dict) -> str:
+    return f"{label} ({summary.get('kind')}, {_dataset(summary)})"
+
+
+def _r(x: pd.Series, y: pd.Series) -> float:
+    r = pearson_r(x, y) if len(x) >= MIN_CORRELATION_POINTS else float("nan")
+    return r if math.isnan(r) else round(r, 4)
 
 
 def tables(summaries: list[tuple[str, dict]]) -> dict[str, pd.DataFrame]:
     rows = []
     for label, summary in summaries:
-        row: dict[str, Any] = {"model": label, "kind": summary.get("kind")}
+        row: dict[str, Any] = {"model": label, "dataset": _dataset(summary), "kind": summary.get("kind")}
         row.update({title: _percent(summary["metrics"][key]) for key, title in COLUMNS.items()})
         if "without_genus" in summary:
             row["HCA without genus"] = _percent(summary["without_genus"]["hca"])
         rows.append(row)
     out = {"hierarchy": pd.DataFrame(rows).round(DECIMALS)}
-    levels = pd.DataFrame({f"{label} ({summary.get('kind')})": {k: _percent(v) for k, v in summary["levels"].items()}
+
+    def level_key(summary: dict, key: str) -> str:
+        unscored = {str(level) for level in summary.get("unscored_levels") or []}
+        return f"{key} (asked, not scored)" if key.split()[0] in unscored else key
+
+    levels = pd.DataFrame({_column_name(label, summary): {level_key(summary, k): _percent(v)
+                                                          for k, v in summary["levels"].items()}
                            for label, summary in summaries})
     out["levels"] = levels.round(DECIMALS).rename_axis("level").reset_index()
-    visual = {_model_key(label): s for label, s in summaries if s.get("kind") == "visual"}
-    text = {_model_key(label): s for label, s in summaries if s.get("kind") == "text"}
+    depth = pd.DataFrame({_column_name(label, summary): {int(k): _percent(v) for k, v in summary["depth"].items()}
+                          for label, summary in summaries if summary.get("depth")})
+    if not depth.empty:
+        out["depth"] = depth.sort_index().round(DECIMALS).rename_axis("depth").reset_index()
+
+    by_kind: dict[str, dict[tuple[str, str], dict]] = {"visual": {}, "text": {}}
+    for label, summary in summaries:
+        if summary.get("kind") in by_kind:
+            by_kind[summary["kind"]].setdefault((_model_key(label), _dataset(summary)), summary)
     paired = []
-    for label in sorted(set(visual) & set(text)):
-        v, t = visual[label]["metrics"], text[label]["metrics"]
-        paired.append({"model": label, "visual HCA": _percent(v["hca"]), "Acc_leaf": _percent(v["acc_leaf"]),
+    for model, dataset in sorted(set(by_kind["visual"]) & set(by_kind["text"])):
+        v, t = by_kind["visual"][(model, dataset)]["metrics"], by_kind["text"][(model, dataset)]["metrics"]
+        paired.append({"model": model, "dataset": dataset, "visual HCA": _percent(v["hca"]),
+                       "Acc_leaf": _percent(v["acc_leaf"]),
                        "scaled HCA": 100.0 * scaled_hca(_percent(v["hca"]), _percent(v["acc_leaf"])),
                        "text HCA": _percent(t["hca"])})
     if paired:
         frame = pd.DataFrame(paired)
         out["text_vs_visual"] = frame.round(DECIMALS)
-        r = pearson_r(frame["text HCA"], frame["scaled HCA"]) if len(frame) >= 3 else float("nan")
-        out["correlation"] = pd.DataFrame([{"models": len(frame), "pearson_r": round(r, 4)}])
+        out["correlation"] = pd.DataFrame(
+            [{"dataset": dataset, "models": len(group), "pearson_r": _r(group["text HCA"], group["scaled HCA"])}
+             for dataset, group in frame.groupby("dataset", sort=True)])
+        per_model = [{"model": model, "datasets": len(group), "pearson_r": _r(group["text HCA"], group["scaled HCA"])}
+                     for model, group in frame.groupby("model", sort=True)]
+        out["correlation_per_model"] = pd.DataFrame(per_model)
     return out

@@ -12,6 +12,7 @@ leaf level is right by construction (leaf auto-correct). Summary (every metric a
 estimate ``{value, lo, hi, n}`` with a percentile bootstrap over images)::
 
     {
+      "dataset": the bench's dataset name (the report pairs visual and text scores by it),
       "table3":  {hca, leaf, por, spor, tor},
       "kind":    "visual" | "text",
       "metrics": {hca, acc_leaf, por, spor, spor_prefix, tor},
@@ -173,7 +174,8 @@ def _depth_columns(c: np.ndarray, scored: np.ndarray) -> tuple[list[str], list[n
 
 
 def summarize(items: pa.Table, table: pa.Table, *, resamples: int, seed: int, level: float,
-              unscored_levels: list[int] | None = None, score_unscored: bool = False) -> dict[str, Any]:
+              unscored_levels: list[int] | None = None, score_unscored: bool = False,
+              dataset: str | None = None) -> dict[str, Any]:
     correct = table.column("correct").to_pylist()
     images, c, present, leak = path_matrix(items, correct)
     unscored = [] if score_unscored else sorted(unscored_levels or [])
@@ -198,6 +200,7 @@ def summarize(items: pa.Table, table: pa.Table, *, resamples: int, seed: int, le
     parsed_letters = [p for p in table.column("parsed").to_pylist() if p is not None]
     kind = "text" if set(items.column("task").to_pylist()) == {"text"} else "visual"
     summary: dict[str, Any] = {
+        "dataset": dataset,
         "table3": {column: metrics[metric] for column, metric in TABLE3.items()},
         "kind": kind,
         "metrics": metrics,
@@ -239,5 +242,5 @@ def score(bench: Bench, predictions: pa.Table, options: Mapping[str, Any] | None
     table = score_items(bench.items, predictions)
     summary = summarize(bench.items, table, resamples=options["bootstrap"], seed=options["seed"],
                         level=options["level"], unscored_levels=list(bench.manifest.get("unscored_levels") or []),
-                        score_unscored=options["score_unscored_levels"])
+                        score_unscored=options["score_unscored_levels"], dataset=bench.manifest.get("dataset"))
     return ScoreResult(items=table, summary=summary)
