@@ -201,7 +201,10 @@ def _interrupt(args: list[str], *, tty: bool, signum: int, when: Callable[[str],
         assert process.poll() is None, f"finished before the signal: {seen.decode(errors='replace')}"
         process.send_signal(signum)
         _read_until(reader, seen, lambda: False)
-        return process.wait(timeout=120), seen.decode(errors="replace").replace("\r", "")
+        import re
+
+        text = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", seen.decode(errors="replace"))  # a terminal gets colours
+        return process.wait(timeout=120), text.replace("\r", "")
     finally:
         if process.poll() is None:
             process.kill()

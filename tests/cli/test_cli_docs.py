@@ -1,0 +1,77 @@
+"""The docs stand alone (issue 24): the README and every ``--help`` text cite the paper by
+section, table or equation and name no file that does not ship in this repository."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[2]
+#: a Markdown link's target, and a bare ``name.md`` outside code (``prompts.md §1``, ``../x/y.md``)
+LINK = re.compile(r"\]\(([^)#\s]+)")
+BARE = re.compile(r"(?<![\w/.-])((?:\.\./)*[\w.-]+(?:/[\w.-]+)*\.md)\b")
+CODE = re.compile(r"```.*?```|`[^`\n]*`", re.S)
+
+
+def _ships(path: Path) -> bool:
+    """Whether ``path`` is a file of this repository (a checkout's ``shared/`` folder is not)."""
+    resolved = path.resolve()
+    inside = resolved.is_relative_to(ROOT) and not resolved.is_relative_to(ROOT / "shared")
+    return inside and resolved.exists()
+
+
+def _missing(text: str, base: Path) -> list[str]:
+    """The files ``text`` points at that this repository does not hold: link targets (relative to
+    ``base``, the folder of the text) and bare ``*.md`` names outside code spans (an output such
+    as ``index.md`` is written as code), plus any mention of a checkout's ``shared/`` folder."""
+    names = [m.group(1) for m in LINK.finditer(text) if "://" not in m.group(1)]
+    names += [m.group(1) for m in BARE.finditer(CODE.sub(" ", text))]
+    found = [name for name in names if not _ships(base / name)]
+    if "shared/" in text:
+        found.append("shared/…")
+    return found
+
+
+def _help_texts() -> dict[str, str]:
+    """Every command's help, epilog and option/argument help, sub-commands and components
+    included (each build sub-command is made on demand)."""
+    from typer.main import get_command
+
+    from biovqa.cli.main import app
+
+    texts: dict[str, str] = {}
+
+    def walk(command: Any, name: str, ctx: Any) -> None:
+        parts = [command.help or "", command.epilog or "", command.short_help or ""]
+        parts += [getattr(p, "help", None) or "" for p in command.params]
+        texts[name] = "\n".join(parts)
+        if hasattr(command, "list_commands"):  # a group (typer ≥ 0.29 has its own click copy)
+            for sub in command.list_commands(ctx):
+                child = command.get_command(ctx, sub)
+                if child is not None:
+                    walk(child, f"{name} {sub}", type(ctx)(child, parent=ctx, info_name=sub))
+
+    root = get_command(app)
+    walk(root, "biovqa", root.make_context("biovqa", ["--help"], resilient_parsing=True))
+    return texts
+
+
+def test_readme_names_the_paper_and_no_missing_file() -> None:
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert "arXiv:2611.05559" in readme and "@misc{" in readme
+    assert "How Finely Can Vision–Language Models See Biology?" in " ".join(readme.split())
+    assert _missing(readme, ROOT) == []
+
+
+def test_help_texts_name_no_missing_file() -> None:
+    texts = _help_texts()
+    assert {"biovqa score", "biovqa build c1", "biovqa build c3", "biovqa taxonomy index"} <= set(texts)
+    bad = {name: _missing(text, ROOT) for name, text in texts.items()}
+    assert {name: refs for name, refs in bad.items() if refs} == {}
+
+
+def test_the_check_finds_a_missing_file() -> None:
+    assert _missing("see prompts.md §1 and ../shared/spec/bagel.md", ROOT) == [
+        "prompts.md", "../shared/spec/bagel.md", "shared/…"]
+    assert _missing("see [C4](docs/c4.md), README.md and the report's `index.md`", ROOT) == []
