@@ -21,11 +21,10 @@ from pathlib import Path, PurePosixPath, PureWindowsPath
 from biovqa.errors import PathEscapeError
 
 
-def escape_reason(root: str | PathLike[str], relative: str, *,
-                  links_within: str | PathLike[str] | None = None) -> str | None:
-    """Why ``relative`` does not stay inside ``root`` (None when it does). ``links_within`` widens
-    where symlinks may lead (a Hugging Face snapshot links its files into the repository's blob
-    store beside it); the path itself must still be a plain relative path under ``root``."""
+def lexical_escape_reason(relative: str) -> str | None:
+    """Why ``relative``, read as text alone, is not a plain path below some folder (None when it
+    is): empty, a NUL byte, absolute (POSIX, Windows drive, UNC), or a ``..`` part. For names
+    inside an archive, where no link can lead anywhere; :func:`escape_reason` adds the links."""
     if not isinstance(relative, str) or not relative.strip():
         return "the path is empty"
     if "\x00" in relative:
@@ -36,6 +35,18 @@ def escape_reason(root: str | PathLike[str], relative: str, *,
         return "the path is absolute"
     if ".." in PurePosixPath(posix).parts:
         return "the path climbs out with '..'"
+    return None
+
+
+def escape_reason(root: str | PathLike[str], relative: str, *,
+                  links_within: str | PathLike[str] | None = None) -> str | None:
+    """Why ``relative`` does not stay inside ``root`` (None when it does). ``links_within`` widens
+    where symlinks may lead (a Hugging Face snapshot links its files into the repository's blob
+    store beside it); the path itself must still be a plain relative path under ``root``."""
+    lexical = lexical_escape_reason(relative)
+    if lexical is not None:
+        return lexical
+    posix = relative.replace("\\", "/")
     real = os.path.realpath(os.path.join(os.path.realpath(root), posix))
     real_root = os.path.realpath(root if links_within is None else links_within)
     if real != real_root and not real.startswith(real_root.rstrip(os.sep) + os.sep):

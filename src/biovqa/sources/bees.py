@@ -22,6 +22,7 @@ from pathlib import Path
 from xml.etree import ElementTree
 
 from biovqa.errors import InputFormatError, MissingResourceError
+from biovqa.bench.paths import contained_path
 from biovqa.sources.validate import integer, number, read_xml
 from biovqa.sources.waid import (
     EXCLUDED_NO_IMAGE,
@@ -111,7 +112,10 @@ def read_bees(root: str | Path) -> CountingSource:
     annotations = []
     for xml_path in xml_paths:
         filename, width, height, objects = read_voc(xml_path)
-        image_path = folder / filename if filename and (folder / filename).is_file() else find_image(folder, xml_path.stem)
+        named = contained_path(folder, filename, file=xml_path, field="filename", what="photo") if filename else None
+        image_path = named if named is not None and named.is_file() else find_image(folder, xml_path.stem)
+        if image_path is not None and image_path is not named:  # a photo beside the XML: no link out either
+            contained_path(folder, image_path.name, file=xml_path, field="filename", what="photo")
         if image_path is None:
             source.exclude(EXCLUDED_NO_IMAGE, names=[xml_path])
             continue

@@ -42,6 +42,7 @@ from pathlib import Path
 from typing import Any
 
 from biovqa.errors import InputFormatError, MissingResourceError
+from biovqa.bench.paths import contained_path
 from biovqa.sources import images as limits
 from biovqa.sources.validate import MAX_EXAMPLES, csv_records, integer, number
 
@@ -309,7 +310,9 @@ def read_beetles(root: str | Path) -> BeetleSource:
                 del kept[(individual, "length")], kept[(individual, "width")]
         if not kept:
             continue
-        image_path = folder / IMAGES_FOLDER / picture
+        # pictureID comes from the CSV: it must name a photo inside the images folder
+        image_path = contained_path(folder / IMAGES_FOLDER, picture, file=csv_path, row=entries[0]["row"],
+                                    field="pictureID", what="plate photo")
         verdict = limits.inspect_image_file(image_path) if image_path.is_file() else None
         if not isinstance(verdict, tuple):
             reason = EXCLUDED_NO_IMAGE if verdict is None else EXCLUDED_UNREADABLE

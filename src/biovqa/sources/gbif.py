@@ -29,7 +29,8 @@ from xml.etree import ElementTree
 import pyarrow as pa
 import pyarrow.csv as pa_csv
 
-from biovqa.errors import InputFormatError, MissingResourceError
+from biovqa.bench.paths import contained_path, lexical_escape_reason
+from biovqa.errors import InputFormatError, MissingResourceError, PathEscapeError
 from biovqa.sources.validate import MAX_LINE_CHARS
 
 #: The 23 columns of the Backbone's ``Taxon.tsv``, in file order (datasets.md §2, verified).
@@ -147,7 +148,8 @@ class BackboneArchive:
                                            field=member, hint="the archive is damaged; re-download the Backbone"
                                            ) from None
         else:
-            target = self.path / member
+            target = contained_path(self.path, member, file=self.path / META_FILE, field="location",
+                                    what="data file")
             if not target.is_file():
                 raise InputFormatError(f"{member} is missing from the Backbone folder", file=target,
                                        field=member, hint=_BACKBONE_HINT)
@@ -160,7 +162,8 @@ class BackboneArchive:
             with zipfile.ZipFile(self.path) as archive:
                 name = _zip_member_name(archive, member)
                 return 0 if name is None else archive.getinfo(name).file_size
-        target = self.path / member
+        target = contained_path(self.path, member, file=self.path / META_FILE, field="location",
+                                what="data file")
         return target.stat().st_size if target.is_file() else 0
 
 
@@ -187,6 +190,11 @@ def _parse_file_element(element: ElementTree.Element, meta_path: str) -> Archive
     if location_element is None or not (location_element.text or "").strip():
         raise InputFormatError("a <core>/<extension> has no <files><location>", file=meta_path,
                                field="location")
+    location = location_element.text.strip()  # type: ignore[union-attr]
+    escape = lexical_escape_reason(location)
+    if escape is not None:  # the data file must lie inside the archive (or its folder)
+        raise PathEscapeError(f"the data file {location!r} leaves the archive: {escape}", file=meta_path,
+                              field="location", hint=_BACKBONE_HINT)
     by_index: dict[int, str] = {}
     for tag in ("id", "coreid"):
         id_element = element.find(f"{_DWC_TEXT_NS}{tag}")
@@ -204,7 +212,7 @@ def _parse_file_element(element: ElementTree.Element, meta_path: str) -> Archive
     width = max(by_index) + 1 if by_index else 0
     columns = tuple(by_index.get(i, "") for i in range(width))
     return ArchiveFile(
-        location=location_element.text.strip(),  # type: ignore[union-attr]
+        location=location,
         row_type=element.get("rowType", ""),
         columns=columns,
         header_lines=int(element.get("ignoreHeaderLines", "0") or 0),

@@ -57,6 +57,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from biovqa.bench.paths import contained_path
 from biovqa.errors import BiovqaError, InputFormatError, MissingResourceError
 
 #: Catalog names the toolkit knows → the species the catalog shows.
@@ -293,7 +294,9 @@ def read_wildlife_catalog(path: str | Path, name: str | None = None, *,
             continue
         admission.admit(WildlifeAnnotation(
             dataset=name, annotation_id=_annotation_id(entry, row),
-            image_id=str(image["id"]), image_path=images_dir / str(image["file_name"]),
+            image_id=str(image["id"]),
+            image_path=contained_path(images_dir, str(image["file_name"]), file=annotation_file, row=row,
+                                      field="images[].file_name", what="photo"),
             file_name=str(image["file_name"]), width=width, height=height,
             bbox=(x, y, w, h), theta=float(theta), viewpoint=viewpoint,
             identity=_identity(entry), species=species.get(entry.get("category_id")), row=row))
@@ -421,7 +424,9 @@ def _read_with_wildlife_datasets(path: str | Path, name: str, annotation_file: P
         species = _missing_to_none(record.get("species"))
         admission.admit(WildlifeAnnotation(
             dataset=name, annotation_id=_annotation_id(entry, row), image_id=str(image["id"]),
-            image_path=root / str(record["path"]), file_name=str(image["file_name"]),
+            image_path=contained_path(root, str(record["path"]), file=annotation_file, row=row,
+                                      field="images[].file_name", what="photo"),
+            file_name=str(image["file_name"]),
             width=width, height=height, bbox=(numbers[0], numbers[1], numbers[2], numbers[3]),
             theta=0.0, viewpoint=viewpoint,
             identity=None if identity is None or str(identity) == unknown else _identity({"name": identity}),

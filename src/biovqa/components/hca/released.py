@@ -15,9 +15,12 @@ from pathlib import Path, PurePosixPath, PureWindowsPath
 from typing import Any
 
 from biovqa.bench.folder import iter_json_lines
+from biovqa.bench.paths import contained_path
 from biovqa.errors import InputFormatError
 
 _LEVEL_KEY = re.compile(r"^level(\d+)$")
+#: The deepest level a released item may name: the items store level numbers as int16.
+MAX_LEVEL = 32767
 
 
 def read_released(path: Path) -> list[dict[str, Any]]:
@@ -31,6 +34,11 @@ def read_released(path: Path) -> list[dict[str, Any]]:
                 raise InputFormatError(f"{key} must be non-empty text", file=path, row=row, field=key)
         levels = []
         numbers = sorted(int(m.group(1)) for m in map(_LEVEL_KEY.match, record) if m)
+        if numbers and not 1 <= numbers[-1] <= MAX_LEVEL:  # the items store levels as int16
+            raise InputFormatError(f"level numbers run from 1 to {MAX_LEVEL}, found level{numbers[-1]}", file=path,
+                                   row=row, field=f"level{numbers[-1]}")
+        if numbers and numbers[0] < 1:
+            raise InputFormatError("level numbers start at 1, found level0", file=path, row=row, field="level0")
         for number in numbers:
             gold = record[f"level{number}"]
             if gold is None:
@@ -89,13 +97,11 @@ def reroot(image: str, root: Path, prefixes: list[tuple[str, ...]], *, file: Pat
                                field="image")
     starts = [len(prefix) for prefix in prefixes if parts[:len(prefix)] == prefix]
     starts += [k for k in range(len(parts)) if k not in starts]
-    base = root.resolve()
     for k in starts:
         candidate = root.joinpath(*parts[k:])
         if candidate.is_file():
-            if not candidate.resolve().is_relative_to(base):
-                raise InputFormatError(f"the image {image!r} resolves outside the images folder {root}", file=file,
-                                       row=row, field="image")
+            # the one containment rule (a tail that leads out through a link is refused)
+            contained_path(root, "/".join(parts[k:]), file=file, row=row, field="image", what="image")
             if parts[:k] not in prefixes:
                 prefixes.append(parts[:k])
             return "/".join(parts[k:])
