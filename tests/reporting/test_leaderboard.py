@@ -90,3 +90,34 @@ def test_paired_differences_on_shared_items(tmp_path) -> None:  # type: ignore[n
     assert first["difference"] == 0.5 and first["lo"] > 0 and first["verdict"] == "a better"
     assert math.isclose(second["difference"], 1 / 30) and second["lo"] <= 0 <= second["hi"]
     assert second["verdict"] == "tie"
+
+
+def test_a_text_only_control_is_its_own_row_never_the_visual_one() -> None:
+    """The HCA text-only control (image replaced by the leaf label) reaches Acc_leaf 1.0 by design:
+    it must not fill the model's visual row, nor be ranked or averaged."""
+    from biovqa.reporting.leaderboard import CONTROL
+
+    def run(label: str, kind: str, leaf: float, hca: float) -> Run:
+        table3 = {"hca": {"value": hca, "lo": hca - .02, "hi": hca + .02, "n": 50},
+                  "leaf": {"value": leaf, "lo": leaf - .02, "hi": leaf + .02, "n": 50}}
+        return Run(label, "hca", {"table3": table3, "kind": kind})
+
+    runs = [run("Qwen3-VL-8B", "visual", .41, .26), run("Qwen3-VL-8B", "text", 1.0, .64),
+            run("Gemma-3-12B", "visual", .35, .20), run("Gemma-3-12B", "text", 1.0, .58)]
+    # the text run listed first must not win either
+    board = build_leaderboard([runs[1], runs[0], runs[3], runs[2]], {"hca": ["hca", "leaf"]})
+    assert board.value.loc["Qwen3-VL-8B", "leaf"] == .41 and board.value.loc["Qwen3-VL-8B", "hca"] == .26
+    control = "Qwen3-VL-8B (text-only control)"
+    assert board.value.loc[control, "leaf"] == 1.0 and board.kind[control] == CONTROL
+    assert board.generalists == ["Qwen3-VL-8B", "Gemma-3-12B"]
+    assert board.value.loc[MEAN_ROW, "leaf"] == (.41 + .35) / 2
+    assert board.marks.loc[control, "leaf"] == "" and (board.lo.loc[control, "leaf"], board.hi.loc[control, "leaf"]) == (.98, 1.02)
+    assert list(board.value.index).index(control) > list(board.value.index).index(MEAN_ROW)
+
+
+def test_floor_rows_keep_their_intervals() -> None:
+    runs = [Run(name, "c4", {"table3": {"acc": {"value": v, "lo": v - .05, "hi": v + .05, "n": 100}}})
+            for name, v in (("a", .7), ("b", .6), ("c", .55), ("floor (image-blind)", .5))]
+    board = build_leaderboard(runs, {"c4": ["acc"]})
+    assert leaderboard_table(board).loc["floor (image-blind)", "acc"] == "0.500 [0.450, 0.550]"
+    assert board.value.loc[MEAN_ROW, "acc"] == (.7 + .6 + .55) / 3 and "floor (image-blind)" not in board.generalists

@@ -85,3 +85,28 @@ def test_table3_markdown_prints_intervals_and_the_report_is_deterministic(report
     assert first == second
     differ = [str(p) for p in first if (report_dir / p).read_bytes() != (again / p).read_bytes()]
     assert differ == []
+
+
+#: tables whose rows are the floor rules (or runs) themselves, beside the models
+_FLOOR_ROW_TABLES = {"table3", "runs", "c1_table3", "c3_table3_c3", "c2_table3_c2"}
+
+
+@pytest.mark.slow
+def test_a_floor_among_the_models_is_never_ranked_averaged_or_best(report_dir: Path) -> None:
+    floor = "floor (image-blind)"
+    for path in sorted(report_dir.glob("*.csv")):
+        text = path.read_text(encoding="utf-8")
+        if path.stem in _FLOOR_ROW_TABLES:
+            continue
+        assert floor not in text, path.name  # no rank, no best_model, no row among the models
+    rows = {r["model"]: r for r in csv.DictReader((report_dir / "table3.csv").open(encoding="utf-8"))}
+    assert rows[floor]["kind"] == "floor" and rows[floor]["phy_lo"] != ""  # its interval is shown
+    vlms = [r for r in rows.values() if r["kind"] == "vlm"]
+    assert len(vlms) == 4
+    assert abs(float(rows["Mean"]["phy"]) - sum(float(r["phy"]) for r in vlms) / 4) < 1e-9
+    pooled = list(csv.DictReader((report_dir / "c1_table18_pooled.csv").open(encoding="utf-8")))
+    assert sorted(r["rank"] for r in pooled if r["rank"]) == ["1", "2", "3", "4"]
+    md = (report_dir / "c1_table19_per_rank.md").read_text(encoding="utf-8")
+    assert "| EM_5cfg |" in md and "| EM_4vlm |" in md  # 4 VLMs and the specialist; the floor is not one
+    headline = list(csv.DictReader((report_dir / "c3_table38_headline.csv").open(encoding="utf-8")))
+    assert headline and all(r["best_model"] != floor for r in headline)

@@ -10,7 +10,12 @@ Row kinds, read from the label's tags (the C1 convention, docs/c1-report.md):
   tag ``[floor]``/``[baseline]``/``[group=baseline]``, or the predictions came from the
   ``baseline`` backend. Floor runs make the Floor row(s), printed last;
 * ``specialist`` — tagged ``[specialist]``; printed first, unranked, outside the Mean;
+* ``control`` — a text-only control run (summary ``kind`` "text", the HCA control whose image is
+  replaced by the leaf label): its own row ``NAME (text-only control)`` below the Mean, never the
+  model's visual row, unranked;
 * everything else is a generalist (VLM): ranked, marked, averaged in the Mean row.
+
+Floor and control rows keep the 95% intervals their summaries hold.
 
 Marks per column over the generalists: ``best``, ``second``, ``worst``, and ``tie`` for a model
 whose interval overlaps the best model's (the paper's rule: overlapping CIs ⇒ statistical tie).
@@ -36,7 +41,8 @@ import pandas as pd
 from biovqa.components.registry import component_rank
 
 _TAGS = re.compile(r"\s*\[([^\[\]]*)\]")
-FLOOR, SPECIALIST, GENERALIST = "floor", "specialist", "vlm"
+FLOOR, SPECIALIST, GENERALIST, CONTROL = "floor", "specialist", "vlm", "control"
+CONTROL_SUFFIX = "(text-only control)"
 MEAN_ROW = "Mean"
 
 
@@ -55,6 +61,10 @@ class Run:
 
     def __post_init__(self) -> None:
         name, kind = read_label(self.label, self.summary)
+        if self.summary.get("kind") == "text":
+            # a text-only control (the HCA control: the image replaced by its leaf label) is its
+            # own row, never the model's visual numbers, and never ranked or averaged
+            name, kind = f"{name} {CONTROL_SUFFIX}", (FLOOR if kind == FLOOR else CONTROL)
         object.__setattr__(self, "name", name)
         object.__setattr__(self, "kind", kind)
 
@@ -75,6 +85,13 @@ def read_label(label: str, summary: dict[str, Any] | None = None) -> tuple[str, 
     if tags & {"specialist", "group=specialist"}:
         return name, SPECIALIST
     return name, GENERALIST
+
+
+def without_floors(summaries: Sequence[tuple[str, dict[str, Any]]]) -> list[tuple[str, dict[str, Any]]]:
+    """The ``(label, summary)`` pairs that are models, not image-blind floor runs (:func:`read_label`):
+    a component's tables rank, average and pick the best over models only; each shows its floor
+    from the rule the summary computed, as a row of its own."""
+    return [(label, summary) for label, summary in summaries if read_label(label, summary)[1] != FLOOR]
 
 
 def _baseline_backend(summary: dict[str, Any] | None) -> bool:
@@ -134,8 +151,8 @@ def build_leaderboard(runs: Sequence[Run], columns: Mapping[str, Sequence[str]])
     kinds: dict[str, str] = {}
     for run in runs:
         row = cells.setdefault(run.name, {})
-        kinds[run.name] = FLOOR if FLOOR in (kinds.get(run.name), run.kind) else (
-            SPECIALIST if SPECIALIST in (kinds.get(run.name), run.kind) else GENERALIST)
+        seen = (kinds.get(run.name), run.kind)
+        kinds[run.name] = next((k for k in (FLOOR, CONTROL, SPECIALIST) if k in seen), GENERALIST)
         for col in columns.get(run.component, ()):
             est = (run.summary.get("table3") or {}).get(col) or {}
             row[col] = {key: _number(est.get(key)) for key in ("value", "lo", "hi", "n")}
@@ -149,7 +166,7 @@ def build_leaderboard(runs: Sequence[Run], columns: Mapping[str, Sequence[str]])
     standing = _standing(values)
     generalists = sorted(generalists, key=lambda r: (-standing[r], r))
     specialists = sorted(r for r in cells if kinds[r] == SPECIALIST)
-    floors = sorted(r for r in cells if kinds[r] == FLOOR)
+    floors = sorted(r for r in cells if kinds[r] in (FLOOR, CONTROL))  # reference rows below the Mean
     rows = specialists + generalists
     value, lo, hi, n = (frame(k, rows) for k in ("value", "lo", "hi", "n"))
     mean = value.loc[generalists].mean(axis=0) if generalists else pd.Series(math.nan, index=names)
@@ -158,13 +175,13 @@ def build_leaderboard(runs: Sequence[Run], columns: Mapping[str, Sequence[str]])
         extra = extra.iloc[:0]
     floor_values = frame("value", floors)
     value = pd.concat([value, extra, floor_values])
-    blank = pd.DataFrame(math.nan, index=pd.Index([*extra.index, *floors], name="model"), columns=names)
-    lo = pd.concat([lo, blank])
-    hi = pd.concat([hi, blank])
+    blank = pd.DataFrame(math.nan, index=pd.Index(list(extra.index), name="model"), columns=names)
+    lo = pd.concat([lo, blank, frame("lo", floors)])  # floor rows keep the intervals their summaries hold
+    hi = pd.concat([hi, blank, frame("hi", floors)])
     n = pd.concat([n, pd.concat([pd.DataFrame(math.nan, index=list(extra.index), columns=names),
                                  frame("n", floors)]).rename_axis("model")])
     kind = pd.Series({**{r: kinds[r] for r in rows}, **{r: "mean" for r in extra.index},
-                      **{r: FLOOR for r in floors}})
+                      **{r: kinds[r] for r in floors}})
     marks, rank_lo, rank_hi = _marks(value.loc[generalists], lo.loc[generalists], hi.loc[generalists])
     marks = marks.reindex(value.index).fillna("")
     components = {comp: list(columns[comp]) for comp in sorted(columns, key=component_rank)}

@@ -20,6 +20,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
+import numpy as np
 import pandas as pd
 
 from biovqa.components.registry import component_rank
@@ -162,7 +163,10 @@ def _write_index(stage: Path, runs: Sequence[Run], with_paper: bool) -> None:
 
 
 def _write_table(out: Path, stem: str, frame: pd.DataFrame) -> None:
-    _safe_csv(frame).to_csv(out / f"{stem}.csv", index=True)
+    """The table as CSV, Markdown and LaTeX; a table without rows is not written at all."""
+    if len(frame) == 0:
+        return
+    _safe_csv(_typed(frame)).to_csv(out / f"{stem}.csv", index=True)
     (out / f"{stem}.md").write_text(_markdown(frame) + "\n", encoding="utf-8")
     (out / f"{stem}.tex").write_text(_latex(frame), encoding="utf-8")
 
@@ -236,6 +240,8 @@ def _write_into(out: Path, runs: list[Run], *, with_paper: bool = False) -> None
             figures = list(figure_fn(summaries, out))
         written = []
         for name, frame in tables.items():
+            if len(frame) == 0:  # an empty table is not written, nor shown
+                continue
             _write_table(out, f"{component_name}_{name}", frame)
             written.append((name, frame))
         sections.append((component.title, written, figures))
@@ -258,9 +264,40 @@ def _figures_function(reporter: str) -> Any:
     return getattr(module, "figures", None)
 
 
+#: columns that hold whole numbers (ranks, counts): printed as integers when every value is one
+_INTEGER_COLUMN = re.compile(r"(?i)(?:^|[_\s])(?:rank|ranks|n|count|counts|items|img|ques|models|pages|missing"
+                            r"|failed|images|pairs|shift|pages)(?:$|[_\s])")
+
+
+def _typed(frame: pd.DataFrame) -> pd.DataFrame:
+    """``frame`` with its rank and count columns (by name, or ``frame.attrs["integers"]``) as
+    integers where every value is whole: the report's one unit convention prints ``3``, not
+    ``3.000``, for a rank (a float column of fractions is left alone, even when a value is 1.0)."""
+    declared = {str(c) for c in frame.attrs.get("integers") or ()}
+    out = frame.copy()
+    out.attrs = dict(frame.attrs)
+    for column in frame.columns:
+        values = frame[column]
+        if not (str(column) in declared or _INTEGER_COLUMN.search(str(column))):
+            continue
+        if values.dtype == object:  # numbers and None mixed (a rank left blank for a specialist)
+            numbers = pd.to_numeric(values, errors="coerce")
+            if numbers.notna().sum() != values.notna().sum() or any(isinstance(v, bool) for v in values):
+                continue
+            values = numbers.astype(float)
+        if not pd.api.types.is_float_dtype(values.dtype):
+            continue
+        finite = values.dropna().to_numpy(dtype=float)
+        if len(finite) and np.isfinite(finite).all() and (finite == np.round(finite)).all():
+            out[column] = values.astype("Int64")
+    return out
+
+
 def _formatted(frame: pd.DataFrame) -> pd.DataFrame:
-    """Every cell as printed text: floats to the table's declared decimals per column
-    (``frame.attrs["decimals"]``, the paper's printed precision), else 3; missing values as —."""
+    """Every cell as printed text: whole-number columns as integers (:func:`_typed`), floats to the
+    table's declared decimals per column (``frame.attrs["decimals"]``, the paper's printed
+    precision), else 3; missing values as —."""
+    frame = _typed(frame)
     decimals = frame.attrs.get("decimals") or {}
     shown = frame.astype(object).copy()
     for column in frame.columns:

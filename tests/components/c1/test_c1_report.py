@@ -24,7 +24,7 @@ SHORT = ("phy", "cls", "ord", "fam", "gen", "spc", "sci", "com", "mcq")
 #: score labels (the tag convention of docs/c1-report.md) → row names in the tables
 #: half a unit of the third decimal (values are printed rounded half up), plus float slack
 HALF = 5.0001e-4
-LABELS = {"gold [specialist]": "gold", "floor": "floor", "Mixed-7B [family=Mixed]": "Mixed-7B"}
+LABELS = {"gold [specialist]": "gold", "Prior-VL": "Prior-VL", "Mixed-7B [family=Mixed]": "Mixed-7B"}
 
 
 @pytest.fixture(scope="module")
@@ -85,22 +85,36 @@ def test_model_info_reads_the_tag_convention() -> None:
 def test_table3_block_and_floor_row(result, real_summaries) -> None:
     frame = result["table3"]
     assert list(frame.columns) == ["phy", "cls", "ord", "fam", "gen", "spc", "sci", "com"]
-    assert list(frame.index) == ["gold", "floor", "Mixed-7B", "Floor"]
+    assert list(frame.index) == ["gold", "Prior-VL", "Mixed-7B", "Floor"]
     assert (frame.loc["gold"] == 1.0).all()
-    assert frame.loc["floor"].tolist() == frame.loc["Floor"].tolist()
+    assert frame.loc["Prior-VL"].tolist() == frame.loc["Floor"].tolist()
     assert frame.loc["Floor", "phy"] == round(real_summaries[0][1]["tasks"]["phylum"]["floor"], 3)
+
+
+def test_a_floor_run_is_never_a_model_row(real_summaries) -> None:
+    """A run labelled as the image-blind floor is the floor, not a model: no row in any table
+    (Table 3 prints the floor rule's own row), not ranked, not among the configurations."""
+    from biovqa.components.c1.report import tables
+
+    labelled = [("floor (image-blind)" if label == "Prior-VL" else label, s) for label, s in real_summaries]
+    result = tables(labelled)
+    for name, frame in result.items():
+        assert "floor (image-blind)" not in frame.index and "floor (image-blind)" not in frame.columns, name
+    assert list(result["table3"].index) == ["gold", "Mixed-7B", "Floor"]
+    assert result["table18_pooled"]["rank"].dropna().tolist() == [1]
+    assert list(result["table19_per_rank"].columns[:1]) == ["EM_2cfg"]
 
 
 def test_table18_ranks_generalists_and_counts_images(result, items) -> None:
     frame = result["table18_pooled"]
     assert list(frame.columns) == ["rank", "Img", "Ques", "EM", "EM_soft", "wup", "lin"]
-    assert list(frame.index) == ["gold", "Mixed-7B", "floor"]  # specialist first, then by EM_soft
+    assert list(frame.index) == ["gold", "Mixed-7B", "Prior-VL"]  # specialist first, then by EM_soft
     assert frame["rank"].tolist() == [None, 1, 2]
     assert frame.loc["gold", "EM"] == 1.0
-    one = items[items["model"] == "floor"]
-    assert frame.loc["floor", "Img"] == one["source_id"].nunique()
-    assert frame.loc["floor", "Ques"] == len(one)
-    assert frame.loc["floor", "EM"] == pytest.approx(one["em"].mean(), abs=HALF)
+    one = items[items["model"] == "Prior-VL"]
+    assert frame.loc["Prior-VL", "Img"] == one["source_id"].nunique()
+    assert frame.loc["Prior-VL", "Ques"] == len(one)
+    assert frame.loc["Prior-VL", "EM"] == pytest.approx(one["em"].mean(), abs=HALF)
     intervals = result["table18_intervals"]
     assert list(intervals.index) == list(frame.index)
     assert (intervals["EM_lo"] <= intervals["EM"]).all() and (intervals["EM"] <= intervals["EM_hi"]).all()
@@ -127,21 +141,21 @@ def test_table19_blocks_and_gap(result, items) -> None:
 def test_table20_mean_rows_by_group(result) -> None:
     frame = result["table20_recognition_recall"]
     assert list(frame.index[-2:]) == ["2-VLM mean", "3-configuration mean"]
-    assert frame.loc["2-VLM mean", "mcq4"] == pytest.approx(frame.loc[["floor", "Mixed-7B"], "mcq4"].mean(), abs=HALF)
+    assert frame.loc["2-VLM mean", "mcq4"] == pytest.approx(frame.loc[["Prior-VL", "Mixed-7B"], "mcq4"].mean(), abs=HALF)
 
 
 def test_table21_severity_with_unresolved_share(result, items) -> None:
     frame = result["table21_severity"]
     assert list(frame.columns) == [*SHORT, "pooled", "unres"]
     assert math.isnan(frame.loc["gold", "phy"])  # no wrong answer: undefined
-    floor = items[items["model"] == "floor"]
-    assert frame.loc["floor", "unres"] == pytest.approx(floor["unresolved"].mean(), abs=HALF)
-    assert frame.loc["floor", "pooled"] == pytest.approx(floor["severity"].mean(), abs=HALF)
+    floor = items[items["model"] == "Prior-VL"]
+    assert frame.loc["Prior-VL", "unres"] == pytest.approx(floor["unresolved"].mean(), abs=HALF)
+    assert frame.loc["Prior-VL", "pooled"] == pytest.approx(floor["severity"].mean(), abs=HALF)
     fam = floor.loc[floor["task"] == "family", "severity"].mean()
-    assert frame.loc["floor", "fam"] == pytest.approx(fam, abs=5e-3)
+    assert frame.loc["Prior-VL", "fam"] == pytest.approx(fam, abs=5e-3)
     assert frame.attrs["decimals"]["fam"] == 2 and frame.attrs["decimals"]["pooled"] == 3
     per_type = result["unresolved_by_type"]
-    assert per_type.loc["floor", "spc"] == pytest.approx(
+    assert per_type.loc["Prior-VL", "spc"] == pytest.approx(
         floor.loc[floor["task"] == "species", "unresolved"].mean(), abs=HALF)
 
 
@@ -197,13 +211,13 @@ def test_tables_79_to_82(result, items) -> None:
     assert result["table79_unresolved"]["unresolved"].is_monotonic_decreasing
     ranks = result["table80_em_vs_severity_rank"]
     assert list(ranks.columns) == ["EM", "severity", "EM_rank", "sev_rank", "shift"]
-    assert list(ranks.index) == ["gold", "Mixed-7B", "floor"] and ranks["EM_rank"].tolist() == [1, 2, 3]
+    assert list(ranks.index) == ["gold", "Mixed-7B", "Prior-VL"] and ranks["EM_rank"].tolist() == [1, 2, 3]
     assert ranks.loc["gold", "sev_rank"] is None  # gold is never wrong: no severity, no rank
-    for model in ("Mixed-7B", "floor"):
+    for model in ("Mixed-7B", "Prior-VL"):
         assert ranks.loc[model, "shift"] == ranks.loc[model, "EM_rank"] - ranks.loc[model, "sev_rank"]
     by_size = result["table81_by_size"]
     assert list(by_size.columns) == ["family", "params_B", "EM", "severity"]
-    assert list(by_size.index) == ["Mixed-7B", "floor"]  # generalists only; unknown size last
+    assert list(by_size.index) == ["Mixed-7B", "Prior-VL"]  # generalists only; unknown size last
     assert by_size.loc["Mixed-7B", ["family", "params_B"]].tolist() == ["Mixed", 7.0]
     spearman = result["table82_spearman_with_em"]
     assert list(spearman.index) == ["wup", "lin", "severity", "unresolved"]

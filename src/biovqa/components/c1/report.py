@@ -235,11 +235,13 @@ def _rank(values: pd.Series, *, ascending: bool) -> pd.Series:
 # tables
 
 
-def table3(summaries: Summaries) -> pd.DataFrame:
-    """Table 3's C1 block: EM at the 8 open types per model, then the floor row."""
+def table3(summaries: Summaries, floor_from: Summaries | None = None) -> pd.DataFrame:
+    """Table 3's C1 block: EM at the 8 open types per model, then the floor row (the floor rule of
+    the first of ``floor_from``, default ``summaries``)."""
     rows = {label: {SHORT[t]: _value(s.get("tasks", {}).get(t), "em") for t in OPEN_TASKS} for label, s in summaries}
-    if summaries:
-        tasks = summaries[0][1].get("tasks", {})
+    floor_from = summaries if floor_from is None else floor_from
+    if floor_from:
+        tasks = floor_from[0][1].get("tasks", {})
         rows["Floor"] = {SHORT[t]: _number((tasks.get(t) or {}).get("floor")) for t in OPEN_TASKS}
     return _frame(rows, "model", "Table 3 — C1 exact match by open question type, with the image-blind floor")
 
@@ -561,10 +563,14 @@ def hierarchy_table(summaries: Summaries) -> pd.DataFrame:
 
 
 def tables(summaries: Summaries) -> dict[str, pd.DataFrame]:
-    """Every C1 table (see the module docstring), keyed by name, in the paper's order."""
-    named, infos = _named(summaries)
+    """Every C1 table (see the module docstring), keyed by name, in the paper's order. Image-blind
+    floor runs are left out (never ranked, counted among the configurations or averaged); Table 3
+    prints the floor the summaries computed as its Floor row."""
+    from biovqa.reporting.leaderboard import without_floors
+
+    named, infos = _named(without_floors(summaries))
     return {
-        "table3": table3(named),
+        "table3": table3(named, summaries),
         "table18_pooled": table18(named, infos),
         "table18_intervals": table18_intervals(named, infos),
         "table19_per_rank": table19(named, infos),

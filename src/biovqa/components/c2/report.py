@@ -98,13 +98,19 @@ def _family_frame(summaries: list[tuple[str, dict]], metric: str) -> pd.DataFram
 
 
 def tables(summaries: list[tuple[str, dict]]) -> dict[str, pd.DataFrame]:
-    """The C2 report tables (see the module docstring)."""
+    """The C2 report tables (see the module docstring). Image-blind floor runs appear in
+    ``table3_c2`` only, below the models; every other table ranks and averages models only."""
+    from biovqa.reporting.leaderboard import without_floors
+
     out: dict[str, pd.DataFrame] = {}
+    models = without_floors(summaries)
+    floors = [entry for entry in summaries if entry not in models]
 
     rows = []
-    for label, summary in summaries:
+    for label, summary in [*models, *floors]:
         categories = summary.get("categories", {})
         rows.append({"model": label, **{short: _get(categories.get(cat), "cags") for short, cat in TABLE3_COLUMNS}})
+    summaries = models
     # The paper's Table 3 floor row for C2 is 0: cags is chance-corrected, so a uniform guesser
     # scores 0 by construction. An image-blind prior (the baseline backend) can do better; its
     # own score folder is the measured floor the leaderboard shows.
@@ -186,7 +192,7 @@ def figures(summaries: list[tuple[str, dict]], out_dir: str | Path) -> list[Path
         ax.axhline(0.0, color="black", linewidth=0.8)
         ax.set_ylabel("cags (0 = chance), 95% CI")
         ax.set_title("C2 cags by category (Table 3)")
-        legend(ax, len(summaries))
+        legend(ax, len(summaries), below=True)
     families = _cags_series(summaries, "families", FAMILY_COLUMNS)
     path_families = Path(out_dir) / "c2_cags_by_family.png"
     with figure(path_families, (max(8.0, 1.1 * len(FAMILY_COLUMNS) + 0.3 * n_models), 4.5)) as (_, ax):
@@ -194,5 +200,5 @@ def figures(summaries: list[tuple[str, dict]], out_dir: str | Path) -> list[Path
         ax.axhline(0.0, color="black", linewidth=0.8)
         ax.set_ylabel("cags (0 = chance)")
         ax.set_title("C2 cags by family")
-        legend(ax, len(summaries))
+        legend(ax, len(summaries), below=True)
     return [path_categories, path_families]

@@ -52,11 +52,17 @@ def floor_value(summary: dict[str, Any], column: str) -> float:
 
 
 def tables(summaries: list[tuple[str, dict]]) -> dict[str, pd.DataFrame]:
+    from biovqa.reporting.leaderboard import without_floors
+
     out: dict[str, pd.DataFrame] = {}
+    # floor runs are not models: never a row, a rank or the best model; the Floor rows come from
+    # the floors each summary fitted
+    floor_source = summaries[0][1] if summaries else {}
+    summaries = without_floors(summaries)
     columns = list(TABLE3)
     rows = [{"model": label, **{c: _v((s.get("table3") or {}).get(c)) for c in columns}} for label, s in summaries]
-    if summaries:
-        rows.append({"model": "Floor", **{c: floor_value(summaries[0][1], c) for c in columns}})
+    if floor_source:
+        rows.append({"model": "Floor", **{c: floor_value(floor_source, c) for c in columns}})
     out["table3_c3"] = pd.DataFrame(rows, columns=["model", *columns]).round(DECIMALS)
 
     specs = (("Counting", "counting", "macro_cas", "modal count"),
@@ -78,7 +84,7 @@ def tables(summaries: list[tuple[str, dict]]) -> dict[str, pd.DataFrame]:
             continue
         best = max(scored, key=lambda e: e[1])
         rows.append({"task": task, "best_model": best[0], "score": best[1], "metric": metric,
-                     "floor": _get(summaries[0][1], section, "floor", floor_keys[section]), "floor_rule": floor_name})
+                     "floor": _get(floor_source, section, "floor", floor_keys[section]), "floor_rule": floor_name})
     out["table38_headline"] = pd.DataFrame(rows, columns=["task", "best_model", "score", "metric", "floor",
                                                           "floor_rule"]).round(DECIMALS)
 
@@ -128,8 +134,8 @@ def tables(summaries: list[tuple[str, dict]]) -> dict[str, pd.DataFrame]:
              "convention": (s.get("localization") or {}).get("convention")} for label, s in summaries]
     frame = pd.DataFrame(rows, columns=["model", "IoU_all", "acc25", "acc50", "acc75", "acc90", "parse", "convention"])
     frame = frame.sort_values("IoU_all", ascending=False, kind="stable").reset_index(drop=True)
-    if summaries:
-        s0 = summaries[0][1]
+    if floor_source:
+        s0 = floor_source
         frame = pd.concat([frame, pd.DataFrame([{"model": "mean gold box",
                                                  "IoU_all": _get(s0, "localization", "floor", "miou"),
                                                  **{f"acc{t}": _get(s0, "localization", "floor", f"acc{t}")
