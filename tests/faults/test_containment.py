@@ -261,3 +261,115 @@ def test_audit_of_a_release_without_images_counts_the_missing_photos(tmp_path: P
     assert code == 2, output
     assert output.count("image missing") == 0 and output.count("image(s) missing") == 1, output
     assert "1 audit violation(s)" in output and "--images" in output
+
+
+# ------------------------------------------------------------------------------ source annotations
+
+
+def _photo(path: Path, size: tuple[int, int] = (120, 90)) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    Image.new("RGB", size, (120, 90, 60)).save(path)
+
+
+BEE_XML = """<?xml version="1.0" encoding="UTF-8"?>
+<annotation><folder>ML-Data</folder><filename>{name}</filename>
+<size><width>120</width><height>90</height><depth>3</depth></size>
+<object><name>bee</name><bndbox><xmin>10</xmin><ymin>10</ymin><xmax>30</xmax><ymax>30</ymax></bndbox></object>
+</annotation>
+"""
+
+
+def test_a_bees_filename_linking_outside_is_refused_by_the_build(tmp_path: Path, outside: Path) -> None:
+    folder = tmp_path / "bees" / "ML-Data"
+    for k in range(3):
+        _photo(folder / f"p{k}.png")
+        (folder / f"p{k}.xml").write_text(BEE_XML.format(name=f"p{k}.png"), encoding="utf-8")
+    (folder / "evil.png").symlink_to(outside)  # a shipped link to a file outside the source
+    (folder / "evil.xml").write_text(BEE_XML.format(name="evil.png"), encoding="utf-8")
+    code, output = biovqa("build", "c3", "--source", f"bees={folder}", "--out", tmp_path / "bench",
+                          "--per-subset", "4", "--canvas", "64")
+    assert_refused(code, output, "evil.xml", "field 'filename'", "'evil.png'", "symlink leads outside")
+    assert not (tmp_path / "bench").exists()
+
+
+def test_a_beetle_picture_id_climbing_out_is_refused_by_the_build(tmp_path: Path, outside: Path) -> None:
+    from biovqa.components.c3.demo import write_beetles
+
+    root = write_beetles(tmp_path / "beetles", {"A_001.jpg": [(1.2, 0.6)], "A_002.jpg": [(1.0, 0.5)]})
+    csv_path = next(root.rglob("BeetleMeasurements.csv")) if root.is_dir() else root
+    escape = os.path.relpath(outside, csv_path.parent / "group_images")
+    text = csv_path.read_text(encoding="utf-8")
+    csv_path.write_text(text.replace("A_002.jpg", escape), encoding="utf-8")
+    row = next(n for n, line in enumerate(csv_path.read_text(encoding="utf-8").splitlines(), start=1)
+               if escape in line)
+    code, output = biovqa("build", "c3", "--source", f"beetles={csv_path.parent}", "--out", tmp_path / "bench",
+                          "--per-subset", "4", "--canvas", "64", "--plate-side", "128")
+    assert_refused(code, output, "BeetleMeasurements.csv", f"row {row}", "field 'pictureID'", repr(escape))
+    assert not (tmp_path / "bench").exists()
+
+
+@pytest.mark.parametrize("kind", ["dotdot", "absolute"])
+def test_a_coco_file_name_outside_the_images_folder_is_refused(kind: str, tmp_path: Path, outside: Path) -> None:
+    from biovqa.errors import PathEscapeError
+    from biovqa.sources.wildlife import read_wildlife_catalog
+    from fixtures.wildlife import write_raw_coco
+
+    annotation = {"id": 1, "image_id": 1, "bbox": [4.0, 4.0, 20.0, 16.0], "theta": 0.0, "viewpoint": "left",
+                  "name": "ind-1", "category_id": 0, "uuid": "u1"}
+    path = write_raw_coco(tmp_path / "leopard.coco", [annotation], n_images=1)
+    payload = json.loads(path.read_text(encoding="utf-8"))
+    images_dir = tmp_path / "leopard.coco" / "images" / "train2022"
+    payload["images"][0]["file_name"] = os.path.relpath(outside, images_dir) if kind == "dotdot" else str(outside)
+    path.write_text(json.dumps(payload), encoding="utf-8")
+    with pytest.raises(PathEscapeError) as refused:
+        read_wildlife_catalog(tmp_path / "leopard.coco")
+    assert (refused.value.file, refused.value.row, refused.value.field) == (str(path), 1, "images[].file_name")
+
+
+def test_a_gbif_core_location_outside_the_archive_is_refused(tmp_path: Path) -> None:
+    from fixtures.dwca import example_backbone
+
+    folder = example_backbone(tmp_path / "backbone")
+    shutil.copyfile(folder / "Taxon.tsv", tmp_path / "Taxon.tsv")  # a readable file just outside
+    meta = folder / "meta.xml"
+    meta.write_text(meta.read_text(encoding="utf-8").replace("<location>Taxon.tsv</location>",
+                                                             "<location>../Taxon.tsv</location>"), encoding="utf-8")
+    code, output = biovqa("taxonomy", "index", folder, "-o", tmp_path / "index")
+    assert_refused(code, output, "meta.xml", "field 'location'", "'../Taxon.tsv'", "climbs out")
+    assert not (tmp_path / "index").exists()
+
+
+def _hca_released(tmp_path: Path, lines: list[dict]) -> tuple[Path, Path]:
+    cub = tmp_path / "CUB_200_2011"
+    for name in ("001.A/a1.jpg", "002.B/b1.jpg"):
+        _photo(cub / "images" / name, (24, 16))
+    released = tmp_path / "released.jsonl"
+    released.write_text("".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")
+    return released, cub
+
+
+def _hca_line(image: str, **levels: object) -> dict:
+    line: dict = {"image": image, "label": "a"}
+    line.update(levels or {"level1": "x", "choices_level1": ["x", "y"], "level2": "a", "choices_level2": ["a", "b"]})
+    return line
+
+
+@pytest.mark.parametrize("case", ["dotdot", "symlink"])
+def test_a_released_hca_image_outside_the_images_folder_is_refused(case: str, tmp_path: Path,
+                                                                   outside: Path) -> None:
+    image = "images/../../outside/secret.png" if case == "dotdot" else "images/evil.png"
+    released, cub = _hca_released(tmp_path, [_hca_line("images/001.A/a1.jpg"), _hca_line(image)])
+    if case == "symlink":
+        (cub / "images" / "evil.png").symlink_to(outside)
+    code, output = biovqa("build", "hca", "--out", tmp_path / "bench", "--released", released,
+                          "--images-root", cub, "--template-set", "cub", "--template", "2")
+    assert_refused(code, output, "released.jsonl", "row 2", "field 'image'")
+    assert not (tmp_path / "bench").exists()
+
+
+def test_released_hca_level_keys_beyond_int16_are_a_named_error(tmp_path: Path) -> None:
+    huge = {"level1": "x", "choices_level1": ["x", "y"], "level40000": "a", "choices_level40000": ["a", "b"]}
+    released, cub = _hca_released(tmp_path, [_hca_line("images/001.A/a1.jpg", **huge)])
+    code, output = biovqa("build", "hca", "--out", tmp_path / "bench", "--released", released,
+                          "--images-root", cub, "--template-set", "cub", "--template", "2")
+    assert_refused(code, output, "released.jsonl", "row 1", "field 'level40000'", "32767")
