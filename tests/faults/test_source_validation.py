@@ -513,3 +513,18 @@ def test_a_coco_width_ten_times_the_photo_is_a_named_exclusion(tmp_path: Path,
     assert code == 0, err
     reason = "declared width/height is not the photo's size"
     assert manifest(out)["exclusion_examples"]["gzcd"][reason] == ["images/z0.jpg: declared 1200x900, photo 120x90"]
+
+
+def test_a_truncated_whale_shark_photo_is_a_named_exclusion(tmp_path: Path,
+                                                            capsys: pytest.CaptureFixture[str]) -> None:
+    from fixtures.wildlife import write_catalog
+
+    coco = write_catalog(tmp_path / "catalog")
+    photos = sorted(p for p in coco.rglob("*") if p.suffix.lower() in (".jpg", ".jpeg", ".png"))
+    cut = photos[0]
+    cut.write_bytes(cut.read_bytes()[:-200])
+    code, err, out = build_c3(tmp_path, capsys, f"whaleshark={coco}")
+    assert code == 0 and "image file is truncated" not in err, err
+    examples = manifest(out)["exclusion_examples"]["whaleshark"]["unreadable image"]
+    assert examples == [cut.name] or examples[0].endswith(cut.name), examples
+    assert "whaleshark: unreadable image:" in err

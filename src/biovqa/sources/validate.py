@@ -92,6 +92,12 @@ def summarize_exclusions(manifest: dict[str, Any], *, shown: int = 3) -> list[st
                 lines.append(_line(f"{prefix}{key}", value, named, shown))
 
     walk(manifest.get("exclusions"), manifest.get("exclusion_examples"), "")
+    datasets = manifest.get("datasets")
+    if isinstance(datasets, dict):  # C4: per dataset
+        for name in sorted(datasets):
+            entry = datasets[name]
+            if isinstance(entry, dict):
+                walk(entry.get("exclusions"), entry.get("exclusion_examples"), f"{name}: ")
     return lines
 
 

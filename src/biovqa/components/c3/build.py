@@ -227,6 +227,7 @@ def _read_catalogs(paths: Mapping[str, Path], manifest: dict[str, Any], roots: d
 
             catalog = read_wildlife_catalog(paths[name], name, reader=reader)
             manifest["exclusions"][name] = dict(catalog.exclusions)
+            manifest["exclusion_examples"][name] = catalog.exclusion_examples
             roots[name] = catalog.photos_root
             per_image: dict[str, list[Any]] = {}
             for a in sorted(catalog.annotations, key=lambda a: (a.file_name, a.row)):

@@ -297,6 +297,7 @@ def build_c4(
             "annotations_read": len(catalog.annotations) + sum(catalog.exclusions.values()),
             "annotations_used": len(known),
             "exclusions": dict(sorted(exclusions.items())),
+            "exclusion_examples": catalog.exclusion_examples,  # the first photos of each reason
             "notes": catalog.notes,
             "identities": int((per_identity > 0).sum()),
             "identities_with_one_annotation": int((per_identity == 1).sum()),
