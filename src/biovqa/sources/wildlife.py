@@ -57,8 +57,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from biovqa.bench.paths import contained_path
 from biovqa.errors import BiovqaError, InputFormatError, MissingResourceError
+from biovqa.sources.images import inspect_image_file
+from biovqa.sources.validate import MAX_EXAMPLES
+from biovqa.bench.paths import contained_path
 
 #: Catalog names the toolkit knows → the species the catalog shows.
 CATALOG_SPECIES: dict[str, str] = {
@@ -79,6 +81,7 @@ _SIMPLE_VIEWS = ("front", "back", "left", "right", "up", "down")
 EXCLUDED_NO_VIEWPOINT = "no viewpoint"
 EXCLUDED_BOX_OUTSIDE = "box outside the image"
 EXCLUDED_IMAGE_MISSING = "image file missing"
+EXCLUDED_SIZE_MISMATCH = "declared width/height is not the photo's size"
 
 #: The catalog readers (``read_wildlife_catalog(reader=...)``, ``--catalog-reader``).
 READERS: tuple[str, ...] = ("biovqa", "wildlife-datasets")
@@ -148,6 +151,8 @@ class WildlifeCatalog:
     annotation_file: Path
     annotations: list[WildlifeAnnotation]
     exclusions: dict[str, int] = field(default_factory=dict)
+    #: reason → the first photos (file names as the annotation file gives them) it excluded
+    exclusion_examples: dict[str, list[str]] = field(default_factory=dict)
     #: counts of kept-but-adjusted annotations (``box clipped``, ``unknown identity``)
     notes: dict[str, int] = field(default_factory=dict)
     #: annotations per photo (``file_name``) in the file, kept or not: a photo whose kept count is
@@ -303,6 +308,20 @@ def read_wildlife_catalog(path: str | Path, name: str | None = None, *,
     return admission.catalog(name, path, images_dir, annotation_file, "biovqa")
 
 
+def _photo_refusal(annotation: WildlifeAnnotation) -> str | None:
+    """Why an annotation's photo cannot be used, through the one image inspector; None when it can."""
+    if not annotation.image_path.is_file():
+        return EXCLUDED_IMAGE_MISSING
+    verdict = inspect_image_file(annotation.image_path)
+    if isinstance(verdict, str):
+        from biovqa.sources.waid import INSPECTOR_REASONS  # the counting sources' wording
+
+        return INSPECTOR_REASONS[verdict]
+    if verdict != (annotation.width, annotation.height):
+        return EXCLUDED_SIZE_MISMATCH
+    return None
+
+
 class _Admission:
     """The exclusion rules both readers share: a box that misses the image and a missing photo are
     counted exclusions; an overhanging box and an unknown identity are counted notes."""
@@ -312,11 +331,15 @@ class _Admission:
         self.exclusions: dict[str, int] = {}
         self.notes: dict[str, int] = {}
         self.per_image: dict[str, int] = {}
-        self.existing: dict[str, bool] = {}
+        self.existing: dict[str, str | None] = {}  # file name → why its photo is refused (None: kept)
+        self.examples: dict[str, list[str]] = {}
         self.out: list[WildlifeAnnotation] = []
 
-    def exclude(self, reason: str) -> None:
+    def exclude(self, reason: str, name: str | None = None) -> None:
         self.exclusions[reason] = self.exclusions.get(reason, 0) + 1
+        named = self.examples.setdefault(reason, [])
+        if name is not None and len(named) < MAX_EXAMPLES and name not in named:
+            named.append(name)
 
     def note(self, reason: str) -> None:
         self.notes[reason] = self.notes.get(reason, 0) + 1
@@ -336,9 +359,10 @@ class _Admission:
         if self.check_images:
             key = annotation.file_name
             if key not in self.existing:
-                self.existing[key] = annotation.image_path.is_file()
-            if not self.existing[key]:
-                self.exclude(EXCLUDED_IMAGE_MISSING)
+                self.existing[key] = _photo_refusal(annotation)
+            refusal = self.existing[key]
+            if refusal is not None:  # missing, truncated, a bomb, or not the declared size
+                self.exclude(refusal, key)
                 return
         self.out.append(annotation)
 
@@ -347,6 +371,7 @@ class _Admission:
         return WildlifeCatalog(name=name, root=Path(path), images_dir=images_dir,
                                annotation_file=annotation_file, annotations=self.out,
                                exclusions=dict(sorted(self.exclusions.items())),
+                               exclusion_examples={r: self.examples.get(r, []) for r in sorted(self.exclusions)},
                                notes=dict(sorted(self.notes.items())),
                                annotations_per_image=dict(sorted(self.per_image.items())), reader=reader)
 
