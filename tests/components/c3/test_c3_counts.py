@@ -90,7 +90,7 @@ def test_two_panel_canvases_are_shared_by_their_left_and_right_photographs(defau
         assert left["payload"]["other_count"] == right["payload"]["count"]
         assert right["payload"]["other_count"] == left["payload"]["count"]
         if rows[0]["tier"] == "medium":
-            assert left["dataset"] != right["dataset"]
+            assert left["subset"] != right["subset"]
         else:
             assert left["subset"] == right["subset"]
     assert len({r["item_id"] for r in _rows(default_build, "counting")}) == len(_rows(default_build, "counting"))

@@ -311,7 +311,7 @@ class _Builder:
 
     def counting(self, subsets: list[Subset]) -> None:
         """Easy: one canvas per photo, asked at every count level. Medium/hard: each photo gets
-        ``partners`` distinct partners per tier (:func:`partner_pairs`; medium from another dataset,
+        ``partners`` distinct partners per tier (:func:`partner_pairs`; medium from another subset,
         hard from its own subset); each unordered pair is one two-panel canvas, asked about its left
         and its right photograph at every level whose count is nonzero there."""
         index = {id(im): (s, k) for s in subsets for k, im in enumerate(s.images)}
@@ -328,7 +328,10 @@ class _Builder:
                 continue
             rng = _rng(self.seed, f"counting:{tier}")
             if tier == "medium":
-                pairs = partner_pairs([(s.dataset, im) for s in subsets for im in s.images], self.partners, rng,
+                # "two panels drawn from different datasets": the paper calls its ten subsets "the ten
+                # datasets" (Sec. A.3), and WAID's six class subsets hold most photos, so panels differ
+                # by subset (pairing across source datasets only would leave WAID photos short of partners)
+                pairs = partner_pairs([(s.id, im) for s in subsets for im in s.images], self.partners, rng,
                                       across=True)
             else:
                 pairs = [pair for s in subsets for pair in partner_pairs([(s.id, im) for im in s.images],
