@@ -214,3 +214,50 @@ def test_out_is_a_file(command: str, tmp_path: Path, demo_bench: Path, demo_data
     assert code == 2, err
     assert str(taken) in err and "Traceback" not in err and "internal error" not in err
     assert taken.read_text() == "mine"
+
+
+def test_a_misbehaving_server_fails_its_items_never_the_run(tmp_path: Path, demo_bench: Path) -> None:
+    """A loopback OpenAI-compatible server that echoes a 5-character key, replies with a lone
+    surrogate, a refusal, content parts and ``usage: []``: ``biovqa run`` (a subprocess) finishes,
+    records the broken replies as failed, keeps the rest, stores no key and says it masked one."""
+    import itertools
+    import os
+    import subprocess
+    import sys
+    import threading
+
+    from fixtures.scripted_server import chat_reply, scripted_server
+
+    key = "k3y5Z"
+    shapes = itertools.cycle([
+        chat_reply(f"Aves (your key {key})"),
+        b'{"choices": [{"message": {"content": "Ave\\ud800s"}}], "usage": []}',
+        json.dumps({"choices": [{"message": {"content": None, "refusal": "no"}}]}).encode(),
+        json.dumps({"choices": [{"message": {"content": [{"type": "text", "text": "Aves"}]}}],
+                    "usage": []}).encode(),
+        chat_reply("Chordata", usage="odd"),
+    ])
+    lock = threading.Lock()
+
+    def answer(request: dict) -> bytes:
+        with lock:
+            return next(shapes)
+
+    out = tmp_path / "run"
+    with scripted_server(answer) as server:
+        ran = subprocess.run([sys.executable, "-m", "biovqa", "run", str(demo_bench), "--backend", "openai",
+                              "--model", "tiny", "--base-url", server.base_url, "--api-key-env", "BIOVQA_TEST_KEY",
+                              "--limit", "2", "--max-retries", "0", "--concurrency", "1", "-o", str(out),
+                              "--no-progress"], capture_output=True, text=True, timeout=300,
+                             env={**os.environ, "BIOVQA_TEST_KEY": key, "HF_HUB_OFFLINE": "1"})
+    assert ran.returncode == 0, ran.stderr
+    table = pq.read_table(out / "predictions.parquet").to_pylist()
+    statuses = [row["status"] for row in table]
+    assert statuses.count("failed") >= 2 and statuses.count("ok") >= 2, statuses
+    assert all(row["response"] for row in table if row["status"] == "ok")  # never an empty answer
+    assert all(row["response"] is None for row in table if row["status"] == "failed")
+    stored = (out / "predictions.parquet").read_bytes() + (out / "run.json").read_bytes()
+    assert key.encode() not in stored and not any(key in json.dumps(row) for row in table)
+    card = json.loads((out / "run.json").read_text(encoding="utf-8"))
+    assert card["redactions"]["masked"] >= 1 and "shorter than" in card["redactions"]["warning"]
+    assert card["backend_facts"]["usage_unreadable"] >= 1
