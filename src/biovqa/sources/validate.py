@@ -12,8 +12,10 @@ or a counted exclusion naming the file or row it excluded — never a traceback,
 * **numbers**: :func:`number` accepts only finite values, in a declared range, integral where the
   field is a count or an id (``inf``, ``1e400``, ``nan``, ``1e-300`` where a length is expected);
 * **ids**: :func:`first_duplicate` finds the first id given twice;
-* **exclusions**: :class:`Exclusions` counts each reason and keeps its first
-  :data:`MAX_EXAMPLES` files or rows, written to the manifest beside the counts.
+* **exclusions**: a reader counts each reason and keeps its first :data:`MAX_EXAMPLES` files or
+  rows (named under the source folder, :func:`relative_name`); a build writes them to the
+  manifest's ``exclusion_examples`` beside the counts in ``exclusions``, and
+  :func:`summarize_exclusions` gives the summary ``biovqa build`` prints.
 """
 
 from __future__ import annotations
@@ -23,7 +25,6 @@ import csv
 import math
 import re
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -38,26 +39,6 @@ MAX_FIELD_CHARS = 131_072
 MAX_EXAMPLES = 20
 
 _XML_DECLARATION = re.compile(rb"""^<\?xml[^>]*?encoding\s*=\s*["']([A-Za-z0-9._-]+)["']""")
-
-
-@dataclass
-class Exclusions:
-    """Exclusions counted per reason, each with the first :data:`MAX_EXAMPLES` things it excluded."""
-
-    counts: dict[str, int] = field(default_factory=dict)
-    examples: dict[str, list[str]] = field(default_factory=dict)
-
-    def add(self, reason: str, example: str | Path | None = None, n: int = 1) -> None:
-        self.counts[reason] = self.counts.get(reason, 0) + n
-        named = self.examples.setdefault(reason, [])
-        if example is not None and len(named) < MAX_EXAMPLES:
-            named.append(str(example))
-
-    def sorted_counts(self) -> dict[str, int]:
-        return dict(sorted(self.counts.items()))
-
-    def sorted_examples(self) -> dict[str, list[str]]:
-        return {reason: list(self.examples.get(reason, [])) for reason in sorted(self.counts)}
 
 
 def relative_name(path: str | Path, root: str | Path) -> str:
@@ -258,6 +239,6 @@ def first_duplicate(ids: Iterable[Any]) -> tuple[Any, int, int] | None:
     return None
 
 
-__all__ = ["MAX_EXAMPLES", "MAX_FIELD_CHARS", "MAX_LINE_CHARS", "Exclusions", "bounded_lines", "csv_records", "decode_text",
+__all__ = ["MAX_EXAMPLES", "MAX_FIELD_CHARS", "MAX_LINE_CHARS", "bounded_lines", "csv_records", "decode_text",
            "first_duplicate", "integer", "iter_lines", "number", "read_lines", "read_text", "read_xml",
            "relative_name", "summarize_exclusions"]
