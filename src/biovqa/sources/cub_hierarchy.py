@@ -1,6 +1,6 @@
 """CUB-200-2011 images with a class → taxonomy-path map (the hierarchical VQA's CUB-200 source).
 
-The CUB taxonomy of the hierarchical benchmark (seed-003 paper, §2: GPT-4o mapped each class to
+The CUB taxonomy of the hierarchical benchmark (Tan, Qing, Gong 2025, §2.3 and App. A.1: GPT-4o mapped each class to
 order → family → genus → species, cross-checked against Wikipedia) is a JSON object keyed by the
 English class name (``"Brandt's Cormorant": ["Suliformes", "Phalacrocoracidae", "Phalacrocorax",
 "Brandt's Cormorant"]``). CUB's own class folders read ``023.Brandt_Cormorant``: the folder names

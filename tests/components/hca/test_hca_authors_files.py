@@ -1,4 +1,4 @@
-"""The seed-003 authors' own files through ``biovqa build`` / ``score`` / ``report``: their CUB
+"""The HCA paper's authors' own files (Tan, Qing, Gong 2025) through ``biovqa build`` / ``score`` / ``report``: their CUB
 taxonomy as published (no root, a case-only leaf difference, leaf = genus, CUB folder names that
 match only after dropping possessives or through the alias table), a label with two parents (their
 ImageNet-artifact taxonomy), released items with their absolute cluster paths, the kingdom of iNat

@@ -23,7 +23,7 @@ COMPONENT = Component(
     table3=("hca", "leaf", "por", "spor", "tor"),
     score_options=(
         Option("score_unscored_levels", bool, False,
-               "also score the levels the bench asks but leaves out of the paths (the kingdom of the seed-003 "
+               "also score the levels the bench asks but leaves out of the paths (the kingdom of the HCA "
                "authors' iNat items, recorded as the manifest's unscored_levels)"),
     ),
 )

@@ -345,7 +345,7 @@ def _genus_leak(entity: str, gold: str, level_name: str | None) -> bool:
     return words[0].casefold() == gold.casefold()
 
 
-#: ``first_level`` policies of released items: the seed-003 authors ask every level of an iNat or
+#: ``first_level`` policies of released items: the HCA paper's authors ask every level of an iNat or
 #: ImageNet item but score from level 2 (the kingdom of a one-kingdom taxonomy), CUB from level 1.
 FIRST_LEVEL_POLICIES: tuple[str, ...] = ("auto", "scored", "unscored")
 EXCLUSION_EXAMPLES = 20

@@ -1,4 +1,4 @@
-"""The released item format of the seed-003 authors: one JSON line per image,
+"""The released item format of the HCA paper's authors (Tan, Qing, Gong 2025): one JSON line per image,
 ``{"image", "label", "level1", "choices_level1", …}``; a level whose value is null is skipped.
 
 The authors' files name each photo by its absolute path on their cluster

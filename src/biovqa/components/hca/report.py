@@ -1,4 +1,4 @@
-"""Hierarchical VQA tables from score summaries (seed-003 paper §2.2, §3.3, Table 3, App. C.4).
+"""Hierarchical VQA tables from score summaries (Tan, Qing, Gong 2025, "Vision LLMs Are Bad at Hierarchical Visual Understanding", §2.2, §3.3.1, Table 3, App. C.4).
 
 Every table is keyed by (model, dataset): a score folder's dataset is the bench's (``biovqa build
 hca --dataset``, by default the source file's name; a text control inherits its visual bench's),

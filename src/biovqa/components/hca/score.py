@@ -17,7 +17,7 @@ estimate ``{value, lo, hi, n}`` with a percentile bootstrap over images)::
       "kind":    "visual" | "text",
       "metrics": {hca, acc_leaf, por, spor, spor_prefix, tor},
       "levels":  {"<level>[ <name>]": per-level accuracy (asked levels, scored or not)},
-      "depth":   {"<k>": HCA at depth k (every path truncated to levels ≤ k, App. C.4 of the seed-003
+      "depth":   {"<k>": HCA at depth k (every path truncated to levels ≤ k, App. C.4 of the HCA
                   paper; k = the deepest level gives HCA)},
       "unscored_levels": levels asked but left out of every path metric (the kingdom of the
                   authors' iNat items; -O score_unscored_levels=true scores them),

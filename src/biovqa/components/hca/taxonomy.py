@@ -1,7 +1,7 @@
 """Taxonomy paths for the hierarchical VQA (hierarchy.md §1–2).
 
 A :class:`Hierarchy` maps each leaf label to its path ``(root, level 1, …, leaf)``; the root is
-never asked (a taxonomy without a root, such as the seed-003 authors' CUB-200 file whose paths start
+never asked (a taxonomy without a root, such as the HCA paper's authors' CUB-200 file whose paths start
 at the order, gets a stand-in root: :data:`ROOT_MODES`). Levels are positional (level ``j`` = the ``j``-th label below the root), so uneven
 trees work; ``level_names`` name them when the tree is even (``order, family, genus, species``).
 Sources: the released taxonomy JSON (``leaf → [root, …, leaf]``), a C1 benchmark folder (its
@@ -21,7 +21,7 @@ from biovqa.errors import BiovqaError, InputFormatError
 
 #: Taxonomy root policies: ``auto`` (the first label is the root when every path starts with the
 #: same one, else the taxonomy has no root), ``first`` (the first label is the root), ``none`` (no
-#: root: the first label is level 1, as in the seed-003 authors' CUB taxonomy, whose paths start
+#: root: the first label is level 1, as in the HCA paper's authors' CUB taxonomy, whose paths start
 #: at the order).
 ROOT_MODES: tuple[str, ...] = ("auto", "first", "none")
 #: The stand-in root of a taxonomy without one: never asked, never shown (not in the taxonomy
@@ -163,7 +163,7 @@ def _check_consistent(paths: dict[str, tuple[str, ...]], source: Any, *, several
             f"label {label!r} has {len(ps)} parents ({', '.join(map(repr, ps))}; {len(several)} such labels): the "
             "taxonomy is not a tree", file=source, field=label,
             hint="pass --several-parents allow to score every image on its own path, level by level, as the "
-                 "seed-003 authors do")
+                 "HCA paper's authors do")
     notes: dict[str, Any] = {}
     if repeats:
         notes["leaf_equals_parent"] = sorted(repeats)
