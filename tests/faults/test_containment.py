@@ -373,3 +373,12 @@ def test_released_hca_level_keys_beyond_int16_are_a_named_error(tmp_path: Path) 
     code, output = biovqa("build", "hca", "--out", tmp_path / "bench", "--released", released,
                           "--images-root", cub, "--template-set", "cub", "--template", "2")
     assert_refused(code, output, "released.jsonl", "row 1", "field 'level40000'", "32767")
+
+
+def test_a_side_file_linking_outside_the_benchmark_is_refused(bench_copy: Path, outside: Path) -> None:
+    (bench_copy / "evil.json").symlink_to(outside)
+    manifest = json.loads((bench_copy / "manifest.json").read_text(encoding="utf-8"))
+    manifest["files"]["evil.json"] = {"sha256": sha256_file(outside), "bytes": outside.stat().st_size}
+    (bench_copy / "manifest.json").write_text(json.dumps(manifest), encoding="utf-8")
+    code, output = biovqa("audit", bench_copy)
+    assert_refused(code, output, "manifest.json", "'evil.json'", "leaves the benchmark folder")

@@ -699,12 +699,17 @@ def side_file_problems(bench: Bench) -> list[tuple[str, str]]:
         return []
     if not isinstance(card, dict):
         return [(MANIFEST_FILE, f"the manifest's {FILES_KEY!r} card must be a JSON object")]
+    from biovqa.bench.paths import escape_reason
+
     problems: list[tuple[str, str]] = []
     for name, entry in sorted(card.items()):
         path = bench.root / name
-        if not isinstance(entry, dict) or not {"sha256", "bytes"} <= set(entry) \
-                or Path(name).is_absolute() or ".." in Path(name).parts:
+        escape = escape_reason(bench.root, name) if isinstance(name, str) else "not a path"
+        if not isinstance(entry, dict) or not {"sha256", "bytes"} <= set(entry):
             problems.append((MANIFEST_FILE, f"the {FILES_KEY!r} card entry {name!r} is malformed"))
+        elif escape is not None:  # never read (or hashed) a file outside the benchmark folder
+            problems.append((MANIFEST_FILE, f"the {FILES_KEY!r} card entry {name!r} leaves the benchmark "
+                                            f"folder: {escape}"))
         elif not path.is_file():
             problems.append((name, "side file missing (the manifest's files card lists it)"))
         elif path.stat().st_size != entry["bytes"] or sha256_file(path) != entry["sha256"]:

@@ -212,6 +212,9 @@ def _copy_side_files(bench: "Bench", target: Path) -> dict[str, str]:
         relative = path.relative_to(bench.root)
         if relative.parts[0] in skip or relative.parts[0].startswith(".") or not path.is_file():
             continue
+        # a link inside the benchmark that leads outside is refused, not shipped
+        contained_path(bench.root, relative.as_posix(), file=bench.root / MANIFEST_FILE, field="files",
+                       what="side file")
         destination = target / relative
         destination.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(path, destination)
