@@ -316,27 +316,47 @@ def _markdown(frame: pd.DataFrame) -> str:
     return "\n".join(lines)
 
 
+_MARKDOWN_LINK = re.compile(r"\]\s*[(\[]|!\[")
+
+
 def _markdown_text(text: str) -> str:
     """A table cell that renders as the text it is: HTML characters escaped (a model label like
-    ``<script>`` stays text), pipes escaped, line breaks folded."""
-    text = html.escape(text, quote=False)
-    return " ".join(text.split()).replace("|", "\\|")
+    ``<script>`` stays text), backslashes and pipes escaped, link and image syntax
+    (``[x](url)``, ``![x](url)``, ``[x][ref]``) broken by escaping its brackets, line breaks folded."""
+    text = html.escape(text, quote=False).replace("\\", "\\\\")
+    text = " ".join(text.split()).replace("|", "\\|")
+    if _MARKDOWN_LINK.search(text):
+        text = re.sub(r"([\[\]()!])", r"\\\1", text)
+    return text
 
 
-_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+#: what a spreadsheet runs as a formula when a cell starts with it (after NFKC: ＝ is =)
+_FORMULA_START = ("=", "+", "-", "@")
+
+
+def _neutral_cell(value: Any) -> Any:
+    """A text cell a spreadsheet shows as text: line breaks folded (a break cannot start a row of
+    its own), and a leading apostrophe where the text, after any leading whitespace or control
+    characters (tab, carriage return), starts a formula (``=``, ``+``, ``-``, ``@``, also their
+    full-width forms such as ``＝``). Numbers are left as they are."""
+    if not isinstance(value, str):
+        return value
+    import unicodedata
+
+    folded = " ".join(value.splitlines()) if ("\r" in value or "\n" in value) else value
+    head = folded.lstrip(" \t\x0b\x0c\u00a0\u3000")
+    head = "".join(ch for ch in head[:8] if unicodedata.category(ch)[0] != "C" and not ch.isspace())[:1]
+    if head and unicodedata.normalize("NFKC", head).startswith(_FORMULA_START) or folded[:1] in ("\t", "\r"):
+        return "'" + folded
+    return folded
 
 
 def _safe_csv(frame: pd.DataFrame) -> pd.DataFrame:
-    """Text cells that a spreadsheet would run as a formula (starting with = + - @) get a leading
-    apostrophe; numbers are left as they are."""
-    def neutral(value: Any) -> Any:
-        if isinstance(value, str) and value.startswith(_FORMULA_START):
-            return "'" + value
-        return value
-
-    safe = frame.map(neutral) if hasattr(frame, "map") else frame.applymap(neutral)
-    safe.index = pd.Index([neutral(v) for v in frame.index], name=neutral(frame.index.name) if frame.index.name else None)
-    safe.columns = [neutral(c) for c in frame.columns]
+    """Every text cell, index value and column name neutralised (:func:`_neutral_cell`)."""
+    safe = frame.map(_neutral_cell) if hasattr(frame, "map") else frame.applymap(_neutral_cell)
+    safe.index = pd.Index([_neutral_cell(v) for v in frame.index],
+                          name=_neutral_cell(frame.index.name) if frame.index.name else None)
+    safe.columns = [_neutral_cell(c) for c in frame.columns]
     return safe
 
 
