@@ -154,7 +154,8 @@ def run_subset(bench: Bench, predictions_path: str | Path) -> dict[str, Any] | N
 
     Returns ``{"item_ids": [...], "n_items": N, "of": M, "stratified": bool, "selection": {...}}``,
     or None when there is no card, the card is for another benchmark, or the run covered every
-    item. A card whose recorded selection hash disagrees with the recomputed one is an error.
+    item. A selection may also list its items (``item_ids``, with a ``description``), as the C4
+    specialist's card does when it ran on some of the datasets. A card whose recorded selection hash disagrees with the recomputed one is an error.
     """
     import hashlib
 
@@ -174,6 +175,8 @@ def run_subset(bench: Bench, predictions_path: str | Path) -> dict[str, Any] | N
     if isinstance(benchmark, dict) and benchmark.get("manifest_sha256") not in (
             None, bench.manifest_sha256):
         return None
+    if isinstance(selection.get("item_ids"), list):
+        return _listed_subset(bench, selection, card_path)
     from biovqa.engine.runner import Selection, parse_shard, select_items
 
     def names(key: str) -> tuple[str, ...] | None:
@@ -206,6 +209,24 @@ def run_subset(bench: Bench, predictions_path: str | Path) -> dict[str, Any] | N
                           "tasks": list(chosen.tasks or []) or None,
                           "limit_per_task": chosen.limit, "seed": chosen.seed,
                           "shard": shard if isinstance(shard, str) else None}}
+
+
+def _listed_subset(bench: Bench, selection: dict[str, Any], card_path: Path) -> dict[str, Any] | None:
+    """A selection that lists its items (a specialist run on some of the datasets): those items,
+    described by the selection's ``description``."""
+    if selection.get("benchmark_manifest_sha256") not in (None, bench.manifest_sha256):
+        return None
+    ids = sorted({str(i) for i in selection["item_ids"]})
+    known = set(bench.items.column("item_id").to_pylist())
+    unknown = [i for i in ids if i not in known]
+    if unknown:
+        raise InputFormatError(f"the run card lists {len(unknown)} item(s) the benchmark lacks, e.g. {unknown[0]!r}",
+                               file=card_path, field="selection.item_ids",
+                               hint="were these predictions made for another benchmark?")
+    if len(ids) >= bench.items.num_rows:
+        return None
+    return {"item_ids": ids, "n_items": len(ids), "of": bench.items.num_rows, "stratified": False,
+            "selection": {"listed": len(ids), "description": selection.get("description")}}
 
 
 def subset_bench(bench: Bench, item_ids: Sequence[str]) -> Bench:

@@ -177,3 +177,91 @@ def test_base_install_demo_reports_c4(tmp_path: Path) -> None:
     summary = json.loads((tmp_path / "demo" / "scores-baseline-c4" / "summary.json").read_text())
     assert summary["table3"]["acc"]["value"] == 0.5
     assert biovqa.open_bench(tmp_path / "demo" / "bench-c4").manifest["parameters"]["embedder"]["precomputed"]
+
+
+class _PixelEmbedder:
+    """A stand-in re-identification embedder through the specialist's public entry point
+    (MegaDescriptor's weights are not available offline): the photo reduced to 6 × 6 grey levels
+    plus a noise seeded by its pixels, so that its AUCs lie strictly between 0 and 1."""
+
+    name = "pixel-embedder"
+    batch_size = 8
+
+    def embed(self, images):  # type: ignore[no-untyped-def]
+        import zlib
+
+        rows = []
+        for im in images:
+            grey = np.asarray(im.convert("L").resize((6, 6)), dtype=np.float32).ravel() - 110.0
+            noise = np.random.default_rng(zlib.crc32(im.tobytes())).normal(scale=40.0, size=grey.shape)
+            rows.append(grey + noise)
+        matrix = np.stack(rows)
+        return matrix / np.linalg.norm(matrix, axis=1, keepdims=True)
+
+
+def _two_dataset_bench(root: Path, capsys: pytest.CaptureFixture[str]) -> Path:
+    """A whale shark + Grevy's zebra bench built from designed embeddings (no model)."""
+    from biovqa.components.c4.demo import write_synthetic_catalog
+
+    keys, vectors = [], []
+    rng = np.random.default_rng(11)
+    catalogs = {}
+    for name, seed in (("whaleshark", 21), ("gzcd", 22)):
+        coco = write_synthetic_catalog(root / name, name=name, n_individuals=5, images_per_view=3, seed=seed,
+                                       lossless=True, extras=False)
+        catalogs[name] = coco
+        catalog = read_wildlife_catalog(coco, name)
+        centres = {identity: rng.normal(size=16) for identity in sorted({a.identity for a in catalog.annotations})}
+        for annotation in catalog.annotations:
+            vector = centres[annotation.identity] + 0.9 * rng.normal(size=16)
+            keys.append(crop_key(load_crop(annotation)))
+            vectors.append((vector / np.linalg.norm(vector)).tolist())
+    table = pa.table({"sha256": keys, "vector": pa.array(vectors, pa.list_(pa.float32()))})
+    embeddings = root / "embeddings.parquet"
+    pq.write_table(table.replace_schema_metadata({EMBEDDER_METADATA: b'{"model": "designed", "crop": "crop"}'}),
+                   embeddings)
+    code, err = cli(["build", "c4", *(a for name, coco in catalogs.items() for a in ("--catalog", f"{name}={coco}")),
+                     "--embeddings", embeddings, "--pairs", "6", "--out", root / "bench"], capsys)
+    assert code == 0, err
+    return root / "bench"
+
+
+def test_specialist_on_one_dataset_is_scored_and_reported_on_it(tmp_path: Path,
+                                                                capsys: pytest.CaptureFixture[str]) -> None:
+    from scipy.stats import norm
+
+    from biovqa.components.c4.specialist import run_specialist
+
+    bench = _two_dataset_bench(tmp_path, capsys)
+    predictions = run_specialist(bench, _PixelEmbedder(), tmp_path / "run-md", datasets=["gzcd"])
+    results = json.loads((tmp_path / "run-md" / "specialist.json").read_text())["datasets"]["gzcd"]["conditions"]
+    code, err = cli(["score", bench, "-p", predictions, "-o", tmp_path / "scores-md", "--bootstrap", "200"], capsys)
+    assert code == 0, err
+    summary = json.loads((tmp_path / "scores-md" / "summary.json").read_text())
+    n_gzcd = sum(1 for d in biovqa.open_bench(bench).items.column("dataset").to_pylist() if d == "gzcd")
+    assert summary["subset"]["n_items"] == n_gzcd and summary["subset"]["of"] == 2 * n_gzcd
+    assert summary["statuses"]["missing"] == 0 and list(summary["cells"]) == ["gzcd"]
+    # Table 3: d′ = √2·z(AUC) of the random condition, accuracy of the fitted threshold
+    random_auc = results["random"]["auc"]
+    assert summary["table3"]["dprime"]["value"] == pytest.approx(np.sqrt(2) * norm.ppf(random_auc), abs=1e-9)
+    assert summary["table3"]["acc"]["value"] == pytest.approx(results["random"]["acc"])
+    assert summary["table3"]["dprime"]["lo"] is not None
+    for condition in ("easy", "random", "hard"):
+        assert summary["pooled"][condition]["auc"]["value"] == pytest.approx(results[condition]["auc"])
+    # a VLM-style run on the whole bench, then one report
+    baseline = biovqa.run(bench, tmp_path / "run-floor", backend="baseline", progress=False)
+    code, err = cli(["score", bench, "-p", baseline, "-o", tmp_path / "scores-floor", "--bootstrap", "0"], capsys)
+    assert code == 0, err
+    code, err = cli(["report", tmp_path / "scores-md", tmp_path / "scores-floor", "--out", tmp_path / "report"], capsys)
+    assert code == 0, err
+    import pandas as pd
+
+    table3 = pd.read_csv(tmp_path / "report" / "c4_table3_c4.csv")
+    specialist = table3[table3["model"] == "MegaDescriptor-L-384"].iloc[0]
+    assert specialist["scored_on"] == "Grevy's zebra only"
+    assert specialist["dprime"] == pytest.approx(round(np.sqrt(2) * norm.ppf(random_auc), 3))
+    assert set(table3["scored_on"]) == {"Grevy's zebra only", "all"}
+    table53 = pd.read_csv(tmp_path / "report" / "c4_table53_specialist.csv")
+    assert list(table53["condition"]) == ["easy", "random", "hard"]
+    assert table53["AUC"].tolist() == pytest.approx([round(results[c]["auc"], 3) for c in ("easy", "random", "hard")])
+    assert "MegaDescriptor-L-384" not in set(pd.read_csv(tmp_path / "report" / "c4_table49_dprime.csv")["model"])

@@ -1,4 +1,4 @@
-"""The C4 prompt (prompts.md §5, paper K.4) and the yes/no reply parser (prompts.md §6.5, H.1).
+"""The C4 prompt (paper appendix K.4) and the yes/no reply parser (appendix H.1).
 
 Tiers, tried in order; the tier that resolved a reply is recorded per item:
 
@@ -87,4 +87,22 @@ def parse_reply(reply: str | None) -> tuple[str | None, str]:
     return None, "unparsed"
 
 
-__all__ = ["C4_INSTRUCTION", "C4_PROMPT", "C4_QUESTION", "PARSED_TIERS", "TIERS", "parse_reply"]
+#: A reply that carries its decision variable (the MegaDescriptor specialist's): the thresholded
+#: answer, then the cosine similarity it was decided from. It parses as Yes/No like any reply; when
+#: every reply of a run has this form the scorer also computes the AUC of the similarity.
+SIMILARITY_REPLY = re.compile(r"^(Yes|No) \(cosine similarity (-?\d+\.\d+)\)$")
+
+
+def similarity_reply(said_yes: bool, similarity: float) -> str:
+    """``"Yes (cosine similarity 0.734512)"``: a reply in the :data:`SIMILARITY_REPLY` form."""
+    return f"{'Yes' if said_yes else 'No'} (cosine similarity {similarity:.6f})"
+
+
+def reply_similarity(reply: str | None) -> float | None:
+    """The similarity a :data:`SIMILARITY_REPLY` reply carries; None for any other reply."""
+    match = SIMILARITY_REPLY.match(reply or "")
+    return float(match.group(2)) if match else None
+
+
+__all__ = ["C4_INSTRUCTION", "C4_PROMPT", "C4_QUESTION", "PARSED_TIERS", "SIMILARITY_REPLY", "TIERS", "parse_reply",
+           "reply_similarity", "similarity_reply"]

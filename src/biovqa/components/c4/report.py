@@ -1,5 +1,5 @@
 """C4 leaderboard tables and figure from score summaries (paper Table 3 C4 block, Tables 49–55,
-85–87; results.md §6).
+85–87).
 
 ``tables(summaries)`` takes ``[(model label, summary dict), …]`` as written by ``biovqa score``
 (shape in :mod:`biovqa.components.c4.score`) and returns:
@@ -16,8 +16,11 @@
 * ``table86_dprime_random_by_species`` — per model the random-condition d′ of every dataset;
 * ``table87_random_agreement`` — random condition: acc, balanced acc, MCC, κ, each the mean over
   datasets;
-* ``table53_specialist`` — models labelled ``[specialist]``: per condition d′ and accuracy of the
-  thresholded decisions (the AUC-based d′ is in the specialist's ``specialist.json``);
+* ``table3_c4`` carries ``scored_on``: ``all``, or the species a run was scored on (a specialist
+  run on Grevy's zebra only, as in the paper, is scored on that subset, not counted wrong elsewhere);
+* ``table53_specialist`` — specialist runs (labelled ``[specialist]`` or whose replies carry their
+  similarity): per condition the AUC, d′ = √2·z(AUC) and the thresholded accuracy, as Table 53;
+  specialists are left out of the VLM tables 49–52, 55, 85–87;
 * ``table54_dinov2_auc`` — the DINOv2 construction check per dataset × condition (from the first
   summary: it depends on the benchmark only) and the random-condition similarity margin;
 * ``table55_sign_flip`` — random vs hard d′ per model.
@@ -56,8 +59,18 @@ def _datasets(summaries: list[tuple[str, dict]]) -> list[str]:
     return [d for d in DATASETS if d in seen] + sorted(seen - set(DATASETS))
 
 
-def _is_specialist(label: str) -> bool:
-    return "[specialist]" in label.lower()
+def _is_specialist(label: str, summary: dict | None = None) -> bool:
+    """A specialist run: labelled ``[specialist]``, or its replies carried their decision variable."""
+    return "[specialist]" in label.lower() or bool((summary or {}).get("decision_variable"))
+
+
+def _scored_on(summary: dict, datasets: list[str]) -> str:
+    """``all`` when the run was scored on every dataset of the report, else the species it was
+    scored on (the paper runs MegaDescriptor on Grevy's zebra only)."""
+    own = [d for d in datasets if d in summary.get("cells", {})]
+    if set(own) == set(datasets):
+        return "all"
+    return ", ".join(SPECIES_LABEL.get(d, d) for d in own) + " only"
 
 
 def _plain(label: str) -> str:
@@ -70,12 +83,18 @@ def tables(summaries: list[tuple[str, dict]]) -> dict[str, pd.DataFrame]:
     datasets = _datasets(summaries)
 
     rows = [{"model": _plain(label), "dprime": _value(s.get("table3", {}).get("dprime")),
-             "acc": _value(s.get("table3", {}).get("acc"))} for label, s in summaries]
-    rows.append({"model": "Floor", "dprime": 0.0, "acc": 0.5})
-    out["table3_c4"] = pd.DataFrame(rows, columns=["model", "dprime", "acc"]).round(DECIMALS)
+             "acc": _value(s.get("table3", {}).get("acc")), "scored_on": _scored_on(s, datasets)}
+            for label, s in summaries]
+    rows.append({"model": "Floor", "dprime": 0.0, "acc": 0.5, "scored_on": "all"})
+    frame = pd.DataFrame(rows, columns=["model", "dprime", "acc", "scored_on"]).round(DECIMALS)
+    frame.attrs["title"] = ("Table 3, C4 — random condition pooled over the datasets a run was scored on "
+                            "(scored_on); a specialist's d′ is √2·z(AUC), every other run's the d′ of its Yes/No replies")
+    out["table3_c4"] = frame
 
+    # Tables 49-52 and 55 compare the VLMs; the specialist has its own Table 53
+    models = [(label, s) for label, s in summaries if not _is_specialist(label, s)]
     rows = []
-    for label, s in summaries:
+    for label, s in models:
         pooled = s.get("pooled", {})
         rows.append({"model": _plain(label), **{c: _value(pooled.get(c, {}).get("dprime")) for c in CONDITIONS},
                      "verdict": s.get("verdict")})
@@ -84,13 +103,13 @@ def tables(summaries: list[tuple[str, dict]]) -> dict[str, pd.DataFrame]:
 
     for name, key in (("table50_criterion_mean_species", "c_mean_species"), ("table85_criterion_pooled", "c")):
         rows = []
-        for label, s in summaries:
+        for label, s in models:
             pooled = s.get("pooled", {})
             rows.append({"model": _plain(label), **{f"c_{c}": _value(pooled.get(c, {}).get(key)) for c in CONDITIONS}})
         out[name] = pd.DataFrame(rows, columns=["model", *(f"c_{c}" for c in CONDITIONS)]).round(DECIMALS)
 
     rows = []
-    for label, s in summaries:
+    for label, s in models:
         pooled = s.get("pooled", {})
         diff = s.get("ordering", {}).get("easy_minus_hard_acc") or {}
         rows.append({"model": _plain(label), "acc_easy": _value(pooled.get("easy", {}).get("acc")),
@@ -102,7 +121,6 @@ def tables(summaries: list[tuple[str, dict]]) -> dict[str, pd.DataFrame]:
                             "(fractions; the paper prints percentage points)")
     out["table51_easy_minus_hard"] = frame
 
-    models = [(label, s) for label, s in summaries if not _is_specialist(label)]
     rows = []
     for dataset in datasets:
         means = {}
@@ -116,14 +134,14 @@ def tables(summaries: list[tuple[str, dict]]) -> dict[str, pd.DataFrame]:
         rows, columns=["species", *CONDITIONS, "easy_minus_hard"]).round(DECIMALS)
 
     rows = []
-    for label, s in summaries:
+    for label, s in models:
         cells = s.get("cells", {})
         rows.append({"model": _plain(label), **{d: _value(cells.get(d, {}).get("random", {}).get("dprime"))
                                                  for d in datasets}})
     out["table86_dprime_random_by_species"] = pd.DataFrame(rows, columns=["model", *datasets]).round(DECIMALS)
 
     rows = []
-    for label, s in summaries:
+    for label, s in models:
         cells = s.get("cells", {})
         row: dict[str, Any] = {"model": _plain(label)}
         for stat, column in (("acc", "acc"), ("balanced_acc", "balanced_acc"), ("mcc", "MCC"), ("kappa", "cohen_kappa")):
@@ -136,20 +154,21 @@ def tables(summaries: list[tuple[str, dict]]) -> dict[str, pd.DataFrame]:
 
     rows = []
     for label, s in summaries:
-        if not _is_specialist(label):
+        if not _is_specialist(label, s):
             continue
         for condition in CONDITIONS:
             cell = s.get("pooled", {}).get(condition, {})
-            rows.append({"model": _plain(label), "condition": condition, "dprime": _value(cell.get("dprime")),
+            rows.append({"model": _plain(label), "scored_on": _scored_on(s, datasets), "condition": condition,
+                         "AUC": _value(cell.get("auc")), "dprime": _value(cell.get("dprime_auc")),
                          "acc": _value(cell.get("acc"))})
-    out["table53_specialist"] = pd.DataFrame(rows, columns=["model", "condition", "dprime", "acc"]).round(DECIMALS)
+    frame = pd.DataFrame(rows, columns=["model", "scored_on", "condition", "AUC", "dprime", "acc"]).round(DECIMALS)
+    frame.attrs["title"] = ("Table 53 — specialist: AUC of its similarity, d′ = √2·z(AUC), and the accuracy of "
+                            "the threshold fitted on random (easy and hard out of fit)")
+    out["table53_specialist"] = frame
 
     rows = []
-    checks: dict[str, Any] = {}
-    for _, s in summaries:
-        if s.get("construction_checks"):
-            checks = s["construction_checks"]
-            break
+    # they depend on the benchmark only: from the summary scored on the most datasets
+    checks: dict[str, Any] = max((s.get("construction_checks") or {} for _, s in summaries), key=len, default={})
     for dataset in datasets:
         entry = checks.get(dataset, {})
         rows.append({"species": SPECIES_LABEL.get(dataset, dataset),

@@ -38,11 +38,11 @@ import pyarrow as pa
 from biovqa.bench.folder import Bench
 from biovqa.components.registry import ScoreResult
 from biovqa.scoring.schema import core_columns
-from biovqa.components.c4.parser import PARSED_TIERS, TIERS, parse_reply
-from biovqa.components.c4.pairs import CONDITIONS
-from biovqa.components.c4.summary import bootstrap_counts, cell_summary, verdict, wald_difference
+from biovqa.components.c4.parser import PARSED_TIERS, TIERS, parse_reply, reply_similarity
+from biovqa.components.c4.pairs import CONDITIONS, auc
+from biovqa.components.c4.summary import auc_to_dprime, bootstrap_counts, cell_summary, verdict, wald_difference
 
-__all__ = ["parse_items", "score", "stratum_counts"]
+__all__ = ["parse_items", "reply_similarities", "score", "stratum_counts"]
 
 
 def _resolve(options: Mapping[str, Any] | None) -> dict[str, Any]:
@@ -135,10 +135,18 @@ def score(bench: Bench, predictions: pa.Table, options: Mapping[str, Any] | None
         entry["n_datasets"] = sum(1 for d in datasets if condition in cells[d])
         pooled[condition] = entry
 
+    similarity = reply_similarities(responses, statuses)
+    decision_variable = None
+    if similarity is not None:
+        decision_variable = _similarity_section(similarity, same, strata, datasets, conditions, cells, pooled,
+                                                resamples=resamples, seed=seed, level=level)
     random_pooled = pooled.get("random")
     table3 = {}
     if random_pooled is not None:
-        table3 = {"dprime": random_pooled["dprime"], "acc": random_pooled["acc"]}
+        # a run that carries its decision variable (the specialist) reports √2·z(AUC), as Table 3
+        # does for MegaDescriptor; every other run the d′ of its Yes/No replies
+        dprime_key = "dprime_auc" if decision_variable is not None else "dprime"
+        table3 = {"dprime": random_pooled[dprime_key], "acc": random_pooled["acc"]}
     summary = {
         "table3": table3,
         "pooled": pooled,
@@ -150,8 +158,73 @@ def score(bench: Bench, predictions: pa.Table, options: Mapping[str, Any] | None
         "construction_checks": _construction_checks(items, datasets, conditions),
         "bootstrap": {"resamples": resamples, "seed": seed, "level": level,
                       "unit": "items within dataset × condition"},
+        "datasets": datasets,
     }
+    if decision_variable is not None:
+        summary["decision_variable"] = decision_variable
     return ScoreResult(items=table, summary=summary)
+
+
+def reply_similarities(responses: list[str | None], statuses: list[str]) -> np.ndarray | None:
+    """The similarity each reply carries (:data:`~biovqa.components.c4.parser.SIMILARITY_REPLY`;
+    NaN where there is no reply), or None unless every reply carries one."""
+    values = np.full(len(responses), np.nan)
+    answered = 0
+    for k, (response, status) in enumerate(zip(responses, statuses)):
+        if status != "ok":
+            continue
+        value = reply_similarity(response)
+        if value is None:
+            return None
+        values[k] = value
+        answered += 1
+    return values if answered else None
+
+
+def _auc_estimate(similarity: np.ndarray, same: np.ndarray, rows: np.ndarray, *, resamples: int,
+                  rng: np.random.Generator, level: float) -> tuple[dict[str, Any], dict[str, Any]]:
+    """AUC and √2·z(AUC) of ``rows`` (items with a similarity), with percentile intervals from
+    resampling those items (B = ``resamples``)."""
+    from biovqa.scoring.schema import estimate
+
+    rows = rows[~np.isnan(similarity[rows])]
+
+    def both(index: np.ndarray) -> tuple[float, float]:
+        value = auc(similarity[index], same[index])
+        return value, (auc_to_dprime(value) if 0.0 < value < 1.0 else float("nan"))
+
+    value, dprime = both(rows) if len(rows) else (float("nan"), float("nan"))
+    lo_hi: list[tuple[float | None, float | None]] = [(None, None), (None, None)]
+    if resamples > 0 and len(rows):
+        draws = np.array([both(rows[rng.integers(0, len(rows), len(rows))]) for _ in range(resamples)])
+        for k in range(2):
+            finite = draws[:, k][np.isfinite(draws[:, k])]
+            if len(finite):
+                lo, hi = np.percentile(finite, [100 * (1 - level) / 2, 100 * (1 + level) / 2])
+                lo_hi[k] = (float(lo), float(hi))
+    n = int(len(rows))
+    return estimate(float(value), *lo_hi[0], n=n), estimate(float(dprime), *lo_hi[1], n=n)
+
+
+def _similarity_section(similarity: np.ndarray, same: np.ndarray, strata: np.ndarray, datasets: list[str],
+                        conditions: list[str], cells: dict[str, Any], pooled: dict[str, Any], *,
+                        resamples: int, seed: int, level: float) -> dict[str, Any]:
+    """Add ``auc`` and ``dprime_auc`` (√2·z(AUC), appendix B "MegaDescriptor for C4") to every cell
+    and pooled condition; pooled over datasets = the AUC of all that condition's items (the paper
+    runs the specialist on one dataset, where pooled and per-dataset agree)."""
+    rng = np.random.default_rng([seed, 4])
+    for d, dataset in enumerate(datasets):
+        for c, condition in enumerate(conditions):
+            if condition in cells[dataset]:
+                rows = np.flatnonzero(strata == d * len(conditions) + c)
+                cells[dataset][condition]["auc"], cells[dataset][condition]["dprime_auc"] = _auc_estimate(
+                    similarity, same, rows, resamples=resamples, rng=rng, level=level)
+    for c, condition in enumerate(conditions):
+        rows = np.flatnonzero(strata % len(conditions) == c)
+        pooled[condition]["auc"], pooled[condition]["dprime_auc"] = _auc_estimate(
+            similarity, same, rows, resamples=resamples, rng=rng, level=level)
+    return {"name": "cosine similarity carried by every reply", "dprime": "sqrt(2) * z(AUC)",
+            "table3_dprime": "dprime_auc of the random condition, pooled"}
 
 
 def _ordered(values: list[str]) -> list[str]:

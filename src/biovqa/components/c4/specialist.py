@@ -1,4 +1,4 @@
-"""The MegaDescriptor ceiling for C4 (components.md §4.3, metrics.md §5.5).
+"""The MegaDescriptor ceiling for C4 (paper §5.4, appendix B "MegaDescriptor for C4", Table 53).
 
 MegaDescriptor-L-384 (a timm Swin-L/12-384 with no classifier head, local weights) embeds the two
 photographs of every pair; the score is their cosine similarity. Per dataset, the threshold that
@@ -9,10 +9,13 @@ to d′ units as √2·z(AUC).
 The two photographs are cut from the benchmark's own canvases (the left panel's width is stored per
 item; the gutter is 16 px), so the specialist needs only the benchmark folder, as released.
 
-Outputs in ``RUN``: ``predictions.parquet`` (the thresholded Yes/No replies, which ``biovqa score``
-scores like any model's), ``similarities.parquet`` (item_id, similarity), ``specialist.json``
-(thresholds, AUC, AUC-based d′ and accuracy per dataset × condition) and ``run.json`` (the run
-card, ``"kind": "specialist"``).
+Outputs in ``RUN``: ``predictions.parquet`` (the thresholded replies with the similarity they were
+decided from, ``"Yes (cosine similarity 0.812345)"``, which ``biovqa score`` parses as Yes/No and
+from which it also computes the AUC and √2·z(AUC), the d′ of Table 3 and Table 53),
+``similarities.parquet`` (item_id, similarity), ``specialist.json`` (thresholds, AUC, AUC-based d′
+and accuracy per dataset × condition) and ``run.json`` (the run card, ``"kind": "specialist"``;
+run on some of the datasets, its ``selection`` lists the items, so that ``biovqa score`` scores
+that subset, as the paper scores MegaDescriptor on Grevy's zebra only).
 
 A local weights folder holds ``config.json`` in timm's hub format (``architecture``, optional
 ``model_args``, ``pretrained_cfg`` with ``input_size``/``mean``/``std``) and ``model.safetensors``
@@ -34,6 +37,8 @@ import pyarrow as pa
 from biovqa.bench.folder import open_bench, write_json, write_parquet
 from biovqa.errors import BiovqaError, InputFormatError, MissingResourceError
 from biovqa.components.c4.pairs import CONDITIONS, auc
+from biovqa.components.c4.parser import similarity_reply
+from biovqa.components.c4.report import SPECIES_LABEL
 from biovqa.components.c4.render import GUTTER
 from biovqa.components.c4.summary import auc_to_dprime
 
@@ -199,6 +204,8 @@ def run_specialist(bench_path: str | Path, model: str | Path | Any, out: str | P
             similarity[chunk] = np.sum(vectors[0::2] * vectors[1::2], axis=1)
             bar.update(task, advance=len(chunk))
     elapsed = time.perf_counter() - started
+    # the replies carry the similarity to 6 decimals; threshold, AUC and score all read that value
+    similarity = np.round(similarity, 6)
 
     same = np.asarray(items.column("same").to_numpy(zero_copy_only=False), dtype=bool)
     condition = np.asarray(items.column("condition").to_pylist(), dtype=object)
@@ -224,7 +231,7 @@ def run_specialist(bench_path: str | Path, model: str | Path | Any, out: str | P
     ids = items.column("item_id").take(pa.array(rows, pa.int64()))
     predictions = pa.table({
         "item_id": ids,
-        "response": pa.array(["Yes" if decision[i] else "No" for i in rows], pa.string()),
+        "response": pa.array([similarity_reply(bool(decision[i]), float(similarity[i])) for i in rows], pa.string()),
         "status": pa.array(["ok"] * len(rows), pa.string()),
         "model": pa.array([label] * len(rows), pa.string()),
         "latency_s": pa.array([elapsed / max(1, len(rows))] * len(rows), pa.float64()),
@@ -242,13 +249,19 @@ def run_specialist(bench_path: str | Path, model: str | Path | Any, out: str | P
                                          "datasets": results})
     from biovqa._version import __version__
 
-    write_json(out / "run.json", {
-        "kind": "specialist", "model": label, "weights": str(model) if isinstance(model, (str, Path)) else None,
+    card: dict[str, Any] = {
+        "kind": "specialist", "model": label, "weights": Path(model).name if isinstance(model, (str, Path)) else None,
         "benchmark": str(bench.root), "benchmark_manifest_sha256": bench.manifest_sha256,
         "component": "c4", "datasets": sorted(wanted), "items": len(rows),
         "elapsed_s": round(elapsed, 3), "pairs_per_s": round(len(rows) / elapsed, 2) if elapsed else None,
         "biovqa_version": __version__,
-    })
+    }
+    if len(rows) < items.num_rows:
+        # ran on some of the datasets: `biovqa score` scores that subset, not every other item as wrong
+        names = ", ".join(SPECIES_LABEL.get(d, d) for d in sorted(wanted))
+        card["selection"] = {"item_ids": ids.to_pylist(), "datasets": sorted(wanted),
+                             "benchmark_manifest_sha256": bench.manifest_sha256, "description": f"{names} only"}
+    write_json(out / "run.json", card)
     return predictions_path
 
 
