@@ -1,4 +1,4 @@
-"""Boxes on Bees (and Pollen) reader: one Pascal VOC XML next to each image (datasets.md §6).
+"""Boxes on Bees (and Pollen) reader: one Pascal VOC XML next to each image (a counting source of Bio-VQA Component 3).
 
 ``<annotation>`` holds ``<filename>`` (or ``<path>``), ``<size><width><height>`` and repeated
 ``<object><name>…</name><bndbox><xmin><ymin><xmax><ymax></bndbox></object>``; coordinates may be

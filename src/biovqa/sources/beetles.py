@@ -1,4 +1,4 @@
-"""2018-NEON-beetles reader: ``BeetleMeasurements.csv`` + ``group_images/`` (datasets.md §4).
+"""2018-NEON-beetles reader: ``BeetleMeasurements.csv`` + ``group_images/`` (Bio-VQA Component 3: distance, position, OCR, counting).
 
 One CSV row per (annotator, beetle, structure). Both the current column names and the older ones
 are accepted (``PictureID → pictureID``, ``scale_dist_pix → cm_pix``, ``lyingstraight →

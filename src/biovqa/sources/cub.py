@@ -1,4 +1,4 @@
-"""CUB-200-2011 reader for the native archive layout (datasets.md §3).
+"""CUB-200-2011 reader for the native archive layout (Bio-VQA Component 2 and the HCA benchmark).
 
 ``CUB_200_2011/`` holds ``images.txt``, ``classes.txt``, ``image_class_labels.txt``,
 ``bounding_boxes.txt``, ``parts/parts.txt``, ``parts/part_locs.txt``,

@@ -1,4 +1,4 @@
-"""DePondFi'24 reader: ``Images/<name>.jpg`` and ``Keypoints/<name>.txt`` (datasets.md §7).
+"""DePondFi'24 reader: ``Images/<name>.jpg`` and ``Keypoints/<name>.txt`` (a counting source of Bio-VQA Component 3).
 
 A keypoint file holds one ``x,y`` pixel pair per line, nine consecutive lines per fish (mouth, eye,
 top fin, fish centre, bottom centre, tail start, top / mid / bottom tail outline). Count = lines / 9;

@@ -1,4 +1,4 @@
-"""Reader for the GBIF Backbone Taxonomy Darwin Core Archive (datasets.md §2).
+"""Reader for the GBIF Backbone Taxonomy Darwin Core Archive (the taxonomy behind Bio-VQA Component 1).
 
 The Backbone ships as ``backbone.zip`` (~926 MB, ~7.7M ``Taxon.tsv`` rows); unpacked it is a folder
 with the same members. Both are read in their native layout:
@@ -33,7 +33,7 @@ from biovqa.bench.paths import contained_path, lexical_escape_reason
 from biovqa.errors import InputFormatError, MissingResourceError, PathEscapeError
 from biovqa.sources.validate import MAX_LINE_CHARS
 
-#: The 23 columns of the Backbone's ``Taxon.tsv``, in file order (datasets.md §2, verified).
+#: The 23 columns of the Backbone's ``Taxon.tsv``, in file order (checked against the published archive).
 TAXON_COLUMNS: tuple[str, ...] = (
     "taxonID",
     "datasetID",

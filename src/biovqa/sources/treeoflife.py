@@ -1,4 +1,4 @@
-"""TreeOfLife-200M catalog reader (datasets.md §1).
+"""TreeOfLife-200M catalog reader (the image source of Bio-VQA Component 1).
 
 The catalog is Parquet (``dataset/catalog.parquet``) or CSV with one row per image: ``uuid``, the
 lineage ``kingdom … genus``, ``species`` (the binomial), ``scientific_name`` and ``common_name``

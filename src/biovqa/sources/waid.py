@@ -1,4 +1,4 @@
-"""WAID (Wildlife Aerial Images from Drone) reader for the native layout (datasets.md §5).
+"""WAID (Wildlife Aerial Images from Drone) reader for the native layout (a counting source of Bio-VQA Component 3).
 
 ``WAID/classes.txt`` (class id = 0-based line index), ``WAID/images/<split>/*.jpg`` and
 ``WAID/labels/<split>/<same stem>.txt``; a label file holds one YOLO line per animal,
