@@ -1054,7 +1054,7 @@ def build_command(
     out: Annotated[Path, typer.Option(help="benchmark folder to write")],
     seed: Annotated[int, typer.Option(help="sampling, pairing and option-order seed")] = 42,
     per_subset: Annotated[int, typer.Option(help="images per subset (count-stratified)")] = 500,
-    canvas: Annotated[int, typer.Option(help="side of the counting canvases in pixels")] = 1344,
+    canvas: Annotated[int, typer.Option(help="pixel budget of the counting canvases: canvas² pixels in every tier (Easy: the photo's aspect; two-panel: both photos at one height); relative-counting grids are canvas × canvas")] = 1344,
     plate_side: Annotated[int, typer.Option(help="longest side of rendered beetle plates in pixels")] = 2048,
     rpos_items: Annotated[int, typer.Option(help="relative-position items (balanced over 8 directions)")] = 1000,
     counting_partners: Annotated[int, typer.Option(help="counting: distinct partner photos per photo in the medium and hard tiers (two-panel canvases, each asked about both sides)")] = COUNTING_PARTNERS,
