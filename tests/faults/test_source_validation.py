@@ -528,3 +528,24 @@ def test_a_truncated_whale_shark_photo_is_a_named_exclusion(tmp_path: Path,
     examples = manifest(out)["exclusion_examples"]["whaleshark"]["unreadable image"]
     assert examples == [cut.name] or examples[0].endswith(cut.name), examples
     assert "whaleshark: unreadable image:" in err
+
+
+@pytest.mark.parametrize("case", ["not-utf8", "no-annot-species"])
+def test_a_ggr_table_names_what_is_wrong_with_it(case: str, tmp_path: Path,
+                                                capsys: pytest.CaptureFixture[str]) -> None:
+    folder = tmp_path / "gzcd"
+    (folder / "images").mkdir(parents=True)
+    (folder / "images" / "g0.jpg").write_bytes(jpeg())
+    if case == "not-utf8":
+        body = b"image uuid,annot species,bbox x,bbox y,bbox w,bbox h,image fname\nu0,zebra_gr\xe9vys,10,10,40,30,g0.jpg\n"
+        named, row, field = "ggr.csv", 2, None
+    else:
+        body = b"image uuid,species,bbox x,bbox y,bbox w,bbox h,image fname\nu0,zebra_grevys,10,10,40,30,g0.jpg\n"
+        named, row, field = "ggr.csv", 1, "annot species"
+    (folder / "ggr.csv").write_bytes(body)
+    code, err, out = build_c3(tmp_path, capsys, f"gzcd={folder}")  # the folder form, as a user gives it
+    assert code == 2 and named in err and f"row {row}" in err and "Traceback" not in err, err
+    assert "neither" not in err
+    if field:
+        assert f"field '{field}'" in err
+    assert not out.exists()

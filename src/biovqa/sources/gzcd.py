@@ -38,7 +38,6 @@ it has rows): C3 counts from it only when the user declares it complete.
 
 from __future__ import annotations
 
-import csv
 import math
 import os
 from dataclasses import dataclass, field
@@ -47,7 +46,7 @@ from typing import Any
 
 from biovqa.errors import InputFormatError, MissingResourceError
 from biovqa.sources.images import inspect_image_file
-from biovqa.sources.validate import MAX_EXAMPLES, relative_name
+from biovqa.sources.validate import MAX_EXAMPLES, csv_records, relative_name
 from biovqa.sources.waid import INSPECTOR_REASONS
 from biovqa.sources.wildlife import GZCD_METADATA, json_number, normalize_viewpoint, read_coco_json
 
@@ -150,6 +149,14 @@ def find_gzcd_file(path: str | Path) -> tuple[Path, str]:
     if len(tables) > 1:
         raise InputFormatError(f"several GGR tables: {', '.join(p.name for p in tables[:4])}", file=path,
                                hint="give the CSV file itself")
+    csvs = sorted(path.glob("*.csv"))
+    header = {h.strip() for h in next(csv_records(csvs[0]), (1, []))[1]} if len(csvs) == 1 else set()
+    if header & {*TABLE_REQUIRED, *XYWH_COLUMNS, *CORNER_COLUMNS}:
+        # the one CSV there is a GGR table missing a column: say so, naming it
+        missing = [c for c in TABLE_REQUIRED if c not in header]
+        raise InputFormatError("a required GGR column is missing", file=csvs[0], row=1, field=missing[0],
+                               hint=f"a GGR table has the columns {', '.join(TABLE_REQUIRED)}; or give "
+                                    f"the COCO form ({GZCD_METADATA})")
     raise MissingResourceError(
         f"neither {GZCD_METADATA} (COCO form) nor a CSV with the columns 'image uuid' and 'annot species' "
         "(GGR table form) is in the folder", file=path,
@@ -158,9 +165,8 @@ def find_gzcd_file(path: str | Path) -> tuple[Path, str]:
 
 def _is_ggr_table(path: Path) -> bool:
     try:
-        with open(path, encoding="utf-8", newline="") as handle:
-            header = next(csv.reader(handle), [])
-    except (OSError, UnicodeDecodeError, csv.Error):
+        header = next(csv_records(path), (1, []))[1]
+    except InputFormatError:
         return False
     names = {h.strip() for h in header}
     return all(c in names for c in TABLE_REQUIRED)
@@ -214,57 +220,56 @@ def _census(value: Any, *, file: Path, row: int, column: str) -> bool | None:
 def _table_rows(csv_path: Path) -> list[dict[str, Any]]:
     """One dict per annotation: image key, file candidates, box (x1, y1, x2, y2), species, …"""
     out: list[dict[str, Any]] = []
-    with open(csv_path, encoding="utf-8", newline="") as handle:
-        reader = csv.reader(handle)
-        header = [h.strip() for h in next(reader, [])]
-        if not header:
-            raise InputFormatError("empty CSV", file=csv_path, row=1)
-        for column in TABLE_REQUIRED:
-            if column not in header:
-                raise InputFormatError("a required GGR column is missing", file=csv_path, row=1, field=column)
-        has_xywh = all(c in header for c in XYWH_COLUMNS)
-        corners = [c for c in CORNER_COLUMNS if c in header]
-        if not has_xywh and not corners:
-            raise InputFormatError("no box columns: expected 'bbox x', 'bbox y', 'bbox w', 'bbox h' or "
-                                   "'bbox gt' / 'bbox pred'", file=csv_path, row=1, field="bbox x")
-        viewpoint_key = next((k for k in VIEWPOINT_KEYS if k in header), None)
-        census_key = next((k for k in CENSUS_KEYS if k in header), None)
-        for row_no, record in enumerate(reader, start=2):
-            if not any(v.strip() for v in record):
-                continue
-            if len(record) != len(header):
-                raise InputFormatError(f"expected {len(header)} fields, found {len(record)}", file=csv_path,
-                                       row=row_no)
-            values = dict(zip(header, record))
-            image_uuid = values["image uuid"].strip()
-            species = values["annot species"].strip()
-            for column, value in (("image uuid", image_uuid), ("annot species", species)):
-                if not value:
-                    raise InputFormatError(f"{column} is empty", file=csv_path, row=row_no, field=column)
-            if has_xywh and all(values[c].strip() for c in XYWH_COLUMNS):
-                x, y, w, h = (_number(values[c], file=csv_path, row=row_no, column=c) for c in XYWH_COLUMNS)
-                if w <= 0 or h <= 0:
-                    raise InputFormatError(f"bbox w and bbox h must be positive, found {w:g} × {h:g}",
-                                           file=csv_path, row=row_no, field="bbox w" if w <= 0 else "bbox h")
-                box = (x, y, x + w, y + h)
-            else:
-                corner = next((c for c in corners if values[c].strip()), None)
-                if corner is None:
-                    raise InputFormatError("the row has no box", file=csv_path, row=row_no,
-                                           field="bbox x" if has_xywh else corners[0])
-                box = _corner_box(values[corner], file=csv_path, row=row_no, column=corner)
-            names = [n for n in (values.get("image fname", "").strip(),) if n]
-            candidates = [(csv_path.parent / "images" / n, "image fname") for n in names]
-            if values.get("path", "").strip():
-                candidates.append((csv_path.parent / values["path"].strip(), "path"))
-            candidates.append((csv_path.parent / "images" / f"{image_uuid}.jpg", "image uuid"))
-            out.append({
-                "image": image_uuid, "candidates": candidates, "width": None, "height": None, "box": box,
-                "species": species, "row": row_no, "annotation_id": values.get("uuid", "").strip() or str(row_no),
-                "census": _census(values.get(census_key), file=csv_path, row=row_no, column=census_key)
-                if census_key else None,
-                "viewpoint": normalize_viewpoint(values.get(viewpoint_key)) if viewpoint_key else None,
-            })
+    records = csv_records(csv_path)  # UTF-8 (BOM, CRLF accepted), lines and fields bounded
+    header = [h.strip() for h in next(records, (1, []))[1]]
+    if not header:
+        raise InputFormatError("empty CSV", file=csv_path, row=1)
+    for column in TABLE_REQUIRED:
+        if column not in header:
+            raise InputFormatError("a required GGR column is missing", file=csv_path, row=1, field=column)
+    has_xywh = all(c in header for c in XYWH_COLUMNS)
+    corners = [c for c in CORNER_COLUMNS if c in header]
+    if not has_xywh and not corners:
+        raise InputFormatError("no box columns: expected 'bbox x', 'bbox y', 'bbox w', 'bbox h' or "
+                               "'bbox gt' / 'bbox pred'", file=csv_path, row=1, field="bbox x")
+    viewpoint_key = next((k for k in VIEWPOINT_KEYS if k in header), None)
+    census_key = next((k for k in CENSUS_KEYS if k in header), None)
+    for row_no, record in records:
+        if not any(v.strip() for v in record):
+            continue
+        if len(record) != len(header):
+            raise InputFormatError(f"expected {len(header)} fields, found {len(record)}", file=csv_path,
+                                   row=row_no)
+        values = dict(zip(header, record))
+        image_uuid = values["image uuid"].strip()
+        species = values["annot species"].strip()
+        for column, value in (("image uuid", image_uuid), ("annot species", species)):
+            if not value:
+                raise InputFormatError(f"{column} is empty", file=csv_path, row=row_no, field=column)
+        if has_xywh and all(values[c].strip() for c in XYWH_COLUMNS):
+            x, y, w, h = (_number(values[c], file=csv_path, row=row_no, column=c) for c in XYWH_COLUMNS)
+            if w <= 0 or h <= 0:
+                raise InputFormatError(f"bbox w and bbox h must be positive, found {w:g} × {h:g}",
+                                       file=csv_path, row=row_no, field="bbox w" if w <= 0 else "bbox h")
+            box = (x, y, x + w, y + h)
+        else:
+            corner = next((c for c in corners if values[c].strip()), None)
+            if corner is None:
+                raise InputFormatError("the row has no box", file=csv_path, row=row_no,
+                                       field="bbox x" if has_xywh else corners[0])
+            box = _corner_box(values[corner], file=csv_path, row=row_no, column=corner)
+        names = [n for n in (values.get("image fname", "").strip(),) if n]
+        candidates = [(csv_path.parent / "images" / n, "image fname") for n in names]
+        if values.get("path", "").strip():
+            candidates.append((csv_path.parent / values["path"].strip(), "path"))
+        candidates.append((csv_path.parent / "images" / f"{image_uuid}.jpg", "image uuid"))
+        out.append({
+            "image": image_uuid, "candidates": candidates, "width": None, "height": None, "box": box,
+            "species": species, "row": row_no, "annotation_id": values.get("uuid", "").strip() or str(row_no),
+            "census": _census(values.get(census_key), file=csv_path, row=row_no, column=census_key)
+            if census_key else None,
+            "viewpoint": normalize_viewpoint(values.get(viewpoint_key)) if viewpoint_key else None,
+        })
     return out
 
 
