@@ -33,6 +33,10 @@ COMPONENT = Component(
                "open_genus chance baseline: exact (share of 40 sampled other CUB classes with the gold "
                "genus; reproduces the paper, b ≈ 0.01) or graded (mean genus kernel over 40 distinct "
                "other genera, b ≈ 0.08)", choices=("exact", "graded")),
+        Option("english_names", bool, True,
+               "open_common_name: the English name (Chuck-will's-widow, Brewer's Blackbird) scores as exact beside "
+               "the CUB label; false scores the CUB label alone, as the paper (CUB-label replies score the same "
+               "either way)"),
         Option("sweep_size", int, 60000, "items drawn for the kernel sweep (--sweep)", low=1),
     ),
     table3=("sal", "mrp", "loc", "nam"),

@@ -83,6 +83,42 @@ def default_names_path() -> Path:
     return Path(str(resources.files("biovqa").joinpath("data", "cub", "cub_names.csv")))
 
 
+def default_english_names_path() -> Path:
+    """The CUB class → English name map shipped with biovqa (from the HCA authors' MIT-licensed
+    CUB taxonomy; see ``data/cub/README.md``)."""
+    return Path(str(resources.files("biovqa").joinpath("data", "cub", "cub_english_names.csv")))
+
+
+def with_english_names(naming: dict[int, fam.ClassNaming], path: str | Path,
+                       cub: CubDataset) -> dict[int, fam.ClassNaming]:
+    """``naming`` with each class's English name (``class_id,cub_name,english_name``; the CUB name
+    must match ``classes.txt``), kept only where it differs from the CUB label after C2
+    normalization (``Chuck-will's-widow`` for ``Chuck will Widow``)."""
+    import dataclasses
+
+    path = Path(path)
+    with open(path, encoding="utf-8-sig", newline="") as handle:
+        reader = csv.reader(handle)
+        header = next(reader, None)
+        if header is None or [h.strip() for h in header] != ["class_id", "cub_name", "english_name"]:
+            raise InputFormatError(f"header must be class_id,cub_name,english_name; found {header}", file=path,
+                                   row=1)
+        english: dict[int, str] = {}
+        for line_no, record in enumerate(reader, start=2):
+            if not record:
+                continue
+            if len(record) != 3 or not record[0].strip().isdigit() or not record[2].strip():
+                raise InputFormatError("expected class_id,cub_name,english_name", file=path, row=line_no)
+            class_id = int(record[0])
+            if class_id not in cub.class_folders or normalize_c2(record[1]) != normalize_c2(cub.class_name(class_id)):
+                raise InputFormatError(f"class {class_id} {record[1]!r} is not a CUB class of classes.txt",
+                                       file=path, row=line_no, field="cub_name")
+            english[class_id] = record[2].strip()
+    return {c: dataclasses.replace(n, english_name=english[c])
+            if c in english and normalize_c2(english[c]) != normalize_c2(n.class_name) else n
+            for c, n in naming.items()}
+
+
 # --------------------------------------------------------------------------------------------
 # name map
 
@@ -265,7 +301,7 @@ def build_c2(
                                f"not {marker_distractors!r}", field="marker_distractors")
     cub = read_cub(cub_dir)
     names_path = Path(names) if names is not None else default_names_path()
-    naming = read_name_map(names_path, cub)
+    naming = with_english_names(read_name_map(names_path, cub), default_english_names_path(), cub)
     no_genus = tuple(sorted({int(c) for c in (no_genus_classes or ())}))
     unknown = [c for c in no_genus if c not in cub.class_folders]
     if unknown and set(no_genus) != set(PAPER_NO_GENUS_CLASSES):
@@ -373,6 +409,7 @@ def build_c2(
     }
     sources: dict[str, str | Path] = {name: path for name, path in cub.files.items()}
     sources["cub_names"] = names_path
+    sources["cub_english_names"] = default_english_names_path()
     parameters = {
         "seed": seed,
         "certainty_rule": fam.CERTAINTY_RULE,

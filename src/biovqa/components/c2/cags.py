@@ -786,6 +786,20 @@ def _score_open_family(family: str, items: pa.Table, rows: np.ndarray, golds: li
                                 lambda a, g: open_similarity(family, texts[a], texts[g], context)
                                 if texts[a] else 0.0)
     matched = np.array([p == g and bool(p) for p, g in zip(preds, golds)], dtype=bool)
+    if family == "open_common_name" and config.english_names and "gold_set" in items.column_names:
+        # the English name beside the CUB label: a reply scores its better match of the two
+        english = [normalize_c2(names[0]) if names else "" for names in
+                   items.column("gold_set").take(pa.array(rows)).to_pylist()]
+        if any(english):
+            english_keys = np.array([strings.add(e) if e else -1 for e in english], dtype=np.int64)
+            texts = strings.texts
+            has = english_keys >= 0
+            alt = np.zeros(len(rows))
+            alt[has] = pair_similarities(pred_keys[has], english_keys[has],
+                                         lambda a, g: open_similarity(family, texts[a], texts[g], context)
+                                         if texts[a] else 0.0)
+            s[rows] = np.maximum(s[rows], alt)
+            matched |= np.array([bool(p) and p == e for p, e in zip(preds, english)], dtype=bool)
     if family == "open_kind_of":
         raw = [parts_text[reply_index[r]] if has_reply[r] else "" for r in rows]
         matched |= np.array([bool(r) and r == a for r, a in zip(raw, answers)], dtype=bool)

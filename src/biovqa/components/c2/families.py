@@ -212,6 +212,9 @@ class ClassNaming:
     genus: str | None
     kind_category: str | None  # head noun of a multi-word CUB name (see name_categories)
     kind_modifier: str | None  # the class name without its head noun
+    #: the English name a biologist writes ("Chuck-will's-widow" for CUB's "Chuck will Widow"),
+    #: scored as exact beside the CUB label (open_common_name's gold_set); None when it is the label
+    english_name: str | None = None
 
 
 def head_noun(class_name: str) -> str:
@@ -635,7 +638,8 @@ def naming_items(naming: ClassNaming, categories: list[str], rng: np.random.Gene
         distractors = [others[i] for i in rng.choice(len(others), size=min(4, len(others)), replace=False)]
         options = _shuffled([naming.kind_category, *distractors], rng)
         items.append(_mcq_row("category_mcq", TEMPLATES["category_mcq"], options, naming.kind_category))
-    items.append(_open_row("open_common_name", TEMPLATES["open_common_name"], naming.class_name))
+    items.append(_open_row("open_common_name", TEMPLATES["open_common_name"], naming.class_name,
+                           gold_set=[naming.english_name] if naming.english_name else None))
     if naming.scientific_name is not None:
         items.append(_open_row("open_scientific_name", TEMPLATES["open_scientific_name"],
                                naming.scientific_name))

@@ -106,6 +106,9 @@ class KernelConfig:
     #: is the gold genus (the paper's b ≈ 0.01); "graded" = mean genus kernel over 40 distinct
     #: other genera (metrics.md §3.1 read literally, b ≈ 0.08)
     genus_baseline: str = "exact"
+    #: open_common_name: the class's English name (the item's gold_set) scores as its CUB label
+    #: does; False scores the CUB label alone, as the paper
+    english_names: bool = True
 
     def __post_init__(self) -> None:
         if self.colour_kernel not in ("exponential", "linear"):
