@@ -382,3 +382,22 @@ def test_a_side_file_linking_outside_the_benchmark_is_refused(bench_copy: Path, 
     (bench_copy / "manifest.json").write_text(json.dumps(manifest), encoding="utf-8")
     code, output = biovqa("audit", bench_copy)
     assert_refused(code, output, "manifest.json", "'evil.json'", "leaves the benchmark folder")
+
+
+@pytest.mark.parametrize("case", ["dotdot", "absolute", "symlink"])
+def test_an_hca_image_list_naming_a_photo_outside_is_refused(case: str, tmp_path: Path, outside: Path) -> None:
+    photos = tmp_path / "photos"
+    _photo(photos / "a1.jpg", (24, 16))
+    image = {"dotdot": "../outside/secret.png", "absolute": str(outside), "symlink": "evil.png"}[case]
+    if case == "symlink":
+        (photos / "evil.png").symlink_to(outside)
+    taxonomy = tmp_path / "taxonomy.json"
+    taxonomy.write_text(json.dumps({"a": ["animalia", "x", "a"], "b": ["animalia", "y", "b"]}), encoding="utf-8")
+    listing = tmp_path / "images.csv"
+    listing.write_text(f"image,label\na1.jpg,a\n{image},b\n", encoding="utf-8")
+    code, output = biovqa("build", "hca", "--out", tmp_path / "bench", "--taxonomy", taxonomy, "--images", listing,
+                          "--images-root", photos)
+    assert_refused(code, output, "field 'image'", repr(image))
+    if case != "symlink":  # read as text: the list's row is named
+        assert_refused(code, output, "images.csv", "row 3")
+    assert not (tmp_path / "bench").exists()

@@ -44,6 +44,7 @@ from biovqa.components.hca.prompts import (COT_MAX_NEW_TOKENS, LETTERS, TEMPLATE
 from biovqa.components.hca.released import read_released, released_lines, reroot
 from biovqa.components.hca.taxonomy import (Hierarchy, from_c1_bench, read_image_list,
                                            read_taxonomy_json)
+from biovqa.bench.paths import contained_path
 from biovqa.errors import BiovqaError, InputFormatError
 from biovqa.records import ITEM_COLUMNS
 
@@ -378,12 +379,8 @@ def check_photos(images: Sequence[str], root: Path, exclusions: Exclusions) -> d
     from biovqa.sources.images import inspect_image_file
 
     digests: dict[str, str] = {}
-    base = root.resolve()
     for image in dict.fromkeys(images):
-        full = root / image
-        if Path(image).is_absolute() or ".." in Path(image).parts or not full.resolve().is_relative_to(base):
-            raise InputFormatError(f"the image {image!r} is not a path inside the images folder {root}",
-                                   field="image", hint="image paths are relative to --images-root")
+        full = contained_path(root, image, field="image", what="image")  # the one containment rule
         if not full.is_file():
             exclusions.add("missing_image", image)
             continue

@@ -16,7 +16,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from biovqa.errors import BiovqaError, InputFormatError
+from biovqa.bench.paths import lexical_escape_reason
+from biovqa.errors import BiovqaError, InputFormatError, PathEscapeError
 
 
 #: Taxonomy root policies: ``auto`` (the first label is the root when every path starts with the
@@ -188,6 +189,10 @@ def read_image_list(path: Path, hierarchy: Hierarchy) -> list[tuple[str, str]]:
             image, label = (record["image"] or "").strip(), (record["label"] or "").strip()
             if not image:
                 raise InputFormatError("empty image path", file=path, row=row, field="image")
+            escape = lexical_escape_reason(image)  # links out are caught where the photo is opened
+            if escape is not None:
+                raise PathEscapeError(f"image path {image!r} leaves the images folder: {escape}", file=path,
+                                      row=row, field="image", hint="image paths are relative to --images-root")
             if label not in hierarchy.paths:
                 raise InputFormatError(f"label {label!r} is not a leaf of the taxonomy", file=path, row=row,
                                        field="label")
