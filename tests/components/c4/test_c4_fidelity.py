@@ -101,6 +101,18 @@ def test_easy_and_hard_pairs_are_rule_partners_under_reuse_pressure(tmp_path: Pa
         assert item["similarity"] == pytest.approx(extreme, abs=1e-6), item["item_id"]
     hard_same = [i["similarity"] for i in items if i["condition"] == "hard" and i["same"]]
     assert max(hard_same) < 0.5  # never the near-duplicate frame
+    code, err = cli(["audit", bench.root], capsys)  # the audit checks the rule partner of every pair
+    assert code == 0, err
+    import dataclasses
+
+    from biovqa.components.c4.build import audit_items
+
+    walked = [dict(i) for i in items]  # what walking down the list gave: a hard pair off its rule
+    first_hard = next(i for i in walked if i["condition"] == "hard" and i["same"])
+    first_hard["similarity"] = first_hard["pool_max_similarity"]
+    tampered = dataclasses.replace(bench)
+    tampered.__dict__["items"] = pa.Table.from_pylist(walked, schema=bench.items.schema)
+    assert audit_items(bench) == [] and first_hard["item_id"] in audit_items(tampered)[0]
     predictions = biovqa.run(bench.root, tmp_path / "run", backend="baseline", progress=False)
     code, err = cli(["score", bench.root, "-p", predictions, "-o", tmp_path / "scores", "--bootstrap", "0"], capsys)
     assert code == 0, err
@@ -158,6 +170,18 @@ def test_embed_once_then_build_without_the_model(tmp_path: Path, tiny_dinov2: Pa
     assert embedder["model"] == tiny_dinov2.name and embedder["precomputed"] is True
     assert embedder["fingerprint"] == from_model.manifest["parameters"]["embedder"]["fingerprint"]
     assert str(tmp_path) not in json.dumps(from_model.manifest)  # no builder path in the manifest
+    # --whole-photo embeds what the canvases show: whole photos, not crops
+    code, err = cli(["build", "c4", "--catalog", f"whaleshark={c4_catalog}", "--embeddings", embeddings,
+                     "--whole-photo", "--out", tmp_path / "refused"], capsys)
+    assert code == 2 and "holds crop embeddings" in err
+    code, err = cli(["build", "c4", "--catalog", f"whaleshark={c4_catalog}", "--embedder", tiny_dinov2,
+                     "--whole-photo", "--pairs", "4", "--out", tmp_path / "whole"], capsys)
+    assert code == 0, err
+    whole = biovqa.open_bench(tmp_path / "whole")
+    assert whole.manifest["parameters"]["embedder"]["crop"] == "whole photo"
+    cache = pq.read_table(tmp_path / "whole" / whole.manifest["embedding"]["cache"])
+    annotations = [a for a in read_wildlife_catalog(c4_catalog, "whaleshark").annotations if a.identity]
+    assert set(cache.column("sha256").to_pylist()) == {crop_key(load_crop(a, whole_photo=True)) for a in annotations}
 
 
 @pytest.mark.slow

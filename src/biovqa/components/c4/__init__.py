@@ -16,6 +16,7 @@ COMPONENT = Component(
     builder="biovqa.components.c4.build:build_command",
     build_function="biovqa.components.c4.build:build_c4",
     floor="biovqa.components.c4.build:floor_responses",
+    auditor="biovqa.components.c4.build:audit_items",
     scorer="biovqa.components.c4.score:score",
     reporter="biovqa.components.c4.report:tables",
     score_options=(

@@ -420,11 +420,30 @@ def _report_embedding(name: str, stats: dict[str, Any]) -> None:
                                f"cached {stats['cached']:,}, {stats['crops_per_s']} crops/s")
 
 
+def audit_items(bench: Bench) -> list[str]:
+    """C4's own audit: every easy and hard pair is its anchor's rule partner, i.e. its stored
+    similarity is the anchor's pool maximum (easy same-ID, hard different-ID) or minimum (hard
+    same-ID, easy different-ID). Random pairs have no similarity rule to check."""
+    columns = ["item_id", "condition", "same", "similarity", "pool_min_similarity", "pool_max_similarity"]
+    wrong = []
+    for row in bench.items.select(columns).to_pylist():
+        if row["condition"] not in ("easy", "hard"):
+            continue
+        most_similar = (row["condition"] == "easy") == row["same"]
+        extreme = row["pool_max_similarity"] if most_similar else row["pool_min_similarity"]
+        if row["similarity"] is None or extreme is None or abs(row["similarity"] - extreme) > 1e-6:
+            wrong.append(row["item_id"])
+    if not wrong:
+        return []
+    return [f"{len(wrong)} easy/hard pair(s) are not their anchor's rule partner (similarity is not the anchor's "
+            f"pool maximum or minimum): {', '.join(wrong[:5])}"]
+
+
 def floor_responses(items: pa.Table) -> pa.Array:
-    """Image-blind baseline: "Yes" to every pair (accuracy floor .500, d′ 0; components.md §4.4)."""
+    """Image-blind baseline: "Yes" to every pair (accuracy floor .500, d′ 0; the paper's C4 floors)."""
     return pa.array(["Yes"] * items.num_rows, pa.string())
 
 
-__all__ = ["C4_COLUMNS", "DATASETS", "ITEM_SCHEMA", "build_c4", "build_command", "check_catalog_form",
+__all__ = ["C4_COLUMNS", "DATASETS", "ITEM_SCHEMA", "audit_items", "build_c4", "build_command", "check_catalog_form",
            "construction_checks", "embed_catalogs", "floor_responses", "parse_catalogs",
            "read_catalogs"]
