@@ -140,7 +140,7 @@ def _check_images(bench: Bench, workers: int) -> list[str]:
         unchecked = isinstance(release, dict) and release.get("source_photos_checked") is False
         hint = (f" — a release ships no source photos: pass their folder with --images (or ${IMAGES_ENV})"
                 if unchecked else "")
-        problems.append(f"{len(missing):,} image(s) missing: {shown}{more}{hint}")
+        problems.append(f"image missing for {len(missing):,} image(s): {shown}{more}{hint}")
     if unhashed:
         unhashed.sort()
         more = f" and {len(unhashed) - MISSING_SHOWN} more" if len(unhashed) > MISSING_SHOWN else ""
