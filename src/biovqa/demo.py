@@ -89,9 +89,12 @@ def run_demo(out: str | Path, *, console: Any | None = None) -> Path:
     from biovqa.bench.folder import FolderLock, output_lock_path
 
     out = Path(out)
+    from biovqa.progress import without_stage_lines
+
     lock = FolderLock(output_lock_path(out), folder=out, command="demo").acquire()
     try:
-        return _run_demo(out, say)
+        with without_stage_lines():  # the demo prints its own numbered steps
+            return _run_demo(out, say)
     finally:
         lock.release(remove=True)
 

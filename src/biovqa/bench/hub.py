@@ -270,16 +270,9 @@ def dataset_card(benches: dict[str, "Bench"], release: dict[str, Any], features:
 
 
 def _progress(iterable: Iterable[Any], total: int, label: str, console: Any | None) -> Iterable[Any]:
-    if console is None:
-        yield from iterable
-        return
-    from rich.progress import Progress
+    from biovqa.progress import track
 
-    with Progress(console=console, transient=True) as progress:
-        task = progress.add_task(label, total=total)
-        for value in iterable:
-            yield value
-            progress.advance(task)
+    return track(iterable, label, total=total, console=console)
 
 
 # ----------------------------------------------------------------------------------------------

@@ -11,11 +11,11 @@ from contextlib import contextmanager
 from typing import Annotated, Any
 
 import typer
-from rich.console import Console
 
 from biovqa.errors import BiovqaError
+from biovqa.progress import show_progress, stderr_console
 
-console = Console(stderr=True, soft_wrap=True)
+console = stderr_console()
 
 #: ``--overwrite`` of every command that writes a folder (see :func:`biovqa.bench.folder.claim_output`)
 OverwriteOption = Annotated[bool, typer.Option(
@@ -96,7 +96,7 @@ def run_app(typer_app: typer.Typer, argv: list[str] | None = None) -> None:
     try:
         command = typer.main.get_command(typer_app)
         readable_metavars(command)
-        with _signals_unwind():
+        with _signals_unwind(), show_progress():
             code = command.main(args=argv, prog_name="biovqa", standalone_mode=False)
         # click turns KeyboardInterrupt into Exit(130) and, not standalone, returns exit codes
         if _received or code == 130:

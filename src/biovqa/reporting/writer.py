@@ -199,8 +199,11 @@ def _write_into(out: Path, runs: list[Run], *, with_paper: bool = False) -> None
     runs_frame.attrs["title"] = "Runs scored"
     _write_table(out, "runs", runs_frame)
 
+    from biovqa.progress import stage as progress_stage
+
     columns = table3_columns(runs)
-    board = with_bootstrap_ranks(build_leaderboard(runs, columns), runs) if columns else None
+    with progress_stage("report: leaderboard and rank bootstrap"):
+        board = with_bootstrap_ranks(build_leaderboard(runs, columns), runs) if columns else None
     headline: list[tuple[str, pd.DataFrame]] = []
     if board is not None:
         values = leaderboard_values(board)
@@ -221,7 +224,8 @@ def _write_into(out: Path, runs: list[Run], *, with_paper: bool = False) -> None
             paired = paired_differences(runs, board.generalists)
             _write_table(out, "paired_differences", paired)
             headline.append(("paired_differences", paired))
-    analysis = cross_component(runs) if board is not None else None
+    with progress_stage("report: cross-component analysis"):
+        analysis = cross_component(runs) if board is not None else None
     analysis_frames = analysis_tables(analysis) if analysis is not None else {}
     if analysis is not None:
         analysis_frames["paper27_tasks"] = paper27_availability(runs)
@@ -233,11 +237,12 @@ def _write_into(out: Path, runs: list[Run], *, with_paper: bool = False) -> None
     for component_name in sorted(by_component, key=component_rank):
         component = get_component(component_name)
         summaries = by_component[component_name]
-        tables = component.load("reporter")(summaries)
-        figures: list[Path] = []
-        figure_fn = _figures_function(component.reporter)
-        if figure_fn is not None:
-            figures = list(figure_fn(summaries, out))
+        with progress_stage(f"report: {component_name.upper()} tables and figures"):
+            tables = component.load("reporter")(summaries)
+            figures: list[Path] = []
+            figure_fn = _figures_function(component.reporter)
+            if figure_fn is not None:
+                figures = list(figure_fn(summaries, out))
         written = []
         for name, frame in tables.items():
             if len(frame) == 0:  # an empty table is not written, nor shown
@@ -246,7 +251,8 @@ def _write_into(out: Path, runs: list[Run], *, with_paper: bool = False) -> None
             written.append((name, frame))
         sections.append((component.title, written, figures))
 
-    write_browser(runs, out)
+    with progress_stage("report: item browser"):
+        write_browser(runs, out)
     md_sections: list[Section] = [("Leaderboard (Table 3)", headline, [])] if headline else []
     if lite_frame is not None:
         md_sections.append(("Full vs Lite", [("lite_spearman", lite_frame)], []))

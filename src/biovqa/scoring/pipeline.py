@@ -69,7 +69,12 @@ def score_predictions(
     if subset is not None:
         bench = subset_bench(bench, subset["item_ids"])
     aligned = align_predictions(bench, predictions, source=predictions_path)
-    result: ScoreResult = component.load("scorer")(bench, aligned, resolved)
+    from biovqa.progress import stage as progress_stage
+
+    boot = resolved.get("bootstrap")
+    with progress_stage(f"{component.name.upper()}: scoring {aligned.num_rows:,} items"
+               + (f", {boot:,} bootstrap resamples" if boot else "")):
+        result: ScoreResult = component.load("scorer")(bench, aligned, resolved)
     check_items(result.items, component=component.name)
     items = with_standard_columns(result.items)
     check_items(items, component=component.name)

@@ -357,16 +357,12 @@ def _sha256(path: Path) -> str:
 
 
 def _download_with_progress(archive: Archive, destination: Path, console: Any | None) -> Path:
-    if console is None:
-        return download(archive.url, destination, size=archive.size, sha256=archive.sha256)
-    from rich.progress import DownloadColumn, Progress, TransferSpeedColumn
+    from biovqa.progress import stage
 
-    with Progress(*Progress.get_default_columns(), DownloadColumn(), TransferSpeedColumn(),
-                  console=console, transient=True) as bar:
-        task = bar.add_task(archive.filename, total=archive.size)
-
+    with stage(f"downloading {archive.filename}", total=archive.size, unit="bytes",
+               console=console) as step:
         def update(done: int, total: int | None) -> None:
-            bar.update(task, completed=done, total=total)
+            step.update(done=done, total=total)
 
         return download(archive.url, destination, size=archive.size, sha256=archive.sha256, progress=update)
 

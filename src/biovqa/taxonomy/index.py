@@ -93,18 +93,9 @@ TARGET_COLUMNS: tuple[str, ...] = ("name", "accepted", "accepted_name", "rank", 
 
 
 def _progress_console(console: Any) -> Any:
-    from rich.progress import (
-        BarColumn,
-        DownloadColumn,
-        Progress,
-        TextColumn,
-        TimeRemainingColumn,
-        TransferSpeedColumn,
-    )
+    from biovqa.progress import stage_sequence
 
-    return Progress(TextColumn("{task.description}"), BarColumn(), DownloadColumn(),
-                    TransferSpeedColumn(), TimeRemainingColumn(), console=console,
-                    transient=False, disable=console is None)
+    return stage_sequence(unit="bytes", console=console)
 
 
 def _parse_ids(column: pa.Array, *, file: str, field: str, first_line: int,

@@ -680,17 +680,12 @@ def build_c1(
         frame = frame[~unresolved]
     say(f"{len(frame):,} candidate images; checking image files in {images}")
     examples: dict[str, list[str]] = {}  # per reason, the first image files excluded
-    if console is not None:
-        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
+    from biovqa.progress import stage
 
-        n_groups = frame["group"].nunique()
-        with Progress("[progress.description]{task.description}", BarColumn(), MofNCompleteColumn(),
-                      TimeElapsedColumn(), console=console, transient=True) as progress:
-            task = progress.add_task("images accepted", total=options.per_group * n_groups)
-            selected, relaxed = _select(frame, images, options, exclusions,
-                                        advance=lambda n: progress.advance(task, n), examples=examples)
-    else:
-        selected, relaxed = _select(frame, images, options, exclusions, examples=examples)
+    with stage("C1: images accepted", total=options.per_group * frame["group"].nunique(),
+               unit="images", console=console) as accepted:
+        selected, relaxed = _select(frame, images, options, exclusions, advance=accepted.advance,
+                                    examples=examples)
     if selected.empty:
         raise BiovqaError("no catalog row passed the filters", file=catalog,
                           hint="check the image folder and the --per-group/--min-side options")

@@ -263,11 +263,9 @@ class OpenClipModel:
 
 
 def _progress(enabled: bool) -> Any:
-    from rich.console import Console
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+    from biovqa.progress import stage_sequence
 
-    return Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
-                    console=Console(stderr=True), disable=not enabled, transient=False)
+    return stage_sequence(enabled=enabled)
 
 
 def _embed_texts(model: Any, texts: Sequence[str], batch: int, bar: Any, label: str) -> np.ndarray:

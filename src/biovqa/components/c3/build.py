@@ -901,11 +901,15 @@ def build_c3(
     out = Path(out)
     manifest: dict[str, Any] = {"exclusions": {}, "exclusion_examples": {}, "files": {}, "ignored_object_names": {}}
     roots: dict[str, Path] = {}
-    catalogs, gzcd_images, gzcd_form = _read_catalogs(paths, manifest, roots, catalog_reader)
+    from biovqa.progress import stage as progress_stage
+
+    with progress_stage("C3: reading the wildlife catalogs"):
+        catalogs, gzcd_images, gzcd_form = _read_catalogs(paths, manifest, roots, catalog_reader)
     counting_sources = _counting_sources(paths, gzcd_form, declared)
     if gzcd_images is not None and not counting_sources["gzcd"]["counting"]:
         gzcd_images = None
-    subsets, beetles = _read_subsets(paths, per_subset, seed, manifest, roots, gzcd_images)
+    with progress_stage(f"C3: reading {len(paths)} source(s) and sampling their subsets"):
+        subsets, beetles = _read_subsets(paths, per_subset, seed, manifest, roots, gzcd_images)
     tiers = tuple(counting_tiers)
     if not tiers or set(tiers) - set(T.COUNTING_TIERS):
         raise BiovqaError(f"counting tiers are {', '.join(T.COUNTING_TIERS)}, got {', '.join(tiers)}",
@@ -934,7 +938,8 @@ def build_c3(
         reason = "no wildlife catalog source (gzcd, whaleshark, hyena, leopard) given"
         skipped_tasks["localization"] = skipped_tasks["viewpoint"] = reason
 
-    digests = render_all(builder.jobs, workers=workers)
+    with progress_stage("C3: rendering canvases", total=len(builder.jobs), unit="images") as rendering:
+        digests = render_all(builder.jobs, workers=workers, advance=rendering.advance)
     for row, job_index in builder.job_rows:
         row["image_sha256"] = digests[job_index]
     ordered = [row for task in T.TASKS for row in builder.rows[task]]

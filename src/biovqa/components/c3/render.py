@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import hashlib
 import io
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -163,13 +163,23 @@ def render_one(job: CanvasJob | SourcePhoto) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-def render_all(jobs: Iterable[CanvasJob | SourcePhoto], *, workers: int = 1) -> list[str]:
-    """Render every job; SHA-256 digests in job order (identical for any ``workers``)."""
+def render_all(jobs: Iterable[CanvasJob | SourcePhoto], *, workers: int = 1,
+               advance: Callable[[int], None] | None = None) -> list[str]:
+    """Render every job; SHA-256 digests in job order (identical for any ``workers``);
+    ``advance(1)`` after each job (progress)."""
     jobs = list(jobs)
+    step = advance or (lambda n: None)
+    digests: list[str] = []
     if workers <= 1 or len(jobs) < 2 * workers:
-        return [render_one(job) for job in jobs]
+        for job in jobs:
+            digests.append(render_one(job))
+            step(1)
+        return digests
     with ProcessPoolExecutor(max_workers=workers) as pool:
-        return list(pool.map(render_one, jobs, chunksize=max(1, len(jobs) // (workers * 8))))
+        for digest in pool.map(render_one, jobs, chunksize=max(1, len(jobs) // (workers * 8))):
+            digests.append(digest)
+            step(1)
+    return digests
 
 
 def single(source: Path, destination: Path, size: tuple[int, int], shapes: Sequence[Shape] = ()) -> CanvasJob:

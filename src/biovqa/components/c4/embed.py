@@ -328,17 +328,9 @@ def embed_annotations(annotations: Sequence[WildlifeAnnotation], embedder: Any |
 
 
 def _progress(enabled: bool) -> Any:
-    from rich.console import Console
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, ProgressColumn, TextColumn, TimeRemainingColumn
-    from rich.text import Text
+    from biovqa.progress import stage_sequence
 
-    class RateColumn(ProgressColumn):
-        def render(self, task: Any) -> Text:
-            speed = task.finished_speed or task.speed
-            return Text("– crops/s" if speed is None else f"{speed:,.1f} crops/s")
-
-    return Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), RateColumn(),
-                    TimeRemainingColumn(), console=Console(stderr=True), disable=not enabled, transient=False)
+    return stage_sequence(unit="crops", enabled=enabled)
 
 
 __all__ = ["BATCH_SIZE", "CROP_MODES", "EMBEDDER_METADATA", "DinoEmbedder", "EmbeddingCache", "crop_key",

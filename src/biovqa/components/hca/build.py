@@ -213,12 +213,10 @@ def similarity_matrix(hierarchy: Hierarchy, images: Sequence[tuple[str, str]], i
     index = _label_index(hierarchy)
     labels = [label for (_, label) in index]
     if progress:
-        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+        from biovqa.progress import stage
 
-        with Progress(TextColumn("embedding images"), BarColumn(), MofNCompleteColumn(),
-                      TimeRemainingColumn(), transient=True) as bar:
-            task = bar.add_task("embed", total=len(paths))
-            image_vectors = scorer.image_embeddings(paths, lambda n: bar.advance(task, n))
+        with stage("HCA: embedding images", total=len(paths), unit="images") as embedded:
+            image_vectors = scorer.image_embeddings(paths, embedded.advance)
     else:
         image_vectors = scorer.image_embeddings(paths)
     return image_vectors @ scorer.text_embeddings(labels).T
