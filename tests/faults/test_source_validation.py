@@ -549,3 +549,33 @@ def test_a_ggr_table_names_what_is_wrong_with_it(case: str, tmp_path: Path,
     if field:
         assert f"field '{field}'" in err
     assert not out.exists()
+
+
+@pytest.mark.parametrize("case", ["image-id-list", "category-id-list", "annotation-repeated"])
+def test_coco_ids_must_be_scalars_and_annotations_unique(case: str, tmp_path: Path,
+                                                         capsys: pytest.CaptureFixture[str]) -> None:
+    folder = tmp_path / "gzcd"
+    (folder / "images").mkdir(parents=True)
+    images, annotations = [], []
+    for k in range(3):
+        (folder / "images" / f"z{k}.jpg").write_bytes(jpeg((120, 90)))
+        images.append({"id": k + 1, "file_name": f"z{k}.jpg", "width": 120, "height": 90})
+        annotations.append({"id": k + 1, "image_id": k + 1, "bbox": [10, 10, 40, 30], "category_id": 0,
+                            "viewpoint": "left"})
+    if case == "image-id-list":
+        annotations[1]["image_id"] = [2]
+    elif case == "category-id-list":
+        annotations[1]["category_id"] = [0]
+    else:
+        annotations.append({**annotations[0], "id": 99})  # the same zebra listed again
+    (folder / "final_metadata.json").write_text(json.dumps({
+        "images": images, "annotations": annotations, "categories": [{"id": 0, "name": "zebra_grevys"}]}))
+    code, err, out = build_c3(tmp_path, capsys, f"gzcd={folder}")
+    if case == "annotation-repeated":
+        assert code == 0, err
+        reason = "an annotation given twice (same id, or same box and species)"
+        assert manifest(out)["exclusion_examples"]["gzcd"][reason] == ["images/z0.jpg (rows 1, 4)"]
+    else:
+        field = "image_id" if case == "image-id-list" else "category_id"
+        assert code == 2 and "final_metadata.json, row 2" in err and f"field '{field}'" in err, err
+        assert "internal error" not in err

@@ -24,7 +24,8 @@ exclusions (:attr:`GzcdCatalog.exclusions`, per photograph, since a photo with a
 has an unverifiable count; the first photos of each reason in
 :attr:`GzcdCatalog.exclusion_examples`): ``image file missing``, a photo the image inspector
 refuses (``unreadable image``: truncated, corrupt; ``image over the pixel limit``), a COCO
-``width``/``height`` that is not the photo's size, ``box outside the image`` (beyond
+``width``/``height`` that is not the photo's size, an annotation given twice (same id, or same box
+and species: the count would be one too many), ``box outside the image`` (beyond
 :data:`EDGE_TOLERANCE` of the side; smaller overhangs are clipped).
 Viewpoints are normalised like the Wild Me catalogs (``"front, left"`` → ``frontleft``).
 
@@ -46,7 +47,7 @@ from typing import Any
 
 from biovqa.errors import InputFormatError, MissingResourceError
 from biovqa.sources.images import inspect_image_file
-from biovqa.sources.validate import MAX_EXAMPLES, csv_records, relative_name
+from biovqa.sources.validate import MAX_EXAMPLES, csv_records, first_duplicate, json_id, relative_name
 from biovqa.sources.waid import INSPECTOR_REASONS
 from biovqa.sources.wildlife import GZCD_METADATA, json_number, normalize_viewpoint, read_coco_json
 
@@ -72,6 +73,7 @@ EXCLUDED_IMAGE_MISSING = "image file missing"
 EXCLUDED_UNREADABLE = "unreadable image"
 EXCLUDED_OUTSIDE = "box outside the image"
 EXCLUDED_SIZE_MISMATCH = "declared width/height is not the photo's size"
+EXCLUDED_REPEATED = "an annotation given twice (same id, or same box and species)"
 
 
 def species_name(code: str) -> str:
@@ -276,9 +278,17 @@ def _table_rows(csv_path: Path) -> list[dict[str, Any]]:
 # ----------------------------------------------------------------------------- COCO form
 
 
+def _category_name(categories: dict[Any, Any], entry: dict[str, Any], *, file: Path, row: int) -> Any:
+    """The name ``categories[]`` gives the annotation's ``category_id`` (None when it has none)."""
+    if entry.get("category_id") is None:
+        return None
+    return categories.get(json_id(entry["category_id"], file=file, row=row, field="category_id"))
+
+
 def _coco_rows(json_path: Path) -> list[dict[str, Any]]:
     payload = read_coco_json(json_path)
-    categories = {c.get("id"): c.get("name") for c in payload.get("categories") or [] if isinstance(c, dict)}
+    categories = {json_id(c.get("id"), file=json_path, row=k, field="categories[].id"): c.get("name")
+                  for k, c in enumerate(payload.get("categories") or [], start=1) if isinstance(c, dict)}
     images: dict[Any, dict[str, Any]] = {}
     for index, image in enumerate(payload["images"], start=1):
         if not isinstance(image, dict) or "id" not in image or not image.get("file_name"):
@@ -289,12 +299,16 @@ def _coco_rows(json_path: Path) -> list[dict[str, Any]]:
             if value is None or value <= 0:
                 raise InputFormatError(f"image {key} must be a positive number, found {image.get(key)!r}",
                                        file=json_path, row=index, field=f"images[].{key}")
-        images[image["id"]] = image
+        image_id = json_id(image["id"], file=json_path, row=index, field="images[].id")
+        if image_id in images:
+            raise InputFormatError(f"images[].id {image_id!r} is given twice", file=json_path, row=index,
+                                   field="images[].id")
+        images[image_id] = image
     out: list[dict[str, Any]] = []
     for row, entry in enumerate(payload["annotations"], start=1):
         if not isinstance(entry, dict):
             raise InputFormatError("an annotation must be a JSON object", file=json_path, row=row)
-        image = images.get(entry.get("image_id"))
+        image = images.get(json_id(entry.get("image_id"), file=json_path, row=row, field="image_id"))
         if image is None:
             raise InputFormatError(f"image_id {entry.get('image_id')!r} is not in images[]", file=json_path,
                                    row=row, field="image_id")
@@ -308,7 +322,8 @@ def _coco_rows(json_path: Path) -> list[dict[str, Any]]:
             raise InputFormatError(f"bbox width and height must be positive, found {bbox!r}", file=json_path,
                                    row=row, field="bbox")
         species_key = next((k for k in SPECIES_KEYS if entry.get(k)), None)
-        species = str(entry[species_key]) if species_key else categories.get(entry.get("category_id"))
+        species = str(entry[species_key]) if species_key else _category_name(
+            categories, entry, file=json_path, row=row)
         if not species:
             raise InputFormatError("the annotation names no species (annot species, species or a known "
                                    "category_id)", file=json_path, row=row, field="annot species")
@@ -376,6 +391,12 @@ def _assemble(form: str, annotation_file: Path, rows: list[dict[str, Any]]) -> G
             exclude(EXCLUDED_SIZE_MISMATCH, f"{shown}: declared {width}x{height}, photo {verdict[0]}x{verdict[1]}")
             continue
         width, height = verdict
+        ids = [row["annotation_id"] for row in members]
+        boxes = [(row["box"], row["species"]) for row in members]
+        if first_duplicate(ids) is not None or first_duplicate(boxes) is not None:
+            # one animal given twice would make the count one too many
+            exclude(EXCLUDED_REPEATED, f"{shown} (rows {', '.join(str(row['row']) for row in members[:6])})")
+            continue
         annotations, outside = [], False
         tol_x, tol_y = EDGE_TOLERANCE * width, EDGE_TOLERANCE * height
         for row in members:

@@ -229,6 +229,20 @@ def integer(text: str | float | None, *, file: str | Path, row: int | None, fiel
 # ----------------------------------------------------------------------------- ids
 
 
+def json_id(value: Any, *, file: str | Path, row: int | None, field: str) -> int | str:
+    """A JSON id (COCO ``images[].id``, ``image_id``, ``category_id``): a whole number or a
+    string; a list, an object, a fraction, ``true`` or ``null`` is an error naming the field."""
+    if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+        raise InputFormatError(f"{field} must be a number or a string, found {value!r}"[:200], file=file, row=row,
+                               field=field)
+    if isinstance(value, float):
+        if not (math.isfinite(value) and value == int(value)):
+            raise InputFormatError(f"{field} must be a whole number, found {value!r}", file=file, row=row,
+                                   field=field)
+        return int(value)
+    return value
+
+
 def first_duplicate(ids: Iterable[Any]) -> tuple[Any, int, int] | None:
     """(id, first position, second position) of the first id given twice, 0-based; None if unique."""
     seen: dict[Any, int] = {}
@@ -240,5 +254,5 @@ def first_duplicate(ids: Iterable[Any]) -> tuple[Any, int, int] | None:
 
 
 __all__ = ["MAX_EXAMPLES", "MAX_FIELD_CHARS", "MAX_LINE_CHARS", "bounded_lines", "csv_records", "decode_text",
-           "first_duplicate", "integer", "iter_lines", "number", "read_lines", "read_text", "read_xml",
+           "first_duplicate", "integer", "iter_lines", "json_id", "number", "read_lines", "read_text", "read_xml",
            "relative_name", "summarize_exclusions"]

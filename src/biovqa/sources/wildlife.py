@@ -59,7 +59,7 @@ from typing import Any
 
 from biovqa.errors import BiovqaError, InputFormatError, MissingResourceError
 from biovqa.sources.images import inspect_image_file
-from biovqa.sources.validate import MAX_EXAMPLES
+from biovqa.sources.validate import MAX_EXAMPLES, json_id
 from biovqa.bench.paths import contained_path
 
 #: Catalog names the toolkit knows → the species the catalog shows.
@@ -304,7 +304,9 @@ def read_wildlife_catalog(path: str | Path, name: str | None = None, *,
                                       field="images[].file_name", what="photo"),
             file_name=str(image["file_name"]), width=width, height=height,
             bbox=(x, y, w, h), theta=float(theta), viewpoint=viewpoint,
-            identity=_identity(entry), species=species.get(entry.get("category_id")), row=row))
+            identity=_identity(entry), species=species.get(
+                json_id(entry["category_id"], file=annotation_file, row=row, field="category_id")
+                if entry.get("category_id") is not None else None), row=row))
     return admission.catalog(name, path, images_dir, annotation_file, "biovqa")
 
 
@@ -377,7 +379,9 @@ class _Admission:
 
 
 def _species(payload: dict[str, Any]) -> dict[Any, Any]:
-    return {c.get("id"): c.get("name") for c in payload.get("categories", []) or [] if isinstance(c, dict)}
+    # an id that is a list or an object cannot name a category: such entries name nothing
+    return {c.get("id"): c.get("name") for c in payload.get("categories", []) or []
+            if isinstance(c, dict) and isinstance(c.get("id"), (int, str)) and not isinstance(c.get("id"), bool)}
 
 
 def _images(payload: dict[str, Any], annotation_file: Path) -> dict[Any, dict[str, Any]]:
@@ -386,16 +390,21 @@ def _images(payload: dict[str, Any], annotation_file: Path) -> dict[Any, dict[st
         if not isinstance(image, dict) or "id" not in image or "file_name" not in image:
             raise InputFormatError("an image needs id and file_name", file=annotation_file, row=index,
                                    field="images[].file_name")
-        images[image["id"]] = image
+        image_id = json_id(image["id"], file=annotation_file, row=index, field="images[].id")
+        if image_id in images:
+            raise InputFormatError(f"images[].id {image_id!r} is given twice", file=annotation_file, row=index,
+                                   field="images[].id")
+        images[image_id] = image
     return images
 
 
 def _image_of(entry: dict[str, Any], images: dict[Any, dict[str, Any]], annotation_file: Path,
               row: int) -> dict[str, Any]:
-    if entry.get("image_id") not in images:
-        raise InputFormatError(f"image_id {entry.get('image_id')!r} is not in images[]",
+    image_id = json_id(entry.get("image_id"), file=annotation_file, row=row, field="image_id")
+    if image_id not in images:
+        raise InputFormatError(f"image_id {image_id!r} is not in images[]",
                                file=annotation_file, row=row, field="image_id")
-    return images[entry["image_id"]]
+    return images[image_id]
 
 
 def _image_size(image: dict[str, Any], annotation_file: Path, row: int) -> tuple[int, int]:
