@@ -1,4 +1,4 @@
-"""metrics.md §5 vectors through the public path: a C4 benchmark written in its items schema,
+"""The paper's C4 metric vectors (appendix C) through the public path: a C4 benchmark written in its items schema,
 predictions in a Parquet file, scored with biovqa.scoring.pipeline.score_predictions."""
 
 from __future__ import annotations

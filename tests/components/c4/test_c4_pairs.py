@@ -1,4 +1,4 @@
-"""Pair construction (components.md §4.2) on small synthetic embedding sets: the partner rules of
+"""Pair construction (paper §3.4) on small synthetic embedding sets: the partner rules of
 each condition, balance, no reuse of an unordered pair, determinism, anchors."""
 
 from __future__ import annotations

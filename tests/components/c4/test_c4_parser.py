@@ -1,4 +1,4 @@
-"""The C4 prompt (K.4, verbatim) and the yes/no parser tiers (prompts.md §6.5)."""
+"""The C4 prompt (K.4, verbatim) and the yes/no parser tiers (appendix H.1)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """C4 — individual re-identification: build the benchmark from Wild Me / LILA COCO catalogs and
-GZCD (components.md §4).
+GZCD (paper §3.4, Tables 2 and 11).
 
 Pipeline:
 
@@ -96,7 +96,8 @@ def _codes(values: Sequence[Any]) -> np.ndarray:
 
 
 def construction_checks(similarity: np.ndarray, same: np.ndarray) -> dict[str, Any]:
-    """AUC of the similarity for same-ID vs different-ID pairs and the margin (metrics.md §5.6)."""
+    """AUC of the similarity for same-ID vs different-ID pairs and the margin (appendix H.7, Table 54; the
+    beluga margin of H.5)."""
     same = np.asarray(same, dtype=bool)
     similarity = np.asarray(similarity, dtype=float)
     mean_same = float(similarity[same].mean()) if same.any() else None

@@ -1,4 +1,5 @@
-"""Side-by-side C4 canvases (components.md §4.2 [DEFAULT]): each photo resized to height 672 px
+"""Side-by-side C4 canvases (paper §3.4: the two photographs side by side on one canvas; the
+layout is biovqa's): each photo resized to height 672 px
 (width keeps the aspect ratio, rounded, at least 1 px) with Lanczos, the two placed left and right
 on a white RGB canvas with a 16 px white gutter, saved as PNG without metadata, so the same pair
 always gives the same bytes."""

@@ -1,8 +1,8 @@
 """C4 scoring: the yes/no parser, signal-detection statistics per dataset × condition and pooled
-over datasets, the difficulty-ordering check (metrics.md §5; prompts.md §6.5).
+over datasets, the difficulty-ordering check (paper appendix C, Tables 49–55; parser of appendix H.1).
 
 ``score(bench, predictions, options) -> ScoreResult`` is registered as
-``biovqa.components.c4.score:score``. Options: ``bootstrap`` (default 2000, §6.1), ``seed``,
+``biovqa.components.c4.score:score``. Options: ``bootstrap`` (default 2000, appendix L.3), ``seed``,
 ``level``.
 
 Per-item table: the score schema's core columns (``parsed`` = ``yes``/``no`` or null, ``score`` =
@@ -264,7 +264,7 @@ def _ordering(cells: Mapping[str, Any], pooled: Mapping[str, Any]) -> dict[str, 
 
 def _construction_checks(items: pa.Table, datasets: list[str], conditions: list[str]) -> dict[str, Any]:
     """DINOv2 AUC and similarity margin per dataset × condition from the stored pair similarities
-    (metrics.md §5.6); they depend on the benchmark only."""
+    (appendix H.7, Table 54); they depend on the benchmark only."""
     from biovqa.components.c4.build import construction_checks
 
     dataset = np.asarray(items.column("dataset").to_pylist(), dtype=object)

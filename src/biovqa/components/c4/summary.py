@@ -1,9 +1,9 @@
-"""C4 signal-detection statistics (metrics.md §5) from confusion counts, and their stratified
+"""C4 signal-detection statistics (paper appendix C) from confusion counts, and their stratified
 bootstrap.
 
 A cell (dataset × condition) is summarised by six counts: same pairs answered Yes / No /
 unparsed and different pairs answered Yes / No / unparsed. An unparsed reply counts as "No" for
-H and F and as wrong for accuracy [DEFAULT §5.1]. Every statistic below is a vectorised function
+H and F and as wrong for accuracy (biovqa's choice; the paper leaves it open). Every statistic below is a vectorised function
 of count arrays, so the bootstrap evaluates all its replicates at once.
 
 * ``H = (hits + 0.5)/(n_s + 1)``, ``F = (fa + 0.5)/(n_d + 1)`` (log-linear, always applied);
@@ -13,7 +13,7 @@ of count arrays, so the bootstrap evaluates all its replicates at once.
 * pooled over datasets: counts summed first, then one d′ (Table 49 / Table 3); also
   ``c_mean_species`` (the mean of per-dataset c, Table 50's reading).
 
-Bootstrap [§6.1]: within every dataset × condition stratum, the items are resampled with
+Bootstrap (appendix L.3: B = 2000 for C4): within every dataset × condition stratum, the items are resampled with
 replacement (a multinomial draw of the stratum's six cell counts), B replicates; pooled statistics
 are recomputed from the resampled strata. Percentile intervals.
 """
@@ -111,7 +111,7 @@ def cell_summary(counts: np.ndarray, replicates: np.ndarray | None, level: float
 
 
 def verdict(dprime: float | None, c: float | None) -> str | None:
-    """Table 49's verdict from the random-condition d′ and c (metrics.md §5.4)."""
+    """Table 49's verdict from the random-condition d′ and c (Table 49)."""
     if dprime is None or c is None or math.isnan(dprime):
         return None
     if abs(dprime) < 0.2:
@@ -126,12 +126,12 @@ def verdict(dprime: float | None, c: float | None) -> str | None:
 
 
 def auc_to_dprime(value: float) -> float:
-    """Equal-variance Gaussian d′ from an AUC: √2·z(AUC) (metrics.md §5.5)."""
+    """Equal-variance Gaussian d′ from an AUC: √2·z(AUC) (appendix B, "MegaDescriptor for C4")."""
     return float(math.sqrt(2.0) * norm.ppf(value))
 
 
 def wald_difference(p1: float, n1: int, p2: float, n2: int, z: float = 1.959964) -> dict[str, float]:
-    """p1 − p2 with the Wald two-proportion interval (metrics.md §5.7)."""
+    """p1 − p2 with the Wald two-proportion interval (Table 51)."""
     diff = p1 - p2
     half = z * math.sqrt(p1 * (1 - p1) / n1 + p2 * (1 - p2) / n2) if n1 and n2 else float("nan")
     return {"difference": diff, "lo": diff - half, "hi": diff + half}
