@@ -1,0 +1,94 @@
+"""biovqa.progress, the one progress helper (issue 24): live bars on a terminal, one line per stage
+in a log, never a repeated line, silent for library callers."""
+
+from __future__ import annotations
+
+import io
+import os
+import pty
+import subprocess
+import sys
+from pathlib import Path
+
+from rich.console import Console
+
+from biovqa.progress import show_progress, stage, stage_sequence, track
+
+
+def _log_console() -> tuple[Console, io.StringIO]:
+    buffer = io.StringIO()
+    return Console(file=buffer, force_terminal=False, width=200), buffer
+
+
+def test_a_log_gets_one_line_per_outer_stage_and_nothing_for_library_callers() -> None:
+    console, buffer = _log_console()
+    with stage("quiet", console=console) as step:  # no show_progress(): a library call
+        step.advance(3)
+    assert buffer.getvalue() == ""
+    with show_progress():
+        with stage("C9: building", total=4, unit="images", console=console) as step:
+            with stage("inner step", console=console):  # speaks through the outer line
+                pass
+            for _ in range(4):
+                step.advance()
+        assert list(track(range(3), "C9: scoring", console=console)) == [0, 1, 2]
+        with stage_sequence(unit="bytes", console=console) as files:
+            task = files.add_task("Taxon.tsv", total=2048)
+            files.advance(task, 2048)
+            files.add_task("VernacularName.tsv")
+    lines = buffer.getvalue().splitlines()
+    assert [line.split(":")[0] for line in lines] == ["C9", "C9", "Taxon.tsv", "VernacularName.tsv"]
+    assert lines[0].startswith("C9: building: 4 images in ") and lines[0].endswith(" s")
+    assert lines[1].startswith("C9: scoring: 3 items in ")
+    assert lines[2].startswith("Taxon.tsv: 2.0 KiB in ")
+
+
+def test_a_failed_stage_writes_no_line() -> None:
+    console, buffer = _log_console()
+    with show_progress():
+        try:
+            with stage("C9: building", console=console):
+                raise ValueError("boom")
+        except ValueError:
+            pass
+    assert buffer.getvalue() == ""
+
+
+def _report_command(scores: Path, out: Path) -> list[str]:
+    return [sys.executable, "-m", "biovqa", "report", str(scores), "-o", str(out)]
+
+
+def test_report_logs_each_stage_once_and_draws_bars_on_a_terminal(tmp_path: Path, demo_bench: Path) -> None:
+    run = subprocess.run([sys.executable, "-m", "biovqa", "run", str(demo_bench), "--backend", "baseline",
+                          "-o", str(tmp_path / "run")], capture_output=True, text=True, check=True)
+    scored = subprocess.run([sys.executable, "-m", "biovqa", "score", str(demo_bench), "-p",
+                             str(tmp_path / "run" / "predictions.parquet"), "--bootstrap", "50",
+                             "-o", str(tmp_path / "scores")], capture_output=True, text=True)
+    assert scored.returncode == 0, scored.stderr
+    assert "C1: scoring 712 items, 50 bootstrap resamples: " in scored.stderr, run.stderr
+    logged = subprocess.run(_report_command(tmp_path / "scores", tmp_path / "report"), capture_output=True,
+                            text=True)
+    assert logged.returncode == 0, logged.stderr
+    lines = logged.stderr.splitlines()
+    stages = [line for line in lines if line.startswith("report: ")]
+    assert [s.rsplit(":", 1)[0] for s in stages] == [
+        "report: leaderboard and rank bootstrap", "report: cross-component analysis",
+        "report: C1 tables and figures", "report: item browser"]
+    assert len(lines) == len(set(lines)) and "\r" not in logged.stderr
+    reader, writer = pty.openpty()
+    on_terminal = subprocess.Popen(_report_command(tmp_path / "scores", tmp_path / "report-tty"),
+                                   stdin=writer, stdout=writer, stderr=writer)
+    os.close(writer)
+    seen = b""
+    while True:
+        try:
+            chunk = os.read(reader, 65536)
+        except OSError:
+            break
+        if not chunk:
+            break
+        seen += chunk
+    os.close(reader)
+    assert on_terminal.wait(timeout=300) == 0
+    text = seen.decode(errors="replace")
+    assert "━" in text and "✓" in text and "report: item browser" in text  # a live bar, then its line
