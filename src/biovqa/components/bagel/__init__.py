@@ -1,4 +1,4 @@
-"""BAGEL: the text-only, closed-book animal-knowledge multiple-choice suite (spec bagel.md).
+"""BAGEL: the text-only, closed-book animal-knowledge multiple-choice suite (Shen et al. 2026, "BAGEL: Benchmarking Animal Knowledge Expertise in Language Models").
 
 Modules: :mod:`.items` (the released per-domain JSONL in every accepted form, validation),
 :mod:`.prompt` (the evaluation prompt, canonical and inline, and the strict letter parser),

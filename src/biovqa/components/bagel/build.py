@@ -1,12 +1,12 @@
-"""Build a BAGEL benchmark folder from the item JSONL files (bagel.md §5, §9).
+"""Build a BAGEL benchmark folder from the item JSONL files (the paper's evaluation protocol).
 
 Each item becomes one text-only row (``image`` null): ``question`` holds the whole evaluation
-prompt of §5.1 in the chosen style, ``instruction`` is empty, ``options`` the four option texts in
+prompt of the paper's Appendix A.1.2 in the chosen style, ``instruction`` is empty, ``options`` the four option texts in
 the order shown, ``answer`` the gold letter, ``prompt_mode`` how the engine sends it (``chat``: a
 user turn through the model's chat template; ``raw``: the prompt as completion text — no chat
 template in the transformers backend, ``/v1/completions`` in the openai backend, ``LLM.generate``
-in the vllm backend; bagel.md §5.1: raw for base models). With ``permute_seed`` every item's options are
-re-permuted by a seeded permutation of its own (the robustness run of §9.5); ``permutation``
+in the vllm backend; the paper's Appendix A.1.2: raw for base models). With ``permute_seed`` every item's options are
+re-permuted by a seeded permutation of its own (biovqa's robustness run); ``permutation``
 records, for each shown position, the original letter.
 """
 
@@ -45,7 +45,7 @@ BAGEL_COLUMNS: tuple[tuple[str, pa.DataType], ...] = (
     ("prompt_mode", pa.string()),
 )
 ITEM_SCHEMA = pa.schema(list(ITEM_COLUMNS) + list(BAGEL_COLUMNS))
-#: Decoding the paper used (bagel.md §5): greedy, seed 0, one run.
+#: Decoding the paper used (the paper's evaluation protocol): greedy, seed 0, one run.
 DECODING = {"greedy": True, "seed": 0, "runs": 1}
 
 
@@ -127,7 +127,7 @@ def build_command(
 
 
 def floor_responses(items: pa.Table) -> pa.Array:
-    """The empirical random guess: one uniform letter per item, seeded by its id (bagel.md §6)."""
+    """The empirical random guess: one uniform letter per item, seeded by its id (the BAGEL paper's random baseline)."""
     return pa.array([random_letter(item_id, 0) for item_id in items.column("item_id").to_pylist()], pa.string())
 
 

@@ -1,4 +1,4 @@
-"""The BAGEL part of ``biovqa demo``: the paper's Appendix B items (one per domain, bagel.md §8)
+"""The BAGEL part of ``biovqa demo``: the paper's Appendix B items (one per domain)
 written as per-domain JSONL in the different accepted forms (options as an object or a list;
 gold as a letter, an index or the option text), built, answered by the seeded random-letter
 floor through ``biovqa run --backend baseline``, and scored."""
@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 _FLAMINGO = {"scientific_name": "Phoenicoparrus andinus", "taxon_class": "Aves"}
-#: bagel.md §8 (the bioRxiv item's stem and distractors are ours: the paper prints only its gold).
+#: The paper's Appendix B (the bioRxiv item's stem and distractors are ours: the paper prints only its gold).
 DEMO_ITEMS: dict[str, list[dict[str, Any]]] = {
     "wikipedia": [
         {"id": "wiki-1", "dimension": "Taxonomy", "level": "easy", "meta": _FLAMINGO,

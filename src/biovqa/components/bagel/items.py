@@ -1,4 +1,4 @@
-"""The BAGEL item files (bagel.md §9.1–9.2): per-domain JSONL, one question per line.
+"""The BAGEL item files (biovqa's canonical layout): per-domain JSONL, one question per line.
 
 Accepted forms, since the release's exact field names are not published: options as an object
 keyed ``A``–``D`` or a list of four strings; the gold answer (``answer``, ``correct_answer``,
@@ -21,7 +21,7 @@ from biovqa.errors import InputFormatError
 LETTERS: tuple[str, ...] = ("A", "B", "C", "D")
 #: The four domains (tracks), in the paper's Table 4 column order.
 DOMAINS: tuple[str, ...] = ("GloBI", "Wikipedia", "bioRxiv", "Xeno-canto")
-#: Domain sizes of the released benchmark (bagel.md §2).
+#: Domain sizes of the released benchmark (the paper's dataset statistics).
 DOMAIN_SIZES: dict[str, int] = {"GloBI": 3500, "Wikipedia": 1927, "bioRxiv": 2183, "Xeno-canto": 4242}
 DOMAIN_ALIASES: dict[str, str] = {
     "globi": "GloBI", "wiki": "Wikipedia", "wikipedia": "Wikipedia", "biorxiv": "bioRxiv",
@@ -51,7 +51,7 @@ class BagelItem:
 
 
 def canonical_domain(value: Any, *, file: Path, row: int) -> str:
-    """The canonical domain name of ``value`` (case-insensitive aliases, bagel.md §9.2)."""
+    """The canonical domain name of ``value`` (case-insensitive aliases)."""
     if isinstance(value, str):
         name = DOMAIN_ALIASES.get(value.strip().lower())
         if name is not None:

@@ -1,4 +1,4 @@
-"""Pure BAGEL metrics (bagel.md §6): item-weighted accuracies, histograms, robustness.
+"""Pure BAGEL metrics (the BAGEL paper's Table 4): item-weighted accuracies, histograms, robustness.
 
 No I/O: arrays and mappings in, numbers out.
 """
@@ -16,7 +16,7 @@ ANALYTIC_RANDOM_BASELINE = 0.25
 
 
 def overall_from_domains(accuracies: Mapping[str, float], sizes: Mapping[str, int]) -> float:
-    """Item-weighted (micro) overall accuracy ``Σ_d n_d·acc_d / Σ_d n_d`` (bagel.md §6) — the
+    """Item-weighted (micro) overall accuracy ``Σ_d n_d·acc_d / Σ_d n_d`` (the BAGEL paper's Table 4) — the
     paper's Table 4 "Overall", not the mean of the domain columns."""
     total = sum(sizes[d] for d in accuracies)
     return sum(accuracies[d] * sizes[d] for d in accuracies) / total
@@ -38,7 +38,7 @@ def gold_positions(gold_letters: Sequence[str]) -> dict[str, float]:
 
 def permutation_agreement(chosen: Sequence[str | None], chosen_reference: Sequence[str | None]) -> float:
     """Share of items on which two runs chose the same option text (an unparsed reply in either
-    run counts as disagreement): the position-robustness of bagel.md §9.5."""
+    run counts as disagreement): biovqa's position-robustness check."""
     if not chosen:
         return float("nan")
     same = [a is not None and a == b for a, b in zip(chosen, chosen_reference)]

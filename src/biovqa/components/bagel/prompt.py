@@ -1,4 +1,4 @@
-"""The BAGEL evaluation prompt (bagel.md §5.1) and the strict letter parser (§5.2).
+"""The BAGEL evaluation prompt (the paper's Appendix A.1.2) and biovqa's strict letter parser (the paper fixes only the output format).
 
 The paper's prompt survives only as flattened text with literal ``\\n`` markers. ``canonical``
 puts each option on its own line; ``inline`` reproduces the printed string (newline where the
@@ -51,7 +51,7 @@ def _strip(text: str) -> str:
 
 
 def parse_letter(output: str | None, options: Sequence[str]) -> str | None:
-    """The letter a reply chose, or None when unparseable (bagel.md §5.2):
+    """The letter a reply chose, or None when unparseable (biovqa's rule; the prompt asks for one capital letter):
 
     1. strip whitespace and surrounding markup (``*``, quotes, brackets, trailing ``.``/``)``);
     2. exactly one of A–D (any case) → that letter;

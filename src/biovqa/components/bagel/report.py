@@ -1,4 +1,4 @@
-"""BAGEL leaderboard tables from score summaries (bagel.md §7, §9.4).
+"""BAGEL leaderboard tables from score summaries (BAGEL paper, Shen et al. 2026, Table 4).
 
 ``tables(summaries)`` takes ``[(model label, summary dict), …]`` and returns:
 

@@ -1,4 +1,4 @@
-"""BAGEL scoring (bagel.md §5.2, §6, §9.4–9.5).
+"""BAGEL scoring (BAGEL paper, Shen et al. 2026: the output format it asks for and Table 4; the parser and the robustness check are biovqa's).
 
 ``score(bench, predictions, options) -> ScoreResult`` is registered as
 ``biovqa.components.bagel.score:score``.
@@ -179,7 +179,7 @@ def summarize(table: pa.Table, items: pa.Table, *, group_by: list[str], random_s
 
 def robustness(table: pa.Table, items: pa.Table, reference: Path) -> dict[str, Any]:
     """Compare with the reference score folder (the same model on the unpermuted bench): accuracy
-    delta and the share of items on which both runs chose the same option text (bagel.md §9.5)."""
+    delta and the share of items on which both runs chose the same option text (biovqa's option-permutation check)."""
     import pyarrow.parquet as pq
 
     from biovqa.scoring.pipeline import SCORE_ITEMS_FILE

@@ -1,10 +1,11 @@
-"""Hierarchical 4-way VQA (hierarchy.md): one 4-option question per image and taxonomy level,
-scored on whole paths (HCA, Acc_leaf, POR, S-POR, TOR), and its text-only control (§7: the image
+"""Hierarchical 4-way VQA (Tan, Qing, Gong 2025, "Vision LLMs Are Bad at Hierarchical Visual Understanding, and LLMs Are
+the Bottleneck", below the HCA paper): one 4-option question per image and taxonomy level,
+scored on whole paths (HCA, Acc_leaf, POR, S-POR, TOR), and its text-only control (§3.3.1: the image
 replaced by the leaf label).
 
 Modules: :mod:`.taxonomy` (paths root→leaf from a taxonomy JSON, a C1 bench or released items),
 :mod:`.distractors` (the ``taxonomy``, ``random`` and ``similarity`` policies), :mod:`.prompts`
-(Table 12 and §7 templates, system prompts, the strict parser of §4.1), :mod:`.released` (the
+(Table 12 and §3.3.1 templates, system prompts, biovqa's strict parser), :mod:`.released` (the
 released item JSON lines), :mod:`.build` (visual and text benches, floor), :mod:`.score`,
 :mod:`.report`, :mod:`.demo`.
 """

@@ -1,4 +1,4 @@
-"""Build the hierarchical 4-way VQA (hierarchy.md §3–5) and its text-only control (§7).
+"""Build the hierarchical 4-way VQA (HCA paper §2.3, App. C.1) and its text-only control (§3.3.1).
 
 Visual bench: for each image and each level of its path below the root, one question whose
 options are the gold label and up to three distractors from the same level (policy of
@@ -15,9 +15,9 @@ level is not asked and is scored right (leaf auto-correct, so text Acc_leaf = 10
 
 Items carry ``image_key`` (the image a visual question is about), ``paths`` (the images a
 question stands for), ``level``, ``level_name``, ``depth`` (levels on the path), ``leaf``,
-``system`` (the system prompt of §4 / §7, sent by the engine as the system message in place of a
+``system`` (the system prompt of the authors' code / §3.3.1, sent by the engine as the system message in place of a
 preset's), ``policy``, ``genus_leak`` (text: the genus is the first word of the entity), ``variant``
-(§5.3: plain, cot, taxonomy, binary and their combinations — :class:`PromptVariant`), ``statement``
+(App. C.1.2–C.1.4: plain, cot, taxonomy, binary and their combinations — :class:`PromptVariant`), ``statement``
 (binary: the letter of the option stated) and ``max_new_tokens`` (the item's own token cap: CoT).
 """
 
@@ -63,7 +63,7 @@ HCA_COLUMNS: tuple[tuple[str, pa.DataType], ...] = (
     ("system", pa.string()),
     ("policy", pa.string()),
     ("genus_leak", pa.bool_()),
-    # prompt variant of hierarchy.md §5.3: plain, cot, taxonomy, taxonomy+cot, binary, taxonomy+binary
+    # prompt variant (HCA paper App. C.1.2–C.1.4): plain, cot, taxonomy, taxonomy+cot, binary, taxonomy+binary
     ("variant", pa.string()),
     # binary variant: the letter of the option this statement states (null otherwise)
     ("statement", pa.string()),
@@ -75,14 +75,14 @@ ITEM_SCHEMA = pa.schema(list(ITEM_COLUMNS) + list(HCA_COLUMNS))
 
 @dataclass(frozen=True)
 class PromptVariant:
-    """The prompt variants of hierarchy.md §5.3 a bench is built with (recorded in the manifest).
+    """The prompt variants (HCA paper App. C.1.2–C.1.4) a bench is built with (recorded in the manifest).
 
     ``cot``: "Let's think step by step." appended to the question sentence; replies are parsed for
     their final answer and may use ``cot_max_new_tokens`` tokens. ``taxonomy``: "Here's a taxonomy: "
     + the taxonomy JSON (leaf → ancestors up to the root) + a newline before the prompt.
     ``binary``: every option becomes its own Yes/No statement item (4 passes per level); a level is
     right only if exactly one statement got "Yes" and it is the true one. Binary statements carry
-    no system prompt: §4's asks for a letter, and the paper names none for this variant.
+    no system prompt: the visual one asks for a letter, and the paper names none for this variant.
     """
 
     cot: bool = False
@@ -105,7 +105,7 @@ class PromptVariant:
     def record(self) -> dict[str, Any]:
         return {"name": self.name, "cot": self.cot, "taxonomy_context": self.taxonomy, "binary": self.binary,
                 "cot_max_new_tokens": self.cot_max_new_tokens if self.cot else None,
-                "biological_cot": "not offered: its worked example is missing from the paper (hierarchy.md §5.3)"}
+                "biological_cot": "not offered: its worked example is missing from the paper (App. C.1.2)"}
 
 
 def _split_question(question: str) -> tuple[str, str]:
@@ -273,7 +273,7 @@ def text_items(visual: pa.Table, *, entity: str, template: int, common_names: di
     ``variant.binary`` the questions are deduplicated first (the 4-way key, so every statement
     group stays whole) and each unique question then becomes one Yes/No statement per option
     (:data:`~.prompts.TEXT_BINARY_TEMPLATE`, ``statement`` = the option's letter, instruction empty,
-    the §7 system prompt kept: it asks for no letter)."""
+    the text system prompt kept: it asks for no letter)."""
     variant = variant or PromptVariant()
     if "statement" in visual.column_names and visual.column("statement").null_count < visual.num_rows:
         raise InputFormatError("the visual bench was built with --binary; build the text control from a 4-option "
@@ -337,7 +337,7 @@ def _paths_from_items(visual: pa.Table) -> dict[str, list[str]]:
 
 def _genus_leak(entity: str, gold: str, level_name: str | None) -> bool:
     """The genus question is answerable by string matching when the entity is a binomial
-    whose first word is the gold genus (hierarchy.md §7 ⚠)."""
+    whose first word is the gold genus (a leak of binomial leaves)."""
     words = entity.split()
     if len(words) < 2 or level_name not in (None, "genus"):
         return False
@@ -417,7 +417,7 @@ def build_hca(out: str | Path, *, taxonomy: str | Path | None = None, images: st
               several_parents: str = "allow", first_level: str = "auto", dataset: str | None = None) -> Bench:
     """Build a visual (from a taxonomy + image list, a C1 bench or released items) or a text-only
     (``text_from`` = a visual hca bench) benchmark in ``out``; see the module docstring.
-    ``variant``: the prompt variants of hierarchy.md §5.3 (:class:`PromptVariant`), recorded in the
+    ``variant``: the prompt variants of App. C.1.2–C.1.4 (:class:`PromptVariant`), recorded in the
     manifest's ``parameters.variant``. ``taxonomy_root`` and ``several_parents``: how a taxonomy
     JSON is read (:data:`~.taxonomy.ROOT_MODES`, :data:`~.taxonomy.SEVERAL_PARENTS`);
     ``first_level``: whether level 1 of released items is scored (:data:`FIRST_LEVEL_POLICIES`).

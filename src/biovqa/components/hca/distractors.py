@@ -1,4 +1,4 @@
-"""Distractor policies (hierarchy.md §3): three wrong labels from the same level as the gold.
+"""Distractor policies (HCA paper §2.3): three wrong labels from the same level as the gold.
 
 * ``taxonomy`` (offline hard negatives): the labels closest to the gold in the tree first —
   siblings under the same parent, then under the same grandparent, … — ties in seeded order;

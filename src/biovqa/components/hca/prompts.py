@@ -1,5 +1,5 @@
-"""Prompts of the hierarchical VQA (hierarchy.md §4–5, §7), the prompt variants of §5.3 and the
-strict parsers (§4.1; chain-of-thought final answers; binary Yes/No)."""
+"""Prompts of the hierarchical VQA (HCA paper §2.3, Table 12, §3.3.1), the prompt variants of App. C.1.2–C.1.4 and the
+strict parsers (biovqa's; chain-of-thought final answers; binary Yes/No)."""
 
 from __future__ import annotations
 
@@ -11,14 +11,14 @@ from biovqa.scoring import PARSE_MAX_CHARS
 from biovqa.text import STATED_LETTER
 
 LETTERS = "ABCD"
-#: System prompt for open VLMs [code] (hierarchy.md §4).
+#: System prompt for open VLMs (the authors' code).
 VISUAL_SYSTEM_PROMPT = (
     "You are an expert in hierarchical image classification. Given an image, classify it at its current "
     "hierarchy level by selecting the most appropriate option from the provided choices (labeled with "
     "letters). Respond with only the corresponding letter.")
-#: Closing line of the visual user text [code].
+#: Closing line of the visual user text (the authors' code).
 VISUAL_CLOSING = "Answer with the option's letter from the given choices directly."
-#: System prompt and closing line of the text-only control (§7).
+#: System prompt and closing line of the text-only control (§3.3.1).
 TEXT_SYSTEM_PROMPT = "You are a helpful assistant."
 TEXT_CLOSING = "Answer with the option letter only."
 
@@ -46,7 +46,7 @@ TEMPLATES: dict[str, tuple[tuple[str, str], ...]] = {
         ("general", "Where does this {class} belong in the taxonomic hierarchy?"),
     ),
 }
-#: Text-only templates (§7, [code] variants mirroring Table 12; the first is §3.3.1's).
+#: Text-only templates (§3.3.1; the authors' code mirrors Table 12 with the label; the first is §3.3.1's).
 TEXT_TEMPLATES: tuple[tuple[str, str], ...] = (
     ("hierarchical", "Given the {label}, what is its taxonomic classification at the {level} level?"),
     ("hierarchical", "Based on taxonomy, where does {label} fall in terms of {level}?"),
@@ -85,7 +85,7 @@ _PHRASE = re.compile(r"^(?:the\s+)?answer\s+is\s*:?\s*\(?" + STATED_LETTER, re.I
 
 
 def parse_choice(output: str | None, options: Sequence[str]) -> str | None:
-    """The letter a reply chose, or None (hierarchy.md §4.1, [toolkit] strict rule):
+    """The letter a reply chose, or None (biovqa's strict rule; the authors' code takes the first A–D anywhere):
 
     1. after stripping whitespace and markup, exactly one letter among the offered ones;
     2. else a leading ``(X)``, ``X.`` or ``X)`` or a leading "answer is X";
@@ -112,25 +112,25 @@ def parse_choice(output: str | None, options: Sequence[str]) -> str | None:
     return LETTERS[hits[0]] if len(hits) == 1 else None
 
 
-# -- prompt variants (hierarchy.md §5.3) ---------------------------------------------------------
-#: CoT: this sentence is appended to the question (§5.3, exact).
+# -- prompt variants (HCA paper App. C.1.2–C.1.4) ---------------------------------------------------
+#: CoT: this sentence is appended to the question (App. C.1.2, exact).
 COT_SUFFIX = "Let's think step by step."
-#: Taxonomy as context: this prefix, then the taxonomy JSON, then the original prompt (§5.3).
+#: Taxonomy as context: this prefix, then the taxonomy JSON, then the original prompt (App. C.1.3).
 TAXONOMY_PREFIX = "Here's a taxonomy: "
-#: Binary variant: one statement per option (§5.3; the example's wording with the level name and
+#: Binary variant: one statement per option (App. C.1.4; the example's wording with the level name and
 #: label filled in, and the subject of the visual question).
 BINARY_TEMPLATE = ("The {subject} in the image belongs to the {level} of {label}. Is this statement correct? "
                    "Please answer Yes or No.")
 #: Binary variant of the text-only control [DEFAULT]: the paper gives no wording; derived from
-#: :data:`BINARY_TEMPLATE` the way §7 derives its text templates from Table 12 ("the bird/plant in
+#: :data:`BINARY_TEMPLATE` the way §3.3.1 derives its text templates from Table 12 ("the bird/plant in
 #: the image" → "the {label}", as in §3.3.1's "Given the {label}, …").
 TEXT_BINARY_TEMPLATE = ("The {entity} belongs to the {level} of {label}. Is this statement correct? "
                         "Please answer Yes or No.")
-#: [toolkit] default cap for chain-of-thought replies (the paper gives none; §4's 5–10 tokens
+#: biovqa's default cap for chain-of-thought replies (the paper gives none; the plain prompt's 5–10 tokens
 #: would cut every reasoning off before its answer).
 COT_MAX_NEW_TOKENS = 512
 #: Prompt variants a bench can be built with; "biological CoT" is not among them: its worked
-#: example in the system prompt is missing from the paper (hierarchy.md §5.3 **[missing]**).
+#: example in the system prompt is missing from the paper (App. C.1.2 describes it without printing it).
 VARIANTS: tuple[str, ...] = ("plain", "cot", "taxonomy", "binary")
 
 
@@ -152,7 +152,7 @@ def with_taxonomy(prompt: str, taxonomy: str) -> str:
 
 
 def binary_statement(label: str, *, level: str, subject: str) -> str:
-    """The binary variant's statement for one option (§5.3)."""
+    """The binary variant's statement for one option (App. C.1.4)."""
     return BINARY_TEMPLATE.format(subject=subject, level=level, label=label)
 
 
@@ -166,7 +166,7 @@ _LAST_PHRASE = re.compile(r"answer(?:\s+is)?\s*:?\s*\**\s*\(?" + STATED_LETTER, 
 
 
 def parse_cot_choice(output: str | None, options: Sequence[str]) -> str | None:
-    """The final stated answer of a chain-of-thought reply (the paper gives no rule; [toolkit]):
+    """The final stated answer of a chain-of-thought reply (the paper gives no rule; biovqa's):
     whichever comes last of
 
     * the last "answer is X" / "Answer: X" / "answer is: X" phrase in the reply, and
@@ -207,7 +207,7 @@ def parse_yes_no(output: str | None) -> str | None:
 
 
 def binary_level_correct(answers: Sequence[str | None], gold: int) -> bool:
-    """§5.3's rule for one level asked as 4 statements: right only if exactly one statement got
+    """App. C.1.4's rule for one level asked as 4 statements: right only if exactly one statement got
     "Yes" and it is the true one (``gold`` = its index); zero or several "Yes" ⇒ wrong."""
     yes = [i for i, answer in enumerate(answers) if answer == "Yes"]
     return yes == [gold]

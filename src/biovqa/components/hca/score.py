@@ -1,4 +1,4 @@
-"""Scoring of the hierarchical VQA (hierarchy.md §4.1, §6, §7).
+"""Scoring of the hierarchical VQA (HCA paper, Tan, Qing, Gong 2025: §2.2 and App. B.2 metrics, §3.3.1 text control).
 
 ``score(bench, predictions, options) -> ScoreResult`` is registered as
 ``biovqa.components.hca.score:score``.

@@ -1,4 +1,4 @@
-"""Taxonomy paths for the hierarchical VQA (hierarchy.md §1–2).
+"""Taxonomy paths for the hierarchical VQA (HCA paper §2.1, App. A.1).
 
 A :class:`Hierarchy` maps each leaf label to its path ``(root, level 1, …, leaf)``; the root is
 never asked (a taxonomy without a root, such as the HCA paper's authors' CUB-200 file whose paths start
