@@ -144,6 +144,8 @@ def test_embeddings_file_must_cover_every_crop(tmp_path: Path, capsys: pytest.Ca
     code, err = cli(["build", "c4", "--catalog", f"whaleshark={coco}", "--embeddings",
                      demo_data_dir() / "c4-embeddings.parquet", "--out", tmp_path / "bench"], capsys)
     assert code == 2 and "has no vector for the crop of 24 of 24 annotations" in err and "biovqa c4 embed" in err
+    code, err = cli(["build", "c4", "--catalog", f"whaleshark={coco}", "--out", tmp_path / "bench"], capsys)
+    assert code == 2 and "give --embedder" in err and not (tmp_path / "bench").exists()
     unnamed = tmp_path / "unnamed.parquet"
     pq.write_table(pa.table({"sha256": ["0" * 64], "vector": [[1.0, 0.0]]}), unnamed)
     code, err = cli(["build", "c4", "--catalog", f"whaleshark={coco}", "--embeddings", unnamed,

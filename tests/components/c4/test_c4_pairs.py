@@ -57,7 +57,7 @@ def test_partner_rules() -> None:
         result = build_pairs(vectors, identity, group, condition=condition, target=10, seed=1, dataset="x")
         for p in (q for q in result.pairs if q.same == same):
             sims = _pool(vectors, identity, group, p.anchor, same)
-            # the extreme partner, unless that unordered pair was already taken in this condition
+            # always the extreme partner: an anchor whose rule partner is taken gives no pair
             assert p.similarity == pytest.approx(float(pick(sims)), abs=1e-6)
             assert p.similarity == pytest.approx(float(vectors[p.anchor] @ vectors[p.partner]), abs=1e-6)
 
@@ -91,3 +91,20 @@ def test_auc_ties_and_degenerate() -> None:
     assert auc(np.array([0.1, 0.2, 0.3, 0.4]), np.array([0, 0, 1, 1])) == 1.0
     assert auc(np.array([0.5, 0.5]), np.array([0, 1])) == 0.5
     assert np.isnan(auc(np.array([0.5]), np.array([1])))
+
+
+def test_an_anchor_whose_rule_partner_is_taken_is_skipped() -> None:
+    # two mutual nearest neighbours per individual (burst frames) and a third, distant frame
+    burst = np.array([[1.0, 0.0, 0.0], [0.999, 0.045, 0.0], [0.2, 0.0, 0.98]])
+    vectors = np.concatenate([burst, burst[:, ::-1]]).astype(np.float32)
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    identity = np.repeat([0, 1], 3)
+    group = np.zeros(6, dtype=int)
+    result = build_pairs(vectors, identity, group, condition="easy", target=10, seed=0, dataset="x")
+    same = [p for p in result.pairs if p.same]
+    # frames 0 and 1 pair once; the second of them is skipped, not paired with its far frame 2;
+    # frame 2's rule partner is frame 0 or 1, whichever is nearer
+    assert result.skipped_partner_taken["same"] >= 2
+    for p in same:
+        sims = _pool(vectors, identity, group, p.anchor, True)
+        assert p.similarity == pytest.approx(float(sims.max()), abs=1e-6)
