@@ -133,14 +133,20 @@ def _complete(head: bytes, tail: bytes, n_bytes: int) -> bool | None:
 
 def _pillow_size(data: bytes) -> tuple[int, int] | str:
     """Decode an image of another format in full with Pillow, within the pixel limit."""
+    import warnings
+
     from PIL import Image
 
     try:
-        with Image.open(io.BytesIO(data)) as image:
-            width, height = image.size
-            if width * height > MAX_IMAGE_PIXELS:
-                return OVER_PIXELS
-            image.load()
+        # a damaged file makes Pillow warn ("Corrupt EXIF data", "Truncated File Read"); the
+        # verdict is what counts, so the build's output is not littered with them
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            with Image.open(io.BytesIO(data)) as image:
+                width, height = image.size
+                if width * height > MAX_IMAGE_PIXELS:
+                    return OVER_PIXELS
+                image.load()
     except Image.DecompressionBombError:
         return OVER_PIXELS
     except Exception:  # noqa: BLE001 - Pillow raises many types on bad data; all mean "unreadable"
