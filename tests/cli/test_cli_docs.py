@@ -1,4 +1,4 @@
-"""The docs stand alone (issue 24): the README and every ``--help`` text cite the paper by
+"""The docs stand alone (issue 24): the README, docs/ and every ``--help`` text cite the paper by
 section, table or equation and name no file that does not ship in this repository."""
 
 from __future__ import annotations
@@ -23,11 +23,13 @@ def _ships(path: Path) -> bool:
 
 def _missing(text: str, base: Path) -> list[str]:
     """The files ``text`` points at that this repository does not hold: link targets (relative to
-    ``base``, the folder of the text) and bare ``*.md`` names outside code spans (an output such
-    as ``index.md`` is written as code), plus any mention of a checkout's ``shared/`` folder."""
-    names = [m.group(1) for m in LINK.finditer(text) if "://" not in m.group(1)]
-    names += [m.group(1) for m in BARE.finditer(CODE.sub(" ", text))]
-    found = [name for name in names if not _ships(base / name)]
+    ``base``, the folder of the text) and bare ``*.md`` names outside code spans (relative to
+    ``base`` or the repository; an output such as ``index.md`` is written as code), plus any
+    mention of a checkout's ``shared/`` folder."""
+    links = [m.group(1) for m in LINK.finditer(text) if "://" not in m.group(1)]
+    bare = [m.group(1) for m in BARE.finditer(CODE.sub(" ", text))]
+    found = [name for name in links if not _ships(base / name)]  # a link resolves where it stands
+    found += [name for name in bare if not (_ships(base / name) or _ships(ROOT / name))]
     if "shared/" in text:
         found.append("shared/…")
     return found
@@ -62,6 +64,13 @@ def test_readme_names_the_paper_and_no_missing_file() -> None:
     assert "arXiv:2611.05559" in readme and "@misc{" in readme
     assert "How Finely Can Vision–Language Models See Biology?" in " ".join(readme.split())
     assert _missing(readme, ROOT) == []
+
+
+def test_docs_name_no_missing_file() -> None:
+    pages = sorted((ROOT / "docs").glob("*.md"))
+    assert len(pages) > 5
+    bad = {page.name: _missing(page.read_text(encoding="utf-8"), page.parent) for page in pages}
+    assert {name: refs for name, refs in bad.items() if refs} == {}
 
 
 def test_help_texts_name_no_missing_file() -> None:
