@@ -35,6 +35,8 @@ def test_inline_prompt_is_the_printed_one_line_string() -> None:
     ("Anseriformes are ducks", None),   # a capital A inside a word never counts
     ("Answering needs care", None), ("ABCD", None), ("E", None), ("", None), (None, None),
     ("I think Strigiformes", None),
+    ("Answer: a parasite", None), ("The answer is a raven", None),  # the article is never option A
+    ("Answer: a", "A"),
 ])
 def test_parser_cases(reply: str | None, letter: str | None) -> None:
     assert parse_letter(reply, OPTIONS) == letter

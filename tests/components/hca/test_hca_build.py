@@ -145,6 +145,7 @@ OPTIONS = ["Galliformes", "Anseriformes", "Passeriformes", "Strigiformes"]
     ("B", "B"), ("b.", "B"), ("**C**", "C"), ("(D)", "D"), ("B. Anseriformes", "B"), ("C) Passeriformes", "C"),
     ("The answer is A", "A"), ("answer is (d)", "D"), ("Anseriformes", "B"), ("strigiformes", "D"),
     ("Anseriformes, I think", None), ("It is B", None), ("A bird", None), ("", None), (None, None),
+    ("The answer is a raven", None), ("The answer is a.", "A"), ("the answer is c", "C"),
 ])
 def test_strict_parser_of_section_4_1(reply: str | None, letter: str | None) -> None:
     assert parse_choice(reply, OPTIONS) == letter

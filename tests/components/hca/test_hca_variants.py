@@ -105,6 +105,10 @@ def test_text_control_takes_cot_and_taxonomy(tmp_path: Path, inputs) -> None:
     ("Let me reason.\nAnseriformes are ducks.\nB. Procellariiformes", "B"),
     ("Anseriformes Accipitriformes", None),           # capitals inside words never count
     ("the answer is E", None),                        # not an offered letter
+    ("Hooked bill and black plumage, so the answer is a raven.\nC", "C"),  # an article is no letter
+    ("The correct answer is: B", "B"),
+    ("The answer is **D**.\nA", "A"),                 # the final stated answer wins
+    ("The answer is a raven.", None),
     (None, None),
 ])
 def test_cot_replies_are_parsed_for_their_final_answer(reply: str | None, letter: str | None) -> None:
