@@ -579,3 +579,19 @@ def test_coco_ids_must_be_scalars_and_annotations_unique(case: str, tmp_path: Pa
         field = "image_id" if case == "image-id-list" else "category_id"
         assert code == 2 and "final_metadata.json, row 2" in err and f"field '{field}'" in err, err
         assert "internal error" not in err
+
+
+@pytest.mark.parametrize("source", ["waid", "depondfi"])
+def test_an_empty_source_is_an_error_not_an_empty_benchmark(source: str, tmp_path: Path,
+                                                            capsys: pytest.CaptureFixture[str]) -> None:
+    if source == "waid":
+        folder = tmp_path / "WAID"
+        (folder / "images" / "test").mkdir(parents=True)
+        (folder / "classes.txt").write_text("sheep\n")
+    else:
+        folder = tmp_path / "depondfi"
+        (folder / "Images").mkdir(parents=True)
+        (folder / "Keypoints").mkdir()
+    code, err, out = build_c3(tmp_path, capsys, f"{source}={folder}")
+    assert code == 2 and "empty benchmark" in err and "Traceback" not in err, err
+    assert not out.exists()

@@ -65,6 +65,9 @@ def read_depondfi(root: str | Path) -> CountingSource:
     orphans = sorted(set(keypoint_paths) - stems)
     if orphans:
         source.exclude(EXCLUDED_NO_IMAGE, len(orphans), names=[keypoint_paths[s] for s in orphans])
+    if not image_paths and not keypoint_paths:
+        raise MissingResourceError("no photo in Images/ and no keypoint file in Keypoints/", file=root,
+                                   hint="an empty source would build an empty benchmark")
     tol = PIXEL_TOLERANCE
     for image_path in image_paths:
         kp = keypoint_paths.get(image_path.stem)

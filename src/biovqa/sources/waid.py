@@ -231,6 +231,10 @@ def read_waid(root: str | Path) -> CountingSource:
                 continue
             source.images.append(AnnotatedImage(image_path, width, height, tuple(boxes), tuple(labels),
                                                 split=split))
+    if not source.images and not source.exclusions:
+        raise MissingResourceError("no photo found in any split folder", file=images_dir,
+                                   hint="WAID keeps its photos in images/<split>/ beside labels/<split>/; an empty "
+                                        "source would build an empty benchmark")
     return source
 
 
