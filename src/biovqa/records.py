@@ -15,7 +15,7 @@ import pyarrow as pa
 
 #: Ranks of the C1 benchmark tree, top to bottom; depth = index + 1 (the synthetic root is 0).
 TREE_RANKS: tuple[str, ...] = ("phylum", "class", "order", "family", "genus", "species")
-#: Lineage columns of the TreeOfLife-200M catalog (datasets.md §1).
+#: Lineage columns of the TreeOfLife-200M catalog (paper App. A.5).
 LINEAGE_COLUMNS: tuple[str, ...] = ("kingdom", *TREE_RANKS)
 
 #: Columns every items.parquet has, whatever the component.
@@ -68,7 +68,7 @@ class Item:
 
     @property
     def prompt(self) -> str:
-        """The user-turn text: question, newline, answer-format instruction (prompts.md §1)."""
+        """The user-turn text: question, newline, answer-format instruction (paper App. B.2)."""
         return f"{self.question}\n{self.instruction}" if self.instruction else self.question
 
 

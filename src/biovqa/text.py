@@ -1,4 +1,4 @@
-"""Text normalization shared by every stage (metrics.md §1).
+"""Text normalization shared by every stage (paper App. C.1).
 
 Each normalizer has a scalar form (the reference, used for single strings) and a vectorised form
 over Arrow arrays that gives the same result on every string; the tests pin their agreement.
@@ -16,7 +16,7 @@ import pyarrow.compute as pc
 
 from biovqa.scoring import PARSE_MAX_CHARS
 
-# Words a reply may open with before the answer itself (metrics.md §1.1, step 4). Longer
+# Words a reply may open with before the answer itself (paper App. C.1, step 4). Longer
 # alternatives come first so that "answer is" wins over "answer".
 _C1_PREFIX_WORDS = (
     "answer is",
@@ -40,7 +40,7 @@ _C1_PREFIX_WORDS = (
 )
 _C1_PREFIX = r"^(?:(?:" + "|".join(w.replace(" ", r"\s+") for w in _C1_PREFIX_WORDS) + r")(?:\s+is)?\s+)+"
 _C1_PREFIX_RE = re.compile(_C1_PREFIX)
-# Punctuation is *removed* (metrics.md §1.1 step 3; paper C.1 "removes punctuation", and the C2
+# Punctuation is *removed* (paper App. C.1 step 3; paper C.1 "removes punctuation", and the C2
 # parser of K.5 likewise strips it): every mark is deleted, so "Red-tailed Hawk" and "Redtailed
 # Hawk" compare equal and "Red tailed Hawk" does not (docs/c1-build.md, "Punctuation"). The one
 # exception is the underscore, a word separator in model output ("Blue_Jay"), which becomes a
@@ -61,7 +61,7 @@ C1_MAX_CHARS = PARSE_MAX_CHARS
 
 def normalize_c1(text: str | None) -> str:
     """Normalize a C1 reply or gold name: fold case and diacritics, drop punctuation and
-    leading boilerplate such as "The phylum is" (metrics.md §1.1).
+    leading boilerplate such as "The phylum is" (paper App. C.1).
 
     >>> normalize_c1("The phylum is Chordata.")
     'chordata'
@@ -102,7 +102,7 @@ _C2_PUNCT_RE = re.compile(r"[^\w\s:\-()]|_")
 
 
 def normalize_c2(text: str | None) -> str:
-    """Step 1 of the C2 parser (metrics.md §1.2): lower-case, ``_`` to space, gray→grey, strip
+    """Step 1 of the C2 parser (paper App. K.5): lower-case, ``_`` to space, gray→grey, strip
     punctuation except ``: - ( )``, collapse whitespace.
 
     >>> normalize_c2("Blue_Jay.")

@@ -1,6 +1,6 @@
 """Released benchmarks: export to a Hugging Face dataset folder, and open one (or a hub id) again.
 
-An exported folder (components.md §7.1)::
+An exported folder (paper App. A.5)::
 
     DIR/
       README.md                           dataset card: YAML front matter (configs, features,

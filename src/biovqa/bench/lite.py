@@ -1,4 +1,4 @@
-"""Bio-VQA-Lite (components.md §6): ``per_task`` items per task, stratified within each task.
+"""Bio-VQA-Lite (the paper's Conclusion): ``per_task`` items per task, stratified within each task.
 
 Strata (DEFAULT of the spec): C1 organismal group × difficulty tier (degenerate items are a tier,
 so they keep their share); C2 category × family × option count; C3 dataset × subset ×

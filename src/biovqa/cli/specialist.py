@@ -4,7 +4,7 @@ scores like any model's (the run card says ``"kind": "specialist"``).
 * ``biovqa specialist megadescriptor BENCH --model PATH --out RUN`` — the C4 ceiling
   (MegaDescriptor-L-384, cosine similarity, threshold fitted on the random condition).
 * ``biovqa specialist bioclip2 BENCH --model PATH --out RUN`` — the C1 ceiling (BioCLIP-2 top-1
-  species per image; components.md §1.7).
+  species per image; paper §4.2, App. B.4).
 
 Nothing heavy is imported here; timm and torch load when the command runs.
 """

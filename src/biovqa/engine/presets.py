@@ -1,7 +1,7 @@
-"""Model presets: the paper's 18 models (components.md §5) with their prompt wrappers and limits.
+"""Model presets: the paper's 18 models (paper App. B.1–B.2) with their prompt wrappers and limits.
 
 A :class:`ModelPreset` says how the benchmark talks to one model: its checkpoint, the wrappers of
-prompts.md §1 (Gemma-3/Gemma-4 system message on C1 and C2; the InternVL "Please answer in
+paper App. B.2 (Gemma-3/Gemma-4 system message on C1 and C2; the InternVL "Please answer in
 English." prefix), the per-component cap on new tokens (C1 15 [PAPER]; C2 48, C3 48, C4 8
 [DEFAULT]; BAGEL 5, HCA 10 from their specs), the processor's pixel limits where the checkpoint
 sets them, and the model's rule for how many prompt tokens one image costs (used by
@@ -29,13 +29,13 @@ from typing import Any
 
 from biovqa.errors import BiovqaError, did_you_mean
 
-#: prompts.md §1 [PAPER]: the system message of Gemma-3-12B and Gemma-4-12B on C1 and C2.
+#: paper App. B.2 [PAPER]: the system message of Gemma-3-12B and Gemma-4-12B on C1 and C2.
 GEMMA_SYSTEM_MESSAGE = "You are a precise taxonomy expert. Reply with only the requested term."
-#: prompts.md §1 [PAPER]: the user-text prefix of InternVL3-8B, InternVL3-38B, InternVL3.5-38B.
+#: paper App. B.2 [PAPER]: the user-text prefix of InternVL3-8B, InternVL3-38B, InternVL3.5-38B.
 INTERNVL_ENGLISH_PREFIX = "Please answer in English."
-#: Max new tokens per component: C1 15 [PAPER]; C2 48, C3 48, C4 8 [DEFAULT] (prompts.md §1);
-#: BAGEL 5 (bagel.md §9.3: ``generate(prompt, max_new_tokens≈5, greedy)``; one capital letter is
-#: asked for); HCA 10 (hierarchy.md §4: ``max_new_tokens`` 5–10 [code]; the upper end, so that a
+#: Max new tokens per component: C1 15 [PAPER]; C2 48, C3 48, C4 8 [DEFAULT] (paper App. B.2);
+#: BAGEL 5 (BAGEL paper's protocol: ``generate(prompt, max_new_tokens≈5, greedy)``; one capital letter is
+#: asked for); HCA 10 (HCA paper §2.4: ``max_new_tokens`` 5–10 [code]; the upper end, so that a
 #: reply such as "B. Anseriformes" or "The answer is B." reaches the strict parser whole). Items
 #: that carry their own cap (the HCA chain-of-thought variant) override these.
 MAX_NEW_TOKENS: Mapping[str, int] = {"c1": 15, "c2": 48, "c3": 48, "c4": 8, "bagel": 5, "hca": 10}
@@ -289,7 +289,7 @@ QWEN3_VL_PIXELS = (65536, 16777216)
 
 @dataclass(frozen=True, slots=True)
 class ModelPreset:
-    """How the benchmark talks to one model (components.md §5, prompts.md §1)."""
+    """How the benchmark talks to one model (paper App. B.1–B.2, paper App. B.2)."""
 
     key: str
     display_name: str
@@ -312,7 +312,7 @@ class ModelPreset:
     def system_message(self, component: str) -> str | None:
         """The system message for ``component`` (None: the checkpoint's own default, if any).
 
-        Only Gemma-3-12B and Gemma-4-12B set one, on C1 and C2; C4 never has one (prompts.md §1).
+        Only Gemma-3-12B and Gemma-4-12B set one, on C1 and C2; C4 never has one (paper App. B.2).
         """
         if self.system_message_text is None:
             return None
@@ -352,7 +352,7 @@ def apply_wrappers(preset: ModelPreset, component: str, prompt: str) -> tuple[st
     """(system message, user text) for ``prompt`` on ``component`` under ``preset``'s wrappers.
 
     The prefix is joined with one space: ``"Please answer in English." + " " + prompt``
-    [DEFAULT, prompts.md §1].
+    [DEFAULT, paper App. B.2].
     """
     prefix = preset.user_prefix(component)
     user_text = f"{prefix} {prompt}" if prefix else prompt
@@ -360,7 +360,7 @@ def apply_wrappers(preset: ModelPreset, component: str, prompt: str) -> tuple[st
 
 
 def _preset_key(display_name: str) -> str:
-    """components.md §5 [DEFAULT]: lower-case display name with ``.`` → ``_``."""
+    """paper App. B.1–B.2 [DEFAULT]: lower-case display name with ``.`` → ``_``."""
     return display_name.lower().replace(".", "_")
 
 
@@ -386,7 +386,7 @@ _INTERNVL_NOTE = (
     "conversion named in aliases; the checkpoint's default system message applies"
 )
 
-#: The paper's 18 models (components.md §5), keyed by short model key.
+#: The paper's 18 models (paper App. B.1–B.2), keyed by short model key.
 PRESETS: Mapping[str, ModelPreset] = {
     preset.key: preset
     for preset in (

@@ -3,7 +3,7 @@
 A run is::
 
     select items (--components, --tasks, --limit per task, --shard i/n by image)
-      → requests (model wrappers of prompts.md §1 via the model preset, image first)
+      → requests (model wrappers of paper App. B.2 via the model preset, image first)
       → skip keys already in the store (resume)
       → batches: an image's questions consecutive, bounded by a token budget
       → executor (in process, or Ray actors) → backend.generate(batch)
@@ -89,9 +89,9 @@ def prompt_template_hash(preset: ModelPreset, wrap: Wrap, components: Sequence[s
 
 
 # -- per-item system prompts and request modes ---------------------------------------------------
-#: Optional items column: the item's own system prompt (hierarchy.md §4: HCA items carry one).
+#: Optional items column: the item's own system prompt (HCA paper §2.4: HCA items carry one).
 ITEM_SYSTEM_COLUMN = "system"
-#: Optional items column: "chat" or "raw" per item (bagel.md §5.1: chat vs raw completion).
+#: Optional items column: "chat" or "raw" per item (BAGEL paper App. A.1.2: chat vs raw completion).
 ITEM_MODE_COLUMN = "prompt_mode"
 #: How an item's system prompt and a preset's system message combine [DEFAULT]: the item's
 #: replaces the preset's (the benchmark's protocol names the system prompt the model gets); the
@@ -391,7 +391,7 @@ def build_requests(bench: Bench, items: pa.Table, preset: ModelPreset, wrap: Wra
                    revision: str, *, max_new_tokens: int | None = None) -> RequestPlan:
     """One :class:`Request` per item, image-first order, keys as :func:`request_key` computes them.
 
-    The user text is ``question + "\\n" + instruction`` (prompts.md §1) passed through the model's
+    The user text is ``question + "\\n" + instruction`` (paper App. B.2) passed through the model's
     wrappers (system message, English prefix); an item's own ``system`` column replaces the
     preset's system message (:data:`SYSTEM_RULE`) and its ``prompt_mode`` (or the manifest's,
     :func:`item_modes`) sets ``Request.mode``. The token estimate is

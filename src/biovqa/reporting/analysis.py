@@ -1,4 +1,4 @@
-"""Cross-component analysis (paper Supplement J; metrics.md §6.2–6.7, results.md §7).
+"""Cross-component analysis (paper Supplement J; paper App. J, paper App. J).
 
 The model × task matrix holds, for every generalist model, the Table 3 estimate of every task
 column (the OCR control left out by default, as the paper does). From it:
@@ -8,7 +8,7 @@ column (the OCR control left out by default, as the paper does). From it:
   (``(1 + #{gap_perm ≥ gap})/(B + 1)``, block sizes kept);
 * per component: internal ρ (mean within-block ρ) and standardized α ``k·r̄/(1+(k−1)·r̄)`` with
   r̄ = internal ρ (the paper's printed α follow this: C1 .981 = α(.841, 10)); also with r̄ = the
-  mean Pearson r of the columns (``alpha_std_pearson``, the reading of results.md §7.4's
+  mean Pearson r of the columns (``alpha_std_pearson``, the reading of the Table 4 reconstruction's
   reconstruction table);
 * component scores (mean of the z-scored task columns, ddof = 1), Spearman between components,
   two-sided t-approximation p, Holm over the pairs, Fisher-z (Bonett–Wright) intervals;
@@ -19,15 +19,15 @@ every model with a missing cell and reports how much the within − across gap m
 
 Two designs of the matrix (``design``):
 
-* ``paper27`` (the default) — the paper's 27 tasks (results.md §7.2, recipe §7.5), read from the
+* ``paper27`` (the default) — the paper's 27 tasks (paper App. J.1), read from the
   score summaries: C1 EM of the 10 organismal groups (``groups.<group>.em``, Table 75), C2 cags
   of the five attribute/anatomy families (``families.<family>.cags``: attr_bare_value,
   attr_group_value, marker_localization, visibility_partset, visibility_side; Table 33), the 7
   C3 spatial tasks as Table 3 scores them (``table3``: cnt, rcnt, adst, rdst, lcl, rpos, view; OCR
   is the negative control), and C4 random-pairing d′ per species (``cells.<dataset>.random.dprime``,
   Table 86). The paper does not say which C3 headline and which C4 per-species metric it used;
-  these are results.md's recorded choices (§7.4 reconstruction);
-* ``table3`` — Table 3's columns (OCR left out): the numbers results.md lists for "Table 3 only"
+  these are biovqa's recorded choices (the Table 4 reconstruction);
+* ``table3`` — Table 3's columns (OCR left out): the numbers the paper's text gives for "Table 3 only"
   (e.g. C2–C3 .959, PC1 .598 over all 22 columns).
 """
 
@@ -45,7 +45,7 @@ from biovqa.reporting.leaderboard import GENERALIST, Run, build_leaderboard
 from biovqa.reporting.stats import (alpha_std, fisher_ci, holm, pca_share, permutation_gap_p, spearman_matrix,
                                     spearman_p, within_across_gap)
 
-#: Table 3 columns left out of the analysis by default (the OCR negative control, results.md §7.2)
+#: Table 3 columns left out of the analysis by default (the OCR negative control, paper App. J.1)
 EXCLUDED: tuple[str, ...] = ("ocr",)
 MIN_MODELS = 4
 DESIGNS: tuple[str, ...] = ("paper27", "table3")

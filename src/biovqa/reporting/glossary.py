@@ -1,5 +1,5 @@
 """Names shown in the report: Table 3 column abbreviations and the metric glossary (formula and
-the paper's equation number, from metrics.md)."""
+the paper's equation number, from paper App. C)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Cross-cutting statistics of the leaderboard and the cross-component analysis (metrics.md §6).
+"""Cross-cutting statistics of the leaderboard and the cross-component analysis (paper App. J, L.3).
 
 Pure functions over arrays, no I/O:
 

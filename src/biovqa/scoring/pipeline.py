@@ -139,7 +139,7 @@ def sweep_predictions(
     options: Mapping[str, Any] | None = None,
 ) -> Path:
     """Run the component's sensitivity sweep (C2: the eleven kernel configurations of
-    metrics.md §3.13) over several models' predictions; writes ``sweep.json``."""
+    paper App. I.1) over several models' predictions; writes ``sweep.json``."""
     bench = open_bench(bench_path)
     component = get_component(bench.component)
     if component.sweep is None:

@@ -1,4 +1,4 @@
-"""Hierarchical consistency metrics (hierarchy.md §6): HCA, Acc_leaf, POR, S-POR, TOR.
+"""Hierarchical consistency metrics (HCA paper §2.2, App. B.2): HCA, Acc_leaf, POR, S-POR, TOR.
 
 Shared by every component that scores whole taxonomic paths (C1, the hierarchical 4-way VQA).
 
@@ -17,7 +17,7 @@ of image ``i`` on its compacted path ``j = 1 … L_i``:
 
 Per image: HCA ≤ S-POR(prefix) ≤ S-POR ≤ POR, HCA ≤ Acc_leaf, HCA ≤ TOR.
 
-On the means, :func:`scaled_hca` gives HCA / Acc_leaf (hierarchy.md §6 item 9): the share of
+On the means, :func:`scaled_hca` gives HCA / Acc_leaf (HCA paper §2.2, App. B.2 item 9): the share of
 leaf-correct images whose whole path is right (19.73 / 41.66 = 47.4 % in the worked example), and
 :func:`pearson_r` correlates text HCA with it across models (r = 0.9116 in the paper's Table 3).
 """
@@ -53,7 +53,7 @@ def _compact(correct: np.ndarray, present: np.ndarray | None) -> tuple[np.ndarra
 
 
 def hca(correct: np.ndarray, present: np.ndarray | None = None) -> np.ndarray:
-    """Hierarchical consistent accuracy per image: every scored level right (hierarchy.md §6.1)."""
+    """Hierarchical consistent accuracy per image: every scored level right (HCA paper §2.2)."""
     compact, valid, _ = _compact(correct, present)
     return (compact | ~valid).all(axis=1).astype(np.float64)
 
@@ -143,7 +143,7 @@ def hierarchical_summary(correct: np.ndarray, present: np.ndarray | None = None)
 
 
 def scaled_hca(hca_mean: float, acc_leaf_mean: float) -> float:
-    """Acc_leaf-scaled HCA = mean HCA / mean Acc_leaf (hierarchy.md §6 item 9); NaN when no image
+    """Acc_leaf-scaled HCA = mean HCA / mean Acc_leaf (HCA paper §2.2, App. B.2 item 9); NaN when no image
     is leaf-correct. Either both in percent or both as fractions; the result is a fraction."""
     if not np.isfinite(acc_leaf_mean) or acc_leaf_mean <= 0:
         return float("nan")
@@ -151,7 +151,7 @@ def scaled_hca(hca_mean: float, acc_leaf_mean: float) -> float:
 
 
 def pearson_r(x: np.ndarray | list[float], y: np.ndarray | list[float]) -> float:
-    """Pearson's correlation of paired values (hierarchy.md §6 item 9: text HCA against
+    """Pearson's correlation of paired values (HCA paper §2.2, App. B.2 item 9: text HCA against
     Acc_leaf-scaled visual HCA across models); NaN with fewer than two pairs or no spread."""
     a = np.asarray(x, dtype=np.float64)
     b = np.asarray(y, dtype=np.float64)

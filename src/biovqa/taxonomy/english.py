@@ -1,4 +1,4 @@
-"""English common names for C1 (components.md §1.5: stage 1 and the GBIF stage of stage 2).
+"""English common names for C1 (paper §3.1: stage 1 and the GBIF stage of stage 2).
 
 The catalog's common names come from GBIF vernaculars in any language ("gran" for *Picea abies*,
 "åkergroda" for *Rana arvalis*). Each (catalog name, species) pair leaves at the first step that

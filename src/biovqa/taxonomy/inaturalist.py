@@ -1,4 +1,4 @@
-"""iNaturalist's open taxonomy export as a common-name authority (components.md §1.5, stage 2).
+"""iNaturalist's open taxonomy export as a common-name authority (paper §3.1, stage 2).
 
 The export (``inaturalist-taxonomy.dwca.zip``, or that archive unpacked into a folder) is a Darwin
 Core Archive of comma-separated, quoted CSV files with one header line. Two members are read:

@@ -7,7 +7,7 @@ writes a folder::
       taxa.parquet        accepted/doubtful taxa of rank kingdom … species: taxon_id, name
                           (canonicalName), normalized, rank, status, parent_id, kingdom … genus
                           (in Taxon.tsv row order)
-      names.parquet       the synonym relation S of metrics.md §2.2 (Eqs. 6–7): one row per
+      names.parquet       the synonym relation S of paper App. C.2 (Eqs. 6–7) (Eqs. 6–7): one row per
                           (normalized name, accepted taxon) pair
       vernaculars.parquet vernacular names (all languages) keyed by accepted taxon
       index.json          card: source files and sha256, row counts, rows/s, biovqa version,
@@ -520,7 +520,7 @@ class TaxonomyIndex:
         return self._read(VERNACULARS_FILE)
 
     def accepted_targets(self, names: Sequence[str] | pa.Array | pa.ChunkedArray) -> pa.Table:
-        """S(name) for each query name (metrics.md §2.2, Eqs. 6–7): one row per (name, accepted
+        """S(name) for each query name (paper App. C.2 (Eqs. 6–7), Eqs. 6–7): one row per (name, accepted
         taxon) pair, columns name, accepted, accepted_name, rank, status; sorted by
         (name, accepted). ``names`` must already be :func:`~biovqa.text.normalize_c1`-normalized;
         names unknown to the Backbone give no rows."""

@@ -1,8 +1,8 @@
-"""The benchmark tree of metrics.md §2.3: depth, LCA, subtree sizes, information content.
+"""The benchmark tree of paper App. C.3: depth, LCA, subtree sizes, information content.
 
 Nodes are the distinct taxa in the lineages (phylum … species) of the catalog a benchmark was
 built from, under one synthetic root: every catalog row with a complete lineage contributes, not
-only the images selected for questions (metrics.md §2.3; paper C.3 takes N = 900 000 nodes for
+only the images selected for questions (paper App. C.3; paper C.3 takes N = 900 000 nodes for
 Lin). Besides the node counts (``subtree_size``, N of Lin) the tree carries ``images``, the number
 of catalog images whose lineage passes through each node — the exposure c(t) of Eq. 29. A node is identified by its full lineage path, so a genus
 name used in two kingdoms gives two nodes. Depth is the rank index (root 0, phylum 1 … species 6)
@@ -49,12 +49,12 @@ class BenchmarkTree:
 
     @property
     def n_nodes(self) -> int:
-        """N of metrics.md §2.6: the number of taxa (non-root nodes)."""
+        """N of paper App. C.3 (Eq. 10): the number of taxa (non-root nodes)."""
         return int(len(self.names) - 1)
 
     @cached_property
     def information_content(self) -> np.ndarray:
-        """IC(c) = −ln(|subtree(c)| / N); IC(root) = 0 (metrics.md §2.6, Eq. 10)."""
+        """IC(c) = −ln(|subtree(c)| / N); IC(root) = 0 (paper App. C.3 (Eq. 10), Eq. 10)."""
         return -np.log(self.subtree_size / float(self.subtree_size[ROOT]))
 
     @cached_property

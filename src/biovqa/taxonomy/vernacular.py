@@ -1,4 +1,4 @@
-"""The vernacular index of metrics.md §2.12 (Supplement E, target resolution step 2).
+"""The vernacular index of paper App. E (Supplement E, target resolution step 2).
 
 Built from the benchmark's own (common-name answer, species node) pairs: a normalized common name
 seen with one species resolves to that species' node; a name seen with several species resolves
@@ -86,7 +86,7 @@ def build_vernacular_index(
     species_nodes: np.ndarray,
     tree: BenchmarkTree,
 ) -> VernacularIndex:
-    """Build the index from corpus pairs (metrics.md §2.12, "Vernacular index").
+    """Build the index from corpus pairs (paper App. E, "Vernacular index").
 
     ``common_names[i]`` was given for species node ``species_nodes[i]``. Names are normalized
     with :func:`~biovqa.text.normalize_c1`; empty names and negative nodes are ignored. A name

@@ -1,6 +1,6 @@
 """C1 — hierarchical taxonomic reasoning: build the benchmark from a TreeOfLife-200M catalog.
 
-Pipeline (components.md §1.3–1.6):
+Pipeline (paper §3.1, App. A.1):
 
 1. read the catalog and assign each row to one of the ten organismal groups (Table 5);
 2. keep rows with a complete lineage phylum→species and a common name (reptiles: no order),
@@ -10,8 +10,8 @@ Pipeline (components.md §1.3–1.6):
    ``min_side``) until ``per_group`` images are taken — relaxing the cap first, then the
    resolution, where a group runs short (Gymnosperms in the paper);
 4. ask each image at eight ranks plus the common-name MCQ (reptiles: no order question), with
-   templates and instructions verbatim from prompts.md §2;
-5. attach difficulty tiers (metrics.md §2.12) and write the benchmark folder.
+   templates and instructions verbatim from paper App. K.1;
+5. attach difficulty tiers (paper App. E) and write the benchmark folder.
 
 Rows are excluded, never silently: every exclusion is counted per reason in the manifest.
 """
@@ -69,7 +69,7 @@ TASKS: tuple[str, ...] = (
     "scientific_name", "common_name", "common_name_mcq",
 )
 
-# prompts.md §2.1–2.3, verbatim.
+# paper App. K.1, verbatim.
 RANK_TEMPLATES: tuple[str, ...] = (
     "What is the {rank} of the {label} shown in this image?",
     "Which {rank} does the {label} in this image belong to?",
@@ -92,7 +92,7 @@ RANK_WORD: dict[str, str] = {
     "species": "species epithet", "scientific_name": "scientific name",
     "common_name": "common name",
 }
-# prompts.md §2.4, verbatim.
+# paper App. K.1, verbatim.
 INSTRUCTIONS: dict[str, str] = {
     "phylum": "Answer with ONLY the Phylum name (e.g., Arthropoda). Do not include class, order, or any other taxonomic ranks. Do not write full sentences.",
     "class": "Answer with ONLY the Class name (e.g., Arachnida, Insecta). Do not include order, family, or any other taxonomic ranks. Do not write full sentences.",
@@ -120,7 +120,7 @@ class C1BuildOptions:
     groups: tuple[str, ...] = tuple(GROUPS)
     workers: int = 8
     #: stage-2 common-name authorities, ``(name, path)`` in order of preference; today
-    #: ``("inaturalist", "inaturalist-taxonomy.dwca.zip")`` (components.md §1.5). A mapping is
+    #: ``("inaturalist", "inaturalist-taxonomy.dwca.zip")`` (paper §3.1). A mapping is
     #: accepted and turned into pairs.
     authorities: tuple[tuple[str, str], ...] = ()
 
@@ -157,7 +157,7 @@ def _candidates(
 ) -> tuple[pd.DataFrame, dict[str, dict[str, int]], BenchmarkTree, dict[str, int]]:
     """Candidate rows of the selected groups, the exclusion counts, and the benchmark tree.
 
-    The tree (metrics.md §2.3) is built from **every** catalog row with a complete lineage —
+    The tree (paper App. C.3) is built from **every** catalog row with a complete lineage —
     all groups, rows in no group, before any sampling — so a reply naming a catalog taxon that
     was not selected still resolves, N of Lin is the catalog's node count and each node carries
     its catalog image count (exposure, Eq. 29). Each candidate row keeps its tree leaf."""
@@ -200,7 +200,7 @@ def _candidates(
 def resolve_common_names(
     frame: pd.DataFrame, index: Any | None, overrides: Path | None, authorities: tuple[Any, ...] = ()
 ) -> tuple[pd.DataFrame, dict[str, Any]]:
-    """English common name per row (components.md §1.5): the catalog name if stage-1 triage
+    """English common name per row (paper §3.1): the catalog name if stage-1 triage
     accepts it, else the first stage-2 authority's clean candidate (iNaturalist when given, then
     the Backbone's English vernaculars), an override CSV winning over all. Also returns, per
     stage, how many distinct (species, catalog name) pairs it settled."""
@@ -323,7 +323,7 @@ def _select(
             for reason, count in sorted(broken.items()):
                 exclusions.setdefault(reason, {})[group] = count
             if len(taken) < options.per_group and low_res:
-                # relax the resolution threshold last (components.md §1.3)
+                # relax the resolution threshold last (paper §3.1, App. A.1)
                 extra = low_res[: options.per_group - len(taken)]
                 relaxed.setdefault("resolution_relaxed", {})[group] = len(extra)
                 taken.extend(extra)
@@ -401,7 +401,7 @@ def _mcq_options(
     selected: pd.DataFrame, rng: np.random.Generator, draws: int = 10
 ) -> tuple[np.ndarray, np.ndarray]:
     """Gold + three distractor common names per image, drawn uniformly from the species of the
-    target's class (components.md §1.5), no two options equal after normalization, shuffled.
+    target's class (paper §3.1), no two options equal after normalization, shuffled.
 
     Vectorised: ``draws`` uniform candidates per image, the first three acceptable kept; the few
     images left short (tiny classes, name collisions) fall back to a full permutation of the
@@ -504,7 +504,7 @@ def make_items(selected: pd.DataFrame, tree: BenchmarkTree, leaf_nodes: np.ndarr
     options, option_species = _mcq_options(selected, np.random.default_rng(seed))
     species_leaf = dict(zip(per_image["species"].tolist(), leaf_nodes.tolist()))
     option_leaves = np.vectorize(species_leaf.__getitem__, otypes=[np.int64])(option_species)
-    # options resolve like any common name (components.md §1.6: "MCQ distractors resolve through
+    # options resolve like any common name (paper App. E: "MCQ distractors resolve through
     # the same index"), falling back to the species they were drawn from
     resolved = vernacular.lookup(normalize_c1_array(pa.array(options.ravel().tolist(), pa.string())))
     option_nodes = np.where(resolved >= 0, resolved, option_leaves.ravel()).reshape(options.shape)
@@ -573,7 +573,7 @@ def make_items(selected: pd.DataFrame, tree: BenchmarkTree, leaf_nodes: np.ndarr
 def _attach_tiers(built: ItemColumns, tree: BenchmarkTree, image_leaves: np.ndarray,
                   vernacular: Any, prevalence_method: str) -> pa.Table:
     """Resolve each item's target node (Table 29: exact → vernacular → lineage → anchor) and
-    attach the 13 difficulty columns of components.md §1.5 (metrics.md §2.12)."""
+    attach the 13 difficulty columns of paper §3.1 (paper App. E)."""
     from biovqa.components.c1 import tiers as c1_tiers
 
     columns = built.columns

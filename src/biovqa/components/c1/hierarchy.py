@@ -1,4 +1,4 @@
-"""C1's hierarchical consistency metrics (HCA, Acc_leaf, POR, S-POR, TOR; hierarchy.md §6):
+"""C1's hierarchical consistency metrics (HCA, Acc_leaf, POR, S-POR, TOR; HCA paper §2.2, App. B.2):
 the shared pure functions of :mod:`biovqa.stats.hierarchy`, where their definitions are."""
 
 from __future__ import annotations

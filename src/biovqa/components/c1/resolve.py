@@ -1,10 +1,10 @@
-"""Resolution of C1 replies to benchmark-tree nodes and the per-item C1 metrics (metrics.md §2.1–2.8).
+"""Resolution of C1 replies to benchmark-tree nodes and the per-item C1 metrics (paper App. C.1).
 
 Pure and vectorised: string work is done once per *distinct* reply, node work with NumPy over all
 items. :func:`score_replies` is the whole per-item computation; :mod:`biovqa.components.c1.score` adds I/O and
 aggregation.
 
-Per item, after the species-epithet last-word quirk (prompts.md §2.5) and normalization (§1.1):
+Per item, after the species-epithet last-word quirk (paper App. K.1) and normalization (§1.1):
 
 * ``em`` (Eq. 5): normalized reply == normalized gold. MCQ: the option chosen (normalized equality
   with an option, else the unique option contained in the reply, else none) is the gold option.
@@ -140,7 +140,7 @@ def _choose(tree: BenchmarkTree, rows: np.ndarray, nodes: np.ndarray, gold: np.n
 
 def mcq_choice(reply_ids: np.ndarray, option_ids: np.ndarray, vocabulary: Vocabulary) -> np.ndarray:
     """Index of the option each normalized reply chooses (−1: none): normalized equality with an
-    option, else the unique option contained in the reply ([DEFAULT], metrics.md §2.1).
+    option, else the unique option contained in the reply ([DEFAULT], paper App. C.1 (Eq. 5)).
     ``reply_ids`` (n,) and ``option_ids`` (n, k) are vocabulary ids."""
     if len(reply_ids) == 0:
         return np.empty(0, dtype=np.int64)
@@ -194,7 +194,7 @@ def score_replies(*, task_index: np.ndarray, task_names: Sequence[str], answers:
     asked_depth = np.asarray([ASKED_DEPTH.get(t, -1) for t in names], dtype=np.int64)[task_index]
     vocabulary = Vocabulary()
 
-    # replies → vocabulary ids, with the species-epithet last-word quirk (prompts.md §2.5)
+    # replies → vocabulary ids, with the species-epithet last-word quirk (paper App. K.1)
     reply_codes, reply_dictionary = encode_strings(replies)
     plain = vocabulary.ids(normalize_c1_array(reply_dictionary))
     per_code = np.stack([plain, plain]) if len(plain) else np.zeros((2, 0), np.int64)

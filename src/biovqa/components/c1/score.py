@@ -1,4 +1,4 @@
-"""C1 scorer: per-item EM / EM_soft / resolution / severity / Wu–Palmer / Lin (metrics.md §2,
+"""C1 scorer: per-item EM / EM_soft / resolution / severity / Wu–Palmer / Lin (paper App. C.1–C.3,
 paper Tables 3, 18–24, 72–82); the aggregates are in :mod:`biovqa.components.c1.summary`.
 
 ``score(bench, predictions, options)`` takes the predictions *aligned* with ``bench.items`` (same

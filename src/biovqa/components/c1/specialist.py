@@ -1,4 +1,4 @@
-"""The BioCLIP-2 ceiling for C1 (components.md §1.7).
+"""The BioCLIP-2 ceiling for C1 (paper §4.2, App. B.4).
 
 BioCLIP-2 cannot read prompts. Every image is embedded once; each candidate species is embedded
 from its label string (BioCLIP's taxonomic + common-name form, "a photo of Animalia Chordata

@@ -1,5 +1,5 @@
 """C1 aggregates: every mean of the C1 leaderboards with image-cluster bootstrap intervals
-(metrics.md §2.13, paper K.5), from the per-item arrays of :mod:`biovqa.components.c1.score`.
+(paper App. K.5, paper K.5), from the per-item arrays of :mod:`biovqa.components.c1.score`.
 
 Every estimate has the score schema's form ``{"value", "lo", "hi", "n"}``: the full-sample value,
 the percentile bootstrap bounds (B resamples of images, i.e. ``source_id`` clusters, one set of
@@ -281,7 +281,7 @@ def _hierarchy_summary(inputs: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndar
                        columns: dict[str, int], interval: Any, ratio: Any,
                        group_labels: list[str]) -> dict[str, Any]:
     """HCA family per scope (pooled, per group): the means of :data:`HIERARCHICAL_METRICS` over
-    images, ``hca_scaled`` = HCA / Acc_leaf (hierarchy.md §6 item 9: the share of leaf-correct
+    images, ``hca_scaled`` = HCA / Acc_leaf (HCA paper §2.2, App. B.2 item 9: the share of leaf-correct
     images whose whole path is right), and per-level accuracy."""
     if inputs is None:
         return {}

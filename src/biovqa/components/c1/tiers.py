@@ -1,4 +1,4 @@
-"""C1 difficulty tiers (metrics.md §2.12, paper Supplement E): exposure, prevalence, confusability.
+"""C1 difficulty tiers (paper App. E, paper Supplement E): exposure, prevalence, confusability.
 
 Tiers come from the answer key and the taxonomy only (never from predictions), are computed once per
 benchmark and are taxon-deterministic: two items with the same target node in the same reference

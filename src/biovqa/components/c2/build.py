@@ -1,6 +1,6 @@
 """C2 — fine-grained attribute grounding: build the benchmark from CUB-200-2011.
 
-Pipeline (components.md §2, prompts.md §3):
+Pipeline (paper §3.2, App. A.2, paper App. K.2):
 
 1. read the native CUB archive (:mod:`biovqa.sources.cub`) and the class → scientific name map;
 2. derive per-image attribute truth under the certainty rule (:data:`CERTAINTY_RULE`);
@@ -230,7 +230,7 @@ def facing_left(cub: CubDataset, xy: np.ndarray | None = None) -> np.ndarray:
     """Images whose bird faces left: the beak lies left of the tail. Where the beak is not
     visible the mean x of the visible head parts (forehead, crown, eyes, nape, throat) stands
     for it; where the tail is not visible, the back stands for it. An image without a visible
-    front or rear anchor keeps its orientation [DEFAULT, metrics.md §3.7]."""
+    front or rear anchor keeps its orientation [DEFAULT, paper App. C.5 (Eq. 16)]."""
     xy = normalized_part_xy(cub) if xy is None else xy
     front = _anchor_x(cub, xy, "beak", HEAD_PARTS)
     rear = _anchor_x(cub, xy, "tail", REAR_PARTS)
@@ -240,7 +240,7 @@ def facing_left(cub: CubDataset, xy: np.ndarray | None = None) -> np.ndarray:
 
 def part_layout(cub: CubDataset, *, statistic: str = "median", face_right: bool = True
                 ) -> dict[str, list[float] | None]:
-    """The anatomy-kernel layout (metrics.md §3.7; paper C.5): per part, the **median**
+    """The anatomy-kernel layout (paper App. C.5 (Eq. 16); paper C.5): per part, the **median**
     bounding-box-normalised location over the images where the part is visible, after mirroring
     every bird that faces left (x → 1 − x, see :func:`facing_left`) so that all birds face right.
     Part names are kept when mirroring (z, not x, separates left from right). Parts never visible

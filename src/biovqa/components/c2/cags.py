@@ -1,4 +1,4 @@
-"""Per-item C2 scores: parse, s, b, cags, EM (metrics.md §3.1–3.2; paper Eqs. 2, 11, 12, 22).
+"""Per-item C2 scores: parse, s, b, cags, EM (paper App. C.4; paper Eqs. 2, 11, 12, 22).
 
 For item i with kernel s, prediction ŷᵢ and gold yᵢ::
 
@@ -42,7 +42,7 @@ CATEGORIES: tuple[str, ...] = ("morphological", "relative_salience", "anatomical
 CATEGORY_OF: dict[str, str] = FAMILY_CATEGORY
 MCQ_FAMILIES: tuple[str, ...] = tuple(f for f in FAMILIES if f not in _OPEN)
 OPEN_FAMILIES: tuple[str, ...] = tuple(f for f in FAMILIES if f in _OPEN)
-#: Size of the open-item chance sample (metrics.md §3.1).
+#: Size of the open-item chance sample (paper App. C.4 (Eqs. 2, 11, 12)).
 OPEN_BASELINE_SAMPLE = 40
 #: Seed of the open-item chance sample (42 + stable hash of the item id).
 OPEN_BASELINE_SEED = 42
@@ -176,7 +176,7 @@ def open_baseline_sample(family: str, gold: str, pool: Sequence[str],
 
 
 def open_baseline(family: str, gold: str, context: C2Context) -> float:
-    """b of an open item: mean s(d, gold) over the gold's chance sample (metrics.md §3.1)."""
+    """b of an open item: mean s(d, gold) over the gold's chance sample (paper App. C.4 (Eqs. 2, 11, 12))."""
     cache = context.pool_similarity_cache.setdefault(family, {})
     if gold not in cache:
         pool = context.open_gold_pool.get(family, ())
@@ -347,7 +347,7 @@ def _check_routing(items: pa.Table, families: np.ndarray, option_ids: np.ndarray
             f"{routed[row]!r}, but the item is stored as {families[row]!r} "
             f"({len(wrong)} such item(s))",
             file="items.parquet", row=row + 1, field="question",
-            hint="questions must follow the Table 69 templates (prompts.md §3.1), with an "
+            hint="questions must follow the Table 69 templates (paper App. K.2 (Table 69)), with an "
                  "'Options:' list exactly for multiple-choice items")
 
 

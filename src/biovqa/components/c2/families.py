@@ -1,4 +1,4 @@
-"""The ten C2 question families (components.md §2.2–2.3, prompts.md §3).
+"""The ten C2 question families (paper Table 7, paper App. K.2).
 
 Each generator takes the parsed CUB archive (:class:`biovqa.sources.cub.CubDataset`), the
 derived per-image truth (:class:`AttributeTruth`), naming facts and a seeded generator, and
@@ -7,7 +7,7 @@ inputs and seed give the same rows in the same order. ``image_rows`` restricts a
 range of images; calling it on consecutive ranges with the same generator object gives the same
 rows as one call over all images (the builder works in chunks to bound memory).
 
-Certainty rule [DEFAULT, components.md §2.1], recorded in the manifest:
+Certainty rule [DEFAULT, paper §3.2, App. A.2], recorded in the manifest:
 
 * a value is **true** of an image if ``is_present = 1`` and certainty ≥ 3 ("probably",
   "definitely");
@@ -29,7 +29,7 @@ import numpy as np
 from biovqa.sources.cub import CubDataset
 
 # --------------------------------------------------------------------------------------------
-# prompts (prompts.md §3, verbatim)
+# prompts (paper App. K.2, verbatim)
 
 MCQ_INSTRUCTION = (
     "[CRITICAL INSTRUCTIONS - NO VIOLATIONS ALLOWED]:\n"
@@ -54,7 +54,7 @@ OPEN_INSTRUCTIONS: dict[str, str] = {
 OPEN_FALLBACK_INSTRUCTION = (
     "Answer directly and concisely with only the exact terms requested. Do not write full sentences."
 )
-#: System message for Gemma models on C1 and C2 (prompts.md §1); applied by the run stage.
+#: System message for Gemma models on C1 and C2 (paper App. B.2); applied by the run stage.
 GEMMA_SYSTEM_MESSAGE = "You are a precise taxonomy expert. Reply with only the requested term."
 
 #: Question stems of Table 69 (the MCQ stems are followed by " Options: (A) …").
@@ -110,7 +110,7 @@ PARTSET_TRIPLES_PER_IMAGE = 10
 MAX_OPTIONS = 5
 TRUE_MIN_CERTAINTY = 3
 PROPERTIES: tuple[str, ...] = ("color", "pattern", "shape", "length", "size")
-#: The 15 CUB colour words (components.md §2.1).
+#: The 15 CUB colour words (paper §3.2, App. A.2).
 COLOUR_WORDS: tuple[str, ...] = (
     "blue", "brown", "iridescent", "purple", "rufous", "grey", "yellow", "olive", "green", "pink",
     "orange", "black", "white", "red", "buff",
@@ -128,7 +128,7 @@ CERTAINTY_RULE: dict[str, Any] = {
 
 
 def format_options(options: list[str]) -> str:
-    """``Options: (A) v1, (B) v2, …`` (prompts.md §3.1)."""
+    """``Options: (A) v1, (B) v2, …`` (paper App. K.2 (Table 69))."""
     return "Options: " + ", ".join(f"({LETTERS[i]}) {text}" for i, text in enumerate(options))
 
 
@@ -204,7 +204,7 @@ class AttributeTruth:
 
 @dataclass(frozen=True)
 class ClassNaming:
-    """Naming facts of one CUB class (components.md §2.3, naming families)."""
+    """Naming facts of one CUB class (paper §3.2, App. A.2, naming families)."""
 
     class_id: int
     class_name: str  # CUB display name

@@ -1,6 +1,6 @@
-"""The six C2 similarity kernels s(ŷ, y) ∈ [0, 1] (metrics.md §3.3–3.9; paper Eqs. 13–18).
+"""The six C2 similarity kernels s(ŷ, y) ∈ [0, 1] (paper App. C.5; paper Eqs. 13–18).
 
-Every kernel is a pure scalar function of two normalized values (metrics.md §1.2) plus, where it
+Every kernel is a pure scalar function of two normalized values (paper App. K.5) plus, where it
 needs one, a :class:`PartLayout` or the :class:`KernelConfig` of the sensitivity sweep. The
 vectorised scorer evaluates them once per distinct value pair and gathers the results, so these
 functions are both the reference and the hot path's building blocks.
@@ -40,7 +40,7 @@ COLOUR_WORDS: tuple[str, ...] = (
     "blue", "brown", "iridescent", "purple", "rufous", "grey", "yellow", "olive", "green",
     "pink", "orange", "black", "white", "red", "buff",
 )
-#: [DEFAULT] sRGB anchors of metrics.md §3.4 (fitted to the paper's pair table); iridescent has none.
+#: [DEFAULT] sRGB anchors of paper App. C.5 (Eq. 13) (fitted to the paper's pair table); iridescent has none.
 COLOUR_ANCHORS_SRGB: dict[str, tuple[int, int, int]] = {
     "blue": (0, 80, 220),
     "purple": (128, 0, 165),
@@ -59,12 +59,12 @@ COLOUR_ANCHORS_SRGB: dict[str, tuple[int, int, int]] = {
 }
 EXACT_ONLY_COLOURS = frozenset({"iridescent"})
 
-#: Ordered scales of the ordinal kernel (metrics.md §3.5); rank = position.
+#: Ordered scales of the ordinal kernel (paper App. C.5 (Eq. 14)); rank = position.
 ORDINAL_SCALES: dict[str, tuple[str, ...]] = {
     "bill_length": ("shorter than head", "about the same as head", "longer than head"),
     "size": ("very small", "small", "medium", "large", "very large"),
 }
-#: Pattern values that earn half credit against each other (metrics.md §3.6), hyphens removed.
+#: Pattern values that earn half credit against each other (paper App. C.5 (Eq. 15)), hyphens removed.
 PATTERN_TEXTURED = frozenset({"spotted", "striped", "multicolored"})
 PATTERN_VALUES = frozenset({"solid"}) | PATTERN_TEXTURED
 
@@ -73,10 +73,10 @@ CUB_PARTS: tuple[str, ...] = (
     "back", "beak", "belly", "breast", "crown", "forehead", "left eye", "left leg", "left wing",
     "nape", "right eye", "right leg", "right wing", "tail", "throat",
 )
-#: [DEFAULT] lateral offset separating left from right parts (metrics.md §3.7).
+#: [DEFAULT] lateral offset separating left from right parts (paper App. C.5 (Eq. 16)).
 LATERAL_OFFSET = 0.05
 #: Regions of the paired-attribute options → layout parts whose mean location stands for them
-#: (metrics.md §3.8 [DEFAULT]; "head" and the whole bird (size, shape) are our additions).
+#: (paper App. C.5 (Eq. 17) [DEFAULT]; "head" and the whole bird (size, shape) are our additions).
 REGION_PARTS: dict[str, tuple[str, ...]] = {
     "bill": ("beak",),
     "wing": ("left wing", "right wing"),
@@ -95,7 +95,7 @@ PROPERTIES = ("color", "pattern", "shape", "length", "size")
 
 @dataclass(frozen=True, slots=True)
 class KernelConfig:
-    """One kernel configuration of the sensitivity sweep (metrics.md §3.13); defaults = paper."""
+    """One kernel configuration of the sensitivity sweep (paper App. I.1); defaults = paper."""
 
     tau: float = 30.0
     alpha: float = 0.5
@@ -104,7 +104,7 @@ class KernelConfig:
     visibility_kernel: str = "exact"  # or "anatomy" ("anat in vis")
     #: open_genus chance baseline: "exact" = share of 40 sampled other CUB classes whose genus
     #: is the gold genus (the paper's b ≈ 0.01); "graded" = mean genus kernel over 40 distinct
-    #: other genera (metrics.md §3.1 read literally, b ≈ 0.08)
+    #: other genera (paper App. C.4 (Eqs. 2, 11, 12) read literally, b ≈ 0.08)
     genus_baseline: str = "exact"
     #: open_common_name: the class's English name (the item's gold_set) scores as its CUB label
     #: does; False scores the CUB label alone, as the paper
@@ -231,7 +231,7 @@ def exact_similarity(v1: str, v2: str) -> float:
 
 
 def value_kernel_for_group(attribute_group: str) -> str:
-    """Kernel dispatch of attr_bare_value by CUB attribute group (metrics.md §3.3):
+    """Kernel dispatch of attr_bare_value by CUB attribute group (paper App. C.5):
     ``*_color`` → colour; bill_length, size → ordinal; ``*_pattern`` (not head) → pattern; else exact."""
     group = attribute_group.removeprefix("has_")
     if group.endswith("_color"):
@@ -271,7 +271,7 @@ def _lateral_z(part: str) -> float:
 @dataclass(frozen=True)
 class PartLayout:
     """Mean bounding-box-normalized location of each CUB part, plus a lateral z offset
-    (metrics.md §3.7). ``d_max`` is the layout diameter (largest pairwise distance)."""
+    (paper App. C.5 (Eq. 16)). ``d_max`` is the layout diameter (largest pairwise distance)."""
 
     points: Mapping[str, tuple[float, float, float]]
     d_max: float = field(init=False)
@@ -398,7 +398,7 @@ def trait_value_similarity(t1: Trait, t2: Trait, config: KernelConfig = DEFAULT_
 def paired_attribute_similarity(option1: str, option2: str, layout: PartLayout,
                                 config: KernelConfig = DEFAULT_CONFIG) -> float:
     """Paired-attribute kernel, Eq. 17: ``α·g + (1 − α)·v`` with
-    ``g = 0.5·part(r1, r2) + 0.5·1[property1 = property2]`` (metrics.md §3.8 [DEFAULT])."""
+    ``g = 0.5·part(r1, r2) + 0.5·1[property1 = property2]`` (paper App. C.5 (Eq. 17) [DEFAULT])."""
     t1, t2 = parse_trait(option1), parse_trait(option2)
     if t1 == t2:
         return 1.0

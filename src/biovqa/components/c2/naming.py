@@ -1,4 +1,4 @@
-"""Naming kernels of the open C2 families (metrics.md §3.10; paper Eqs. 19–21).
+"""Naming kernels of the open C2 families (paper App. C.5 (Eqs. 19–21); paper Eqs. 19–21).
 
 * token F1 (Eq. 19): ``F1(p, g) = 2·|T(p) ∩ T(g)| / (|T(p)| + |T(g)|)`` over whitespace tokens;
 * common name (Eq. 20): ``common = 0.6·F1 + 0.4·1[head(p) = head(g)]``, lifted to at least 0.75

@@ -1,7 +1,7 @@
 """The C2 parser: five steps shared by the graded (cags) and the exact-match evaluator
-(prompts.md §6.3; paper K.5), so both partition the items identically.
+(paper App. K.5; paper K.5), so both partition the items identically.
 
-1. normalize (metrics.md §1.2, :func:`biovqa.text.normalize_c2`);
+1. normalize (paper App. K.5, :func:`biovqa.text.normalize_c2`);
 2. detect the format: the literal ``Options:`` in the question → multiple choice, with an ordered
    letter → option-text map; otherwise open-ended;
 3. parse the gold (``(A) text`` or a bare value) to an option;
@@ -39,7 +39,7 @@ from biovqa.text import encode_strings, normalize_c2
 FUZZY_THRESHOLD = 0.86
 OPTIONS_TOKEN = "Options:"
 LETTERS = "ABCDEFGHIJ"
-#: [DEFAULT] option regex on the question text (prompts.md §6.3 step 2).
+#: [DEFAULT] option regex on the question text (paper App. K.5 step 2).
 OPTION_RE = re.compile(r"\(([A-Z])\)\s*(.*?)(?=,\s*\([A-Z]\)|$)")
 
 PARSED, MISMATCH, FUZZY, FAILED, MISSING = "parsed", "mismatch", "fuzzy", "failed", "missing"

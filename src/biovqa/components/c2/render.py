@@ -1,4 +1,4 @@
-"""Marker rendering for C2 marker localization (components.md §2.3).
+"""Marker rendering for C2 marker localization (paper §3.2, App. A.2).
 
 A copy of each source photo carries three markers at CUB part locations: the target (colour c,
 shape s), a colour control (c, another shape) and a shape control (another colour, s), so that

@@ -1,5 +1,5 @@
 """C2 scoring: the five-step parser, the six similarity kernels, the naming kernels, cags and
-its companions (metrics.md §3; prompts.md §6.3).
+its companions (paper App. C.4–C.5; paper App. K.5).
 
 ``score(bench, predictions, options) -> ScoreResult`` is registered as ``biovqa.components.c2.score:score``.
 

@@ -1,4 +1,4 @@
-"""Aggregation of per-item C2 scores (metrics.md §3.2, §3.11, §3.12, §6.1).
+"""Aggregation of per-item C2 scores (paper App. C.4, §3.11, §3.12, §6.1).
 
 * family score = mean over its items; category score = item-weighted mean over its families
   (= mean over all items of the category); pooled = mean over every item, marker_localization
@@ -121,7 +121,7 @@ def _side_and_part(text: Any) -> tuple[str, str] | None:
 
 def laterality(gold: Sequence[Any], pred: Sequence[Any], options: Sequence[Sequence[str] | None],
                em: np.ndarray) -> dict[str, Any]:
-    """Laterality on EM (metrics.md §3.12 [DEFAULT details]) over marker_localization items
+    """Laterality on EM (paper App. F.9 [DEFAULT details]) over marker_localization items
     whose gold is a left/right part:
 
     * ``mirror_confusion_rate`` = share answered with the mirror part (e.g. right wing for left

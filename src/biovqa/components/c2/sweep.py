@@ -1,4 +1,4 @@
-"""Kernel sensitivity sweep of cags (metrics.md §3.13; paper I.1, Tables 56–57).
+"""Kernel sensitivity sweep of cags (paper App. I.1; paper I.1, Tables 56–57).
 
 Every model is re-scored on one fixed family-stratified subsample (60 000 rows by default, the
 same rows for every configuration and model) under eleven kernel configurations: the default

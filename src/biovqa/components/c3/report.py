@@ -1,4 +1,4 @@
-"""C3 report tables and the floor plot (paper Table 3 C3 block, Tables 38–45, results.md §5).
+"""C3 report tables and the floor plot (paper Table 3 C3 block, Tables 38–45, paper App. G).
 
 ``tables(summaries)`` → ``table3_c3`` (models, then the Floor row: the floors fitted on the first
 summary's parsed rows), ``table38_headline`` (best model per task on the Table 38 metric),

@@ -46,7 +46,7 @@ class Request:
     mode: str = "chat"
 
 
-#: Request modes: a chat turn, or raw completion text (bagel.md §5.1).
+#: Request modes: a chat turn, or raw completion text (BAGEL paper App. A.1.2).
 REQUEST_MODES: tuple[str, ...] = ("chat", "raw")
 #: What joins a system message to the text it is put before, where it cannot be a system turn.
 SYSTEM_JOINER = "\n\n"

@@ -17,9 +17,9 @@ batch is sent as concurrent requests over one ``httpx.AsyncClient``:
   absent or not an object (token counts null, counted as ``usage_unreadable`` in the run card); a
   reply that cannot be stored (a lone surrogate) fails its item only.
 
-Messages follow prompts.md §1: an optional system turn, then one user turn holding the image (a
+Messages follow paper App. B.2: an optional system turn, then one user turn holding the image (a
 base64 ``data:`` URL) before the text. Decoding: ``temperature=0``, ``max_tokens`` from the request.
-A raw-mode request (``Request.mode == "raw"``, bagel.md §5.1) goes to the legacy completions
+A raw-mode request (``Request.mode == "raw"``, BAGEL paper App. A.1.2) goes to the legacy completions
 endpoint as ``{"prompt": raw_prompt_text(request)}`` — no chat template on the server — and its
 reply is ``choices[0].text``; a raw request with an image fails (completions take no image).
 
@@ -65,7 +65,7 @@ def image_data_url(path: Path | str) -> str:
 
 def build_chat_messages(request: Request, image_url: str | None) -> list[dict[str, Any]]:
     """OpenAI chat messages for one request: system turn (if any), then the user turn with the
-    image part first and the text part second (prompts.md §1, image-first layout)."""
+    image part first and the text part second (paper App. B.2, image-first layout)."""
     messages: list[dict[str, Any]] = []
     if request.system:
         messages.append({"role": "system", "content": request.system})

@@ -1,7 +1,7 @@
 """The ``transformers`` backend: a local VLM through ``AutoModelForImageTextToText``.
 
 Each batch is rendered with the checkpoint's chat template (the image before the text in the user
-turn, prompts.md §1), tokenised left-padded by ``AutoProcessor`` and decoded greedily
+turn, paper App. B.2), tokenised left-padded by ``AutoProcessor`` and decoded greedily
 (``do_sample=False``, one beam) with ``max_new_tokens`` from the requests. Requests in one batch
 may have different caps: the batch generates up to the largest cap and each reply keeps only its
 own first ``max_new_tokens`` tokens, which for greedy decoding equals generating with that cap.
@@ -14,7 +14,7 @@ itself puts the system text before the first user text, as Gemma 3's does — Ge
 role), or ``prepended-to-user-text`` (the template refuses or silently drops a system turn:
 biovqa puts ``system + "\\n\\n"`` before the user text itself, so the instruction is never lost).
 
-Raw-mode requests (``Request.mode == "raw"``, bagel.md §5.1) skip the chat template: the text of
+Raw-mode requests (``Request.mode == "raw"``, BAGEL paper App. A.1.2) skip the chat template: the text of
 :func:`~biovqa.engine.backends.base.raw_prompt_text` is tokenised as it is (the tokenizer's own
 special tokens, as ``transformers serve``'s ``/v1/completions`` does). A raw request with an image
 fails (raw completion has no place for one).

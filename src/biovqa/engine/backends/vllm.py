@@ -2,7 +2,7 @@
 
 Why it is fast on this benchmark: an image carries up to ~35 questions (C2), and every question's
 prompt starts with the same tokens — optional system turn, then the user turn's image — followed by
-a short question text. With the image placed *before* the text (prompts.md §1) and the image's
+a short question text. With the image placed *before* the text (paper App. B.2) and the image's
 questions sent together, vLLM's automatic prefix caching computes the image's vision tokens and
 their KV cache once and reuses them for the other questions; the multimodal processor cache also
 hashes the image bytes, so the image is preprocessed once.
@@ -17,7 +17,7 @@ How a batch is run (:meth:`VllmBackend.generate`):
    finds its image prefix already computed (requests scheduled in the same engine step cannot
    always share blocks that are not yet computed). Without it, one call takes the whole batch.
    Either way the engine sees whole batches, never one request per call.
-3. Raw-mode requests (``Request.mode == "raw"``, bagel.md §5.1) go in their own
+3. Raw-mode requests (``Request.mode == "raw"``, BAGEL paper App. A.1.2) go in their own
    ``llm.generate`` call with the raw prompt text (:func:`build_raw_inputs`: no chat template);
    a raw request with an image fails.
 4. Replies are mapped back to request order.
