@@ -14,11 +14,20 @@ writes a file outside the folders it was given.
 
 from __future__ import annotations
 
+import functools
 import os
+import posixpath
 from os import PathLike
 from pathlib import Path, PurePosixPath, PureWindowsPath
 
 from biovqa.errors import PathEscapeError
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _real_folder(path: str) -> str:
+    """``os.path.realpath`` of a folder, remembered: the photos of a benchmark share a few thousand
+    folders, so checking one photo then costs one ``lstat`` (a million photos in seconds)."""
+    return os.path.realpath(path)
 
 
 def lexical_escape_reason(relative: str) -> str | None:
@@ -46,9 +55,12 @@ def escape_reason(root: str | PathLike[str], relative: str, *,
     lexical = lexical_escape_reason(relative)
     if lexical is not None:
         return lexical
-    posix = relative.replace("\\", "/")
-    real = os.path.realpath(os.path.join(os.path.realpath(root), posix))
-    real_root = os.path.realpath(root if links_within is None else links_within)
+    head, tail = posixpath.split(posixpath.normpath(relative.replace("\\", "/")))
+    base = _real_folder(os.fspath(root))
+    parent = _real_folder(os.path.join(base, head)) if head else base
+    full = os.path.join(parent, tail)
+    real = os.path.realpath(full) if os.path.islink(full) else full
+    real_root = base if links_within is None else _real_folder(os.fspath(links_within))
     if real != real_root and not real.startswith(real_root.rstrip(os.sep) + os.sep):
         return f"a symlink leads outside (to {real})"
     return None
