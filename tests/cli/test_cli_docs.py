@@ -1,4 +1,5 @@
-"""The docs stand alone (issue 24): the README, docs/ and every ``--help`` text cite the paper by
+"""The docs stand alone (issue 24): the README, docs/, the package's docstrings and every ``--help``
+text cite the paper by
 section, table or equation and name no file that does not ship in this repository."""
 
 from __future__ import annotations
@@ -71,6 +72,27 @@ def test_docs_name_no_missing_file() -> None:
     assert len(pages) > 5
     bad = {page.name: _missing(page.read_text(encoding="utf-8"), page.parent) for page in pages}
     assert {name: refs for name, refs in bad.items() if refs} == {}
+
+
+#: a string literal that is only a file name (``out / "index.md"``: a file the package writes)
+FILE_LITERAL = re.compile(r"""(["'])[\w./-]+\.md\1""")
+
+
+def test_source_docstrings_and_comments_name_no_missing_file() -> None:
+    sources = sorted((ROOT / "src" / "biovqa").rglob("*.py"))
+    texts = {path: path.read_text(encoding="utf-8") for path in sources}
+    written = {m.group(0)[1:-1] for text in texts.values() for m in FILE_LITERAL.finditer(text)}
+    bases = (ROOT, ROOT / "docs", ROOT / "src", ROOT / "src" / "biovqa")
+    bad: dict[str, list[str]] = {}
+    for path, text in texts.items():
+        names = [m.group(1) for m in BARE.finditer(FILE_LITERAL.sub(" ", text))]
+        missing = [name for name in names if name not in written  # a file the package writes
+                   and not any(_ships(base / name) for base in (*bases, path.parent))]
+        if "shared/" in text:
+            missing.append("shared/…")
+        if missing:
+            bad[str(path.relative_to(ROOT))] = missing
+    assert bad == {}
 
 
 def test_help_texts_name_no_missing_file() -> None:

@@ -162,3 +162,14 @@ def test_a_run_printed_to_a_log_ends_with_one_final_line(tmp_path: Path, outputs
     assert len(progress) == len(set(p.split(" | ")[0] for p in progress)) >= 1, result.stderr
 
 
+
+
+def test_every_extra_named_in_a_hint_exists() -> None:
+    import tomllib
+
+    from biovqa.cli._app import BACKEND_MODULES, EXTRAS
+
+    pyproject = tomllib.loads((Path(__file__).resolve().parents[2] / "pyproject.toml").read_text(encoding="utf-8"))
+    extras = pyproject["project"]["optional-dependencies"]
+    assert set(EXTRAS.values()) <= set(extras)
+    assert {module for modules in BACKEND_MODULES.values() for module in modules} <= set(EXTRAS)
