@@ -107,6 +107,23 @@ def test_a_run_against_a_loopback_server_sends_no_outside_byte(kind: str, tmp_pa
     assert not (tmp_path / "run" / "predictions.parquet").exists()
 
 
+def test_the_loopback_check_would_see_a_photo_that_was_sent(tmp_path: Path, bench_copy: Path) -> None:
+    """The control for the test above: a run on an intact benchmark does send its photos as base64,
+    so finding none of the outside file's bytes means none were sent."""
+    from biovqa.bench import open_bench
+    from fixtures.scripted_server import chat_reply, scripted_server
+
+    bench = open_bench(bench_copy)
+    photos = {base64.b64encode(bench.resolve_image(image).read_bytes())
+              for image in set(bench.items.column("image").to_pylist())}
+    with scripted_server(lambda request: chat_reply("Animalia")) as server:
+        code, output = biovqa("run", bench_copy, "--backend", "openai", "--model", "tiny", "--base-url",
+                              server.base_url, "-o", tmp_path / "run", "--no-progress", "--limit", "1")
+        bodies = list(server.bodies)
+    assert code == 0, output
+    assert bodies and all(any(photo in body for photo in photos) for body in bodies)
+
+
 def test_a_bench_whose_items_lost_their_image_hash_fails_the_audit(bench_copy: Path) -> None:
     _rewrite_items(bench_copy, lambda t: _set_first(t, "image_sha256", None))
     code, output = biovqa("audit", bench_copy)
