@@ -168,6 +168,15 @@ def test_released_items_with_the_authors_absolute_paths_are_rerooted_hashed_and_
         assert row["image_sha256"] == hashlib.sha256((cub / row["image"]).read_bytes()).hexdigest()
     code, err = cli(["audit", tmp_path / "bench"], capsys)
     assert code == 0, err
+    # relocatable: no builder path recorded; bench and photos moved together still audit
+    assert str(tmp_path) not in (tmp_path / "bench" / "manifest.json").read_text()
+    moved = tmp_path / "elsewhere"
+    moved.mkdir()
+    (tmp_path / "bench").rename(moved / "bench")
+    cub.rename(moved / "CUB_200_2011")
+    code, err = cli(["audit", moved / "bench"], capsys)
+    assert code == 0, err
+    cub = moved / "CUB_200_2011"
     # a path that climbs out of its folder is refused, naming the line
     write_jsonl(released, [*lines, _released_line("../../etc/photo.jpg", "x", ["procellariiformes"], [orders])])
     code, err = cli(["build", "hca", "--out", tmp_path / "escape", "--released", released, "--images-root", cub,

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -449,7 +450,7 @@ def build_hca(out: str | Path, *, taxonomy: str | Path | None = None, images: st
         table = text_items(visual.items, entity=entity, template=text_template, common_names=common,
                            variant=variant)
         parameters = {**visual.manifest["parameters"], "entity": entity, "text_template": text_template,
-                      "text_from": str(text_from), "variant": variant.record()}
+                      "text_from": Path(text_from).name, "variant": variant.record()}
         n_questions = sum(1 for lv, d in zip(visual.items.column("level").to_pylist(),
                                              visual.items.column("depth").to_pylist()) if lv != d)
         # binary: one statement "A" per unique question (every question has at least 2 options)
@@ -553,7 +554,14 @@ def build_hca(out: str | Path, *, taxonomy: str | Path | None = None, images: st
         Path(temporary).write_text("\n".join(released_lines(rows)) + "\n", encoding="utf-8")
     return write_bench(out, table, component=COMPONENT, generator="biovqa.components.hca.build", seed=seed,
                        sources=sources, parameters=parameters,
-                       extra={**extra, "images_root": str(Path(root).resolve())})
+                       extra={**extra, "images_root": relative_root(Path(root), Path(out))})
+
+
+def relative_root(root: Path, out: Path) -> str:
+    """The images folder relative to the benchmark folder (POSIX), so that no builder path is
+    recorded and a bench moved together with its photos still finds them (the staging sibling a
+    build writes into has the final folder's parent, so the path holds for both)."""
+    return Path(os.path.relpath(root.resolve(), out.resolve())).as_posix()
 
 
 def build_command(
