@@ -18,7 +18,8 @@ or ``certainties.txt`` is named as itself), a value that is not a finite number 
 excluded from every array and counted in :attr:`CubDataset.exclusions`; so is a file that is
 unreadable, truncated or over the limits of :mod:`biovqa.sources.images` (counted per reason),
 and a photo whose bounding box or a visible part location lies outside it (beyond
-:data:`EDGE_TOLERANCE` pixels: ``1e300``, a point drawn on another photo). The first files of
+:data:`EDGE_TOLERANCE` pixels or :data:`EDGE_FRACTION` of the side: ``1e300``, a point drawn on
+another photo). The first files of
 each reason are named in :attr:`CubDataset.exclusion_examples`.
 """
 
@@ -50,8 +51,10 @@ NATIVE_FILES: dict[str, str] = {
 EXCLUSION_MISSING_ON_DISK = "image_missing_on_disk"
 EXCLUSION_BOX_OUTSIDE = "bounding_box_outside_image"
 EXCLUSION_PART_OUTSIDE = "part_location_outside_image"
-#: A box or visible part may overhang the photo by this many pixels (annotators' rounding).
+#: A box or visible part may overhang the photo by this many pixels, or this fraction of its longer
+#: side if more (annotators' rounding; real CUB boxes overhang by 1-2 px).
 EDGE_TOLERANCE = 4.0
+EDGE_FRACTION = 0.01
 
 _CLASS_PREFIX_RE = re.compile(r"^\d+\.")
 
@@ -398,7 +401,6 @@ def read_cub(root: str | Path, *, check_images: bool = True) -> CubDataset:
             if not (images_dir / image_paths[row]).is_file():
                 exclude(EXCLUSION_MISSING_ON_DISK, row)
         # unreadable, truncated or oversized files (biovqa.sources.images) are counted per reason
-        tol = EDGE_TOLERANCE
         for row in (int(r) for r in np.flatnonzero(keep)):
             verdict = inspect_image_file(images_dir / image_paths[row])
             if isinstance(verdict, str):
@@ -406,6 +408,7 @@ def read_cub(root: str | Path, *, check_images: bool = True) -> CubDataset:
                 continue
             width, height = verdict
             sizes[row] = verdict
+            tol = max(EDGE_TOLERANCE, EDGE_FRACTION * max(width, height))
             x, y, w, h = bounding_boxes[row]
             if x < -tol or y < -tol or w <= 0 or h <= 0 or x + w > width + tol or y + h > height + tol:
                 exclude(EXCLUSION_BOX_OUTSIDE, row)
