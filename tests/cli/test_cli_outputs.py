@@ -39,6 +39,7 @@ def _writers(outputs: dict[str, Path], demo_data: Path, demo_index: Path, demo_i
         "lite": ["lite", bench, "--per-task", "2", "-o", out],
         "export": ["export", bench, "-o", out],
         "run": ["run", bench, "--backend", "baseline", "-o", out],
+        "merge": ["merge", outputs["run"], "-o", out],
         "build c1": ["build", "c1", "--catalog", demo_data / "catalog.csv", "--backbone", demo_index,
                      "--images", demo_images, "--per-group", "2", "--species-cap", "1", "-o", out],
     }
@@ -47,7 +48,7 @@ def _writers(outputs: dict[str, Path], demo_data: Path, demo_index: Path, demo_i
 @pytest.mark.slow
 def test_every_writing_command_refuses_an_unrelated_folder_and_overwrite_keeps_other_files(
         tmp_path: Path, outputs: dict[str, Path], demo_data: Path, demo_index: Path, demo_images: Path) -> None:
-    for name in ("score", "report", "lite", "export", "run", "build c1"):
+    for name in ("score", "report", "lite", "export", "run", "merge", "build c1"):
         out = tmp_path / name.replace(" ", "-")
         out.mkdir()
         (out / "notes.txt").write_text("mine\n", encoding="utf-8")

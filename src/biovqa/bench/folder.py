@@ -248,15 +248,19 @@ class FolderLock:
 
 def output_written_by(folder: str | Path) -> str | None:
     """The biovqa command whose output ``folder`` holds, recognised by the file that makes it
-    usable: ``"demo"``, ``"export"``, ``"run"``, ``"score"``, ``"report"``, ``"lite"`` or
-    ``"build <component>"``; None for anything else (or an empty folder)."""
+    usable: ``"demo"``, ``"export"``, ``"run"``, ``"merge"``, ``"score"``, ``"report"``,
+    ``"lite"`` or ``"build <component>"``; None for anything else (or an empty folder)."""
     folder = Path(folder)
     if (folder / ".biovqa-demo.json").is_file():
         return "demo"
     if (folder / "biovqa" / "release.json").is_file():
         return "export"
     if (folder / "run.json").is_file() or (folder / "store" / "store.json").is_file():
-        return "run"
+        try:
+            status = json.loads((folder / "run.json").read_bytes().decode("utf-8")).get("status")
+        except (ValueError, OSError, AttributeError):
+            status = None
+        return "merge" if status == "merged" else "run"
     if (folder / "summary.json").is_file() or (folder / "sweep.json").is_file():
         return "score"
     if (folder / "index.json").is_file() and (folder / "index.html").is_file():

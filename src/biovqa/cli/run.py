@@ -153,6 +153,7 @@ def merge_command(
     runs: Annotated[list[Path], typer.Argument(help="run folders to combine (shards, machines)")],
     out: Annotated[Path, typer.Option("--out", "-o", help="merged run folder")],
     allow_partial: Annotated[bool, typer.Option(help="accept shards that do not cover the whole selection (exit 0)")] = False,
+    overwrite: OverwriteOption = False,
 ) -> None:
     """Combine run folders; refuses folders made with different benchmark/model/prompts/decoding.
 
@@ -163,11 +164,14 @@ def merge_command(
     from biovqa.engine.runner import merge_coverage
     from biovqa.engine.store import merge_runs
 
-    table = merge_runs(runs, out)
-    coverage = merge_coverage(runs, table)
-    card = build_merge_card(runs, out, table)
-    card["coverage"] = coverage
-    write_card(out, card)
+    from biovqa.bench.folder import claim_output
+
+    with claim_output(out, command="merge", overwrite=overwrite):
+        table = merge_runs(runs, out)
+        coverage = merge_coverage(runs, table)
+        card = build_merge_card(runs, out, table)
+        card["coverage"] = coverage
+        write_card(out, card)
     console.print(f"[green]merged[/green] {len(runs)} run(s) into {out}: {table.num_rows} items",
                   highlight=False)
     if not coverage["complete"]:
