@@ -92,7 +92,7 @@ def _check_containment(bench: Bench) -> list[str]:
         if image is None or image in seen:
             continue
         seen.add(image)
-        root, relative = bench._image_root(image)
+        root, relative = bench.image_location(image)
         reason = escape_reason(root, relative)
         if reason is not None:
             violations.append(f"{ITEMS_FILE} row {row} (item {item_id}), field 'image': image path "

@@ -615,12 +615,12 @@ class Bench:
         1-based row, when known) and the field, and nothing is opened."""
         from biovqa.bench.paths import contained_path, escape_reason
 
-        root, relative = self._image_root(image)
+        root, relative = self.image_location(image)
         if row is None and escape_reason(root, relative) is not None:
             row = self._first_row_of(image)  # only on the way to an error: name the row anyway
         return contained_path(root, relative, file=self.items_path, row=row, field="image", what="image")
 
-    def _image_root(self, image: str) -> tuple[Path, str]:
+    def image_location(self, image: str) -> tuple[Path, str]:
         """(folder, path under it) an item's ``image`` names (see :meth:`resolve_image`)."""
         if image.startswith(RENDERED_PREFIX):
             return self.root, image
