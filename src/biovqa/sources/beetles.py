@@ -44,7 +44,7 @@ from typing import Any
 from biovqa.errors import InputFormatError, MissingResourceError
 from biovqa.bench.paths import contained_path
 from biovqa.sources import images as limits
-from biovqa.sources.validate import MAX_EXAMPLES, csv_records, integer, number
+from biovqa.sources.validate import count_exclusion, csv_records, integer, number
 
 CSV_NAME = "BeetleMeasurements.csv"
 IMAGES_FOLDER = "group_images"
@@ -153,9 +153,7 @@ class BeetleSource:
     exclusion_examples: dict[str, list[str]] = field(default_factory=dict)
 
     def exclude(self, reason: str, n: int = 1, *, names: list[str] | tuple[str, ...] = ()) -> None:
-        self.exclusions[reason] = self.exclusions.get(reason, 0) + n
-        named = self.exclusion_examples.setdefault(reason, [])
-        named.extend(names[:max(0, MAX_EXAMPLES - len(named))])
+        count_exclusion(self.exclusions, self.exclusion_examples, reason, names, n)
 
 
 def segment_length(s: Segment) -> float:

@@ -34,7 +34,7 @@ import pandas as pd
 
 from biovqa.errors import InputFormatError, MissingResourceError
 from biovqa.sources.images import inspect_image_file
-from biovqa.sources.validate import MAX_EXAMPLES, read_lines
+from biovqa.sources.validate import count_exclusion, read_lines
 
 #: Relative paths of the native files (attributes.txt is searched for, see :func:`find_attributes_file`).
 NATIVE_FILES: dict[str, str] = {
@@ -389,10 +389,7 @@ def read_cub(root: str | Path, *, check_images: bool = True) -> CubDataset:
 
     def exclude(reason: str, row: int) -> None:
         keep[row] = False
-        exclusions[reason] = exclusions.get(reason, 0) + 1
-        named = examples.setdefault(reason, [])
-        if len(named) < MAX_EXAMPLES:
-            named.append(image_paths[row])
+        count_exclusion(exclusions, examples, reason, [image_paths[row]])
 
     keep = np.ones(n_listed, dtype=bool)
     sizes = np.zeros((n_listed, 2), dtype=np.int64)

@@ -47,7 +47,7 @@ from typing import Any
 
 from biovqa.errors import InputFormatError, MissingResourceError
 from biovqa.sources.images import inspect_image_file
-from biovqa.sources.validate import MAX_EXAMPLES, csv_records, first_duplicate, json_id, relative_name
+from biovqa.sources.validate import count_exclusion, csv_records, first_duplicate, json_id, relative_name
 from biovqa.sources.waid import INSPECTOR_REASONS
 from biovqa.sources.wildlife import GZCD_METADATA, json_number, normalize_viewpoint, read_coco_json
 
@@ -352,10 +352,7 @@ def _assemble(form: str, annotation_file: Path, rows: list[dict[str, Any]]) -> G
         by_image.setdefault(row["image"], []).append(row)
 
     def exclude(reason: str, name: str) -> None:
-        catalog.exclusions[reason] = catalog.exclusions.get(reason, 0) + 1
-        named = catalog.exclusion_examples.setdefault(reason, [])
-        if len(named) < MAX_EXAMPLES:
-            named.append(name)
+        count_exclusion(catalog.exclusions, catalog.exclusion_examples, reason, [name])
 
     # lexical containment: a name from the file may not climb out ('..', an absolute path); a
     # symlinked photo folder the user set up stays allowed

@@ -41,6 +41,19 @@ MAX_EXAMPLES = 20
 _XML_DECLARATION = re.compile(rb"""^<\?xml[^>]*?encoding\s*=\s*["']([A-Za-z0-9._-]+)["']""")
 
 
+def count_exclusion(counts: dict[str, int], examples: dict[str, list[str]], reason: str,
+                    names: Iterable[Any] = (), n: int = 1) -> None:
+    """Count ``n`` exclusions under ``reason`` and keep ``names`` (files or rows) while the reason
+    has fewer than :data:`MAX_EXAMPLES`: the one way every reader records what it left out."""
+    counts[reason] = counts.get(reason, 0) + n
+    named = examples.setdefault(reason, [])
+    for name in names:
+        if len(named) >= MAX_EXAMPLES:
+            break
+        if str(name) not in named:
+            named.append(str(name))
+
+
 def relative_name(path: str | Path, root: str | Path) -> str:
     """``path`` as written under ``root`` (POSIX), so that a manifest names a file without the
     builder's folders; the bare name when ``path`` is not under ``root``."""
@@ -253,6 +266,6 @@ def first_duplicate(ids: Iterable[Any]) -> tuple[Any, int, int] | None:
     return None
 
 
-__all__ = ["MAX_EXAMPLES", "MAX_FIELD_CHARS", "MAX_LINE_CHARS", "bounded_lines", "csv_records", "decode_text",
+__all__ = ["MAX_EXAMPLES", "MAX_FIELD_CHARS", "MAX_LINE_CHARS", "bounded_lines", "count_exclusion", "csv_records", "decode_text",
            "first_duplicate", "integer", "iter_lines", "json_id", "number", "read_lines", "read_text", "read_xml",
            "relative_name", "summarize_exclusions"]

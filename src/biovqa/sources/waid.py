@@ -27,7 +27,7 @@ from pathlib import Path
 
 from biovqa.errors import InputFormatError, MissingResourceError
 from biovqa.sources import images as limits
-from biovqa.sources.validate import MAX_EXAMPLES, first_duplicate, number, read_lines, relative_name
+from biovqa.sources.validate import count_exclusion, first_duplicate, number, read_lines, relative_name
 
 #: Image suffixes searched beside a label file.
 IMAGE_SUFFIXES: tuple[str, ...] = (".jpg", ".jpeg", ".png", ".JPG", ".JPEG", ".PNG")
@@ -81,12 +81,7 @@ class CountingSource:
     exclusion_examples: dict[str, list[str]] = field(default_factory=dict)
 
     def exclude(self, reason: str, n: int = 1, *, names: Iterable[str | Path] = ()) -> None:
-        self.exclusions[reason] = self.exclusions.get(reason, 0) + n
-        named = self.exclusion_examples.setdefault(reason, [])
-        for name in names:
-            if len(named) >= MAX_EXAMPLES:
-                break
-            named.append(self.name_of(name))
+        count_exclusion(self.exclusions, self.exclusion_examples, reason, (self.name_of(p) for p in names), n)
 
     def name_of(self, path: str | Path) -> str:
         """A file named as it lies under the source folder (no builder-local path)."""

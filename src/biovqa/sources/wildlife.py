@@ -59,7 +59,7 @@ from typing import Any
 
 from biovqa.errors import BiovqaError, InputFormatError, MissingResourceError
 from biovqa.sources.images import inspect_image_file
-from biovqa.sources.validate import MAX_EXAMPLES, json_id
+from biovqa.sources.validate import count_exclusion, json_id
 from biovqa.bench.paths import contained_path
 
 #: Catalog names the toolkit knows → the species the catalog shows.
@@ -338,10 +338,7 @@ class _Admission:
         self.out: list[WildlifeAnnotation] = []
 
     def exclude(self, reason: str, name: str | None = None) -> None:
-        self.exclusions[reason] = self.exclusions.get(reason, 0) + 1
-        named = self.examples.setdefault(reason, [])
-        if name is not None and len(named) < MAX_EXAMPLES and name not in named:
-            named.append(name)
+        count_exclusion(self.exclusions, self.examples, reason, [name] if name is not None else [])
 
     def note(self, reason: str) -> None:
         self.notes[reason] = self.notes.get(reason, 0) + 1

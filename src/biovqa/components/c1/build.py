@@ -377,16 +377,14 @@ def _take(
 
 
 def _name_examples(examples: dict[str, list[str]] | None, reason: str, names: Any) -> None:
-    """Keep the first files (or catalog rows) of an exclusion reason for the manifest."""
+    """Keep the first files (or catalog rows) of an exclusion reason for the manifest (the counts
+    are kept per group in ``exclusions``)."""
     if examples is None:
         return
     from biovqa.sources.validate import MAX_EXAMPLES
 
     named = examples.setdefault(reason, [])
-    for name in names:
-        if len(named) >= MAX_EXAMPLES:
-            break
-        named.append(name)
+    named.extend(str(name) for name, _ in zip(names, range(max(0, MAX_EXAMPLES - len(named)))))
 
 
 # --------------------------------------------------------------------------------------------
