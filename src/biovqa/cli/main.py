@@ -204,7 +204,7 @@ def parse_option_pairs(pairs: list[str] | None, *, flag: str = "--option") -> di
 @app.command(epilog="Run `biovqa score --help` to see each component's options.")
 def score(
     bench: Annotated[Path, typer.Argument(help="benchmark folder, exported folder or hf:// id")],
-    predictions: Annotated[list[Path], typer.Option("--predictions", "-p", help="predictions .parquet or .jsonl (item_id, response); repeat with --sweep")],
+    predictions: Annotated[list[Path], typer.Option("--predictions", "-p", help="predictions .parquet or .jsonl (item_id, response), an inspect_ai log or folder of logs, or an lmms-eval samples .jsonl; repeat with --sweep")],
     out: Annotated[Path, typer.Option("--out", "-o", help="output folder for items.parquet + summary.json")],
     option: Annotated[Optional[list[str]], typer.Option("--option", "-O", help="component score option NAME=VALUE (repeatable; listed below)")] = None,
     bootstrap: Annotated[Optional[int], typer.Option(help="bootstrap resamples for the intervals (0: no intervals) [default: the component's: C3 and C4 2000, others 1000]")] = None,

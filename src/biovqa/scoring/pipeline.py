@@ -17,13 +17,13 @@ from biovqa._version import __version__
 from biovqa.bench.folder import (
     open_bench,
     read_json_object,
-    sha256_file,
     staged_folder,
     write_json,
     write_parquet,
 )
 from biovqa.components.registry import Component, ScoreResult, get_component
 from biovqa.errors import BiovqaError, InputFormatError, MissingResourceError
+from biovqa.interop.logs import harness_sha256
 from biovqa.scoring.predictions import (
     align_predictions,
     read_predictions,
@@ -100,7 +100,8 @@ def score_predictions(
             "predictions_from_scores": _relative_to(predictions_path, out),
             # the models named in the predictions: a report knows a baseline run without them
             "models": sorted(str(m) for m in pc.unique(predictions.column("model")).to_pylist() if m),
-            "predictions_sha256": sha256_file(predictions_path),
+            # a folder of harness logs is hashed over its logs (biovqa.interop.logs)
+            "predictions_sha256": harness_sha256(predictions_path),
             "biovqa_version": __version__,
         },
     }

@@ -23,13 +23,21 @@ from biovqa.records import PREDICTION_STATUSES
 
 
 def read_predictions(path: str | Path) -> pa.Table:
-    """Read a predictions file (.parquet or .jsonl) into a table with item_id, response, status,
-    model; raise :class:`InputFormatError` naming the row and field of the first problem."""
+    """Read a predictions file (.parquet or .jsonl; an inspect_ai log or folder of logs, an
+    lmms-eval samples file) into a table with item_id, response, status, model; raise
+    :class:`InputFormatError` naming the row and field of the first problem."""
     path = Path(path)
     if not path.exists():
         raise MissingResourceError("predictions file not found", file=path)
     suffix = path.suffix.lower()
-    if suffix == ".parquet":
+    from biovqa.interop.logs import read_harness_predictions
+
+    # an inspect_ai log (or a folder of them), an lmms-eval samples file: biovqa.interop.logs
+    harness = read_harness_predictions(path)
+    if harness is not None:
+        table = harness
+        row_offset = 0
+    elif suffix == ".parquet":
         table = read_parquet(path, what="predictions")
         row_offset = 0
     elif suffix in {".jsonl", ".ndjson", ".json"}:
