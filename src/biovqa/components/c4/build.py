@@ -399,11 +399,14 @@ def build_command(
                      workers=workers, catalog_reader=catalog_reader)
     manifest = bench.manifest
     console.print(f"[green]built C4[/green]: {manifest['counts']['total']:,} pairs → {bench.root}", highlight=False)
+    embedder_name = manifest["parameters"]["embedder"]["model"]
     for name, entry in manifest["datasets"].items():
         produced = ", ".join(f"{c} {v['produced_per_kind']}" for c, v in entry["conditions"].items())
+        skipped = sum(sum(v["anchors_skipped_partner_taken"].values()) for v in entry["conditions"].values())
         checks = ", ".join(f"{c} {v['auc']}" for c, v in manifest["construction_checks"][name].items())
         excluded = ", ".join(f"{k} {v}" for k, v in entry["exclusions"].items()) or "none"
-        console.print(f"  {name:10s} pairs per kind: {produced} (requested {pairs}); DINOv2 AUC: {checks}; "
+        console.print(f"  {name:10s} pairs per kind: {produced} (requested {pairs}; {skipped} anchors skipped, "
+                      f"their rule partner taken); construction AUC ({embedder_name}): {checks}; "
                       f"excluded: {excluded}", highlight=False, markup=False)
 
 
