@@ -251,6 +251,8 @@ def read_coco_json(path: Path) -> dict[str, Any]:
     for key in ("images", "annotations"):
         if not isinstance(payload.get(key), list):
             raise InputFormatError(f"the COCO key {key!r} is missing or not a list", file=path, field=key)
+    if not isinstance(payload.get("categories") or [], list):
+        raise InputFormatError("the COCO key 'categories' is not a list", file=path, field="categories")
     return payload
 
 
