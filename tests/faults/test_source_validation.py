@@ -595,3 +595,82 @@ def test_an_empty_source_is_an_error_not_an_empty_benchmark(source: str, tmp_pat
     code, err, out = build_c3(tmp_path, capsys, f"{source}={folder}")
     assert code == 2 and "empty benchmark" in err and "Traceback" not in err, err
     assert not out.exists()
+
+
+# ----------------------------------------------------------------------------- seeded mutations
+
+
+def _mutation_sources(root: Path) -> dict[str, tuple[Path, object]]:
+    """One tiny source per reader, in its native layout, with the reader that reads it."""
+    from biovqa.sources.bees import read_bees
+    from biovqa.sources.beetles import read_beetles
+    from biovqa.sources.cub import read_cub
+    from biovqa.sources.depondfi import read_depondfi
+    from biovqa.sources.gzcd import read_gzcd
+    from biovqa.sources.waid import read_waid
+
+    photos = {f"p{k}.jpg": jpeg((120, 90)) for k in range(3)}
+    depondfi = root / "depondfi"
+    (depondfi / "Keypoints").mkdir(parents=True)
+    (depondfi / "Images").mkdir()
+    for k in range(2):
+        (depondfi / "Images" / f"f{k}.jpg").write_bytes(jpeg())
+        (depondfi / "Keypoints" / f"f{k}.txt").write_text("".join(f"{10 + j},{20 + j}\n" for j in range(9)))
+    gzcd = root / "gzcd"
+    (gzcd / "images").mkdir(parents=True)
+    rows = ["uuid,image uuid,annot species,annot census,bbox x,bbox y,bbox w,bbox h,image fname,predicted_viewpoint"]
+    for k in range(3):
+        (gzcd / "images" / f"g{k}.jpg").write_bytes(jpeg())
+        rows.append(f"a{k},u{k},zebra_grevys,True,10,10,40,30,g{k}.jpg,left")
+    (gzcd / "ggr.csv").write_text("\n".join(rows) + "\n")
+    return {
+        "waid": (waid(root / "w", photos), read_waid),
+        "bees": (bees(root / "b", photos), read_bees),
+        "depondfi": (depondfi, read_depondfi),
+        "beetles": (_beetles(root / "beetles"), read_beetles),
+        "gzcd": (gzcd, read_gzcd),
+        "cub": (write_cub(root / "cub", n_classes=3, images_per_class=2, seed=1, image_size=(80, 60)), read_cub),
+    }
+
+
+def test_mutated_annotation_files_give_named_errors_or_a_source(tmp_path: Path) -> None:
+    """400 seeded mutations of the annotation files (bytes cut, flipped, or replaced by nan, inf,
+    1e400, a stray quote, an invalid UTF-8 byte …): every read ends in a source or a BiovqaError."""
+    import random
+    import shutil
+
+    from biovqa.errors import BiovqaError
+
+    sources = _mutation_sources(tmp_path / "base")
+    tokens = [b"nan", b"inf", b"-1e400", b"1e-300", b"\xff", b"\x00", b"", b",", b"\t", b"\r", b"\n", b'"',
+              b"[1]", b"9" * 30, b"\xef\xbb\xbf", b"<", b"&"]
+    rng = random.Random(20)
+    unexpected = []
+    for trial in range(400):
+        name = sorted(sources)[trial % len(sources)]
+        folder, reader = sources[name]
+        work = tmp_path / "work"
+        shutil.rmtree(work, ignore_errors=True)
+        shutil.copytree(folder, work)
+        texts = sorted(p for p in work.rglob("*") if p.suffix in (".txt", ".xml", ".csv") and p.stat().st_size < 200_000)
+        for _ in range(rng.randrange(1, 4)):
+            path = rng.choice(texts)
+            data = bytearray(path.read_bytes()) or bytearray(b"x")
+            at = rng.randrange(len(data))
+            operation = rng.randrange(4)
+            if operation == 0:
+                del data[at:at + rng.randrange(1, 20)]
+            elif operation == 1:
+                data[at:at] = rng.choice(tokens)
+            elif operation == 2:
+                data[at:at + 1] = rng.choice(tokens)
+            else:
+                data[at] = rng.randrange(256)
+            path.write_bytes(bytes(data))
+        try:
+            reader(work)  # type: ignore[operator]
+        except BiovqaError:
+            pass
+        except Exception as exc:  # noqa: BLE001 - the point of the test
+            unexpected.append(f"{name}: {type(exc).__name__}: {exc}")
+    assert unexpected == []

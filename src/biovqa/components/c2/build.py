@@ -320,7 +320,11 @@ def build_c2(
     produced = dict.fromkeys(fam.FAMILIES, 0)
     jobs: list[RenderJob] = []
     marker_rows: list[dict[str, Any]] = []
-    for chunk_start in range(0, cub.n_images, IMAGES_PER_CHUNK):
+    from biovqa.progress import stage as progress_stage
+    from biovqa.progress import track
+
+    for chunk_start in track(range(0, cub.n_images, IMAGES_PER_CHUNK), "C2: generating questions",
+                             unit=f"chunks of {IMAGES_PER_CHUNK:,} images"):
         chunk = range(chunk_start, min(cub.n_images, chunk_start + IMAGES_PER_CHUNK))
         bare = fam.attr_bare_value(cub, truth, rngs["attr_bare_value"], skipped, image_rows=chunk)
         group = fam.attr_group_value(cub, truth, rngs["attr_group_value"], skipped, image_rows=chunk)
@@ -386,7 +390,8 @@ def build_c2(
                 produced[family] += len(family_rows)
                 family_rows.clear()
 
-    digests = render_all(jobs, workers=workers)
+    with progress_stage("C2: rendering marker images", total=len(jobs), unit="images") as rendering:
+        digests = render_all(jobs, workers=workers, advance=rendering.advance)
     for row, digest in zip(marker_rows, digests):
         row["image_sha256"] = digest
     if marker_rows:

@@ -15,7 +15,7 @@ from __future__ import annotations
 import hashlib
 import io
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -126,14 +126,24 @@ def render_one(job: RenderJob) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-def render_all(jobs: Iterable[RenderJob], *, workers: int = 1) -> list[str]:
-    """Render every job (in order) and return their SHA-256 digests, in job order.
+def render_all(jobs: Iterable[RenderJob], *, workers: int = 1,
+               advance: Callable[[int], None] | None = None) -> list[str]:
+    """Render every job (in order) and return their SHA-256 digests, in job order;
+    ``advance(1)`` after each job (progress).
 
     ``workers > 1`` uses a process pool; each output depends only on its job, so the bytes are
     the same for any worker count.
     """
     jobs = list(jobs)
+    step = advance or (lambda n: None)
+    digests: list[str] = []
     if workers <= 1 or len(jobs) < 2 * workers:
-        return [render_one(job) for job in jobs]
+        for job in jobs:
+            digests.append(render_one(job))
+            step(1)
+        return digests
     with ProcessPoolExecutor(max_workers=workers) as pool:
-        return list(pool.map(render_one, jobs, chunksize=max(1, len(jobs) // (workers * 8))))
+        for digest in pool.map(render_one, jobs, chunksize=max(1, len(jobs) // (workers * 8))):
+            digests.append(digest)
+            step(1)
+    return digests
