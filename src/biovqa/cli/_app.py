@@ -83,6 +83,7 @@ def _interrupted(argv: list[str] | None) -> None:
         "run": "every reply received so far is kept in the run folder; resume with",
         "merge": "the merged folder was not finished; run again",
         "demo": "the demo folder is incomplete (a re-run replaces it); run again",
+        "fetch": "the partial download is kept; resume with",
     }.get(command, "the output folder was left as it was, nothing half-written; run again")
     name = "Ctrl-C" if signum == signal.SIGINT else signal.Signals(signum).name
     console.print(f"[yellow]interrupted[/yellow] ({name}): {kept}: {_escape(again)}", highlight=False)
