@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import html as html_lib
 import re
 from pathlib import Path
 
@@ -22,9 +23,9 @@ def test_report_structure(report_dir: Path) -> None:
         assert f'id="{anchor}"' in html, anchor
     # intervals as value [lo, hi]; marks; glossary with equation numbers
     assert re.search(r'<td class="best[^"]*">0\.\d{3}<br><span class="ci">\[0\.\d{3}, 0\.\d{3}\]</span>', html)
-    assert "Eq. 5" in html and "Eqs. 3, 23" in html
+    assert "C.1, Eq. 5" in html and "C.6, Eq. 23" in html
     # specialists first, floor last; the Mean row averages the four generalists only
-    rows = re.findall(r'<tr class="kind-(\w+)"><td>([^<]*)</td>', html)
+    rows = re.findall(r'<tr class="kind-(\w+)"><td class="model">([^<]*)</td>', html)
     assert [k for k, _ in rows] == ["specialist", "vlm", "vlm", "vlm", "vlm", "mean", "floor"]
     assert rows[1][1] == "Good-VL-8B"
 
@@ -110,3 +111,34 @@ def test_a_floor_among_the_models_is_never_ranked_averaged_or_best(report_dir: P
     assert "| EM_5cfg |" in md and "| EM_4vlm |" in md  # 4 VLMs and the specialist; the floor is not one
     headline = list(csv.DictReader((report_dir / "c3_table38_headline.csv").open(encoding="utf-8")))
     assert headline and all(r["best_model"] != floor for r in headline)
+
+
+@pytest.mark.slow
+def test_every_column_of_every_table_has_a_glossary_entry_on_the_page(report_dir: Path) -> None:
+    """Each column header of each table maps to a glossary term, and that term is listed, spelled
+    out with its unit and where the paper defines it; the paper is cited by title and arXiv id once."""
+    from biovqa.reporting.glossary import ARXIV, PAPER, explain
+
+    html = (report_dir / "index.html").read_text(encoding="utf-8")
+    glossary = html[html.index('<section id="glossary">'):]
+    glossary = glossary[:glossary.index("</section>")]
+    listed = set(re.findall(r"<dfn>([^<]*)</dfn>", glossary))
+    categories = set()
+    tables = sorted(report_dir.glob("*.csv"))
+    rows = {p: list(csv.reader(p.open(encoding="utf-8"))) for p in tables}
+    for table in rows.values():
+        categories |= {cell for row in table[1:] for cell in row}
+    checked = 0
+    for path, table in rows.items():
+        for column in table[0]:
+            term, reading = explain(column, frozenset(categories))
+            assert reading, (path.name, column)
+            assert html_lib.escape(term.name, quote=False) in listed, (path.name, column, term.name)
+            checked += 1
+    assert checked > 100
+    assert html.count(ARXIV) == 1 and html.count(html_lib.escape(PAPER, quote=False)) == 1
+    for column in ("phy", "cnt", "view"):  # Table 3 headers say task, metric and unit on hover
+        assert re.search(rf'<th title="[^"]+ — [^"]+ \([^"]+\)" class="comp comp-C\d">{column}</th>', html)
+    for term in ("cags", "HCA", "POR", "S-POR", "TOR", "GS_raw", "kappa_VAS", "rho_within", "margin", "MCC",
+                 "kappa", "d′"):
+        assert term in listed, term

@@ -14,7 +14,8 @@ PAGE = r"""<!doctype html>
 <title>Bio-VQA report</title>
 <style>
 body{font-family:system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;margin:0;color:#1f2328;line-height:1.4}
-main{max-width:1500px;margin:0 auto;padding:1rem 1.5rem 4rem}
+main{margin:0 auto;padding:1rem 1.5rem 4rem}
+main>p,main>nav,section>p,section>h2,section>h3,section>details,section>dl{max-width:1100px}
 h1{font-size:1.6rem;margin:.6rem 0} h2{margin-top:2.4rem;border-bottom:1px solid #d0d7de;padding-bottom:.3rem}
 h3{font-size:1.02rem;margin:1.6rem 0 .4rem}
 nav.toc{background:#f6f8fa;border:1px solid #d0d7de;border-radius:6px;padding:.6rem 1rem;margin:1rem 0;font-size:.9rem}
@@ -26,13 +27,19 @@ th:first-child,td:first-child{text-align:left}
 thead th{background:#f6f8fa} th[colspan]{text-align:center}
 tbody tr:nth-child(even){background:#fbfcfd}
 tr.kind-specialist td{color:#57606a;font-style:italic} tr.kind-mean td{font-weight:600;border-top:2px solid #8c959f}
-tr.kind-floor td{color:#57606a;background:#f3f4f6}
+tr.kind-floor td,tr.kind-control td{color:#57606a;background:#f3f4f6}
+tr.kind-published td{color:#5c4a00;background:#fff8e1}
+.badge{display:inline-block;margin-left:.4rem;padding:0 .3rem;border-radius:4px;background:#f5d76e;color:#3d3000;font-size:.68rem;font-style:normal}
+#table3 .model{position:sticky;left:0;z-index:2;background:#fff;text-align:left;box-shadow:1px 0 0 #d0d7de}
+#table3 tr.kind-floor .model,#table3 tr.kind-control .model{background:#f3f4f6} #table3 tr.kind-published .model{background:#fff8e1}
+#table3 thead th.model{background:#f6f8fa;z-index:3}
+.groups{margin:.4rem 0;font-size:.85rem} .groups button{margin-right:.3rem;border:1px solid #d0d7de;background:#f6f8fa;border-radius:4px;padding:.1rem .5rem;cursor:pointer}
+.groups button.on{background:#0969da;color:#fff;border-color:#0969da}
+table.glossary td{text-align:left;white-space:normal;vertical-align:top;max-width:28rem} table.glossary td:first-child{white-space:nowrap;font-weight:600}
 td.best{font-weight:700;background:#dafbe1} td.second{text-decoration:underline}
 td.worst{color:#a40e26} td.tie::after{content:" ≈";color:#0969da}
 .ci{color:#57606a;font-size:.7rem}
 .meta,.note{color:#57606a;font-size:.85rem}
-dl.glossary{display:grid;grid-template-columns:max-content max-content max-content;gap:.2rem 1rem;font-size:.88rem}
-dl.glossary dt{font-weight:600} dl.glossary dd{margin:0}
 img.figure{max-width:100%;border:1px solid #d0d7de;margin:.5rem 0}
 #browser .filters{display:flex;flex-wrap:wrap;gap:.6rem;align-items:end;margin:.5rem 0}
 #browser label{font-size:.8rem;display:flex;flex-direction:column}
@@ -59,13 +66,22 @@ body.browser-only main>section:not(#browser),body.browser-only nav.toc{display:n
 (overlapping 95% intervals). Specialists (italic) are shown for reference and are not ranked;
 the Mean row averages the generalists; the Floor row is the image-blind baseline run.
 Column names are spelled out in the <a href="#glossary">glossary</a>.</p>
-{% if board %}<div class="scroll"><table id="table3"><thead>
-<tr><th rowspan="2">model</th>{% for comp, cols in board.groups %}<th colspan="{{ cols|length }}">{{ comp }}</th>{% endfor %}</tr>
-<tr>{% for comp, cols in board.groups %}{% for c in cols %}<th title="{{ c.long }}">{{ c.name }}</th>{% endfor %}{% endfor %}</tr>
+{% if published %}<p class="note">Rows marked <span class="badge">published, not re-run</span> are the figures of
+{{ published }}, transcribed as printed (no intervals: the paper prints none there); they are shown for
+comparison and never ranked, marked or averaged with the models of this report.</p>{% endif %}
+{% if board %}<div class="groups" id="t3-groups">Show:
+<button type="button" data-comp="" class="on">all components</button>{% for comp, cols in board.groups %}<button type="button" data-comp="{{ comp }}">{{ comp }}</button>{% endfor %}</div>
+<div class="scroll"><table id="table3"><thead>
+<tr><th rowspan="2" class="model">model</th>{% for comp, cols in board.groups %}<th colspan="{{ cols|length }}" class="comp comp-{{ comp }}">{{ comp }}</th>{% endfor %}</tr>
+<tr>{% for comp, cols in board.groups %}{% for c in cols %}<th title="{{ c.long }}" class="comp comp-{{ comp }}">{{ c.name }}</th>{% endfor %}{% endfor %}</tr>
 </thead><tbody>
-{% for row in board.rows %}<tr class="kind-{{ row.kind }}"><td>{{ row.name }}</td>
-{% for cell in row.cells %}<td class="{{ cell.mark }}">{{ cell.value }}{% if cell.ci %}<br><span class="ci">{{ cell.ci }}</span>{% endif %}</td>{% endfor %}</tr>
+{% for row in board.rows %}<tr class="kind-{{ row.kind }}"><td class="model">{{ row.name }}{% if row.kind == "published" %}<br><span class="badge">published, not re-run</span>{% endif %}</td>
+{% for cell in row.cells %}<td class="{{ cell.mark }} comp comp-{{ cell.component }}">{{ cell.value }}{% if cell.ci %}<br><span class="ci">{{ cell.ci }}</span>{% endif %}</td>{% endfor %}</tr>
 {% endfor %}</tbody></table></div>
+{% if summary is not none %}<h3>Per model, per component</h3>
+<p class="note">Where each model leads: per component, the Table 3 columns in which it is best or tied with the best
+(overlapping 95% intervals) and the span of its 95% rank intervals. The paper defines no overall score across
+components, so none is computed here.</p><div class="scroll">{{ summary }}</div>{% endif %}
 {% else %}<p>No component declares Table 3 columns.</p>{% endif %}
 {% if ranks is not none %}<h3>Rank 95% intervals</h3>
 <p class="note">Each model's rank (1 = best) across bootstrap replicates in which all models are
@@ -94,14 +110,21 @@ correlations (Holm-corrected; † = not significant) and PCA.</p>
 </section>{% endif %}
 
 <section id="glossary"><h2>Glossary</h2>
-<p class="note" id="units"><b>Units.</b> Every score, rate, accuracy and share in this report is a
-fraction in [0, 1] printed with 3 decimals (the paper prints Tables 31, 34, 51 and 88 in percent;
-here they are fractions like the rest); d′ and c are in standard-deviation units, angles in degrees,
-rank correlations ρ in [−1, 1].</p>
+<p class="note">Metrics, sections (§ = main text, A–J = supplement) and equations are those of
+<cite>{{ paper }}</cite> ({{ arxiv }}), unless an entry names another paper.</p>
+<p class="note" id="units"><b>Units.</b> Every score, rate, accuracy and share in [0, 1] is a fraction printed
+with 3 decimals (the paper prints Tables 31, 34, 51 and 88 in percent; here they are fractions like the rest).
+Counts and ranks print as integers. Quantities outside [0, 1] say their unit below: cags is ≤ 1 and negative
+when a reply is worse than guessing, severity counts taxonomic ranks, d′ and c are in standard-deviation units,
+angles in degrees, correlations ρ and r in [−1, 1], differences of fractions in [−1, 1].</p>
 <h3>Table 3 columns</h3>
-<dl class="glossary">{% for name, task, metric in columns %}<dt>{{ name }}</dt><dd>{{ task }}</dd><dd>{{ metric }}</dd>{% endfor %}</dl>
-<h3>Metrics</h3>
-<dl class="glossary">{% for name, formula, eq in metrics %}<dt>{{ name }}</dt><dd>{{ formula }}</dd><dd>{{ eq }}</dd>{% endfor %}</dl>
+<div class="scroll"><table class="glossary" id="glossary-columns"><thead><tr><th>column</th><th>task</th><th>metric</th><th>unit</th></tr></thead><tbody>
+{% for name, task, term in columns %}<tr><td>{{ name }}</td><td>{{ task }}</td><td>{{ term.name }} ({{ term.spelled }})</td><td>{{ term.unit }}</td></tr>{% endfor %}
+</tbody></table></div>
+<h3>Metrics and table columns</h3>
+<div class="scroll"><table class="glossary" id="glossary-terms"><thead><tr><th>term</th><th>spelled out</th><th>in plain words</th><th>formula</th><th>unit</th><th>defined in</th></tr></thead><tbody>
+{% for t in terms %}<tr><td><dfn>{{ t.name }}</dfn></td><td>{{ t.spelled }}</td><td>{{ t.plain }}</td><td>{{ t.formula }}</td><td>{{ t.unit }}</td><td>{{ t.section }}</td></tr>{% endfor %}
+</tbody></table></div>
 </section>
 
 {% for s in sections %}<section id="{{ s.id }}"><h2>{{ s.title }}</h2>
@@ -124,6 +147,21 @@ filters (<code>#browser?component=…&amp;tier=…&amp;page=…</code>), so a vi
 <div id="items"><p class="note">Loading…</p></div>
 </section>
 </main>
+<script>
+(function () {
+  "use strict";
+  // Table 3: show every component, or one at a time (a style rule hides the other groups' cells)
+  var bar = document.getElementById("t3-groups"); if (!bar) return;
+  var rule = document.createElement("style"); document.head.appendChild(rule);
+  Array.prototype.forEach.call(bar.querySelectorAll("button"), function (b) {
+    b.addEventListener("click", function () {
+      var c = b.getAttribute("data-comp");
+      rule.textContent = c ? "#table3 .comp:not(.comp-" + c + "){display:none}" : "";
+      Array.prototype.forEach.call(bar.querySelectorAll("button"), function (o) { o.className = o === b ? "on" : ""; });
+    });
+  });
+})();
+</script>
 <script src="browser/index.js"></script>
 <script>
 (function () {

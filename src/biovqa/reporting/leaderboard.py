@@ -316,3 +316,33 @@ def best_probabilities(board: Leaderboard) -> pd.DataFrame:
     frame.index.name = "model"
     frame.attrs["title"] = "P(best): share of bootstrap replicates in which the model ranks first (— = no replicates)"
     return frame
+
+
+def model_summary(board: Leaderboard) -> pd.DataFrame:
+    """Per generalist model and component, in one cell: in how many of the component's Table 3
+    columns it is best or tied with the best (overlapping 95% intervals), and the span of its 95%
+    rank intervals there. No score is averaged across columns or components: the paper defines no
+    overall score, so none is invented."""
+    rows: dict[str, dict[str, str]] = {}
+    for model in board.generalists:
+        row: dict[str, str] = {}
+        for component, columns in board.components.items():
+            present = [c for c in columns if c in board.value.columns and math.isfinite(board.value.loc[model, c])]
+            if not present:
+                row[component.upper()] = "—"
+                continue
+            marks = [str(board.marks.loc[model, c]) for c in present]
+            best = sum(m.startswith("best") for m in marks)
+            tied = sum("tie" in m for m in marks)
+            los = [board.rank_lo.loc[model, c] for c in present if c in board.rank_lo.columns]
+            his = [board.rank_hi.loc[model, c] for c in present if c in board.rank_hi.columns]
+            finite = [(a, b) for a, b in zip(los, his) if math.isfinite(a) and math.isfinite(b)]
+            span = (f"; ranks {int(min(a for a, _ in finite))}–{int(max(b for _, b in finite))} of "
+                    f"{len(board.generalists)}") if finite else ""
+            row[component.upper()] = f"best in {best}, tied with best in {tied} of {len(present)}{span}"
+        rows[model] = row
+    frame = pd.DataFrame.from_dict(rows, orient="index", columns=[c.upper() for c in board.components])
+    frame.index.name = "model"
+    frame.attrs["title"] = ("Per model and component: columns where it is best or tied with the best (overlapping "
+                            "95% intervals) and the span of its 95% rank intervals; no overall score is invented")
+    return frame

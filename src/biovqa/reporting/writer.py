@@ -29,7 +29,8 @@ from biovqa.bench.folder import sha256_file, staged_folder
 from biovqa.components.registry import get_component
 from biovqa.errors import BiovqaError
 from biovqa.reporting.leaderboard import (Leaderboard, Run, best_probabilities, build_leaderboard, leaderboard_table,
-                                          leaderboard_values, rank_methods, rank_ranges, with_bootstrap_ranks)
+                                          leaderboard_values, model_summary, rank_methods, rank_ranges,
+                                          with_bootstrap_ranks)
 from biovqa.scoring.pipeline import load_summary
 
 Section = tuple[str, list[tuple[str, pd.DataFrame]], list[Path]]
@@ -90,16 +91,18 @@ def load_runs(score_dirs: Sequence[str | Path], warn: Warn = _warn) -> list[Run]
     if not score_dirs:
         raise BiovqaError("no score folders given", hint="pass one or more folders written by `biovqa score`")
     runs: list[Run] = []
-    labels_seen: dict[tuple[str, str, bool], int] = defaultdict(int)
+    labels_seen: dict[tuple[str, str, bool, str], int] = defaultdict(int)
     for score_dir in score_dirs:
         summary = locate_inputs(load_summary(score_dir), score_dir, warn)
         label = str(summary["label"] or Path(score_dir).name)
         component_name = str(summary["component"])
         get_component(component_name)  # an unknown component is an error naming it
         lite = is_lite(summary)
-        labels_seen[component_name, label, lite] += 1
-        if labels_seen[component_name, label, lite] > 1:  # two runs of one model: keep both, named apart
-            label = f"{label} ({labels_seen[component_name, label, lite]})"
+        # a model's visual run and its text-only control are two kinds, not two runs of one model
+        key = (component_name, label, lite, str(summary.get("kind") or ""))
+        labels_seen[key] += 1
+        if labels_seen[key] > 1:  # two runs of one model: keep both, named apart
+            label = f"{label} ({labels_seen[key]})"
         runs.append(Run(label, component_name, summary, Path(score_dir).resolve(), lite=lite))
     return runs
 
@@ -166,7 +169,7 @@ def _write_table(out: Path, stem: str, frame: pd.DataFrame) -> None:
     """The table as CSV, Markdown and LaTeX; a table without rows is not written at all."""
     if len(frame) == 0:
         return
-    _safe_csv(_typed(frame)).to_csv(out / f"{stem}.csv", index=True)
+    _safe_csv(_typed(frame)).to_csv(out / f"{stem}.csv", index=not _numbered(frame))  # row numbers say nothing
     (out / f"{stem}.md").write_text(_markdown(frame) + "\n", encoding="utf-8")
     (out / f"{stem}.tex").write_text(_latex(frame), encoding="utf-8")
 
@@ -204,6 +207,10 @@ def _write_into(out: Path, runs: list[Run], *, with_paper: bool = False) -> None
     columns = table3_columns(runs)
     with progress_stage("report: leaderboard and rank bootstrap"):
         board = with_bootstrap_ranks(build_leaderboard(runs, columns), runs) if columns else None
+    if board is not None and with_paper:
+        from biovqa.reporting.paper import with_published
+
+        board = with_published(board)  # reference rows: never ranked or averaged (after the ranks)
     headline: list[tuple[str, pd.DataFrame]] = []
     if board is not None:
         values = leaderboard_values(board)
@@ -215,6 +222,10 @@ def _write_into(out: Path, runs: list[Run], *, with_paper: bool = False) -> None
         _write_table(out, "table3_rank_methods", rank_methods(board))
         _write_table(out, "table3_p_best", best_probabilities(board))
         headline = [("table3", shown)]
+        if board.generalists:
+            per_model = model_summary(board)
+            _write_table(out, "table3_model_summary", per_model)
+            headline.append(("table3_model_summary", per_model))
         if len(board.generalists) > 1:
             headline += [("table3_rank_ranges", rank_ranges(board)), ("table3_rank_methods", rank_methods(board)),
                          ("table3_p_best", best_probabilities(board))]
@@ -312,13 +323,19 @@ def _formatted(frame: pd.DataFrame) -> pd.DataFrame:
     return shown
 
 
+def _numbered(frame: pd.DataFrame) -> bool:
+    """Whether the rows are only numbered (a plain RangeIndex): then no index column is printed."""
+    return isinstance(frame.index, pd.RangeIndex) and not frame.index.name
+
+
 def _markdown(frame: pd.DataFrame) -> str:
     shown = _formatted(frame)
-    index_name = frame.index.name or ""
-    header = [index_name, *map(str, shown.columns)]
+    lead = [] if _numbered(frame) else [frame.index.name or ""]
+    header = [*lead, *map(str, shown.columns)]
     lines = ["| " + " | ".join(map(_markdown_text, header)) + " |", "|" + "---|" * len(header)]
     for idx, row in shown.iterrows():
-        lines.append("| " + " | ".join(map(_markdown_text, [str(idx), *map(str, row.tolist())])) + " |")
+        first = [] if not lead else [str(idx)]
+        lines.append("| " + " | ".join(map(_markdown_text, [*first, *map(str, row.tolist())])) + " |")
     return "\n".join(lines)
 
 
@@ -413,11 +430,16 @@ def _html_table(frame: pd.DataFrame) -> Any:
 
 
 def _board_context(board: Leaderboard) -> dict[str, Any]:
-    from biovqa.reporting.glossary import COLUMNS
+    from biovqa.reporting.glossary import COLUMNS, TERMS
     from biovqa.reporting.leaderboard import interval_text
 
-    groups = [(name.upper(), [{"name": c, "long": " — ".join(COLUMNS.get(c, (c, "")))} for c in cols])
-              for name, cols in board.components.items()]
+    def long(column: str) -> str:
+        task, metric = COLUMNS.get(column, (column, ""))
+        term = TERMS.get(metric)
+        return f"{task} — {term.spelled} ({term.unit})" if term else task
+
+    groups = [(name.upper(), [{"name": c, "long": long(c)} for c in cols]) for name, cols in board.components.items()]
+    component_of = {c: name.upper() for name, cols in board.components.items() for c in cols}
     rows = []
     for model in board.value.index:
         cells = []
@@ -425,7 +447,8 @@ def _board_context(board: Leaderboard) -> dict[str, Any]:
             value, lo, hi = board.value.loc[model, col], board.lo.loc[model, col], board.hi.loc[model, col]
             text = interval_text(value, lo, hi)
             main, _, ci = text.partition(" ")
-            cells.append({"value": main, "ci": ci, "mark": board.marks.loc[model, col]})
+            cells.append({"value": main, "ci": ci, "mark": board.marks.loc[model, col],
+                          "component": component_of.get(col, "")})
         rows.append({"name": model, "kind": board.kind[model], "cells": cells})
     return {"groups": groups, "rows": rows}
 
@@ -433,8 +456,9 @@ def _board_context(board: Leaderboard) -> dict[str, Any]:
 def _index_html(sections: list[Section], board: Leaderboard | None, analysis: dict[str, pd.DataFrame],
                 runs: list[Run], paired: pd.DataFrame | None = None,
                 analysis_figures: Sequence[Path] = (), lite: pd.DataFrame | None = None) -> str:
-    from biovqa.reporting.glossary import COLUMNS, METRICS
+    from biovqa.reporting.glossary import ARXIV, COLUMNS, ORDERED, PAPER, TERMS
     from biovqa.reporting.html import render_page
+    from biovqa.reporting.paper import PUBLISHED, SOURCE
 
     rendered = []
     toc = [{"id": "leaderboard", "title": "Leaderboard (Table 3)"}]
@@ -465,8 +489,11 @@ def _index_html(sections: list[Section], board: Leaderboard | None, analysis: di
         "analysis": [{"title": _title(name, frame), "html": _html_table(frame)} for name, frame in analysis.items()],
         "analysis_figures": [{"alt": f.stem, "data": base64.b64encode(f.read_bytes()).decode("ascii")}
                              for f in analysis_figures],
-        "columns": [(c, *COLUMNS[c]) for c in COLUMNS if c in used],
-        "metrics": [(m, *METRICS[m]) for m in METRICS],
+        "columns": [(c, COLUMNS[c][0], TERMS[COLUMNS[c][1]]) for c in COLUMNS if c in used],
+        "terms": list(ORDERED),  # every term a report can show, so a glossary reads the same in every report
+        "paper": PAPER, "arxiv": ARXIV,
+        "published": SOURCE if board is not None and (board.kind == PUBLISHED).any() else None,
+        "summary": _html_table(model_summary(board)) if board is not None and board.generalists else None,
     }
     return render_page(context)
 
@@ -483,10 +510,12 @@ def _latex_text(text: str) -> str:
 def _latex(frame: pd.DataFrame) -> str:
     """A ``tabular`` (booktabs rules) of the table as printed, with its title as a comment."""
     shown = _formatted(frame)
-    header = [frame.index.name or "", *map(str, shown.columns)]
-    lines = [f"% {_latex_text(_title('', frame) or '')}", "\\begin{tabular}{l" + "r" * len(shown.columns) + "}",
+    lead = [] if _numbered(frame) else [frame.index.name or ""]
+    header = [*lead, *map(str, shown.columns)]
+    lines = [f"% {_latex_text(_title('', frame) or '')}", "\\begin{tabular}{" + "l" * len(lead) + "r" * len(shown.columns) + "}",
              "\\toprule", " & ".join(map(_latex_text, header)) + r" \\", "\\midrule"]
     for idx, row in shown.iterrows():
-        lines.append(" & ".join(map(_latex_text, [str(idx), *map(str, row.tolist())])) + r" \\")
+        first = [] if not lead else [str(idx)]
+        lines.append(" & ".join(map(_latex_text, [*first, *map(str, row.tolist())])) + r" \\")
     lines += ["\\bottomrule", "\\end{tabular}", ""]
     return "\n".join(lines)
