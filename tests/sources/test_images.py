@@ -77,3 +77,14 @@ def test_a_file_over_the_byte_limit(tmp_path: Path, monkeypatch: pytest.MonkeyPa
     (tmp_path / "x.png").write_bytes(data)
     assert limits.inspect_image_file(tmp_path / "x.png") == limits.OVER_BYTES
     assert limits.inspect_image_file(tmp_path / "missing.png") == limits.UNREADABLE
+
+
+def test_a_png_whose_body_is_damaged_but_whose_end_survived_is_refused() -> None:
+    data = bytearray(noisy("PNG"))
+    middle = len(data) // 2
+    data[middle] ^= 0x5A  # inside IDAT: IEND intact, so the tail alone would pass it
+    assert bytes(data).endswith(b"IEND\xaeB`\x82")
+    assert limits.inspect_image(bytes(data)) == limits.UNREADABLE
+    with pytest.raises(Exception):  # what a canvas drawn from it would have met
+        with Image.open(io.BytesIO(bytes(data))) as image:
+            image.load()

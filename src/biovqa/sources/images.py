@@ -5,8 +5,9 @@ An image file is accepted only when
 * it holds at most :data:`MAX_IMAGE_BYTES` bytes;
 * its header names a size of at most :data:`MAX_IMAGE_PIXELS` pixels (a decompression bomb — a
   small file that claims 20 000² or 65 000² pixels — is refused before anything is decoded);
-* it is complete: a PNG ends with its ``IEND`` chunk, a JPEG with its end-of-image marker, a GIF
-  with its trailer, a WebP with as many bytes as its RIFF header declares;
+* it is complete: a PNG ends with its ``IEND`` chunk and every chunk holds its CRC (a damaged body
+  is caught without decompressing), a JPEG ends with its end-of-image marker, a GIF with its
+  trailer, a WebP holds as many bytes as its RIFF header declares;
 * where that fast path cannot tell (another format, a header it cannot parse, a JPEG whose end
   marker is followed by a camera trailer), Pillow decodes the file in full — within the pixel
   limit, so a decompression bomb is refused, never decoded — and a file Pillow cannot decode
@@ -117,6 +118,40 @@ def header_size(data: bytes) -> tuple[int, int] | None:
     return _header_size(io.BytesIO(data), data[:_HEAD_BYTES])
 
 
+def _png_chunks_intact(handle: BinaryIO, n_bytes: int) -> bool:
+    """Every chunk of a PNG holds the CRC its bytes give, up to an ``IEND`` that ends the file.
+
+    A PNG whose body is damaged but whose ``IEND`` survived would pass the tail check and then fail
+    when a canvas is drawn from it; the CRCs catch it for one pass of ``zlib.crc32`` over the file
+    (milliseconds for a photo), without decompressing anything."""
+    import zlib
+
+    position = 8
+    while position + 12 <= n_bytes:
+        handle.seek(position)
+        header = handle.read(8)
+        if len(header) < 8:
+            return False
+        length = struct.unpack(">I", header[:4])[0]
+        if position + 12 + length > n_bytes:
+            return False
+        crc = zlib.crc32(header[4:8])
+        remaining = length
+        while remaining:
+            block = handle.read(min(remaining, 1 << 20))
+            if not block:
+                return False
+            crc = zlib.crc32(block, crc)
+            remaining -= len(block)
+        stored = handle.read(4)
+        if len(stored) < 4 or struct.unpack(">I", stored)[0] != crc & 0xFFFFFFFF:
+            return False
+        position += 12 + length
+        if header[4:8] == b"IEND":
+            return position == n_bytes
+    return False
+
+
 def _complete(head: bytes, tail: bytes, n_bytes: int) -> bool | None:
     """True/False for the formats whose end is checked from the tail; None for other formats."""
     if head[:8] == b"\x89PNG\r\n\x1a\n":
@@ -181,6 +216,9 @@ def _inspect(handle: BinaryIO, n_bytes: int, whole: Callable[[], bytes]) -> tupl
     tail = handle.read(_TAIL_BYTES)
     complete = _complete(head, tail, n_bytes)
     size = _header_size(handle, head) if complete is not None else None
+    if complete and head[:8] == b"\x89PNG\r\n\x1a\n" and size is not None \
+            and size[0] * size[1] <= MAX_IMAGE_PIXELS:  # a bomb's header is refused without reading on
+        complete = _png_chunks_intact(handle, n_bytes)
     if size is not None:
         width, height = size
         if width <= 0 or height <= 0:
