@@ -31,7 +31,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
-from typing import Any, Callable, Iterable, Iterator, TypeVar
+from typing import Any, Callable, Iterable, Iterator, Self, TypeVar
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -195,7 +195,7 @@ class FolderLock:
             return "another process"
         return text or "another process"
 
-    def acquire(self) -> "FolderLock":
+    def acquire(self) -> Self:
         try:
             import fcntl
         except ImportError:  # pragma: no cover - Windows
@@ -239,7 +239,7 @@ class FolderLock:
             os.close(self._fd)  # closing the descriptor releases the flock
             self._fd = None
 
-    def __enter__(self) -> "FolderLock":
+    def __enter__(self) -> Self:
         return self.acquire()
 
     def __exit__(self, *exc: object) -> None:

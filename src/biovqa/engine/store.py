@@ -40,7 +40,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from biovqa.errors import BiovqaError, InputFormatError, MissingResourceError
-from biovqa.bench.folder import process_alive, write_json, write_parquet
+from biovqa.bench.folder import FolderLock, process_alive, write_json, write_parquet
 from biovqa.records import PREDICTION_SCHEMA
 from biovqa.engine.backends.base import Reply
 
@@ -188,61 +188,19 @@ def refuse_if_different(run_dir: str | Path, header: StoreHeader, *,
 LOCK_FILE = ".biovqa-run.lock"
 
 
-class RunLock:
-    """An advisory lock on a run folder (``RUN/.biovqa-run.lock``, ``flock``).
+class RunLock(FolderLock):
+    """The lock of a run folder (``RUN/.biovqa-run.lock``): :class:`~biovqa.bench.folder.FolderLock`
+    inside the folder, since a run writes it in place and resumes into it.
 
     ``biovqa run`` and the output of ``biovqa merge`` hold it exclusively for their whole life;
     ``merge`` holds its inputs shared while it reads them. A second holder is refused at once with
     the first one's pid and host, so two processes never write, compact or delete segments of one
     store together. The lock dies with its process (kill -9 included); the file stays and is reused.
-    On systems without ``fcntl`` no lock is taken.
     """
 
-    def __init__(self, run_dir: str | Path, *, shared: bool = False) -> None:
+    def __init__(self, run_dir: str | Path, *, shared: bool = False, command: str = "run") -> None:
         self.run_dir = Path(run_dir)
-        self.path = self.run_dir / LOCK_FILE
-        self.shared = shared
-        self._fd: int | None = None
-
-    def holder(self) -> str:
-        try:
-            text = self.path.read_text(encoding="utf-8").strip()
-        except (OSError, UnicodeDecodeError):
-            return "another process"
-        return text or "another process"
-
-    def acquire(self) -> RunLock:
-        try:
-            import fcntl
-        except ImportError:  # pragma: no cover - Windows
-            return self
-        self.run_dir.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
-        try:
-            fcntl.flock(fd, (fcntl.LOCK_SH if self.shared else fcntl.LOCK_EX) | fcntl.LOCK_NB)
-        except BlockingIOError:
-            os.close(fd)
-            raise BiovqaError(
-                f"this run folder is in use by {self.holder()}", file=self.run_dir,
-                hint="wait for that run to finish (or stop it), or use another --out folder; "
-                "two processes never write one run folder together",
-            ) from None
-        if not self.shared:
-            os.ftruncate(fd, 0)
-            os.write(fd, f"biovqa pid {os.getpid()} on host {socket.gethostname()}\n".encode())
-        self._fd = fd
-        return self
-
-    def release(self) -> None:
-        if self._fd is not None:
-            os.close(self._fd)  # closing the descriptor releases the flock
-            self._fd = None
-
-    def __enter__(self) -> RunLock:
-        return self.acquire()
-
-    def __exit__(self, *exc: object) -> None:
-        self.release()
+        super().__init__(self.run_dir / LOCK_FILE, folder=self.run_dir, command=command, shared=shared)
 
 
 class PredictionStore:
