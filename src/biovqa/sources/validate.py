@@ -35,6 +35,8 @@ from biovqa.errors import InputFormatError
 MAX_LINE_CHARS = 1 << 20
 #: Longest CSV field [DEFAULT]; Python's csv module refuses fields over 131 072 characters itself.
 MAX_FIELD_CHARS = 131_072
+#: Largest XML annotation file read [DEFAULT]: a Pascal VOC file is a few kB.
+MAX_XML_BYTES = 16 << 20
 #: Files or rows named per exclusion reason in a manifest.
 MAX_EXAMPLES = 20
 
@@ -197,7 +199,14 @@ def read_xml(path: str | Path) -> tuple[bytes, str]:
     """An XML file's bytes and its text, decoded in the encoding its declaration names (UTF-8
     when there is none), so that the parser's errors are about structure only."""
     path = Path(path)
-    data = path.read_bytes()
+    try:
+        n_bytes = path.stat().st_size
+        if n_bytes > MAX_XML_BYTES:
+            raise InputFormatError(f"{n_bytes:,} bytes: larger than any annotation file ({MAX_XML_BYTES:,} at most)",
+                                   file=path)
+        data = path.read_bytes()
+    except OSError as exc:
+        raise InputFormatError(f"cannot be read: {exc.strerror or exc}", file=path) from None
     declared = _XML_DECLARATION.match(data.removeprefix(codecs.BOM_UTF8))
     encoding = declared.group(1).decode("ascii") if declared else "utf-8"
     return data, decode_text(data, file=path, encoding=encoding)
@@ -266,6 +275,6 @@ def first_duplicate(ids: Iterable[Any]) -> tuple[Any, int, int] | None:
     return None
 
 
-__all__ = ["MAX_EXAMPLES", "MAX_FIELD_CHARS", "MAX_LINE_CHARS", "bounded_lines", "count_exclusion", "csv_records", "decode_text",
+__all__ = ["MAX_EXAMPLES", "MAX_FIELD_CHARS", "MAX_LINE_CHARS", "MAX_XML_BYTES", "bounded_lines", "count_exclusion", "csv_records", "decode_text",
            "first_duplicate", "integer", "iter_lines", "json_id", "number", "read_lines", "read_text", "read_xml",
            "relative_name", "summarize_exclusions"]
