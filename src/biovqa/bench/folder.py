@@ -249,7 +249,8 @@ class FolderLock:
 def output_written_by(folder: str | Path) -> str | None:
     """The biovqa command whose output ``folder`` holds, recognised by the file that makes it
     usable: ``"demo"``, ``"export"``, ``"run"``, ``"merge"``, ``"score"``, ``"report"``,
-    ``"lite"`` or ``"build <component>"``; None for anything else (or an empty folder)."""
+    ``"taxonomy index"``, ``"lite"`` or ``"build <component>"``; None for anything else (or an
+    empty folder)."""
     folder = Path(folder)
     if (folder / ".biovqa-demo.json").is_file():
         return "demo"
@@ -265,6 +266,8 @@ def output_written_by(folder: str | Path) -> str | None:
         return "score"
     if (folder / "index.json").is_file() and (folder / "index.html").is_file():
         return "report"
+    if (folder / "index.json").is_file() and (folder / "taxa.parquet").is_file():
+        return "taxonomy index"
     if (folder / MANIFEST_FILE).is_file():
         try:
             manifest = json.loads((folder / MANIFEST_FILE).read_bytes().decode("utf-8"))

@@ -9,16 +9,20 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from biovqa.cli._app import OverwriteOption, console
+
 
 def index_command(
     backbone: Annotated[Path, typer.Argument(help="GBIF Backbone DwC-A: backbone.zip or its unpacked folder")],
     out: Annotated[Path, typer.Option("--out", "-o", help="index folder to write")],
+    overwrite: OverwriteOption = False,
 ) -> None:
     """Build the taxonomy index (accepted taxa, synonym map, vernacular names) from the Backbone."""
+    from biovqa.bench.folder import claim_output
     from biovqa.taxonomy.index import build_index
 
-    console = Console(stderr=True)
-    card = build_index(backbone, out, console=console)
+    with claim_output(out, command="taxonomy index", overwrite=overwrite):
+        card = build_index(backbone, out, console=console)
     counts, timing = card["counts"], card["timing"]
     console.print(
         f"[green]index written[/green] to {out}: {card['rows']:,} Taxon rows in "
