@@ -48,8 +48,10 @@ def demo_bench(tmp_path_factory: pytest.TempPathFactory, demo_data: Path, demo_i
 
 
 @pytest.fixture()
-def bench_copy(tmp_path: Path, demo_bench: Path, demo_images: Path) -> Path:
-    """A private copy of the demo benchmark, its images included, that a test may damage."""
+def bench_copy(tmp_path: Path, demo_bench: Path, demo_images: Path, demo_index: Path) -> Path:
+    """A private copy of the demo benchmark, its images included, that a test may damage (its
+    manifest names the copied images and the shared index by absolute path, which readers accept
+    beside the relative paths a build records)."""
     import json
 
     target = tmp_path / "bench"
@@ -58,6 +60,7 @@ def bench_copy(tmp_path: Path, demo_bench: Path, demo_images: Path) -> Path:
     shutil.copytree(demo_images, images)
     manifest = json.loads((target / "manifest.json").read_text(encoding="utf-8"))
     manifest["images_root"] = str(images)
+    manifest["taxonomy_index"] = str(demo_index.resolve())
     (target / "manifest.json").write_text(json.dumps(manifest), encoding="utf-8")
     return target
 

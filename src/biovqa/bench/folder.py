@@ -553,6 +553,16 @@ def bench_relative(path: str | Path, out: str | Path) -> str:
     return str(path)
 
 
+def relative_to_bench(path: str | Path, out: str | Path) -> str:
+    """``path`` (a source folder or file outside the benchmark) as seen from the benchmark folder
+    ``out`` (POSIX, ``..`` allowed), however it was given (relative, absolute, through a link):
+    what a manifest records, so that no builder path is written and a benchmark moved together
+    with its sources still finds them. A build writes into a staging sibling of ``out`` (same
+    parent), so the path holds for the final folder too; :meth:`Bench.images_root` and the
+    scorers resolve it against the folder they open."""
+    return Path(os.path.relpath(Path(path).resolve(), Path(out).resolve())).as_posix()
+
+
 def _side_files(root: Path, skip: Iterable[str] = ()) -> list[str]:
     """Relative paths of a benchmark's side files: everything but the items, the manifest,
     rendered images, the listed caches and hidden (temporary) names, sorted."""

@@ -26,6 +26,7 @@ from biovqa.bench.folder import (
     RENDERED_PREFIX,
     Bench,
     open_bench,
+    relative_to_bench,
     staged_folder,
     write_bench,
 )
@@ -56,6 +57,15 @@ def _rebased_image_roots(bench: Bench, out: Path) -> dict[str, Any]:
         rebased[source] = str(root) if path.is_absolute() else Path(
             os.path.relpath((bench.root / path).resolve(), out.resolve())).as_posix()
     return {"image_roots": rebased}
+
+
+def _rebased_taxonomy_index(bench: Bench, out: Path) -> dict[str, Any]:
+    """The parent's ``taxonomy_index`` (C1) as seen from the Lite folder ``out``: a path recorded
+    relative to the parent's folder is rewritten relative to ``out``."""
+    recorded = bench.manifest.get("taxonomy_index")
+    if not isinstance(recorded, str) or Path(recorded).is_absolute():
+        return {}
+    return {"taxonomy_index": relative_to_bench(bench.root / recorded, out)}
 
 
 def largest_remainder(sizes: dict[Any, int], n: int) -> dict[Any, int]:
@@ -138,9 +148,10 @@ def make_lite(bench_path: str | Path, out: str | Path, *, per_task: int = PER_TA
                 shutil.copyfile(entry, stage / entry.name)
         write_bench(stage, items, component=bench.component, generator="biovqa.lite", seed=seed, sources={},
                     parameters={"per_task": per_task, "seed": seed},
-                    extra={"images_root": str(bench.images_root().resolve()),
+                    extra={"images_root": relative_to_bench(bench.images_root(), out),
                            # what the component's scorer reads from its bench (C1: the index)
                            **{key: bench.manifest[key] for key in LITE_INHERITED_KEYS if key in bench.manifest},
+                           **_rebased_taxonomy_index(bench, Path(out)),
                            **_rebased_image_roots(bench, Path(out)),
                            "lite": {"parent_manifest_sha256": bench.manifest_sha256,
                                     "parent_items_sha256": bench.manifest.get("items_sha256"),

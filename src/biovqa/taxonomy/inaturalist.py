@@ -135,7 +135,8 @@ class INaturalistNames:
         return []
 
     def card(self) -> dict[str, Any]:
-        """Path, sha256 and size of what was read (for the benchmark manifest)."""
+        """Name, sha256 and size of what was read (for the benchmark manifest: the file or folder
+        name only, never the builder's path)."""
         files = [self.path] if self.path.is_file() else sorted(
             p for p in self.path.iterdir() if p.name.lower() in (TAXA_MEMBER.lower(), ENGLISH_MEMBER.lower()))
         digest = hashlib.sha256()
@@ -144,7 +145,7 @@ class INaturalistNames:
             with open(file, "rb") as handle:
                 digest.update(hashlib.file_digest(handle, "sha256").digest())
             size += file.stat().st_size
-        return {"path": str(self.path.resolve()), "sha256": digest.hexdigest(), "bytes": size,
+        return {"file": self.path.name, "sha256": digest.hexdigest(), "bytes": size,
                 "taxa_with_english_names": len(self._names)}
 
 

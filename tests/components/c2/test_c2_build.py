@@ -80,7 +80,9 @@ def test_manifest_records_counts_rule_and_images(built, cub_dir: Path) -> None:
         assert entry["difference"] == produced[family] - fam.PAPER_COUNTS[family]
     assert sum(fam.PAPER_COUNTS.values()) == 824_104
     assert manifest["parameters"]["certainty_rule"]["true_min_certainty"] == 3
-    assert manifest["images_root"] == str((cub_dir / "images").resolve())
+    # relative to the benchmark folder (no builder path), resolving to the CUB images folder
+    assert not Path(manifest["images_root"]).is_absolute()
+    assert bench.images_root().resolve() == (cub_dir / "images").resolve()
     assert manifest["images"] == {"source": 18, "rendered": 18, "total": 36}
     assert manifest["exclusions"] == {}
     assert {"image_attribute_labels", "part_locs", "attributes", "cub_names"} <= set(manifest["sources"])

@@ -265,7 +265,7 @@ def test_open_genus_count_leaves_out_one_class(all_classes, tmp_path) -> None:
     # 60 images per such class on the real CUB: 11 788 − 60 = 11 728, 11 788 − 2·60 = 11 668
     assert (11_788 - 60, 11_788 - 120) == (counts["open_genus"]["expected_paper_count"],
                                            counts["open_scientific_name"]["expected_paper_count"])
-    root = Path(all_classes.manifest["images_root"]).parent
+    root = all_classes.images_root().parent
     every = build_c2(root, tmp_path / "every", no_genus_classes=())
     assert every.manifest["family_counts"]["open_genus"]["produced"] == 200
 

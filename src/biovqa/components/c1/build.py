@@ -31,7 +31,7 @@ import pyarrow.compute as pc
 import typer
 
 from biovqa.errors import BiovqaError, MissingResourceError
-from biovqa.bench.folder import Bench, staged_build, write_bench, write_parquet
+from biovqa.bench.folder import Bench, relative_to_bench, staged_build, write_bench, write_parquet
 from biovqa.records import TREE_RANKS
 from biovqa.sources.treeoflife import read_catalog
 from biovqa.taxonomy.tree import RANK_DEPTH, BenchmarkTree, build_tree
@@ -712,8 +712,10 @@ def build_c1(
         sources={"catalog": catalog, "common_name_overrides": overrides} if overrides else {"catalog": catalog},
         parameters=parameters,
         extra={
-            "images_root": str(images.resolve()),
-            "taxonomy_index": str(backbone.resolve()),
+            # relative to the benchmark folder: no builder path, and a benchmark moved together
+            # with its photos and index still finds them (Bench.images_root, the C1 scorer)
+            "images_root": relative_to_bench(images, out),
+            "taxonomy_index": relative_to_bench(backbone, out),
             "taxonomy_index_card": _index_card(backbone),
             "images": int(len(selected)),
             "exclusions": exclusions,

@@ -10,7 +10,8 @@ Pipeline (paper §3.2, App. A.2, paper App. K.2):
    which records the exclusions per reason, the certainty rule and, per family, the produced count
    beside the paper's (Table 7).
 
-Source-photo items point at the CUB ``images/`` folder (``images_root`` in the manifest); marker
+Source-photo items point at the CUB ``images/`` folder (``images_root`` in the manifest, recorded
+relative to the benchmark folder so that a benchmark moved with its CUB folder still finds it); marker
 items point at ``rendered/…`` inside the benchmark folder (``Bench.resolve_image`` resolves both).
 """
 
@@ -28,7 +29,7 @@ import pyarrow.compute as pc
 import typer
 
 from biovqa.errors import InputFormatError, MissingResourceError
-from biovqa.bench.folder import Bench, sha256_file, staged_build, write_bench, write_json
+from biovqa.bench.folder import Bench, relative_to_bench, sha256_file, staged_build, write_bench, write_json
 from biovqa.records import ITEM_COLUMNS
 from biovqa.sources.cub import CubDataset, read_cub
 from biovqa.text import normalize_c2
@@ -434,7 +435,7 @@ def build_c2(
         out, table, component="c2", generator=GENERATOR, seed=seed, sources=sources,
         parameters=parameters,
         extra={
-            "images_root": str(cub.images_dir.resolve()),
+            "images_root": relative_to_bench(cub.images_dir, out),  # moves with the bench
             "images": {"source": cub.n_images, "rendered": len(jobs), "total": cub.n_images + len(jobs)},
             "exclusions": dict(sorted(cub.exclusions.items())),
             "exclusion_examples": cub.exclusion_examples,
