@@ -50,6 +50,8 @@ def test_items_canvases_and_manifest(c4_bench: Path) -> None:
     assert checks["random"]["margin"] is not None
     entry = manifest["datasets"]["whaleshark"]
     assert entry["exclusions"] == {"no viewpoint": 1, "unknown identity": 1}
+    (unknown,) = entry["exclusion_examples"]["unknown identity"]  # named: its row and photo
+    assert unknown.startswith("row ") and unknown.endswith(".jpg)")
     assert entry["conditions"]["random"]["produced_per_kind"] == PAIRS
     assert manifest["embedding"]["whaleshark"] == {"crops": 30}
     assert biovqa.audit(c4_bench)

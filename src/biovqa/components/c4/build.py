@@ -30,6 +30,7 @@ import typer
 from biovqa.bench.folder import Bench, bench_relative, staged_build, write_bench
 from biovqa.errors import BiovqaError, InputFormatError
 from biovqa.records import ITEM_COLUMNS
+from biovqa.sources.validate import count_exclusion
 from biovqa.sources.wildlife import CATALOG_SPECIES, READERS, read_wildlife_catalog
 from biovqa.components.c4.pairs import CONDITIONS, PairResult, auc, build_pairs
 from biovqa.components.c4.parser import C4_INSTRUCTION, C4_QUESTION
@@ -277,8 +278,10 @@ def build_c4(
     for name, (catalog, known) in read.items():
         sources[f"{name}_annotations"] = catalog.annotation_file
         exclusions = dict(catalog.exclusions)
-        if len(known) < len(catalog.annotations):
-            exclusions[EXCLUDED_UNKNOWN_IDENTITY] = len(catalog.annotations) - len(known)
+        examples = {reason: list(names) for reason, names in catalog.exclusion_examples.items()}
+        for annotation in (a for a in catalog.annotations if a.identity is None):
+            count_exclusion(exclusions, examples, EXCLUDED_UNKNOWN_IDENTITY,
+                            [f"row {annotation.row} ({annotation.file_name})"])
         identity = _codes([a.identity for a in known])
         group = _codes([a.viewpoint for a in known])
         per_identity = np.bincount(identity[identity >= 0], minlength=1) if len(known) else np.zeros(0, int)
@@ -298,7 +301,8 @@ def build_c4(
             "annotations_read": len(catalog.annotations) + sum(catalog.exclusions.values()),
             "annotations_used": len(known),
             "exclusions": dict(sorted(exclusions.items())),
-            "exclusion_examples": catalog.exclusion_examples,  # the first photos of each reason
+            # the first photos (unknown identity: annotation rows) of each reason
+            "exclusion_examples": dict(sorted(examples.items())),
             "notes": catalog.notes,
             "identities": int((per_identity > 0).sum()),
             "identities_with_one_annotation": int((per_identity == 1).sum()),
