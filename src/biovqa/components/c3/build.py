@@ -34,7 +34,7 @@ import numpy as np
 import pyarrow as pa
 import typer
 
-from biovqa.bench.folder import Bench, staged_build, write_bench
+from biovqa.bench.folder import Bench, relative_to_bench, staged_build, write_bench
 from biovqa.errors import BiovqaError, did_you_mean
 from biovqa.components.c3 import tasks as T
 from biovqa.components.c3.render import COLOURS, CanvasJob, Panel, Shape, SourcePhoto, render_all, single
@@ -970,7 +970,7 @@ def build_c3(
             "images_root": ".",
             # relative to the benchmark folder: the bench and its sources move together; a release
             # takes --images ROOT/<source>/… instead (no host path is recorded anywhere)
-            "image_roots": {k: _relative_root(roots[k], out) for k in sorted(builder.referenced)},
+            "image_roots": {k: relative_to_bench(roots[k], out) for k in sorted(builder.referenced)},
             "source_forms": _source_forms(paths, roots, gzcd_form),
             "counting_sources": counting_sources,
             "subsets": {s.id: {"dataset": s.dataset, "noun": s.noun, "available": s.available,
@@ -1030,12 +1030,6 @@ def _counting_sources(paths: Mapping[str, Path], gzcd_form: str | None, declared
         else:
             out[name] = {"counting": True, "basis": COUNT_BASIS[key]}
     return out
-
-
-def _relative_root(root: Path, out: Path) -> str:
-    """``root`` relative to the benchmark folder ``out`` (POSIX): the staging sibling ``out`` is
-    built in has the same parent as the final folder, so the path holds for both."""
-    return Path(os.path.relpath(Path(root).resolve(), Path(out).resolve())).as_posix()
 
 
 def _source_forms(paths: Mapping[str, Path], roots: Mapping[str, Path], gzcd_form: str | None) -> dict[str, Any]:

@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -35,7 +34,7 @@ import numpy as np
 import pyarrow as pa
 import typer
 
-from biovqa.bench.folder import staged_build
+from biovqa.bench.folder import relative_to_bench, staged_build
 from biovqa.components.hca.distractors import (POLICIES, SMALL_LEVEL_POLICIES, ClipScorer, random_distractors,
                                                seeded_rng, similarity_distractors, taxonomy_distractors)
 from biovqa.components.hca.prompts import (COT_MAX_NEW_TOKENS, LETTERS, TEMPLATES, TEXT_CLOSING, TEXT_SYSTEM_PROMPT,
@@ -554,14 +553,7 @@ def build_hca(out: str | Path, *, taxonomy: str | Path | None = None, images: st
         Path(temporary).write_text("\n".join(released_lines(rows)) + "\n", encoding="utf-8")
     return write_bench(out, table, component=COMPONENT, generator="biovqa.components.hca.build", seed=seed,
                        sources=sources, parameters=parameters,
-                       extra={**extra, "images_root": relative_root(Path(root), Path(out))})
-
-
-def relative_root(root: Path, out: Path) -> str:
-    """The images folder relative to the benchmark folder (POSIX), so that no builder path is
-    recorded and a bench moved together with its photos still finds them (the staging sibling a
-    build writes into has the final folder's parent, so the path holds for both)."""
-    return Path(os.path.relpath(root.resolve(), out.resolve())).as_posix()
+                       extra={**extra, "images_root": relative_to_bench(root, out)})
 
 
 def build_command(
