@@ -39,7 +39,7 @@ def figure(path: str | Path, figsize: tuple[float, float], *, nrows: int = 1, nc
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.tight_layout()
-    fig.savefig(path, dpi=dpi, metadata={"Software": None})
+    fig.savefig(path, dpi=dpi, metadata={"Software": None}, bbox_inches="tight", pad_inches=0.1)
 
 
 def series_offsets(n_series: int, slot: float = 0.8) -> tuple[np.ndarray, float]:
@@ -74,14 +74,16 @@ def grouped_bars(ax: Any, categories: Sequence[str],
 
 
 def legend(ax: Any, n_series: int, *, columns: int = 3, below: bool = False) -> None:
-    """A small legend (none without series); ``below`` puts it under the axes, frameless."""
+    """A small legend (none without series), always outside the data: ``below`` puts it under the
+    axes and their tick labels, otherwise it stands to the right of the axes; frameless. The figure
+    is saved with a tight bounding box, so an outside legend is never cut off."""
     if n_series <= 0:
         return
     if below:
         ax.legend(fontsize="small", ncol=min(columns, n_series), frameon=False, loc="upper center",
-                  bbox_to_anchor=(0.5, -0.08))
+                  bbox_to_anchor=(0.5, -0.22))
     else:
-        ax.legend(fontsize="small", ncol=min(columns, n_series))
+        ax.legend(fontsize="small", ncol=1, frameon=False, loc="upper left", bbox_to_anchor=(1.01, 1.0))
 
 
 __all__ = ["DPI", "figure", "grouped_bars", "legend", "series_offsets", "whiskers"]

@@ -176,28 +176,39 @@ def _diagnosis(row: Any) -> str:
     return "calibrates only" if calibrates else "neither"
 
 
-def figures(summaries: list[tuple[str, dict]], out_dir: str | Path) -> list[Path]:
-    """Each model's Table 3 score (dot) against its own floor (bar) for every C3 task."""
-    from biovqa.reporting.plots import figure, legend, series_offsets
+#: the Table 3 metric of each C3 column, for the figure's tick labels
+METRIC_OF: dict[str, str] = {"cnt": "macro cas", "rcnt": "bal. acc.", "adst": "acc@20", "rdst": "bal. acc.",
+                             "lcl": "mean IoU", "rpos": "bal. acc.", "view": "macroVAS", "ocr": "EM"}
 
+
+def figures(summaries: list[tuple[str, dict]], out_dir: str | Path) -> list[Path]:
+    """Each model's Table 3 score (a dot with its 95% interval) against its own image-blind floor
+    (a bar in the same colour, fitted on that model's parsed replies) for every C3 task; floor runs
+    are not models and get no dot."""
+    from biovqa.reporting.leaderboard import without_floors
+    from biovqa.reporting.plots import figure, legend, series_offsets, whiskers
+
+    models = without_floors(summaries) or summaries
     path = Path(out_dir) / "c3_model_vs_floor.png"
     columns = list(TABLE3)
     x = np.arange(len(columns))
-    offsets, width = series_offsets(len(summaries))
-    with figure(path, (9.0, 4.5), dpi=110) as (_, ax):
-        for k, (offset, (label, s)) in enumerate(zip(offsets, summaries)):
-            scores = [_v((s.get("table3") or {}).get(c)) for c in columns]
+    offsets, width = series_offsets(len(models))
+    with figure(path, (max(9.0, 0.9 * len(columns) + 0.35 * len(models)), 4.8), dpi=110) as (_, ax):
+        for k, (offset, (label, s)) in enumerate(zip(offsets, models)):
+            colour = f"C{k % 10}"
+            t3 = s.get("table3") or {}
+            scores = [_v(t3.get(c)) for c in columns]
+            lo = [_v((t3.get(c) or {}).get("lo")) if isinstance(t3.get(c), dict) else math.nan for c in columns]
+            hi = [_v((t3.get(c) or {}).get("hi")) if isinstance(t3.get(c), dict) else math.nan for c in columns]
             floor = [floor_value(s, c) for c in columns]
-            ax.bar(x + offset, np.nan_to_num(floor), width, color="lightgrey", edgecolor="grey",
-                   label="bar: the model's image-blind floor φ (fitted on its parsed replies)" if k == 0 else None)
-            ax.scatter(x + offset, scores, zorder=3, label=f"dot: {label}", s=18)
+            ax.bar(x + offset, np.nan_to_num(floor), width, color=colour, alpha=0.25, edgecolor=colour,
+                   label=f"{label}: its floor φ (bar)")
+            ax.errorbar(x + offset, scores, yerr=whiskers(scores, lo, hi), fmt="o", color=colour, markersize=4,
+                        capsize=2, zorder=3, label=f"{label}: score, 95% CI (dot)")
         ax.set_xticks(x)
-        ax.set_xticklabels(columns)
+        ax.set_xticklabels([f"{c}\n{METRIC_OF.get(c, '')}" for c in columns], fontsize="small")
         ax.set_ylim(0, 1.05)
-        ax.set_ylabel("Table 3 metric")
-        ax.set_title("C3: each model against its image-blind floors")
-        legend(ax, len(summaries) + 1, columns=2, below=True)
+        ax.set_ylabel("score on the task's Table 3 metric (tick label)")
+        ax.set_title("C3: each model against its own image-blind floor")
+        legend(ax, 2 * len(models), columns=2, below=True)
     return [path]
-
-
-__all__ = ["figures", "floor_value", "tables"]
