@@ -33,12 +33,30 @@ def export(
     out: Annotated[Path, typer.Option("--out", "-o", help="Hugging Face dataset folder to write")],
     shard_rows: Annotated[int, typer.Option("--shard-rows", help="items per Parquet shard")] = 50_000,
     repo_id: Annotated[str, typer.Option("--repo-id", help="hub id named in the dataset card")] = "imageomics/Bio-VQA",
+    format: Annotated[str, typer.Option("--format", help="hf: a Hugging Face dataset folder; lmms-eval: a task folder for `lmms-eval --include_path OUT --tasks biovqa_c1`")] = "hf",
+    model: Annotated[Optional[str], typer.Option("--model", help="lmms-eval format: the model whose prompt wrappers the documents carry (as biovqa run --model)")] = None,
+    preset: Annotated[Optional[str], typer.Option("--preset", help="lmms-eval format: name the model preset outright")] = None,
     overwrite: OverwriteOption = False,
 ) -> None:
-    """Write benchmarks as a Hugging Face dataset folder (Parquet shards, rendered images, card)."""
+    """Write benchmarks as a Hugging Face dataset folder (Parquet shards, rendered images, card),
+    or as an lmms-eval task folder (--format lmms-eval)."""
     from biovqa.bench.folder import claim_output
     from biovqa.bench.hub import export_bench
+    from biovqa.errors import BiovqaError
 
+    if format not in ("hf", "lmms-eval"):
+        raise BiovqaError(f"unknown export format {format!r}", field="--format", hint="use hf or lmms-eval")
+    if format == "lmms-eval":
+        from biovqa.interop.lmms_eval import export_lmms_eval, task_name
+        from biovqa.bench import open_bench
+
+        opened = [open_bench(b) for b in benches]
+        with claim_output(out, command="export", overwrite=overwrite):
+            folder = export_lmms_eval(opened, out, model=model, preset=preset)
+        tasks = ",".join(task_name(b.component) for b in opened)
+        console.print(f"[green]lmms-eval task folder written[/green]: {folder} (run with `lmms-eval --model … "
+                      f"--include_path {folder} --tasks {tasks} --log_samples --output_path OUT`)", highlight=False)
+        return
     with claim_output(out, command="export", overwrite=overwrite):
         folder = export_bench(benches, out, shard_rows=shard_rows, repo_id=repo_id, console=console)
     # huggingface_hub ≥ 0.34 ships the `hf` command (`huggingface-cli` is gone from new installs)
