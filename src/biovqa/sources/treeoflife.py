@@ -3,6 +3,11 @@
 The catalog is Parquet (``dataset/catalog.parquet``) or CSV with one row per image: ``uuid``, the
 lineage ``kingdom … genus``, ``species`` (the binomial), ``scientific_name`` and ``common_name``
 (multilingual, no language tag). Extra columns are kept. Any rank may be null.
+
+The common names are TaxonoPy's: where a species has no name of its own, TaxonoPy fills in the
+name of a higher rank ("Orchid" for the orchid *Laelia rosea*, Erebidae's "Underwing, Tiger,
+Tussock, And Allied Moths" for the moth *Laelia rosea*), so an English name here is not always the
+species' name; the C1 build counts such names (:func:`biovqa.taxonomy.english.higher_rank_names`).
 """
 
 from __future__ import annotations

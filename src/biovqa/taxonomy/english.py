@@ -24,6 +24,13 @@ settles it:
 
 :func:`english_common_names_detailed` also says, per pair, which test settled or rejected it;
 the C1 builder counts these in its manifest.
+
+A catalog name may also be English and still not the species' name: TreeOfLife-200M takes its
+common names from TaxonoPy, which fills a species without a name of its own with a higher rank's
+(the moth *Laelia rosea* is "Underwing, Tiger, Tussock, And Allied Moths", the orchid *Laelia
+rosea* "Orchid"). :func:`higher_rank_names` finds them (an ancestor's Backbone vernacular, the
+"… and allied …" form) and offers the species' own English vernacular; the C1 build counts them
+and keeps, replaces or excludes them (:data:`HIGHER_RANK_POLICIES`).
 """
 
 from __future__ import annotations
@@ -344,3 +351,174 @@ def english_common_names_detailed(
             names.append(None)
             sources.append("unresolved")
     return EnglishNames(names=names, sources=sources, triage=triages)
+
+
+# --------------------------------------------------------------------------------------------
+# catalog names that are a higher rank's name
+
+#: What a build does with a catalog common name that is really a higher rank's name: ``keep``
+#: it (the paper's items, which took the catalog's names as they are; App. E.7 resolves such a
+#: name to the taxon it denotes through the vernacular index), ``replace`` it with the species'
+#: own English vernacular in the Backbone, or ``exclude`` the image.
+HIGHER_RANK_POLICIES: tuple[str, ...] = ("keep", "replace", "exclude")
+#: Ancestor ranks whose vernaculars a catalog name is compared with, lowest first.
+ANCESTOR_RANKS: tuple[str, ...] = ("genus", "family", "order", "class", "phylum", "kingdom")
+#: The "… And Allied …" phrasing of a group name (GBIF's name of a family or superfamily, e.g.
+#: Erebidae's "Underwing, Tiger, Tussock, And Allied Moths"), never a species' own name.
+ALLIED_PATTERN = re.compile(r"\band\s+allied\b", re.IGNORECASE)
+ALLIED_REASON = "and_allied"
+
+
+@dataclass(frozen=True)
+class HigherRankNames:
+    """Per (lineage, common name) pair: why the name is a higher rank's name (None: it is not;
+    an ancestor rank of :data:`ANCESTOR_RANKS` whose Backbone vernacular it is; or
+    :data:`ALLIED_REASON`), and the species' own English vernacular in the Backbone (None when
+    the Backbone has none that passes the gate and is not itself a higher rank's name; only
+    looked up for flagged pairs)."""
+
+    reasons: list[str | None]
+    species_names: list[str | None]
+
+
+def _name_key(normalized: str) -> str:
+    """A normalized name with a plural ``s`` of its last word dropped ("orchids" = "orchid")."""
+    return normalized[:-1] if len(normalized) > 3 and normalized.endswith("s") else normalized
+
+
+def higher_rank_names(lineages: Sequence[dict[str, str | None]], names: Sequence[str | None],
+                      index: TaxonomyIndex | None) -> HigherRankNames:
+    """Which catalog common names are really a higher rank's name.
+
+    TreeOfLife-200M's common names come from TaxonoPy, which fills a species without a name of
+    its own with the name of a higher rank: the moth *Laelia rosea* gets Erebidae's
+    "Underwing, Tiger, Tussock, And Allied Moths", the orchid *Laelia rosea* gets "Orchid". A
+    name counts as a higher rank's when it is not among the species' own vernaculars (any
+    language) in the Backbone and either equals (plural ``s`` aside) a vernacular of one of its
+    ancestors (the catalog lineage's genus … kingdom, located in the Backbone by name, rank and
+    agreeing lineage, so homonyms stay apart) or has the "… and allied …" form.
+
+    ``lineages`` are the catalog's ranks per pair (``kingdom`` … ``genus``, ``species`` the
+    binomial); without an index only the "… and allied …" form is recognised."""
+    if len(lineages) != len(names):
+        raise ValueError(f"{len(lineages)} lineages but {len(names)} names")
+    keys = [_name_key(normalize_c1(n)) if _clean(n) else "" for n in names]
+    allied = [bool(n) and ALLIED_PATTERN.search(str(n)) is not None for n in names]
+    if index is None:
+        return HigherRankNames(reasons=[ALLIED_REASON if a else None for a in allied],
+                               species_names=[None] * len(names))
+    species_ids = _species_taxa(index, lineages)
+    ancestor_ids = _ancestor_taxa(index, lineages)
+    wanted = {i for ids in species_ids for i in ids} | {i for per in ancestor_ids for ids in per.values() for i in ids}
+    vernacular_keys = _vernacular_keys(index, wanted)
+
+    reasons: list[str | None] = []
+    for i, key in enumerate(keys):
+        own = set().union(*(vernacular_keys.get(t, set()) for t in species_ids[i]))
+        reason: str | None = None
+        if key and key not in own:
+            reason = next((rank for rank in ANCESTOR_RANKS if any(
+                key in vernacular_keys.get(t, ()) for t in ancestor_ids[i].get(rank, ()))), None)
+            if reason is None and allied[i]:
+                reason = ALLIED_REASON
+        reasons.append(reason)
+
+    flagged = [i for i, r in enumerate(reasons) if r is not None]
+    candidates = index.english_vernacular_candidates_by_id(sorted({t for i in flagged for t in species_ids[i]}))
+    species_names: list[str | None] = [None] * len(names)
+    for i in flagged:
+        higher = set().union(*(vernacular_keys.get(t, set()) for ids in ancestor_ids[i].values() for t in ids))
+        for taxon in species_ids[i]:
+            chosen = next((c for c in candidates.get(taxon, []) if passes_gate(c, [lineages[i].get("species") or ""])
+                           and _name_key(normalize_c1(c)) not in higher and not ALLIED_PATTERN.search(c)), None)
+            if chosen is not None:
+                species_names[i] = chosen
+                break
+    return HigherRankNames(reasons=reasons, species_names=species_names)
+
+
+def _agreement(taxon: dict[str, Any], lineage: dict[str, str | None], above: Sequence[str]) -> int | None:
+    """How many of the ranks ``above`` a Backbone taxon shares with a catalog lineage; None when
+    the kingdoms differ (another taxon of the same name) or any shared rank disagrees."""
+    if lineage.get("kingdom") and taxon.get("kingdom") and lineage["kingdom"] != taxon["kingdom"]:
+        return None
+    agree = 0
+    for rank in above:
+        mine, theirs = lineage.get(rank), taxon.get(rank)
+        if mine and theirs:
+            if mine != theirs:
+                return None
+            agree += 1
+    return agree
+
+
+def _best(rows: list[dict[str, Any]], lineage: dict[str, str | None], above: Sequence[str]) -> list[int]:
+    """Ids of the taxa among ``rows`` that agree best with ``lineage`` (sorted)."""
+    scored = [(score, int(r["taxon_id"])) for r in rows
+              if (score := _agreement(r, lineage, above)) is not None]
+    if not scored:
+        return []
+    top = max(score for score, _ in scored)
+    return sorted(taxon for score, taxon in scored if score == top)
+
+
+def _species_taxa(index: TaxonomyIndex, lineages: Sequence[dict[str, str | None]]) -> list[list[int]]:
+    """Per lineage, the accepted Backbone species its binomial names (synonyms followed) that
+    agree best with its higher ranks."""
+    import pyarrow.compute as pc
+
+    from biovqa.taxonomy.index import LINEAGE_RANKS
+
+    keys = [normalize_c1(s) if _clean(s := lin.get("species")) else "" for lin in lineages]
+    relation = index.names
+    hits = relation.filter(pc.and_(pc.is_in(relation.column("name"), value_set=pa.array(sorted(set(keys) - {""}),
+                                                                                    pa.string())),
+                                   pc.equal(relation.column("rank"), "species")))
+    taxa = index.taxa
+    found = taxa.filter(pc.is_in(taxa.column("taxon_id"), value_set=pc.unique(hits.column("accepted_id"))))
+    lineage_of = {int(r["taxon_id"]): r for r in found.select(["taxon_id", *LINEAGE_RANKS]).to_pylist()}
+    by_name: dict[str, list[dict[str, Any]]] = {}
+    for name, accepted_id in zip(hits.column("name").to_pylist(), hits.column("accepted_id").to_pylist()):
+        if int(accepted_id) in lineage_of:
+            by_name.setdefault(name, []).append(lineage_of[int(accepted_id)])
+    return [_best(by_name.get(key, []), lin, LINEAGE_RANKS[1:]) if key else []
+            for key, lin in zip(keys, lineages)]
+
+
+def _ancestor_taxa(index: TaxonomyIndex, lineages: Sequence[dict[str, str | None]]) -> list[dict[str, list[int]]]:
+    """Per lineage, rank → the Backbone taxa of that rank and name that agree best with the ranks
+    above it."""
+    import pyarrow.compute as pc
+
+    from biovqa.taxonomy.index import LINEAGE_RANKS
+
+    wanted = sorted({v for lin in lineages for r in ANCESTOR_RANKS if (v := _clean(lin.get(r)))})
+    taxa = index.taxa
+    rows = taxa.filter(pc.and_(pc.is_in(taxa.column("name"), value_set=pa.array(wanted, pa.string())),
+                               pc.is_in(taxa.column("rank"), value_set=pa.array(ANCESTOR_RANKS)))).select(
+        ["taxon_id", "name", "rank", *LINEAGE_RANKS]).to_pylist()
+    by_key: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    for row in rows:
+        by_key.setdefault((row["rank"], row["name"]), []).append(row)
+    out: list[dict[str, list[int]]] = []
+    for lin in lineages:
+        per: dict[str, list[int]] = {}
+        for rank in ANCESTOR_RANKS:
+            name = _clean(lin.get(rank))
+            if name:
+                above = LINEAGE_RANKS[1:LINEAGE_RANKS.index(rank)] if rank in LINEAGE_RANKS else ()
+                per[rank] = _best(by_key.get((rank, name), []), lin, above)
+        out.append(per)
+    return out
+
+
+def _vernacular_keys(index: TaxonomyIndex, taxon_ids: set[int]) -> dict[int, set[str]]:
+    """Backbone taxon id → the :func:`_name_key` of each of its vernaculars (all languages)."""
+    import pyarrow.compute as pc
+
+    table = index.vernaculars
+    rows = table.filter(pc.is_in(table.column("accepted_id"), value_set=pa.array(sorted(taxon_ids), pa.int64())))
+    keys: dict[int, set[str]] = {}
+    for taxon, normalized in zip(rows.column("accepted_id").to_pylist(), rows.column("normalized").to_pylist()):
+        keys.setdefault(int(taxon), set()).add(_name_key(normalized))
+    return keys

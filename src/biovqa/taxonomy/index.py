@@ -548,28 +548,17 @@ class TaxonomyIndex:
         table = self.vernaculars
         english = table.filter(pc.and_(pc.equal(table.column("language"), ENGLISH),
                                        pc.is_in(table.column("accepted_name"), value_set=wanted)))
-        if english.num_rows == 0:
-            return {}
-        keys = ["accepted_name", "normalized"]
-        by_name = english.group_by(keys).aggregate([("vernacular", "count")])
-        by_name = by_name.rename_columns([*keys, "sources"])
-        by_name = by_name.append_column("length", pc.utf8_length(by_name.column("normalized")))
-        spellings = english.group_by([*keys, "vernacular"]).aggregate([("language", "count")])
-        spellings = spellings.rename_columns([*keys, "vernacular", "n"])
-        spellings = spellings.take(pc.sort_indices(spellings, sort_keys=[
-            ("accepted_name", "ascending"), ("normalized", "ascending"), ("n", "descending"),
-            ("vernacular", "ascending")]))
-        spelling: dict[tuple[str, str], str] = {}
-        for name, normalized, vernacular in zip(*(spellings.column(c).to_pylist()
-                                                  for c in (*keys, "vernacular"))):
-            spelling.setdefault((name, normalized), vernacular)
-        by_name = by_name.take(pc.sort_indices(by_name, sort_keys=[
-            ("accepted_name", "ascending"), ("sources", "descending"), ("length", "ascending"),
-            ("normalized", "ascending")]))
-        ranked: dict[str, list[str]] = {}
-        for name, normalized in zip(*(by_name.column(c).to_pylist() for c in keys)):
-            ranked.setdefault(name, []).append(spelling[(name, normalized)])
-        return ranked
+        return _ranked_english(english, "accepted_name")
+
+    def english_vernacular_candidates_by_id(self, accepted_ids: Sequence[int]) -> dict[int, list[str]]:
+        """:meth:`english_vernacular_candidates` of single taxa (Backbone ids), so that homonyms
+        stay apart: the moth *Laelia rosea* (Erebidae) and the orchid *Laelia rosea* share a
+        name but not their vernaculars."""
+        wanted = pa.array(sorted({int(i) for i in accepted_ids}), pa.int64())
+        table = self.vernaculars
+        english = table.filter(pc.and_(pc.equal(table.column("language"), ENGLISH),
+                                       pc.is_in(table.column("accepted_id"), value_set=wanted)))
+        return _ranked_english(english, "accepted_id")
 
     def vernacular_languages(self, accepted_names: Sequence[str],
                              normalized_vernaculars: Sequence[str]) -> list[frozenset[str]]:
@@ -589,6 +578,30 @@ class TaxonomyIndex:
                                               joined.column("language").to_pylist()):
             found.setdefault((name, normalized), set()).add(language or "")
         return [frozenset(found.get((a, v), ())) for a, v in zip(accepted_names, normalized_vernaculars)]
+
+
+def _ranked_english(english: pa.Table, key: str) -> dict[Any, list[str]]:
+    """English vernaculars of ``english`` (rows of the vernaculars part) per ``key`` value, best
+    first (the rule of :meth:`TaxonomyIndex.english_vernacular_candidates`)."""
+    if english.num_rows == 0:
+        return {}
+    keys = [key, "normalized"]
+    by_name = english.group_by(keys).aggregate([("vernacular", "count")])
+    by_name = by_name.rename_columns([*keys, "sources"])
+    by_name = by_name.append_column("length", pc.utf8_length(by_name.column("normalized")))
+    spellings = english.group_by([*keys, "vernacular"]).aggregate([("language", "count")])
+    spellings = spellings.rename_columns([*keys, "vernacular", "n"])
+    spellings = spellings.take(pc.sort_indices(spellings, sort_keys=[
+        (key, "ascending"), ("normalized", "ascending"), ("n", "descending"), ("vernacular", "ascending")]))
+    spelling: dict[tuple[Any, str], str] = {}
+    for name, normalized, vernacular in zip(*(spellings.column(c).to_pylist() for c in (*keys, "vernacular"))):
+        spelling.setdefault((name, normalized), vernacular)
+    by_name = by_name.take(pc.sort_indices(by_name, sort_keys=[
+        (key, "ascending"), ("sources", "descending"), ("length", "ascending"), ("normalized", "ascending")]))
+    ranked: dict[Any, list[str]] = {}
+    for name, normalized in zip(*(by_name.column(c).to_pylist() for c in keys)):
+        ranked.setdefault(name, []).append(spelling[(name, normalized)])
+    return ranked
 
 
 def _count_runs(sorted_values: pa.ChunkedArray | pa.Array) -> int:

@@ -123,6 +123,9 @@ class C1BuildOptions:
     #: ``("inaturalist", "inaturalist-taxonomy.dwca.zip")`` (paper §3.1). A mapping is
     #: accepted and turned into pairs.
     authorities: tuple[tuple[str, str], ...] = ()
+    #: what to do with a catalog common name that is really a higher rank's name
+    #: (:data:`~biovqa.taxonomy.english.HIGHER_RANK_POLICIES`); ``keep`` reproduces the paper
+    higher_rank_names: str = "keep"
 
     def __post_init__(self) -> None:
         pairs = self.authorities.items() if isinstance(self.authorities, dict) else self.authorities
@@ -136,6 +139,7 @@ class C1BuildOptions:
             "species_cap": self.species_cap,
             "groups": list(self.groups),
             "authorities": [name for name, _ in self.authorities],
+            "higher_rank_names": self.higher_rank_names,
         }
 
 
@@ -227,6 +231,64 @@ def resolve_common_names(
             triage.notna() & ~triage.isin(["en_tag", "word_list"])].value_counts().sort_index().items()},
     }
     return merged, stages
+
+
+def apply_higher_rank_names(
+    frame: pd.DataFrame, index: Any | None, policy: str, exclusions: dict[str, dict[str, int]],
+    examples: dict[str, list[str]],
+) -> tuple[pd.DataFrame, dict[str, Any]]:
+    """Find the catalog common names that are really a higher rank's name
+    (:func:`biovqa.taxonomy.english.higher_rank_names`) and apply ``policy``: ``keep`` them
+    (counted only), ``replace`` them with the species' own English vernacular in the Backbone
+    (source ``gbif_en``; an image whose species has none is excluded as
+    ``higher_rank_common_name_without_species_name``), or ``exclude`` the images
+    (``higher_rank_common_name``). Only names the catalog supplied are examined: an override or an
+    authority's name is the species' own. Adds the column ``higher_rank`` (the reason, or None)."""
+    from biovqa.taxonomy.english import higher_rank_names
+
+    lineage_columns = ["kingdom", "phylum", "class", "order", "family", "genus", "species"]
+    frame = frame.assign(higher_rank=None)
+    from_catalog = frame["common_name_source"] == "catalog"
+    pairs = (frame.loc[from_catalog, [*lineage_columns, "common_name_en"]]
+             .drop_duplicates().sort_values([*lineage_columns, "common_name_en"], na_position="last"))
+    lineages = [{k: (None if pd.isna(v) else str(v)) for k, v in row.items()}
+                for row in pairs[lineage_columns].to_dict("records")]
+    found = higher_rank_names(lineages, pairs["common_name_en"].tolist(), index)
+    verdicts = pairs.assign(reason=found.reasons, species_name=found.species_names)
+    verdicts = verdicts[verdicts["reason"].notna()]
+    keyed = frame[[*lineage_columns, "common_name_en"]].reset_index().merge(
+        verdicts, on=[*lineage_columns, "common_name_en"], how="left", sort=False).set_index("index")
+    flagged = keyed["reason"].notna()
+    frame.loc[flagged.index[flagged], "higher_rank"] = keyed.loc[flagged, "reason"]
+    card: dict[str, Any] = {
+        "policy": policy,
+        "images": int(flagged.sum()),
+        "pairs": int(len(verdicts)),
+        "by_reason": {str(k): int(v) for k, v in keyed.loc[flagged, "reason"].value_counts().sort_index().items()},
+        "examples": [f"{row.species} ({row.family}): {row.common_name_en!r} [{row.reason}]"
+                     for row in verdicts.head(20).itertuples()],
+    }
+
+    def drop(mask: pd.Series, reason: str) -> pd.DataFrame:
+        counts = frame.loc[mask, "group"].value_counts()
+        if len(counts):
+            exclusions[reason] = {str(g): int(n) for g, n in counts.sort_index().items()}
+            _name_examples(examples, reason, frame.loc[mask, "uuid"].tolist())
+        return frame[~mask]
+
+    if policy == "exclude":
+        frame = drop(flagged, "higher_rank_common_name")
+        card["excluded"] = int(flagged.sum())
+    elif policy == "replace":
+        own = keyed["species_name"].where(flagged)
+        replaceable = own.notna()
+        frame.loc[replaceable.index[replaceable], "common_name_en"] = own[replaceable]
+        frame.loc[replaceable.index[replaceable], "common_name_source"] = "gbif_en"
+        card["replaced"] = int(replaceable.sum())
+        without = flagged & ~replaceable
+        card["excluded"] = int(without.sum())
+        frame = drop(without, "higher_rank_common_name_without_species_name")
+    return frame, card
 
 
 # --------------------------------------------------------------------------------------------
@@ -655,6 +717,11 @@ def build_c1(
     from biovqa.taxonomy.vernacular import build_vernacular_index
 
     catalog, backbone, images, out = Path(catalog), Path(backbone), Path(images), Path(out)
+    from biovqa.taxonomy.english import HIGHER_RANK_POLICIES
+
+    if options.higher_rank_names not in HIGHER_RANK_POLICIES:
+        raise BiovqaError(f"unknown --higher-rank-names {options.higher_rank_names!r}", field="higher_rank_names",
+                          hint=f"choose from {', '.join(HIGHER_RANK_POLICIES)}")
     unknown_groups = [g for g in options.groups if g not in GROUPS]
     if unknown_groups:
         raise BiovqaError(f"unknown organismal group(s) {unknown_groups}", field="groups",
@@ -676,8 +743,9 @@ def build_c1(
         counts = frame.loc[unresolved, "group"].value_counts()
         exclusions["no_english_common_name"] = {str(g): int(n) for g, n in counts.items()}
         frame = frame[~unresolved]
-    say(f"{len(frame):,} candidate images; checking image files in {images}")
     examples: dict[str, list[str]] = {}  # per reason, the first image files excluded
+    frame, higher_rank = apply_higher_rank_names(frame, index, options.higher_rank_names, exclusions, examples)
+    say(f"{len(frame):,} candidate images; checking image files in {images}")
     from biovqa.progress import stage
 
     with stage("C1: images accepted", total=options.per_group * frame["group"].nunique(),
@@ -696,8 +764,8 @@ def build_c1(
     side.mkdir(parents=True, exist_ok=True)
     tree.save(side / TREE_FILE)
     vernacular.save(side / VERNACULAR_FILE)
-    replaced = selected[selected["common_name_source"] != "catalog"][
-        ["uuid", "species", "common_name", "common_name_en", "common_name_source"]
+    replaced = selected[(selected["common_name_source"] != "catalog") | selected["higher_rank"].notna()][
+        ["uuid", "species", "common_name", "common_name_en", "common_name_source", "higher_rank"]
     ].rename(columns={"common_name": "catalog_common_name"})
     write_parquet(pa.Table.from_pandas(replaced.reset_index(drop=True), preserve_index=False),
                   side / COMMON_NAMES_FILE)
@@ -728,6 +796,9 @@ def build_c1(
                 # distinct (species, catalog name) pairs settled by each stage, in stage order
                 "stages": stages,
                 "authorities": {a.name: a.card() for a in authorities},
+                # catalog names that are really a higher rank's name (candidates, before the
+                # image checks) and what the build did with them
+                "higher_rank": higher_rank,
             },
             # the tree is the catalog's (every row with a complete lineage, all groups, before
             # sampling): taxa (= N of Lin) and the catalog images it holds (= c(root))
@@ -764,6 +835,10 @@ def build_command(
     authority: Annotated[Optional[list[str]], typer.Option(
         help="stage-2 common-name authority as NAME=PATH, repeatable, in order of preference; "
              "inaturalist=inaturalist-taxonomy.dwca.zip (zip or unpacked folder)")] = None,
+    higher_rank_names: Annotated[str, typer.Option(
+        help="catalog common names that are really a higher rank's name (an ancestor's vernacular, "
+             "'... And Allied ...'): keep (the paper), replace with the species' own English "
+             "vernacular in the Backbone, or exclude the images; counted in the manifest either way")] = "keep",
 ) -> None:
     """Build C1 (hierarchical taxonomic reasoning) from a TreeOfLife-200M catalog."""
     from rich.console import Console
@@ -778,7 +853,7 @@ def build_command(
         pairs.append((name.strip(), path.strip()))
     options = C1BuildOptions(per_group=per_group, seed=seed, min_side=min_side,
                              species_cap=species_cap, groups=tuple(group) if group else tuple(GROUPS),
-                             authorities=tuple(pairs))
+                             authorities=tuple(pairs), higher_rank_names=higher_rank_names)
     bench = build_c1(catalog, backbone, images, out, options=options,
                      common_name_overrides=common_names, prevalence_method=prevalence_method,
                      console=console)
