@@ -51,7 +51,8 @@ def scripted_replies(bench_path: Path) -> tuple[list[str], dict[str, str | None]
     return [ids[row] for row in chosen], replies
 
 
-def run_inspect(component: str, bench: Path, replies: dict[str, str | None], log_dir: Path) -> EvalLog:
+def run_inspect(component: str, bench: Path, replies: dict[str, str | None], log_dir: Path,
+                log_format: str = "eval") -> EvalLog:
     seen: list[Any] = []
 
     def reply(messages: list[Any], tools: Any, tool_choice: Any, config: Any) -> ModelOutput:
@@ -69,7 +70,7 @@ def run_inspect(component: str, bench: Path, replies: dict[str, str | None], log
     logs = inspect_eval(f"biovqa/{component}", task_args={"bench": str(bench)},
                         model=get_model("mockllm/model", custom_outputs=reply),
                         sample_id=list(replies), log_dir=str(log_dir), display="none",
-                        fail_on_error=False, max_samples=4)
+                        fail_on_error=False, max_samples=4, log_format=log_format)
     assert len(logs) == 1 and logs[0].status == "success"
     run_inspect.seen = seen  # type: ignore[attr-defined]
     return logs[0]
@@ -159,7 +160,9 @@ def test_retry_log_replaces_a_failed_sample(demo_bench: Path, tmp_path: Path,
     first = dict(list(replies.items())[:6])
     run_inspect("c1", demo_bench, first, tmp_path / "logs")
     failed = next(i for i, text in first.items() if text is None)
-    run_inspect("c1", demo_bench, {failed: "Aves"}, tmp_path / "logs")
+    # inspect's retry as a JSON-format log beside the .eval one
+    retry = run_inspect("c1", demo_bench, {failed: "Aves"}, tmp_path / "logs", log_format="json")
+    assert retry.location.endswith(".json")
     code, err = cli(["score", demo_bench, "-p", tmp_path / "logs", "-o", tmp_path / "scores",
                      "--bootstrap", "0"], capsys)
     assert code == 0, err
@@ -189,3 +192,16 @@ def test_gemma_preset_prompts_reach_the_samples(demo_bench: Path) -> None:
     assert first.input[0].role == "system" and first.input[0].text == GEMMA_SYSTEM_MESSAGE
     assert first.metadata["max_new_tokens"] == 15
     assert len(task.dataset) == open_bench(demo_bench).items.num_rows
+
+
+def test_unreadable_logs_are_one_clear_error(demo_bench: Path, tmp_path: Path,
+                                             capsys: pytest.CaptureFixture[str]) -> None:
+    broken = tmp_path / "broken.eval"
+    broken.write_bytes(b"PK\x03\x04 not really a zip")
+    code, err = cli(["score", demo_bench, "-p", broken, "-o", tmp_path / "a"], capsys)
+    assert code == 2 and "not a readable inspect_ai log" in err and "broken.eval" in err, err
+    empty = tmp_path / "no-logs"
+    empty.mkdir()
+    code, err = cli(["score", demo_bench, "-p", empty, "-o", tmp_path / "b"], capsys)
+    assert code == 2 and "holds no inspect_ai logs" in err, err
+    assert "Traceback" not in err
