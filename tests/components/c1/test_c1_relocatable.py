@@ -20,16 +20,24 @@ def _recorded_text(bench: Path) -> str:
     return (bench / "manifest.json").read_text(encoding="utf-8") + "\n".join(values)
 
 
+@pytest.mark.parametrize("form", ["absolute", "relative", "linked"])
 def test_c1_bench_moved_with_its_sources_audits_and_scores(
-        tmp_path: Path, capsys: pytest.CaptureFixture[str], demo_data: Path, demo_index: Path,
-        demo_images: Path) -> None:
+        form: str, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch,
+        demo_data: Path, demo_index: Path, demo_images: Path) -> None:
     project = tmp_path / "project"
     project.mkdir()
     shutil.copyfile(demo_data / "catalog.csv", project / "catalog.csv")
     shutil.copytree(demo_index, project / "index")
     shutil.copytree(demo_images, project / "images")
-    code, err = cli(["build", "c1", "--catalog", project / "catalog.csv", "--backbone", project / "index",
-                     "--images", project / "images", "--out", project / "bench", "--per-group", 4,
+    given = project
+    if form == "relative":  # paths as typed from the project folder
+        monkeypatch.chdir(project)
+        given = Path(".")
+    elif form == "linked":  # the sources reached through a link to the project folder
+        (tmp_path / "link").symlink_to(project)
+        given = tmp_path / "link"
+    code, err = cli(["build", "c1", "--catalog", given / "catalog.csv", "--backbone", given / "index",
+                     "--images", given / "images", "--out", given / "bench", "--per-group", 4,
                      "--species-cap", 2], capsys)
     assert code == 0, err
     recorded = _recorded_text(project / "bench")
@@ -38,6 +46,8 @@ def test_c1_bench_moved_with_its_sources_audits_and_scores(
     manifest = json.loads((project / "bench" / "manifest.json").read_text(encoding="utf-8"))
     assert manifest["images_root"] == "../images" and manifest["taxonomy_index"] == "../index"
 
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "link").unlink(missing_ok=True)
     moved = tmp_path / "elsewhere" / "deeper"
     moved.parent.mkdir()
     shutil.move(project, moved)

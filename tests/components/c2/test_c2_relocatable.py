@@ -22,12 +22,19 @@ def _recorded_text(bench: Path) -> str:
     return (bench / "manifest.json").read_text(encoding="utf-8") + "\n".join(values)
 
 
-def test_c2_bench_moved_with_its_cub_folder_audits(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+@pytest.mark.parametrize("relative", [False, True], ids=["absolute", "relative"])
+def test_c2_bench_moved_with_its_cub_folder_audits(relative: bool, tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
     project = tmp_path / "project"
-    cub = write_cub(project / "download", n_classes=3, images_per_class=2, seed=3)
-    names = project / "my names.csv"  # a user's names map is recorded by name and sha256 only
-    shutil.copyfile(default_names_path(), names)
-    code, err = cli(["build", "c2", "--cub", cub, "--names", names, "--out", project / "bench"], capsys)
+    write_cub(project / "download", n_classes=3, images_per_class=2, seed=3)
+    shutil.copyfile(default_names_path(), project / "my names.csv")
+    given = project
+    if relative:  # paths as typed from the project folder
+        monkeypatch.chdir(project)
+        given = Path(".")
+    # a user's names map is recorded by name and sha256 only
+    code, err = cli(["build", "c2", "--cub", given / "download" / "CUB_200_2011", "--names",
+                     given / "my names.csv", "--out", given / "bench"], capsys)
     assert code == 0, err
     recorded = _recorded_text(project / "bench")
     for builder_path in {str(tmp_path), str(tmp_path.resolve())}:
@@ -37,6 +44,7 @@ def test_c2_bench_moved_with_its_cub_folder_audits(tmp_path: Path, capsys: pytes
     assert manifest["sources"]["cub_names"]["file"] == "my names.csv"
     assert all(Path(card["file"]).name == card["file"] for card in manifest["sources"].values())
 
+    monkeypatch.chdir(tmp_path)
     moved = tmp_path / "elsewhere" / "deeper"
     moved.parent.mkdir()
     shutil.move(project, moved)
