@@ -37,7 +37,8 @@ import typer
 from biovqa.bench.folder import Bench, relative_to_bench, staged_build, write_bench
 from biovqa.errors import BiovqaError, did_you_mean
 from biovqa.components.c3 import tasks as T
-from biovqa.components.c3.render import COLOURS, CanvasJob, Panel, Shape, SourcePhoto, render_all, single
+from biovqa.components.c3.render import (COLOURS, UNDECODABLE, CanvasJob, Panel, Shape, SourcePhoto, render_all,
+                                         single, undecodable)
 from biovqa.components.c3.subsets import (COUNTING_DATASETS, SUBSET_DATASET, CountLevel, Subset, source_label,
                                           stratified_sample, waid_subset)
 
@@ -112,11 +113,40 @@ def parse_sources(pairs: list[str]) -> dict[str, Path]:
 # ------------------------------------------------------------------------------- reading
 
 
+class _DecodeCheck:
+    """Every photo an item will show is decoded in full once, before any item is made
+    (:func:`~biovqa.components.c3.render.undecodable`): one that does not decode is an exclusion
+    of its source (reason ``undecodable_image``, named by its path under the source folder), so no
+    canvas is begun with it, no item shows it, and the build goes on."""
+
+    def __init__(self, manifest: dict[str, Any], roots: dict[str, Path], workers: int) -> None:
+        self.manifest, self.roots, self.workers = manifest, roots, workers
+        self.verdicts: dict[Path, bool] = {}
+
+    def failing(self, source: str, paths: list[Path]) -> set[Path]:
+        """The photos of ``paths`` that do not decode; each is decoded and counted once."""
+        todo = sorted({Path(p) for p in paths} - self.verdicts.keys(), key=str)
+        bad = set(undecodable(todo, workers=self.workers))
+        for path in todo:
+            self.verdicts[path] = path not in bad
+        if bad:
+            from biovqa.sources.validate import count_exclusion
+
+            root = self.roots[source]
+            names = sorted(source_label(source, root, path).split("/", 1)[1] for path in bad)
+            count_exclusion(self.manifest["exclusions"].setdefault(source, {}),
+                            self.manifest["exclusion_examples"].setdefault(source, {}), UNDECODABLE, names,
+                            len(bad))
+        return {Path(p) for p in paths if not self.verdicts[Path(p)]}
+
+
 def _read_subsets(sources: dict[str, Path], per_subset: int, seed: int, manifest: dict[str, Any],
-                  roots: dict[str, Path], gzcd_images: tuple[Path, list[Any]] | None = None
-                  ) -> tuple[list[Subset], Any]:
+                  roots: dict[str, Path], gzcd_images: tuple[Path, list[Any]] | None = None,
+                  decode: _DecodeCheck | None = None) -> tuple[list[Subset], Any]:
     """The counting subsets of the ecological datasets given (``gzcd_images``: GZCD's photos when
-    its counts are vouched for); records each source's photo folder in ``roots``."""
+    its counts are vouched for); records each source's photo folder in ``roots``. With ``decode``,
+    the beetle plates and each subset's drawn photos are decoded in full and the undecodable ones
+    left out before the draw is final."""
     from biovqa.sources.waid import AnnotatedImage
 
     subsets: list[Subset] = []
@@ -159,26 +189,37 @@ def _read_subsets(sources: dict[str, Path], per_subset: int, seed: int, manifest
         exclusions["beetles"] = dict(sorted(beetles.exclusions.items()))
         manifest["exclusion_examples"]["beetles"] = dict(sorted(beetles.exclusion_examples.items()))
         manifest["files"].update(beetles.files)
-        images, incomplete = [], 0
+        if decode is not None:  # every plate is drawn (distances, positions) or shown (OCR)
+            failing = decode.failing("beetles", [plate.path for plate in beetles.plates])
+            beetles.plates = [plate for plate in beetles.plates if Path(plate.path) not in failing]
+        images, incomplete = [], []
         for plate in beetles.plates:
             if not plate.complete:
-                incomplete += 1
+                incomplete.append(plate.path)
                 continue
             boxes = tuple(plate.specimen_box(i) for i in plate.individuals())
             images.append(AnnotatedImage(plate.path, plate.width, plate.height, boxes, ("beetle",) * len(boxes)))
         subset = _subset("beetles", beetles.root, images)
         if incomplete:
-            subset.discarded["individuals not 1..N (completeness unverifiable)"] = incomplete
+            subset.discard("individuals not 1..N (completeness unverifiable)", incomplete)
         subsets.append(subset)
     if gzcd_images is not None:
         subsets.append(_subset("gzcd", *gzcd_images))
     for subset in subsets:
-        zero = [im for im in subset.images if im.count == 0]
+        zero = [im.path for im in subset.images if im.count == 0]
         if zero:
-            subset.discarded["no annotated individual"] = len(zero)
+            subset.discard("no annotated individual", zero)
         usable = [im for im in subset.images if im.count > 0]
+        while True:
+            # the draw repeated without the photos found undecodable in it (the same seed, so the
+            # result is a function of the source files alone); each round decodes only new photos
+            drawn = stratified_sample(usable, per_subset, _rng(seed, f"subset:{subset.id}"))
+            failing = decode.failing(subset.dataset, [im.path for im in drawn]) if decode is not None else set()
+            if not failing:
+                break
+            usable = [im for im in usable if Path(im.path) not in failing]
         subset.available = len(usable)
-        subset.images = stratified_sample(usable, per_subset, _rng(seed, f"subset:{subset.id}"))
+        subset.images = drawn
     return subsets, beetles
 
 
@@ -905,11 +946,17 @@ def build_c3(
 
     with progress_stage("C3: reading the wildlife catalogs"):
         catalogs, gzcd_images, gzcd_form = _read_catalogs(paths, manifest, roots, catalog_reader)
+    decode = _DecodeCheck(manifest, roots, workers)
+    if catalogs:
+        with progress_stage("C3: decoding the catalogs' photos"):
+            for name, records in catalogs.items():  # every record is shown (localization) or drawn (viewpoint)
+                failing = decode.failing(name, [Path(r["path"]) for r in records])
+                catalogs[name] = [r for r in records if Path(r["path"]) not in failing]
     counting_sources = _counting_sources(paths, gzcd_form, declared)
     if gzcd_images is not None and not counting_sources["gzcd"]["counting"]:
         gzcd_images = None
-    with progress_stage(f"C3: reading {len(paths)} source(s) and sampling their subsets"):
-        subsets, beetles = _read_subsets(paths, per_subset, seed, manifest, roots, gzcd_images)
+    with progress_stage(f"C3: reading {len(paths)} source(s), sampling their subsets and decoding their photos"):
+        subsets, beetles = _read_subsets(paths, per_subset, seed, manifest, roots, gzcd_images, decode)
     tiers = tuple(counting_tiers)
     if not tiers or set(tiers) - set(T.COUNTING_TIERS):
         raise BiovqaError(f"counting tiers are {', '.join(T.COUNTING_TIERS)}, got {', '.join(tiers)}",
@@ -975,6 +1022,8 @@ def build_c3(
             "counting_sources": counting_sources,
             "subsets": {s.id: {"dataset": s.dataset, "noun": s.noun, "available": s.available,
                                "selected": len(s.images), "discarded": s.discarded,
+                               # per reason, the first photos discarded (named under the source folder)
+                               "discarded_examples": s.discarded_examples,
                                "count_levels": [level.name for level in s.levels],
                                "count_min": min((im.count for im in s.images), default=None),
                                "count_max": max((im.count for im in s.images), default=None),

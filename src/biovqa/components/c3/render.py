@@ -18,6 +18,13 @@ original file and the benchmark does not duplicate the photos.
 Output is PNG with fixed encoder settings and no metadata, so equal jobs give equal bytes; each job
 is a pure function of its inputs and a process pool changes the speed, not the bytes. JPEG sources
 are decoded with ``draft`` (DCT-domain downscaling) when the canvas is at most half their size.
+
+A photo whose header and end marker are intact but whose body is damaged passes the fast image
+inspector and fails only when decoded. :func:`undecodable` decodes each photo in full once, before
+any item is made, so the build leaves such a photo out (reason :data:`UNDECODABLE`) instead of
+aborting while it draws a canvas, and no model is ever shown a photo that does not decode. A photo
+that passed that check and still fails at drawing is a :class:`~biovqa.errors.BiovqaError` naming
+it (the file changed under the build).
 """
 
 from __future__ import annotations
@@ -39,6 +46,8 @@ LINE_FRACTION = 0.003
 MIN_LINE_PX = 3
 BORDER_PX = 2
 DASH_PX = 10
+#: The exclusion reason of a photo Pillow cannot decode in full (counted per source in the manifest).
+UNDECODABLE = "undecodable_image"
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,13 +120,21 @@ def draw(job: CanvasJob) -> Any:
     canvas = Image.new("RGB", job.size, COLOURS["background"])
     maps = []
     for panel in job.panels:
-        with Image.open(panel.source) as source:
-            s, ox, oy, dw, dh = fit(source.size, panel)
-            if source.format == "JPEG" and (dw * 2 <= source.size[0] and dh * 2 <= source.size[1]):
-                source.draft("RGB", (dw, dh))
-            image = source.convert("RGB")
-            if image.size != (dw, dh):
-                image = image.resize((dw, dh), Image.Resampling.BILINEAR, reducing_gap=2.0)
+        try:
+            with Image.open(panel.source) as source:
+                s, ox, oy, dw, dh = fit(source.size, panel)
+                if source.format == "JPEG" and (dw * 2 <= source.size[0] and dh * 2 <= source.size[1]):
+                    source.draft("RGB", (dw, dh))
+                image = source.convert("RGB")
+        except (OSError, ValueError, SyntaxError) as error:  # Pillow's errors for damaged image data
+            from biovqa.errors import BiovqaError
+
+            raise BiovqaError(f"the photo no longer decodes while {job.destination.name} is drawn ({error})",
+                              file=panel.source,
+                              hint="it decoded when the build checked its photos: was it changed during the build?"
+                              ) from None
+        if image.size != (dw, dh):
+            image = image.resize((dw, dh), Image.Resampling.BILINEAR, reducing_gap=2.0)
         canvas.paste(image, (int(ox), int(oy)))
         maps.append((s, ox, oy))
     pen = ImageDraw.Draw(canvas)
@@ -182,9 +199,41 @@ def render_all(jobs: Iterable[CanvasJob | SourcePhoto], *, workers: int = 1,
     return digests
 
 
+def decodes(path: Path) -> bool:
+    """True when Pillow decodes the whole photo (every pixel, not only its header): the check a
+    photo passes before any item shows it. A canvas decodes a JPEG with ``draft``, which reads the
+    same entropy-coded data, so a photo that decodes here decodes there."""
+    import warnings
+
+    from PIL import Image
+
+    try:
+        # damaged data makes Pillow warn ("Corrupt JPEG data", "Truncated File Read"); the verdict
+        # is what counts, so the build's output is not littered with them
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            with Image.open(path) as image:
+                image.load()
+    except Exception:  # noqa: BLE001 - Pillow raises many types on bad data; all mean "undecodable"
+        return False
+    return True
+
+
+def undecodable(paths: Iterable[Path], *, workers: int = 1) -> list[Path]:
+    """The photos of ``paths`` that do not decode in full (:func:`decodes`), in the order given; a
+    process pool changes the speed, not the verdicts."""
+    paths = list(paths)
+    if workers <= 1 or len(paths) < 2 * workers:
+        verdicts = [decodes(path) for path in paths]
+    else:
+        with ProcessPoolExecutor(max_workers=workers) as pool:
+            verdicts = list(pool.map(decodes, paths, chunksize=max(1, len(paths) // (workers * 8))))
+    return [path for path, ok in zip(paths, verdicts) if not ok]
+
+
 def single(source: Path, destination: Path, size: tuple[int, int], shapes: Sequence[Shape] = ()) -> CanvasJob:
     return CanvasJob(destination, size, (Panel(source, (0, 0, size[0], size[1])),), tuple(shapes))
 
 
-__all__ = ["COLOURS", "CanvasJob", "Panel", "Shape", "SourcePhoto", "draw", "fit", "line_width", "render_all",
-           "render_one", "single"]
+__all__ = ["COLOURS", "UNDECODABLE", "CanvasJob", "Panel", "Shape", "SourcePhoto", "decodes", "draw", "fit",
+           "line_width", "render_all", "render_one", "single", "undecodable"]

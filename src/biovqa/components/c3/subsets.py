@@ -14,7 +14,8 @@ Each subset keeps at most ``per_subset`` (500) images drawn by count stratificat
 binned by ⌊log2 count⌋ (1, 2–3, 4–7, …) and the bins get equal shares (left-over shares go to bins
 that still have images, densest first), so sparse and dense scenes are balanced. Images with no
 annotated individual, and beetle plates whose individuals are not exactly 1..N (completeness
-unverifiable), are discarded and counted.
+unverifiable), are discarded, counted per reason and named (the first 20, by their path under the
+source folder), like every exclusion a reader records.
 
 Count levels: a subset asks one counting question per image on each canvas showing it (every
 annotated individual), except GZCD, which asks three nested ones on the same canvases (the paper:
@@ -31,6 +32,7 @@ from pathlib import Path
 import numpy as np
 
 from biovqa.errors import BiovqaError
+from biovqa.sources.validate import count_exclusion, relative_name
 from biovqa.sources.waid import AnnotatedImage
 
 #: subset id → (dataset, plural noun used in the questions)
@@ -85,6 +87,15 @@ class Subset:
     images: list[AnnotatedImage]
     available: int = 0
     discarded: dict[str, int] = field(default_factory=dict)
+    #: reason → the first photos discarded for it, by their path under ``root``
+    discarded_examples: dict[str, list[str]] = field(default_factory=dict)
+
+    def discard(self, reason: str, paths: list[Path]) -> None:
+        """Count and name the photos left out of the subset for ``reason``."""
+        root = Path(self.root)
+        names = (relative_name(path, root) if Path(path).is_relative_to(root)
+                 else relative_name(Path(path).resolve(), root.resolve()) for path in paths)
+        count_exclusion(self.discarded, self.discarded_examples, reason, names, len(paths))
 
     @property
     def levels(self) -> tuple[CountLevel, ...]:
