@@ -22,6 +22,7 @@ MOTHS = {"kingdom": "Animalia", "phylum": "Arthropoda", "class": "Insecta", "ord
          "family": "Erebidae"}
 ORCHIDS = {"kingdom": "Plantae", "phylum": "Tracheophyta", "class": "Liliopsida", "order": "Asparagales",
            "family": "Orchidaceae"}
+AARDVARK = {"kingdom": "Animalia", "phylum": "Chordata", "class": "Mammalia"}
 ALLIED = "Underwing, Tiger, Tussock, And Allied Moths"
 WATCHED = ("moth-rosea", "moth-dispar", "orchid-rosea", "orchid-anceps")
 
@@ -47,8 +48,16 @@ def _backbone(path: Path) -> Path:
         taxon(2001, "Laelia", "genus", parent=7689, lineage=lineage(ORCHIDS, 5)),
         taxon(2002, "Laelia rosea", "species", parent=2001, lineage=lineage(ORCHIDS, 5, "Laelia")),
         taxon(2003, "Laelia anceps", "species", parent=2001, lineage=lineage(ORCHIDS, 5, "Laelia")),
+        # a monotypic genus: the species' name is also its genus's
+        taxon(44, "Chordata", "phylum", parent=1, lineage={"kingdom": "Animalia"}),
+        taxon(359, "Mammalia", "class", parent=44, lineage={"kingdom": "Animalia", "phylum": "Chordata"}),
+        taxon(3001, "Orycteropus", "genus", parent=359, lineage=AARDVARK),
+        taxon(3002, "Orycteropus afer", "species", parent=3001, lineage={**AARDVARK, "genus": "Orycteropus"}),
     ]
     vernaculars = [
+        {"taxonID": 1001, "vernacularName": "Tussock moths", "language": "en"},  # the moth genus only
+        {"taxonID": 3001, "vernacularName": "Aardvark", "language": "en"},
+        {"taxonID": 3002, "vernacularName": "Aardvark", "language": "en"},
         {"taxonID": 1002, "vernacularName": "Rosy tussock moth", "language": "en"},
         {"taxonID": 1004, "vernacularName": "Spongy moth", "language": "en"},
         {"taxonID": 1004, "vernacularName": "Schwammspinner", "language": "de"},
@@ -158,3 +167,23 @@ def test_an_unknown_policy_is_one_clear_error(
     code, err = _build(sources, tmp_path / "bench", capsys, "--higher-rank-names", "drop")
     assert code == 2 and "higher_rank_names" in err and "keep, replace, exclude" in err, err
     assert "Traceback" not in err and not (tmp_path / "bench").exists()
+
+
+def test_homonyms_and_a_species_sharing_its_genus_name_are_not_flagged(sources: dict[str, Path]) -> None:
+    """The Backbone lookups behind the build's verdicts: an ancestor is matched on its kingdom (the
+    orchid genus *Laelia* is not the moth genus whose vernacular is "Tussock moths"), and a name
+    that is the species' own is never a higher rank's, even when its genus has it too."""
+    from biovqa.taxonomy.english import higher_rank_names
+    from biovqa.taxonomy.index import TaxonomyIndex
+
+    index = TaxonomyIndex.open(sources["index"])
+    lineages = [{**ORCHIDS, "genus": "Laelia", "species": "Laelia rosea"},
+                {**MOTHS, "genus": "Laelia", "species": "Laelia rosea"},
+                {**AARDVARK, "order": "Tubulidentata", "family": "Orycteropodidae", "genus": "Orycteropus",
+                 "species": "Orycteropus afer"}]
+    found = higher_rank_names(lineages, ["Tussock moths", "Tussock moth", "Aardvark"], index)
+    assert found.reasons == [None, "genus", None]
+    assert found.species_names == [None, "Rosy tussock moth", None]
+    # without an index only the "... and allied ..." form can be told
+    bare = higher_rank_names(lineages[:2], [ALLIED, "Orchid"], None)
+    assert bare.reasons == ["and_allied", None] and bare.species_names == [None, None]
