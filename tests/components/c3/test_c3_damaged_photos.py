@@ -143,13 +143,22 @@ def test_subsets_name_the_photos_they_discard(tmp_path: Path, capsys: pytest.Cap
                      "--out", tmp_path / "bench", "--canvas", "64", "--plate-side", "256", "--rpos-items", "4"],
                     capsys)
     assert code == 0, err
-    subsets = _manifest(tmp_path / "bench")["subsets"]
+    manifest = _manifest(tmp_path / "bench")
+    subsets = manifest["subsets"]
     empty = sorted(p.relative_to(waid).as_posix() for p in (waid / "images" / "train").glob("train00[13]_*.jpg"))
     assert subsets["waid-sheep"]["discarded"] == {"no annotated individual": 2}
     assert subsets["waid-sheep"]["discarded_examples"] == {"no annotated individual": empty}
     reason = "individuals not 1..N (completeness unverifiable)"
     assert subsets["beetles"]["discarded"] == {reason: 1}
     assert subsets["beetles"]["discarded_examples"] == {reason: ["group_images/A00000032929.jpg"]}
+    # every question the build did not generate names the photo it concerned
+    folders = {"waid": waid, "beetles": beetles}
+    assert manifest["skipped"] and set(manifest["skipped_examples"]) == set(manifest["skipped"])
+    for skip, names in manifest["skipped_examples"].items():
+        assert 1 <= len(names) <= min(20, manifest["skipped"][skip]), skip
+        for name in names:
+            source, _, under = name.partition("/")
+            assert (folders[source] / under).is_file(), (skip, name)
 
 
 def test_a_photo_that_stops_decoding_after_the_check_is_one_error_naming_it(tmp_path: Path) -> None:

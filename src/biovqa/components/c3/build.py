@@ -308,13 +308,19 @@ class _Builder:
         self.job_rows: list[tuple[dict[str, Any], int]] = []
         self.source_jobs: dict[Path, int] = {}
         self.skipped: dict[str, int] = {}
+        #: reason → the first photos (``<source>/<path under it>``) a skip concerned
+        self.skipped_examples: dict[str, list[str]] = {}
         #: catalog → photos the viewpoint species tier left out for showing several animals
         self.multi_animal_photos: dict[str, set[str]] = {}
         #: relative position: what the balanced draw found and kept (the manifest's record)
         self.relative_position_record: dict[str, Any] = {}
 
-    def skip(self, reason: str) -> None:
-        self.skipped[reason] = self.skipped.get(reason, 0) + 1
+    def skip(self, reason: str, photo: str) -> None:
+        """Count one item or question not generated for ``reason``, naming the ``photo`` it concerned
+        (its :meth:`label`), like every exclusion."""
+        from biovqa.sources.validate import count_exclusion
+
+        count_exclusion(self.skipped, self.skipped_examples, reason, (photo,))
 
     def register(self, job: CanvasJob | SourcePhoto) -> int:
         """Queue one image to render; its index, for the items that show it (a source photo shown
@@ -361,7 +367,8 @@ class _Builder:
             for k, image in enumerate(subset.images):
                 for level in subset.levels:
                     if level.count(image) == 0:
-                        self.skip(f"counting {subset.id}: no {level.noun} in the photograph (level not asked)")
+                        self.skip(f"counting {subset.id}: no {level.noun} in the photograph (level not asked)",
+                                  subset.cluster(image))
                 if "easy" in self.counting_tiers:
                     self.counting_easy(subset, k, image)
         for tier in ("medium", "hard"):
@@ -385,7 +392,7 @@ class _Builder:
             for s in subsets:
                 for im in s.images:
                     if id(im) not in partnered:
-                        self.skip(f"counting {tier}: no partner photograph")
+                        self.skip(f"counting {tier}: no partner photograph", s.cluster(im))
 
     def _count_base(self, subset: Subset, image: Any) -> dict[str, Any]:
         return {"subset": subset.id, "dataset": subset.dataset, "cluster": subset.cluster(image),
@@ -482,7 +489,8 @@ class _Builder:
                             chosen = group
                             break
                     if chosen is None:
-                        self.skip(f"relative_counting {condition}: no group with a unique extreme")
+                        self.skip(f"relative_counting {condition}: no group with a unique extreme",
+                                  subset.cluster(anchor))
                         continue
                     # the first extreme's winner takes the rotated gold letter; the rest are shuffled
                     first = max(chosen, key=lambda e: e[1].count if extremes[0] == "most" else -e[1].count)
@@ -558,7 +566,8 @@ class _Builder:
                     group = order[4 * g:4 * g + 4]
                     values = sorted((individuals[i][measure].dist_cm for i in group), reverse=True)
                     if not values[0] >= values[1] * (1 + RD_MARGIN):
-                        self.skip("relative_distance: no unique largest (5 % margin)")
+                        self.skip("relative_distance: no unique largest (5 % margin)",
+                                  self.label("beetles", plate.path))
                         continue
                     winner = max(group, key=lambda i: individuals[i][measure].dist_cm)
                     gold = T.LETTERS[turn % 4]
@@ -608,7 +617,7 @@ class _Builder:
                 plate, red, blue = candidates[int(i)]
                 boxes = placed_boxes(plate, red, blue, rng)
                 if boxes is None:
-                    self.skip("relative_position: no room for the empty boxes")
+                    self.skip("relative_position: no room for the empty boxes", self.label("beetles", plate.path))
                     continue
                 found[direction].append((plate, red, blue, boxes))
         per_direction = min(len(v) for v in found.values())
@@ -639,7 +648,7 @@ class _Builder:
         for plate in plates:
             code = plate.code
             if code is None:
-                self.skip("ocr: picture id is not an A + 11 digit code")
+                self.skip("ocr: picture id is not an A + 11 digit code", self.label("beetles", plate.path))
                 continue
             item_id = f"c3-ocr-{code}"
             self.add("ocr", {**self.beetle_base(plate), "item_id": item_id,
@@ -671,9 +680,9 @@ class _Builder:
         usable = [r for r in records if r.get("viewpoint") in T.VIEWPOINTS]
         for r in records:
             if r.get("viewpoint") is None:
-                self.skip("viewpoint: annotation without a viewpoint")
+                self.skip("viewpoint: annotation without a viewpoint", self.label(name, r["path"]))
             elif r["viewpoint"] not in T.VIEWPOINTS:
-                self.skip("viewpoint: label outside the 10 viewpoints")
+                self.skip("viewpoint: label outside the 10 viewpoints", self.label(name, r["path"]))
         # tiers rotate red_box / species / three_panel over the single-animal photos' annotations;
         # an animal on a photo with others is never asked by species name ("localization and viewpoint
         # need a single dominant subject", §3.3): its annotations rotate over the two marked tiers
@@ -705,7 +714,7 @@ class _Builder:
                 self.add("viewpoint", {**base, "image": rel, "question": T.Q_VIEW_RED}, job)
             else:
                 if len(usable) < 3:
-                    self.skip("viewpoint three_panel: fewer than 3 photographs")
+                    self.skip("viewpoint three_panel: fewer than 3 photographs", self.label(name, rec["path"]))
                     continue
                 side = int(rng.integers(3))
                 fillers = [usable[int(i)] for i in rng.choice(len(usable), size=3, replace=False) if int(i) != k][:2]
@@ -1035,6 +1044,8 @@ def build_c3(
             "exclusion_examples": manifest["exclusion_examples"],
             "ignored_object_names": manifest["ignored_object_names"],
             "skipped": dict(sorted(builder.skipped.items())),
+            # per reason, the first photos a skip concerned (<source>/<path under it>)
+            "skipped_examples": dict(sorted(builder.skipped_examples.items())),
             "skipped_tasks": skipped_tasks,
             "viewpoint_species_tier": {
                 "rule": "asked only on photos with one annotated animal (a single dominant subject); the "
