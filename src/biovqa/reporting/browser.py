@@ -6,6 +6,7 @@ Layout beside ``index.html``::
     browser/index.js               window.BIOVQA_BROWSER = {models, facets, cells, ...} (a few KiB)
     browser/page-00001.js          biovqaPage(1, [...items]) — up to PAGE_SIZE items of one cell
     browser/thumbs/<hash>.jpg      images resized (JPEG) to at most THUMB_PX on the long side
+    browser/large/<hash>.jpg       the same at most LARGE_PX, shown when a thumbnail is clicked
 
 A *cell* is one (component, task, group, tier) combination. Items are sorted into cells and each
 cell is cut into pages of PAGE_SIZE items numbered consecutively, so the index holds, per cell,
@@ -31,10 +32,18 @@ from typing import Any, Callable, Sequence
 
 import pyarrow.parquet as pq
 
+from biovqa.errors import BiovqaError
 from biovqa.reporting.leaderboard import Run
 
 PAGE_SIZE = 50
-THUMB_PX = 160
+THUMB_PX = 200
+#: the long side of the copy shown when a thumbnail is clicked
+LARGE_PX = 1024
+#: per-item score columns that explain a score (C1 resolution and LCA rank, C2 kernel similarity
+#: and parse status, C3 parsed value and tolerance hits, C4 parse tier, …), shown beside each reply
+EXPLAIN_COLUMNS = ("resolution", "resolved_node", "lca_rank", "severity", "em_soft", "parse_status", "s", "b",
+                   "pred_number", "rel_err", "hit20", "iou", "vas", "steps", "box_convention", "parse_tier",
+                   "said_yes", "similarity", "chosen", "parse_ok", "level_name")
 GROUP_COLUMNS = ("group", "family", "dataset", "species", "category")
 TIER_COLUMNS = ("tier", "condition", "prevalence_tier")
 
@@ -54,12 +63,20 @@ def _first(value: Callable[[str], Any], names: Sequence[str]) -> str:
 
 
 def _reply(scores: "_Columns | None", item_id: str) -> list[Any] | None:
-    """[status, raw reply, parsed reply, score] of one model, None when it has no row."""
+    """[status, raw reply, parsed reply, score, {column: value} explaining the score] of one
+    model, None when it has no row."""
     row = scores.row.get(item_id) if scores is not None else None
     if scores is None or row is None:
         return None
+    explain = {}
+    for name in EXPLAIN_COLUMNS:
+        value = scores.get(row, name)
+        if value is None or isinstance(value, float) and not math.isfinite(value):
+            continue
+        explain[name] = round(value, 3) if isinstance(value, float) else (
+            value if isinstance(value, (bool, int)) else str(value))
     return [str(scores.get(row, "status") or ""), scores.get(row, "response"), scores.get(row, "parsed"),
-            _score(scores.get(row, "score"))]
+            _score(scores.get(row, "score")), explain]
 
 
 def _score(value: Any) -> float | None:
@@ -90,7 +107,7 @@ def _read_scores(run: Run) -> _Columns | None:
         return None
     names = pq.read_schema(path).names
     wanted = [c for c in ("item_id", "task", "status", "response", "parsed", "score", "gold",
-                          *GROUP_COLUMNS, *TIER_COLUMNS) if c in names]
+                          *GROUP_COLUMNS, *TIER_COLUMNS, *EXPLAIN_COLUMNS) if c in names]
     return _Columns(pq.read_table(path, columns=wanted))
 
 
@@ -131,45 +148,61 @@ class _Item:
     def task(self) -> str:
         return str(self.value("task") or "")
 
+    def tier(self) -> str:
+        """The tier, in one spelling (C1 writes ``Easy``, C3 ``easy``: one filter value)."""
+        return _first(self.value, TIER_COLUMNS).lower()
+
     def entry(self, task: str, scores: Sequence[_Columns | None], bench: Any, out: Path,
               cache: dict[str, str | None]) -> dict[str, Any]:
         bench_value = (lambda name: self.base.get(self.b, name)) if self.base is not None else (lambda name: None)
         answer = bench_value("answer")
+        question = str(bench_value("question") or "")
+        options = [str(o) for o in (bench_value("options") or [])]
+        if options and all(o in question for o in options):
+            options = []  # the question already lists them (C2): shown once
+        image = str(bench_value("image") or "")
         return {
             "id": self.id,
             "task": task,
             "group": _first(self.value, GROUP_COLUMNS),
-            "tier": _first(self.value, TIER_COLUMNS),
-            "question": str(bench_value("question") or ""),
-            "options": [str(o) for o in (bench_value("options") or [])],
+            "tier": self.tier(),
+            "question": question,
+            "options": options,
             "gold": str(answer if answer is not None else self.first.get(self.f, "gold") or ""),
-            "image": _thumbnail(bench, str(bench_value("image") or ""), out, cache),
+            "image": _thumbnail(bench, image, out, cache),
+            "large": _thumbnail(bench, image, out, cache, size=LARGE_PX, folder="large"),
             "replies": [_reply(s, self.id) for s in scores],
         }
 
 
-def _thumbnail(bench: Any, image: str, out: Path, cache: dict[str, str | None]) -> str | None:
-    """Write a resized copy of the item's image; returns its path relative to the report."""
+def _thumbnail(bench: Any, image: str, out: Path, cache: dict[str, str | None], *, size: int = THUMB_PX,
+               folder: str = "thumbs") -> str | None:
+    """Write a copy of the item's image resized to at most ``size`` px on the long side into
+    ``browser/<folder>/``; returns its path relative to the report (None when unreadable)."""
     if not image or bench is None:
         return None
-    if image in cache:
-        return cache[image]
+    key = f"{folder}|{image}"
+    if key in cache:
+        return cache[key]
     from PIL import Image
 
-    source = bench.resolve_image(image)
-    name = hashlib.sha256(f"{bench.root}|{image}".encode()).hexdigest()[:20] + ".jpg"
-    target = out / "browser" / "thumbs" / name
+    bench_key = f"manifest|{bench.root}"
+    if bench_key not in cache:  # named by the benchmark's content, not where it lies
+        cache[bench_key] = bench.manifest_sha256
+    name = hashlib.sha256(f"{cache[bench_key]}|{image}".encode()).hexdigest()[:20] + ".jpg"
+    target = out / "browser" / folder / name
     try:
+        source = bench.resolve_image(image)
         with Image.open(source) as img:
-            img.draft("RGB", (THUMB_PX * 2, THUMB_PX * 2))  # JPEG sources decode at reduced size
-            img.thumbnail((THUMB_PX, THUMB_PX), reducing_gap=2.0)
+            img.draft("RGB", (size * 2, size * 2))  # JPEG sources decode at reduced size
+            img.thumbnail((size, size), reducing_gap=2.0)
             small = img.convert("RGB")
             target.parent.mkdir(parents=True, exist_ok=True)
-            small.save(target, format="JPEG", quality=82)
-        cache[image] = f"browser/thumbs/{name}"
-    except (OSError, ValueError):
-        cache[image] = None
-    return cache[image]
+            small.save(target, format="JPEG", quality=82 if size <= THUMB_PX else 88)
+        cache[key] = f"browser/{folder}/{name}"
+    except (OSError, ValueError, BiovqaError):  # unreadable, truncated or outside its folder: no image
+        cache[key] = None
+    return cache[key]
 
 
 INDEX_FILE = "index.js"
@@ -205,7 +238,7 @@ def write_browser(runs: Sequence[Run], out: Path) -> dict[str, Any]:
         by_cell: dict[tuple[str, str, str], list[str]] = {}
         for item_id in ids:
             item = _Item(item_id, base, present)
-            key = (item.task(), _first(item.value, GROUP_COLUMNS), _first(item.value, TIER_COLUMNS))
+            key = (item.task(), _first(item.value, GROUP_COLUMNS), item.tier())
             by_cell.setdefault(key, []).append(item_id)
         for (task, group, tier) in sorted(by_cell):
             cell_ids = by_cell[(task, group, tier)]

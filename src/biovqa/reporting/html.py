@@ -43,12 +43,16 @@ td.worst{color:#a40e26} td.tie::after{content:" ≈";color:#0969da}
 img.figure{max-width:100%;border:1px solid #d0d7de;margin:.5rem 0}
 #browser .filters{display:flex;flex-wrap:wrap;gap:.6rem;align-items:end;margin:.5rem 0}
 #browser label{font-size:.8rem;display:flex;flex-direction:column}
-#browser .item{border:1px solid #d0d7de;border-radius:6px;padding:.6rem;margin:.6rem 0;display:grid;grid-template-columns:170px 1fr;gap:.8rem}
-#browser .item img{max-width:160px;max-height:160px;border:1px solid #d0d7de}
+#browser .item{border:1px solid #d0d7de;border-radius:6px;padding:.6rem;margin:.6rem 0;display:grid;grid-template-columns:210px 1fr;gap:.8rem}
+#browser .item img{max-width:200px;max-height:200px;border:1px solid #d0d7de}
 #browser .q{font-weight:600;white-space:pre-wrap} #browser .opts{margin:.2rem 0;padding-left:1.2rem}
 #browser table.replies td{white-space:pre-wrap;text-align:left;max-width:360px;vertical-align:top}
 #browser .tag{display:inline-block;background:#eef1f4;border-radius:4px;padding:0 .35rem;margin-right:.3rem;font-size:.75rem}
 #browser .gold{color:#1a7f37;font-weight:600}
+#browser .item img{cursor:zoom-in} #browser label.check{flex-direction:row;gap:.3rem;align-items:center}
+#browser input[type=number]{width:4.5rem} #browser td.why{font-size:.72rem;color:#57606a;max-width:260px}
+#overlay{position:fixed;inset:0;background:rgba(0,0,0,.82);display:flex;flex-direction:column;align-items:center;justify-content:center;z-index:10;cursor:zoom-out}
+#overlay[hidden]{display:none} #overlay img{max-width:95vw;max-height:88vh;background:#fff} #overlay p{color:#fff;font-size:.85rem}
 body.browser-only main>section:not(#browser),body.browser-only nav.toc{display:none}
 #full{display:none} body.browser-only #full{display:inline}
 </style></head>
@@ -133,18 +137,29 @@ angles in degrees, correlations ρ and r in [−1, 1], differences of fractions 
 </section>{% endfor %}
 
 <section id="browser"><h2>Item browser</h2>
-<p class="note">Every item with every model's reply side by side. Items load page by page from
-<code>browser/</code> beside this file (keep the folder with the report). The address bar keeps the
-filters (<code>#browser?component=…&amp;tier=…&amp;page=…</code>), so a view can be shared.
-<a href="#toc" id="full">Show the full report.</a></p>
+<p class="note">Every item with every model's reply side by side, and why each reply got its score.
+Items load from <code>browser/</code> beside this file (keep the folder with the report), page by page
+until a search, a model's answers, a score range, "models disagree" or a sort asks for all items of the
+chosen cells. "Correct" is a score of 1; the score range and correctness read the chosen model's
+score, or any model's when none is chosen. Click an image to see it large. The address bar keeps the
+view (<code>#browser?component=…&amp;q=…&amp;page=…</code>, or <code>#browser?item=ID</code> for one
+item), so it can be shared. <a href="#toc" id="full">Show the full report.</a></p>
 <div class="filters">
 <label>component<select id="f-component"><option value="">all</option></select></label>
 <label>task<select id="f-task"><option value="">all</option></select></label>
 <label>group / family / dataset<select id="f-group"><option value="">all</option></select></label>
 <label>tier<select id="f-tier"><option value="">all</option></select></label>
+<label>search question, gold, replies<input id="f-q" type="search" placeholder="text or item id"></label>
+<label>model<select id="f-model"><option value="">any</option></select></label>
+<label>answer<select id="f-answer"><option value="">any</option><option value="correct">correct</option><option value="incorrect">incorrect</option></select></label>
+<label>score from<input id="f-min" type="number" min="0" max="1" step="0.05" placeholder="0"></label>
+<label>to<input id="f-max" type="number" min="0" max="1" step="0.05" placeholder="1"></label>
+<label class="check"><span>models disagree</span><input id="f-disagree" type="checkbox"></label>
+<label>sort<select id="f-sort"><option value="">benchmark order</option><option value="asc">score, lowest first</option><option value="desc">score, highest first</option></select></label>
 <button id="prev" type="button">◀ previous</button><span id="pageinfo"></span><button id="next" type="button">next ▶</button>
 </div>
 <div id="items"><p class="note">Loading…</p></div>
+<div id="overlay" hidden><img id="overlay-img" alt=""><p id="overlay-cap"></p></div>
 </section>
 </main>
 <script>
@@ -167,20 +182,23 @@ filters (<code>#browser?component=…&amp;tier=…&amp;page=…</code>), so a vi
 (function () {
   "use strict";
   // index.js holds the facet values with their item counts and one row per cell (component, task,
-  // group, tier as indices into the facets; first page, pages, items); page files load when shown
+  // group, tier as indices into the facets; first page file, files, items); page files load when
+  // needed. Pages on screen hold M.page_size items of the filtered list, whatever cells they span.
   var M = window.BIOVQA_BROWSER, box = document.getElementById("items");
   if (!M) { box.textContent = "The browser/ folder was not found beside this report."; return; }
-  var K = ["component", "task", "group", "tier"], F = {component: "", task: "", group: "", tier: ""}, pos = 0, loaded = {}, waiting = {};
+  var K = ["component", "task", "group", "tier"], F = {component: "", task: "", group: "", tier: ""};
+  var X = {q: "", model: "", answer: "", min: "", max: "", disagree: "", sort: "", item: ""};
+  var SIZE = M.page_size, pos = 0, loaded = {}, waiting = {}, started = false, ticket = 0;
   function el(tag, text, cls) { var e = document.createElement(tag); if (text !== undefined && text !== null) e.textContent = String(text); if (cls) e.className = cls; return e; }
-  function sel(k) { return document.getElementById("f-" + k); }
+  function byId(id) { return document.getElementById(id); }
+  function sel(k) { return byId("f-" + k); }
   function val(c, j) { return M.facets[K[j]][c[j]][0]; }
   // an empty value (an item without a group or tier) is listed, filtered and linked as "(none)"
   function enc(v) { return v === "" ? "(none)" : v; }
-  // a cell matches the filters (all but the facet `skip`)
   function match(c, skip) { for (var j = 0; j < 4; j++) { if (K[j] !== skip && F[K[j]] && enc(val(c, j)) !== F[K[j]]) return false; } return true; }
   function cells() { return M.cells.filter(function (c) { return match(c); }); }
   function fill(k) { var s = sel(k); M.facets[k].forEach(function (f) { var o = el("option"); o.value = enc(f[0]); s.appendChild(o); });
-    s.addEventListener("change", function () { F[k] = s.value; pos = 0; counts(k); show(); }); }
+    s.addEventListener("change", function () { F[k] = s.value; pos = 0; counts(k); models(); show(); }); }
   // each list shows the items left under the other filters, values with none hidden; when a change
   // leaves no item, the other filters go back to "all" one by one until some match
   function tally(k, j) { var n = {}; M.cells.forEach(function (c) { if (match(c, k)) n[c[j]] = (n[c[j]] || 0) + c[6]; }); return n; }
@@ -189,51 +207,110 @@ filters (<code>#browser?component=…&amp;tier=…&amp;page=…</code>), so a vi
     K.forEach(function (k, j) { var n = tally(k, j);
       Array.prototype.forEach.call(sel(k).options, function (o, i) { if (!i) return; var m = n[i - 1] || 0;
         o.textContent = o.value + " (" + m.toLocaleString("en") + ")"; o.hidden = !m && o.value !== F[k]; }); }); }
+  // the models of the chosen component (or of all), each listed once
+  function models() { var s = sel("model"), seen = {}, keep = X.model; while (s.options.length > 1) s.remove(1);
+    Object.keys(M.models).forEach(function (c) { if (F.component && enc(c) !== F.component) return;
+      M.models[c].forEach(function (m) { if (seen[m]) return; seen[m] = 1; var o = el("option", m); o.value = m; s.appendChild(o); }); });
+    s.value = seen[keep] ? keep : ""; X.model = s.value; }
   K.forEach(fill);
-  // a view can be linked: index.html#browser?component=c3&tier=easy&page=2
   var h = location.hash.split("?")[1];
   if (h) { h.split("&").forEach(function (kv) { var p = kv.split("="), k = decodeURIComponent(p[0]), v = decodeURIComponent(p[1] || "");
     if (k === "page") { pos = Math.max(0, (parseInt(v, 10) || 1) - 1); }
-    else if (F.hasOwnProperty(k)) { F[k] = v; sel(k).value = v; } }); }
-  counts("");
+    else if (F.hasOwnProperty(k)) { F[k] = v; sel(k).value = v; }
+    else if (X.hasOwnProperty(k)) { X[k] = v; } }); }
+  counts(""); models();
+  ["q", "answer", "min", "max", "sort"].forEach(function (k) { var e = sel(k); e.value = X[k];
+    e.addEventListener(k === "q" || k === "min" || k === "max" ? "input" : "change", function () { X[k] = e.value; X.item = ""; pos = 0; show(); }); });
+  sel("model").addEventListener("change", function () { X.model = sel("model").value; pos = 0; show(); });
+  sel("disagree").checked = X.disagree === "1";
+  sel("disagree").addEventListener("change", function () { X.disagree = sel("disagree").checked ? "1" : ""; pos = 0; show(); });
   function link() { var q = []; K.forEach(function (k) { if (F[k]) q.push(k + "=" + encodeURIComponent(F[k])); });
+    Object.keys(X).forEach(function (k) { if (X[k]) q.push(k + "=" + encodeURIComponent(X[k])); });
     if (pos) q.push("page=" + (pos + 1)); if (history.replaceState) history.replaceState(null, "", "#browser" + (q.length ? "?" + q.join("&") : "")); }
-  function total(cs) { var n = 0; cs.forEach(function (c) { n += c[5]; }); return n; }
-  // the page at position n of the filtered list: its cell and number
-  function locate(cs, n) { for (var i = 0; i < cs.length; i++) { if (n < cs[i][5]) return {cell: cs[i], no: cs[i][4] + n}; n -= cs[i][5]; } return null; }
   function file(no) { var s = String(no); while (s.length < 5) s = "0" + s; return "browser/page-" + s + ".js"; }
   window.biovqaPage = function (no, rows) { loaded[no] = rows; (waiting[no] || []).forEach(function (f) { f(); }); delete waiting[no]; };
   function load(no, done) { if (loaded[no]) { done(); return; } (waiting[no] = waiting[no] || []).push(done);
     if (waiting[no].length > 1) return; var s = document.createElement("script"); s.src = file(no); document.body.appendChild(s); }
-  function render(p) {
-    box.textContent = ""; var component = val(p.cell, 0), models = M.models[component] || [];
-    loaded[p.no].forEach(function (r) {
+  function loadAll(nos, done) { var left = nos.length; if (!left) { done(); return; } nos.forEach(function (no) { load(no, function () { left -= 1; if (!left) done(); }); }); }
+  // the rows of a file with their component attached
+  function rowsOf(c, no) { var comp = val(c, 0); return loaded[no].map(function (r) { r.component = comp; return r; }); }
+  function files(c) { var out = []; for (var i = 0; i < c[5]; i++) out.push(c[4] + i); return out; }
+  // the score of an item that the range, correctness and sort read: the chosen model's, else one per model
+  function scores(r) { var names = M.models[r.component] || [], out = [];
+    r.replies.forEach(function (rep, i) { if (rep && rep[3] !== null && (!X.model || names[i] === X.model)) out.push(rep[3]); }); return out; }
+  function keep(r) {
+    if (X.item) return r.id === X.item;
+    if (X.q) { var q = X.q.toLowerCase(), hay = [r.id, r.question, r.gold].concat(r.options);
+      r.replies.forEach(function (rep) { if (rep) hay.push(rep[1] || "", rep[2] || ""); });
+      if (!hay.some(function (t) { return String(t).toLowerCase().indexOf(q) >= 0; })) return false; }
+    var s = scores(r), lo = X.min === "" ? -Infinity : parseFloat(X.min), hi = X.max === "" ? Infinity : parseFloat(X.max);
+    if (X.model && !s.length) return false;
+    if (X.answer === "correct" && !s.some(function (v) { return v >= 0.9995; })) return false;
+    if (X.answer === "incorrect" && !s.some(function (v) { return v < 0.9995; })) return false;
+    if ((X.min !== "" || X.max !== "") && !s.some(function (v) { return v >= lo && v <= hi; })) return false;
+    if (X.disagree) { var all = r.replies.filter(function (rep) { return rep && rep[3] !== null; }).map(function (rep) { return rep[3]; });
+      if (!all.length || Math.max.apply(null, all) === Math.min.apply(null, all)) return false; }
+    return true; }
+  function mean(r) { var s = scores(r); return s.length ? s.reduce(function (a, b) { return a + b; }, 0) / s.length : null; }
+  function full() { return X.q || X.model || X.answer || X.min !== "" || X.max !== "" || X.disagree || X.sort || X.item; }
+  function pageLine(n, extra) { byId("pageinfo").textContent = n ? " page " + (pos + 1) + " of " + Math.ceil(n / SIZE) + " (" + n.toLocaleString("en") + " items" + (extra || "") + ") " : " no page matches "; }
+  function show() { var my = ++ticket, cs = cells(); if (started) link();
+    if (!full()) { var n = 0; cs.forEach(function (c) { n += c[6]; }); if (pos * SIZE >= n) pos = Math.max(0, Math.ceil(n / SIZE) - 1);
+      pageLine(n); if (!n) { empty(); return; }
+      // the files holding items [pos·SIZE, (pos+1)·SIZE) of the concatenated cells
+      var start = pos * SIZE, end = start + SIZE, offset = 0, want = [];
+      cs.forEach(function (c) { var a = Math.max(start, offset), b = Math.min(end, offset + c[6]);
+        if (a < b) want.push({cell: c, from: a - offset, take: b - a}); offset += c[6]; });
+      var nos = []; want.forEach(function (w) { for (var i = Math.floor(w.from / SIZE); i <= Math.floor((w.from + w.take - 1) / SIZE); i++) nos.push(w.cell[4] + i); });
+      loadAll(nos, function () { if (my !== ticket) return; var rows = [];
+        want.forEach(function (w) { var first = Math.floor(w.from / SIZE), last = Math.floor((w.from + w.take - 1) / SIZE), all = [];
+          for (var i = first; i <= last; i++) all = all.concat(rowsOf(w.cell, w.cell[4] + i));
+          rows = rows.concat(all.slice(w.from - first * SIZE, w.from - first * SIZE + w.take)); });
+        render(rows); });
+      return; }
+    var nos = []; cs.forEach(function (c) { nos = nos.concat(files(c)); });
+    byId("pageinfo").textContent = " reading " + nos.length + " page file(s)… ";
+    loadAll(nos, function () { if (my !== ticket) return; var rows = [];
+      cs.forEach(function (c) { files(c).forEach(function (no) { rows = rows.concat(rowsOf(c, no)); }); });
+      rows = rows.filter(keep);
+      if (X.sort) { var sign = X.sort === "asc" ? 1 : -1; rows = rows.map(function (r, i) { return [r, mean(r), i]; })
+        .sort(function (a, b) { if (a[1] === null || b[1] === null) return (a[1] === null) - (b[1] === null) || a[2] - b[2];
+          return sign * (a[1] - b[1]) || a[2] - b[2]; }).map(function (e) { return e[0]; }); }
+      if (pos * SIZE >= rows.length) pos = Math.max(0, Math.ceil(rows.length / SIZE) - 1);
+      pageLine(rows.length, " found"); if (!rows.length) { empty(); return; }
+      render(rows.slice(pos * SIZE, (pos + 1) * SIZE)); }); }
+  function empty() { box.textContent = ""; box.appendChild(el("p", "No item matches the filters.", "note")); }
+  function why(explain) { return Object.keys(explain || {}).map(function (k) { return k + ": " + explain[k]; }).join(" · "); }
+  function render(rows) {
+    box.textContent = "";
+    rows.forEach(function (r) { if (!r) return; var models = M.models[r.component] || [];
       var item = el("div", null, "item"); item.setAttribute("data-item", r.id);
-      var left = el("div"); if (r.image) { var img = el("img"); img.src = r.image; img.alt = "image of item " + r.id; img.loading = "lazy"; left.appendChild(img); }
+      var left = el("div"); if (r.image) { var img = el("img"); img.src = r.image; img.alt = "image of item " + r.id; img.loading = "lazy";
+        img.title = "click to enlarge"; img.addEventListener("click", function () { enlarge(r); }); left.appendChild(img); }
       item.appendChild(left); var right = el("div");
-      var tags = el("div"); [component, r.task, r.group, r.tier, r.id].forEach(function (t) { if (t) tags.appendChild(el("span", t, "tag")); }); right.appendChild(tags);
+      var tags = el("div"); [r.component, r.task, r.group, r.tier, r.id].forEach(function (t) { if (t) tags.appendChild(el("span", t, "tag")); }); right.appendChild(tags);
       right.appendChild(el("div", r.question, "q"));
       if (r.options.length) { var ol = el("ol", null, "opts"); ol.type = "A"; r.options.forEach(function (o) { ol.appendChild(el("li", o)); }); right.appendChild(ol); }
       var g = el("div"); g.appendChild(el("span", "gold: ")); g.appendChild(el("span", r.gold, "gold")); right.appendChild(g);
-      var t = el("table", null, "replies"), head = el("tr"); ["model", "status", "reply", "parsed", "score"].forEach(function (h) { head.appendChild(el("th", h)); }); t.appendChild(head);
+      var t = el("table", null, "replies"), head = el("tr"); ["model", "status", "reply", "parsed", "score", "why this score"].forEach(function (x) { head.appendChild(el("th", x)); }); t.appendChild(head);
       models.forEach(function (m, i) { var rep = r.replies[i], tr = el("tr"); tr.appendChild(el("td", m));
-        if (rep) { tr.appendChild(el("td", rep[0])); tr.appendChild(el("td", rep[1], "reply")); tr.appendChild(el("td", rep[2])); tr.appendChild(el("td", rep[3] === null ? "—" : rep[3].toFixed(3))); }
+        if (rep) { tr.appendChild(el("td", rep[0])); tr.appendChild(el("td", rep[1], "reply")); tr.appendChild(el("td", rep[2])); tr.appendChild(el("td", rep[3] === null ? "—" : rep[3].toFixed(3))); tr.appendChild(el("td", why(rep[4]), "why")); }
         else { tr.appendChild(el("td", "not scored")); }
         t.appendChild(tr); });
       right.appendChild(t); item.appendChild(right); box.appendChild(item); });
     if (!box.firstChild) box.appendChild(el("p", "This page holds no item.", "note"));
   }
-  function show() { var cs = cells(), n = total(cs); if (pos >= n) pos = Math.max(0, n - 1); if (started) link();
-    var p = locate(cs, pos);
-    document.getElementById("pageinfo").textContent = p ? " page " + (pos + 1) + " of " + n + " (" + [0, 1, 2, 3].map(function (j) { return val(p.cell, j); }).filter(Boolean).join(" · ") + ") " : " no page matches ";
-    if (!p) { box.textContent = ""; box.appendChild(el("p", "No item matches the filters.", "note")); return; }
-    load(p.no, function () { var now = locate(cells(), pos); if (now && now.no === p.no) render(p); }); }
-  document.getElementById("prev").addEventListener("click", function () { if (pos > 0) { pos -= 1; show(); } });
-  document.getElementById("next").addEventListener("click", function () { if (pos < total(cells()) - 1) { pos += 1; show(); } });
-  var started = false; show(); started = true;
+  var overlay = byId("overlay");
+  function enlarge(r) { byId("overlay-img").src = r.large || r.image; byId("overlay-img").alt = "image of item " + r.id;
+    byId("overlay-cap").textContent = r.id + " — click or press Esc to close"; overlay.hidden = false; }
+  overlay.addEventListener("click", function () { overlay.hidden = true; });
+  document.addEventListener("keydown", function (e) { if (e.key === "Escape") overlay.hidden = true; });
+  byId("prev").addEventListener("click", function () { if (pos > 0) { pos -= 1; show(); } });
+  byId("next").addEventListener("click", function () { pos += 1; show(); });
+  show(); started = true;
   // a linked view (#browser?…) opens the browser on its own; "full report" shows everything again
   if (location.hash.indexOf("#browser") === 0) document.body.className = "browser-only";
-  document.getElementById("full").addEventListener("click", function () { document.body.className = ""; });
+  byId("full").addEventListener("click", function () { document.body.className = ""; });
 })();
 </script>
 </body></html>
