@@ -170,3 +170,25 @@ def test_a_photo_that_stops_decoding_after_the_check_is_one_error_naming_it(tmp_
         render_one(job)
     assert raised.value.file == str(photo)
     assert not (tmp_path / "out.png").exists()
+
+
+def test_a_damaged_catalog_photo_never_reaches_a_model_as_it_is(tmp_path: Path,
+                                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    from biovqa.components.c3.demo import demo_gzcd_photos, write_gzcd
+
+    gzcd = write_gzcd(tmp_path / "gzcd", demo_gzcd_photos(), form="coco")
+    single_photo = json.loads((gzcd / "final_metadata.json").read_text(encoding="utf-8"))["images"][0]["file_name"]
+    damage_mid_stream(gzcd / "images" / single_photo)  # one animal: localization shows it as it is
+    code, err = cli(["build", "c3", "--source", f"gzcd={gzcd / 'final_metadata.json'}", "--out", tmp_path / "bench",
+                     "--canvas", "64", "--plate-side", "256"], capsys)
+    assert code == 0, err
+    manifest = _manifest(tmp_path / "bench")
+    assert manifest["exclusions"]["gzcd"]["undecodable_image"] == 1  # counted once, for all its uses
+    assert manifest["exclusion_examples"]["gzcd"]["undecodable_image"] == [f"images/{single_photo}"]
+    import pyarrow.parquet as pq
+
+    items = pq.read_table(tmp_path / "bench" / "items.parquet").to_pylist()
+    tasks = {row["task"] for row in items}
+    assert {"localization", "viewpoint", "counting"} <= tasks
+    assert not any(Path(single_photo).stem in json.dumps(row, default=str) for row in items)
+    assert cli(["audit", tmp_path / "bench"], capsys)[0] == 0
