@@ -7,8 +7,9 @@ catalogs ``gzcd``, ``whaleshark``, ``hyena``, ``leopard`` (read by :mod:`biovqa.
 when that reader is installed). A task whose sources are missing is skipped; the manifest says so
 (``skipped_tasks``).
 
-Pipeline: read → count-stratified subsets (:mod:`.subsets`) → items per task (the paper's Table 70
-prompts) → render canvases/overlays into ``rendered/c3/<task>/`` (:mod:`.render`) →
+Pipeline: read → decode every photo an item will show once (an undecodable one is the exclusion
+``undecodable_image``; :class:`_DecodeCheck`) → count-stratified subsets (:mod:`.subsets`) → items
+per task (the paper's Table 70 prompts) → render canvases/overlays into ``rendered/c3/<task>/`` (:mod:`.render`) →
 ``items.parquet`` + manifest (exclusions per source and reason, subset composition, per-task
 counts beside the paper's, drawing parameters).
 
