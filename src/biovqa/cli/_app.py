@@ -74,8 +74,14 @@ def _interrupted(argv: list[str] | None) -> None:
     128 + the signal's number (130 for Ctrl-C, 143 for SIGTERM)."""
     import shlex
     import signal
+    import threading
 
     signum = _received[0] if _received else signal.SIGINT
+    if argv is None and threading.current_thread() is threading.main_thread():
+        # the process is about to exit (not a caller's in-process run): a late second signal
+        # must not turn the status into "killed by SIGINT" on the way out
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(sig, signal.SIG_IGN)
     args = list(sys.argv[1:] if argv is None else argv)
     command = next((a for a in args if not a.startswith("-")), "")
     again = shlex.join(["biovqa", *args])
