@@ -29,13 +29,13 @@ def embed(
     catalog_reader: Annotated[str, typer.Option("--catalog-reader", help="Wild Me catalog reader: biovqa or wildlife-datasets")] = "biovqa",
 ) -> None:
     """Embed the catalogs' crops once (on a machine with torch) for `biovqa build c4 --embeddings`."""
-    from rich.console import Console
+    from biovqa.progress import stderr_console
 
     from biovqa.components.c4.build import embed_catalogs
 
     path = embed_catalogs(catalog, embedder, out, whole_photo=whole_photo, batch_size=batch_size, device=device,
                           progress=True, catalog_reader=catalog_reader)
-    Console(stderr=True).print(f"embeddings written: {path}; build anywhere with "
+    stderr_console().print(f"embeddings written: {path}; build anywhere with "
                                f"`biovqa build c4 --catalog … --embeddings {path} --out BENCH`",
                                highlight=False, markup=False)
 

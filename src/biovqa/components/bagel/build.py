@@ -118,11 +118,11 @@ def build_command(
     permute_seed: Annotated[int | None, typer.Option(help="re-permute every item's options with this seed (robustness run)")] = None,
 ) -> None:
     """Build BAGEL (text-only animal-knowledge MCQ) from its per-domain JSONL files."""
-    from rich.console import Console
+    from biovqa.progress import stderr_console
 
     bench = build_bagel(items, out, prompt_style=prompt_style, mode=mode, permute_seed=permute_seed)
     counts = bench.manifest["counts"]
-    Console(stderr=True).print(f"[green]built BAGEL[/green]: {counts['total']:,} items "
+    stderr_console().print(f"[green]built BAGEL[/green]: {counts['total']:,} items "
                                f"{counts.get('by_task', {})} → {bench.root}")
 
 

@@ -841,9 +841,9 @@ def build_command(
              "vernacular in the Backbone, or exclude the images; counted in the manifest either way")] = "keep",
 ) -> None:
     """Build C1 (hierarchical taxonomic reasoning) from a TreeOfLife-200M catalog."""
-    from rich.console import Console
+    from biovqa.progress import stderr_console
 
-    console = Console(stderr=True, soft_wrap=True)
+    console = stderr_console()
     pairs: list[tuple[str, str]] = []
     for spec in authority or []:
         name, sep, path = spec.partition("=")

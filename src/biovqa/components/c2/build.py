@@ -474,9 +474,9 @@ def build_command(
     no_genus_class: Annotated[list[int] | None, typer.Option(help="CUB class id asked no open_genus question (repeatable; default 110 reproduces the paper's 11 728; 0 = none)")] = None,
 ) -> None:
     """Build C2 (fine-grained attribute grounding) from CUB-200-2011."""
-    from rich.console import Console
+    from biovqa.progress import stderr_console
 
-    console = Console(stderr=True)
+    console = stderr_console()
     no_genus = PAPER_NO_GENUS_CLASSES if not no_genus_class else tuple(c for c in no_genus_class if c)
     bench = build_c2(cub, out, names=names, seed=seed, workers=workers, partset_mix=partset_mix,
                      marker_distractors=marker_distractors, no_genus_classes=no_genus)

@@ -1124,9 +1124,9 @@ def build_command(
     complete_counts: Annotated[list[str] | None, typer.Option("--complete-counts", help="declare a source completely annotated, so that counting uses it although biovqa cannot vouch for its counts (gzcd given as the GGR detection table); repeatable")] = None,
 ) -> None:
     """Build C3 (quantitative spatial reasoning) from the native source datasets."""
-    from rich.console import Console
+    from biovqa.progress import stderr_console
 
-    console = Console(stderr=True)
+    console = stderr_console()
     bench = build_c3(parse_sources(source), out, seed=seed, per_subset=per_subset, canvas=canvas,
                      plate_side=plate_side, rpos_items=rpos_items, counting_partners=counting_partners,
                      grids_per_anchor=grids_per_anchor, workers=workers, catalog_reader=catalog_reader,

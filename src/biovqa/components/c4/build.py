@@ -395,9 +395,9 @@ def build_command(
     catalog_reader: Annotated[str, typer.Option("--catalog-reader", help="Wild Me catalog reader: biovqa, or wildlife-datasets (pip install 'biovqa[wildlife]'; same items)")] = "biovqa",
 ) -> None:
     """Build C4 (individual re-identification pairs) from Wild Me / LILA COCO catalogs and GZCD."""
-    from rich.console import Console
+    from biovqa.progress import stderr_console
 
-    console = Console(stderr=True)
+    console = stderr_console()
     bench = build_c4(catalog, embedder, out, embeddings=embeddings, seed=seed, pairs_per_kind=pairs,
                      batch_size=batch_size, cache=cache, whole_photo=whole_photo, device=device, progress=True,
                      workers=workers, catalog_reader=catalog_reader)
@@ -422,9 +422,9 @@ def _cache_name(cache_path: Path, out: Path) -> str:
 
 
 def _report_embedding(name: str, stats: dict[str, Any]) -> None:
-    from rich.console import Console
+    from biovqa.progress import stderr_console
 
-    Console(stderr=True).print(f"  {name:10s} crops {stats['crops']:,}: embedded {stats['embedded']:,}, "
+    stderr_console().print(f"  {name:10s} crops {stats['crops']:,}: embedded {stats['embedded']:,}, "
                                f"cached {stats['cached']:,}, {stats['crops_per_s']} crops/s")
 
 

@@ -587,7 +587,7 @@ def build_command(
     dataset: Annotated[str | None, typer.Option(help="name of the dataset (reports pair visual and text scores per dataset); default: the source file's stem, or the visual bench's for --text-from")] = None,
 ) -> None:
     """Build the hierarchical 4-way VQA (one question per image and level) or its text-only control."""
-    from rich.console import Console
+    from biovqa.progress import stderr_console
 
     bench = build_hca(out, taxonomy=taxonomy, images=images, images_root=images_root, c1_bench=c1_bench,
                       released=released, text_from=text_from, cub=cub, split=split,
@@ -600,7 +600,7 @@ def build_command(
                       taxonomy_root=taxonomy_root, several_parents=several_parents, first_level=first_level,
                       dataset=dataset)
     manifest = bench.manifest
-    console = Console(stderr=True)
+    console = stderr_console()
     console.print(f"[green]built HCA[/green]: {manifest['counts']['total']:,} questions "
                   f"{manifest['counts'].get('by_task', {})} → {bench.root}")
     if "dedup" in manifest:
