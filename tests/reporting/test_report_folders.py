@@ -26,13 +26,15 @@ def _cli(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
 
 
 @pytest.fixture()
-def relative_scores(tmp_path: Path, demo_bench: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+def relative_scores(tmp_path_factory: pytest.TempPathFactory, demo_bench: Path,
+                    monkeypatch: pytest.MonkeyPatch) -> Path:
     """A project folder scored the way a user does it, from inside the folder with relative paths:
     two models and the image-blind baseline (labelled "random guess", so only its backend says it
-    is a floor) on a copy of the C1 demo bench."""
+    is a floor) on a copy of the C1 demo bench (as deep below the session folder as the original,
+    so the paths it records relative to itself still lead to the taxonomy index and photos)."""
     from biovqa.engine.runner import RunOptions, run_benchmark
 
-    root = tmp_path / "project"
+    root = tmp_path_factory.mktemp("project")
     shutil.copytree(demo_bench, root / "bench")
     monkeypatch.chdir(root)
     items = pq.read_table("bench/items.parquet", columns=["item_id", "answer"]).to_pylist()
