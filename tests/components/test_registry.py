@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
 import sys
 from pathlib import Path
 
@@ -38,6 +40,7 @@ def install_plugin(root: Path, entry_points: str) -> None:
 @pytest.fixture()
 def fresh_registry(monkeypatch: pytest.MonkeyPatch):
     monkeypatch.setattr(registry, "_REGISTRY", {})
+    monkeypatch.setattr(registry, "_BROKEN", {})
     monkeypatch.setattr(registry, "_LOADED", False)
     yield registry
 
@@ -54,11 +57,75 @@ def test_a_component_from_an_installed_package(tmp_path: Path, monkeypatch: pyte
 
 
 def test_a_broken_plugin_is_named(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fresh_registry) -> None:
-    install_plugin(tmp_path, "[biovqa.components]\nlabx = labx_plugin:NOT_THERE\n")
+    install_plugin(tmp_path, "[biovqa.components]\nlabx = labx_plugin:NOT_THERE\nlaby = labx_plugin:create\n")
     monkeypatch.syspath_prepend(str(tmp_path))
+    with pytest.warns(registry.PluginWarning) as caught:
+        names = [c.name for c in fresh_registry.list_components()]
+    assert names == ["c1", "c2", "c3", "c4", "bagel", "hca"]  # the built-ins still load
+    said = sorted(str(w.message) for w in caught)
+    assert len(said) == 2
+    assert said[0].startswith("the component plug-in 'labx' (labx_plugin:NOT_THERE, entry-point group "
+                              "biovqa.components) failed to load: AttributeError:")
+    assert "'laby' (labx_plugin:create" in said[1] and "is a function, not a biovqa Component" in said[1]
+    assert all("fix or uninstall the package" in line and "\n" not in line for line in said)
     with pytest.raises(BiovqaError, match="plug-in 'labx'"):
-        fresh_registry.list_components()
+        fresh_registry.get_component("labx")
+    assert set(fresh_registry.plugin_errors()) == {"labx", "laby"}
     sys.modules.pop("labx_plugin", None)
+
+
+BROKEN_ON_IMPORT = "raise RuntimeError('labx needs a licence server\\nsecond line of detail')\n"
+
+
+def test_a_broken_plugin_leaves_every_other_command_working(tmp_path: Path, demo_bench: Path) -> None:
+    """The user's path: an installed distribution whose component and backend modules raise on
+    import, and one whose object is not a Component; ``biovqa`` in a subprocess."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    site = tmp_path / "site"
+    site.mkdir()
+    install_plugin(site, "[biovqa.components]\nlabx = labx_broken:COMPONENT\nlaby = labx_plugin:create\n"
+                         "[biovqa.backends]\nlabx-api = labx_broken:create\n")
+    (site / "labx_broken.py").write_text(BROKEN_ON_IMPORT)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(site), os.environ.get("PYTHONPATH", "")])}
+
+    def biovqa(*args: str | Path) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "biovqa", *map(str, args)], capture_output=True,
+                              text=True, env=env, timeout=300)
+
+    version = biovqa("--version")
+    assert version.returncode == 0 and version.stdout.startswith("biovqa "), version.stderr
+    assert version.stderr == ""  # --version loads no component, so nothing to warn about
+    top_help = biovqa("--help")
+    assert top_help.returncode == 0 and "score" in top_help.stdout, top_help.stderr
+    score_help = biovqa("score", "--help")
+    assert score_help.returncode == 0 and "tau=<a number>" in score_help.stdout, score_help.stderr
+
+    items = pq.read_table(demo_bench / "items.parquet", columns=["item_id"])
+    predictions = tmp_path / "predictions.parquet"
+    pq.write_table(pa.table({"item_id": items["item_id"], "response": ["Animalia"] * items.num_rows}),
+                   predictions)
+    scored = biovqa("score", demo_bench, "-p", predictions, "-o", tmp_path / "scores", "--bootstrap", "0")
+    assert scored.returncode == 0, scored.stderr
+    assert (tmp_path / "scores" / "summary.json").is_file()
+    warnings = [line for line in scored.stderr.splitlines() if line.startswith("warning: the component plug-in")]
+    assert warnings == [
+        "warning: the component plug-in 'labx' (labx_broken:COMPONENT, entry-point group biovqa.components) "
+        "failed to load: RuntimeError: labx needs a licence server; fix or uninstall the package that "
+        "provides it (`pip show` names it)",
+        "warning: the component plug-in 'laby' (labx_plugin:create, entry-point group biovqa.components) "
+        "is a function, not a biovqa Component; fix or uninstall the package that provides it "
+        "(`pip show` names it)",
+    ]
+    build = biovqa("build", "labx", "--help")
+    assert build.returncode == 2 and "error: the component plug-in 'labx'" in build.stderr
+    backend = biovqa("run", demo_bench, "--backend", "labx-api", "--model", "m", "--out", tmp_path / "run")
+    assert backend.returncode == 2
+    assert "backend 'labx-api' (labx_broken:create) failed to load: RuntimeError: labx needs a licence server" \
+        in backend.stderr
+    for result in (version, top_help, score_help, scored, build, backend):
+        assert "Traceback" not in result.stdout + result.stderr
 
 
 def test_a_backend_from_an_installed_package(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -96,6 +96,29 @@ def _interrupted(argv: list[str] | None) -> None:
     sys.exit(128 + signum)
 
 
+@contextmanager
+def _plugin_warnings_as_lines() -> Iterator[None]:
+    """A plug-in that fails to load (:class:`biovqa.components.registry.PluginWarning`) is one
+    ``warning:`` line naming it, not Python's ``file:line: Category:`` form; the command goes on."""
+    import warnings
+
+    from biovqa.components.registry import PluginWarning
+
+    previous = warnings.showwarning
+
+    def show(message: Warning | str, category: type[Warning], *args: Any, **kwargs: Any) -> None:
+        if issubclass(category, PluginWarning):
+            console.print(f"[yellow]warning[/yellow]: {_escape(str(message))}", highlight=False)
+        else:
+            previous(message, category, *args, **kwargs)
+
+    warnings.showwarning = show
+    try:
+        yield
+    finally:
+        warnings.showwarning = previous
+
+
 def run_app(typer_app: typer.Typer, argv: list[str] | None = None) -> None:
     """Run a Typer app with biovqa's error contract (see the module docstring)."""
     usage_errors, aborts = _click_exception_types()
@@ -103,7 +126,7 @@ def run_app(typer_app: typer.Typer, argv: list[str] | None = None) -> None:
     try:
         command = typer.main.get_command(typer_app)
         readable_metavars(command)
-        with _signals_unwind(), show_progress():
+        with _signals_unwind(), _plugin_warnings_as_lines(), show_progress():
             code = command.main(args=argv, prog_name="biovqa", standalone_mode=False)
         # click turns KeyboardInterrupt into Exit(130) and, not standalone, returns exit codes
         if _received or code == 130:

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Annotated, Any, Optional
 
 import typer
-from typer.core import TyperGroup
+from typer.core import TyperCommand, TyperGroup
 
 from biovqa._version import __version__
 from biovqa.cli._app import OverwriteOption, console, readable_metavars, run_app
@@ -58,9 +58,12 @@ class _ComponentBuildGroup(TyperGroup):
 
     def get_command(self, ctx: Any, name: str) -> Any:
         from biovqa.components import list_components
+        from biovqa.components.registry import plugin_errors
 
         components = list_components()
         component = next((c for c in components if c.name == name.lower()), None)
+        if component is None and name.lower() in plugin_errors():
+            raise plugin_errors()[name.lower()]  # an installed plug-in that failed to load
         if component is None:
             from biovqa.errors import did_you_mean
 
@@ -201,7 +204,16 @@ def parse_option_pairs(pairs: list[str] | None, *, flag: str = "--option") -> di
     return options
 
 
-@app.command(epilog="Run `biovqa score --help` to see each component's options.")
+class _ScoreCommand(TyperCommand):
+    """``biovqa score``, whose help ends with every component's score options: read from the
+    declarations when the help is shown, so no other command loads a component (or a plug-in)."""
+
+    def format_epilog(self, ctx: Any, formatter: Any) -> None:
+        self.epilog = _score_options_help()
+        super().format_epilog(ctx, formatter)
+
+
+@app.command(cls=_ScoreCommand)
 def score(
     bench: Annotated[Path, typer.Argument(help="benchmark folder, exported folder or hf:// id")],
     predictions: Annotated[list[Path], typer.Option("--predictions", "-p", help="predictions .parquet or .jsonl (item_id, response), an inspect_ai log or folder of logs, or an lmms-eval samples .jsonl; repeat with --sweep")],
@@ -284,8 +296,6 @@ def _register_commands() -> None:
     __import__("biovqa.cli.c4", fromlist=["register"]).register(app)  # biovqa c4 embed
     __import__("biovqa.cli.analyze", fromlist=["register"]).register(app)  # biovqa analyze …
     __import__("biovqa.cli.release", fromlist=["register"]).register(app)  # export, lite, fetch
-    score_command = next(info for info in app.registered_commands if info.callback is score)
-    score_command.epilog = _score_options_help()
 
 
 _register_commands()

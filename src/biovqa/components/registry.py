@@ -26,12 +26,14 @@ callable follows a contract:
 
 Components shipped with biovqa are listed in :data:`BUILTIN`; another installed package adds
 its own through the ``biovqa.components`` entry-point group (the entry point names a
-:class:`Component`).
+:class:`Component`). A plug-in that fails to load is a :class:`PluginWarning` naming it, and
+the rest of the registry stays usable; :func:`get_component` of that name raises its error.
 """
 
 from __future__ import annotations
 
 import importlib
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Mapping
@@ -187,7 +189,13 @@ def _load_target(target: str) -> Any:
 
 _REGISTRY: dict[str, Component] = {}
 _BUILTIN_NAMES: set[str] = set()
+#: plug-ins that failed to load, by entry-point name: asking for one raises its error
+_BROKEN: dict[str, BiovqaError] = {}
 _LOADED = False
+
+
+class PluginWarning(UserWarning):
+    """An installed plug-in (entry point) could not be loaded; everything else keeps working."""
 
 
 def register(component: Component) -> Component:
@@ -217,16 +225,44 @@ def _load_all() -> None:
 
     for entry in entry_points(group=ENTRY_POINT_GROUP):
         try:
-            component = entry.load()
-        except Exception as exc:  # a broken plug-in must not take the toolkit down
-            raise BiovqaError(f"the component plug-in {entry.name!r} ({entry.value}) failed to load: {exc}",
-                              hint="fix or uninstall the package that provides it") from exc
-        _add(component)
+            _add(_load_plugin(entry.name, entry.value, entry.load))
+        except BiovqaError as exc:
+            # a broken plug-in must not take the toolkit down: the built-ins and every other
+            # plug-in stay usable, asking for this one raises its error
+            _BROKEN[entry.name.lower()] = exc
+            warnings.warn(f"{exc.message}; {exc.hint}", PluginWarning, stacklevel=2)
+
+
+def plugin_errors() -> Mapping[str, BiovqaError]:
+    """The component plug-ins that failed to load, by entry-point name (lower case), each with
+    the error :func:`get_component` raises for it."""
+    _load_all()
+    return dict(_BROKEN)
+
+
+def _load_plugin(name: str, value: str, load: Callable[[], Any]) -> Component:
+    """The :class:`Component` an entry point names, or an error naming the entry point, what
+    went wrong (in one line) and what to do."""
+    what = f"the component plug-in {name!r} ({value}, entry-point group {ENTRY_POINT_GROUP})"
+    hint = "fix or uninstall the package that provides it (`pip show` names it)"
+    try:
+        component = load()
+    except Exception as exc:  # noqa: BLE001 - whatever a third-party import raises is reported
+        first_line = (str(exc).strip().splitlines() or [""])[0]
+        raise BiovqaError(f"{what} failed to load: {type(exc).__name__}: {first_line}", hint=hint) from None
+    if not isinstance(component, Component):
+        raise BiovqaError(f"{what} is a {type(component).__name__}, not a biovqa Component", hint=hint)
+    if component.name.lower() in _REGISTRY:
+        raise BiovqaError(f"{what} declares the component {component.name!r}, which is already registered",
+                          hint=hint)
+    return component
 
 
 def get_component(name: str) -> Component:
     _load_all()
     key = name.lower()
+    if key not in _REGISTRY and key in _BROKEN:
+        raise _BROKEN[key].with_traceback(None)
     if key not in _REGISTRY:
         known = ", ".join(sorted(_REGISTRY))
         raise BiovqaError(f"unknown component {name!r}{did_you_mean(name, _REGISTRY)}",

@@ -91,10 +91,17 @@ def load_factory(name: str) -> Callable[..., Backend]:
         raise BiovqaError(
             f"backend {name!r} cannot be imported ({exc})", field="--backend", hint=hint
         ) from None
-    factory = getattr(module, attribute, None)
-    if factory is None:
+    except Exception as exc:  # noqa: BLE001 - a plug-in's module failing on import is named, not a traceback
+        first_line = (str(exc).strip().splitlines() or [""])[0]
         raise BiovqaError(
-            f"backend module {module_name!r} has no factory {attribute!r}", field="--backend"
+            f"backend {name!r} ({target}) failed to load: {type(exc).__name__}: {first_line}",
+            field="--backend", hint="fix or uninstall the package that provides it (`pip show` names it)",
+        ) from None
+    factory = getattr(module, attribute, None)
+    if factory is None or not callable(factory):
+        raise BiovqaError(
+            f"backend {name!r} ({target}): module {module_name!r} has no callable factory {attribute!r}",
+            field="--backend",
         )
     return factory
 
