@@ -138,3 +138,58 @@ def test_samples_file_scored_as_jsonl(tmp_path: Path, demo_bench: Path,
                       + json.dumps({**samples_row(1, ids[1], "A"), "target": ""}) + "\n", encoding="utf-8")
     code, err = cli(["score", demo_bench, "-p", broken, "-o", tmp_path / "b"], capsys)
     assert code == 2 and "row 2, field 'target'" in err, err
+
+
+@pytest.mark.slow
+def test_lmms_eval_run_on_a_loopback_server_is_scored(task_dir: Path, demo_bench: Path, tmp_path: Path,
+                                                      capsys: pytest.CaptureFixture[str]) -> None:
+    """lmms-eval itself runs the exported task with its OpenAI-compatible model against a scripted
+    loopback server; the samples file it writes is scored equal to the same replies as JSONL."""
+    pytest.importorskip("lmms_eval", reason="lmms-eval is not installed (the [lmms] extra; not in CI)")
+    import os
+    import subprocess
+    import sys
+
+    from fixtures.scripted_server import chat_reply, scripted_server
+
+    def rule(text: str) -> str | None:
+        if "phylum" in text.lower():
+            return "Chordata"
+        if "class" in text.lower():
+            return None  # the server answers garbage: lmms-eval's failure marker
+        return "Zzyzx quux"
+
+    def answer(body: dict[str, Any]) -> bytes:
+        parts = body["messages"][-1]["content"]
+        text = " ".join(p.get("text", "") for p in parts if isinstance(p, dict))
+        reply = rule(text)
+        return b"not json" if reply is None else chat_reply(reply)
+
+    limit = 6
+    with scripted_server(answer) as server:
+        env = {**os.environ, "OPENAI_API_KEY": "x", "NO_PROXY": "127.0.0.1", "HF_DATASETS_OFFLINE": "1"}
+        done = subprocess.run(
+            [sys.executable, "-m", "lmms_eval", "--model", "openai", "--model_args",
+             f"model_version=m,base_url={server.base_url},max_retries=1", "--include_path", str(task_dir),
+             "--tasks", "biovqa_c1", "--limit", str(limit), "--log_samples", "--output_path",
+             str(tmp_path / "out")], capture_output=True, text=True, env=env, timeout=300)
+        bodies = [json.loads(b) for b in server.bodies]
+    samples = sorted((tmp_path / "out").rglob("*_samples_biovqa_c1.jsonl"))
+    assert samples, done.stderr[-2000:]
+    # the engine's decoding and the image reached the model
+    assert {b["max_tokens"] if "max_tokens" in b else b.get("max_completion_tokens") for b in bodies} == {15}
+    assert {b.get("temperature") for b in bodies} == {0}
+    assert all(any(p.get("type") == "image_url" for p in b["messages"][-1]["content"]) for b in bodies)
+
+    docs = [json.loads(line) for line in
+            (task_dir / "biovqa_c1_docs.jsonl").read_text().splitlines()[:limit]]
+    jsonl = tmp_path / "replies.jsonl"
+    jsonl.write_text("".join(json.dumps({"item_id": d["item_id"], "response": rule(d["text"]),
+                                         "status": "failed" if rule(d["text"]) is None else "ok"}) + "\n"
+                             for d in docs), encoding="utf-8")
+    for source, out in ((samples[0], "from-samples"), (jsonl, "from-jsonl")):
+        code, err = cli(["score", demo_bench, "-p", source, "-o", tmp_path / out, "--bootstrap", "0"], capsys)
+        assert code == 0, err
+    left = pq.read_table(tmp_path / "from-samples" / "items.parquet")
+    assert left.equals(pq.read_table(tmp_path / "from-jsonl" / "items.parquet"))
+    assert left.column("status").to_pylist().count("failed") >= 1
