@@ -44,8 +44,8 @@ import numpy as np
 import pyarrow as pa
 
 from biovqa.components.c3 import floors as F
-from biovqa.components.c3.score import (DEFAULT_VAS_WEIGHTS, box_conventions, char_accuracy, convention_means,
-                                        iou, ring_steps, vas_weights, view_credit)
+from biovqa.components.c3.kernels import (DEFAULT_VAS_WEIGHTS, box_conventions, char_accuracy, convention_means,
+                                          iou, ring_steps, vas_weights, view_credit)
 from biovqa.components.c3.tasks import COUNTING_TIERS, TABLE3, TASKS, VIEWPOINT_BEARING
 from biovqa.scoring.schema import estimate
 

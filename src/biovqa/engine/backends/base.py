@@ -64,6 +64,32 @@ def raw_prompt_text(request: Request) -> str:
     return system_in_user_text(request.system, request.prompt)
 
 
+def build_messages(request: Request) -> list[dict[str, Any]]:
+    """Chat messages for one request to a vision-language chat template (the transformers backend
+    and its shared-prefix decoding): optional system turn, then a user turn whose content is the
+    image (if any) followed by the prompt text."""
+    messages: list[dict[str, Any]] = []
+    if request.system:
+        messages.append({"role": "system", "content": [{"type": "text", "text": request.system}]})
+    content: list[dict[str, Any]] = []
+    if request.image_path is not None:
+        content.append({"type": "image"})
+    content.append({"type": "text", "text": request.prompt})
+    messages.append({"role": "user", "content": content})
+    return messages
+
+
+def build_text_messages(request: Request) -> list[dict[str, Any]]:
+    """Chat messages for a text-only language model: plain-string contents (text-only chat
+    templates do not take content parts)."""
+    messages: list[dict[str, Any]] = []
+    if request.system:
+        messages.append({"role": "system", "content": request.system})
+    messages.append({"role": "user", "content": request.prompt})
+    return messages
+
+
+
 @dataclass(frozen=True, slots=True)
 class Reply:
     key: str

@@ -39,7 +39,7 @@ import copy
 import time
 from typing import Any
 
-from biovqa.engine.backends.base import Reply, Request
+from biovqa.engine.backends.base import Reply, Request, build_messages
 
 #: generation-config settings that would make ``generate`` differ from plain greedy argmax.
 _PROCESSOR_SETTINGS = {
@@ -83,8 +83,6 @@ def shared_prefix_generate(backend: Any, requests: list[Request], image: Any) ->
 
     Raises :class:`PrefixUnsupported` when the group cannot be decoded exactly this way.
     """
-    from biovqa.engine.backends.transformers import build_messages
-
     torch = backend._torch
     model = backend.model
     started = time.perf_counter()

@@ -37,7 +37,8 @@ from typing import Any
 
 from biovqa.errors import BiovqaError, MissingResourceError
 from biovqa.engine.presets import ModelPreset, get_preset
-from biovqa.engine.backends.base import Reply, Request, raw_prompt_text, system_in_user_text
+from biovqa.engine.backends.base import (Reply, Request, build_messages, build_text_messages, raw_prompt_text,
+                                         system_in_user_text)
 
 #: Options :func:`create` understands; anything else is reported in ``describe()``.
 KNOWN_OPTIONS = (
@@ -57,32 +58,6 @@ KNOWN_OPTIONS = (
 _DTYPE_NAMES = ("auto", "float32", "float16", "bfloat16")
 #: ``describe()["system_prompt_handling"]`` values (see the module docstring).
 SYSTEM_HANDLINGS = ("system-turn", "merged-by-template", "prepended-to-user-text", "no-chat-template")
-
-
-def build_messages(request: Request) -> list[dict[str, Any]]:
-    """Chat messages for one request: optional system turn, then a user turn whose content is the
-    image (if any) followed by the prompt text."""
-    messages: list[dict[str, Any]] = []
-    if request.system:
-        messages.append({"role": "system", "content": [{"type": "text", "text": request.system}]})
-    content: list[dict[str, Any]] = []
-    if request.image_path is not None:
-        content.append({"type": "image"})
-    content.append({"type": "text", "text": request.prompt})
-    messages.append({"role": "user", "content": content})
-    return messages
-
-
-# [text-only LMs, issue 14] ---------------------------------------------------------------------
-def build_text_messages(request: Request) -> list[dict[str, Any]]:
-    """Chat messages for a text-only language model: plain-string contents (text-only chat
-    templates do not take content parts)."""
-    messages: list[dict[str, Any]] = []
-    if request.system:
-        messages.append({"role": "system", "content": request.system})
-    messages.append({"role": "user", "content": request.prompt})
-    return messages
-# ------------------------------------------------------------------------------------------------
 
 
 def _load_image(path: Path):  # -> PIL.Image.Image
