@@ -12,6 +12,7 @@ from biovqa.stats.bootstrap import (
     cluster_bootstrap_means,
     cluster_codes,
     item_bootstrap_means,
+    partition_replicates,
     percentile_interval,
     ratio_of_sums_replicates,
     resampled_cluster_counts,
@@ -71,6 +72,57 @@ def test_resampled_counts_are_one_int32_draw_per_replicate(n_clusters: int) -> N
         np.testing.assert_array_equal(np.concatenate(blocks), expected)
     with pytest.raises(ValueError, match="at least one cluster"):
         next(resampled_cluster_counts(0, B=1, seed=0))
+
+
+@pytest.mark.parametrize("draws_per_call", [1, 100, 1 << 22])
+def test_resampled_counts_do_not_depend_on_how_the_draws_are_split_into_calls(
+        monkeypatch: pytest.MonkeyPatch, draws_per_call: int) -> None:
+    """uint32 draws taken a few replicates per call (one per call when a replicate exceeds
+    ``DRAWS_PER_CALL``) read the same stream as one int32 call per replicate."""
+    rng = np.random.default_rng(5)
+    expected = np.stack([np.bincount(rng.integers(0, 37, size=37, dtype=np.int32), minlength=37)
+                         for _ in range(23)])
+    monkeypatch.setattr(bootstrap_module, "DRAWS_PER_CALL", draws_per_call)
+    blocks = list(resampled_cluster_counts(37, B=23, seed=5, chunk=10))
+    np.testing.assert_array_equal(np.concatenate(blocks), expected)
+
+
+def _masked_ratio_replicates(values: np.ndarray, part: np.ndarray, groups: list[list[int]], B: int,
+                             seed: int) -> np.ndarray:
+    """The general path: every group's masked columns through ratio_of_sums_replicates."""
+    masks = [np.isin(part, g) for g in groups]
+    numerators = np.column_stack([np.where(mask, values[:, j], 0.0) for mask in masks
+                                  for j in range(values.shape[1])])
+    denominators = np.column_stack([mask.astype(float) for mask in masks])
+    return ratio_of_sums_replicates(numerators, denominators, B=B, seed=seed,
+                                    denominator_of=np.repeat(np.arange(len(masks)), values.shape[1]))
+
+
+@pytest.mark.parametrize("layout", ["runs", "interleaved"])
+def test_partition_replicates_equal_the_masked_columns_path(monkeypatch: pytest.MonkeyPatch,
+                                                              layout: str) -> None:
+    """Per-part sums of the same resamples give every union-of-parts ratio the general path
+    gives (to its float32 rounding), whether the parts come in runs or interleaved, with blocks
+    and draw calls that do not divide B; a part drawn zero times in a replicate gives NaN there."""
+    rng = np.random.default_rng(0)
+    n, n_parts = 300, 5
+    part = np.repeat(np.arange(n_parts), [120, 90, 60, 28, 2])
+    if layout == "interleaved":
+        part = rng.permutation(part)
+    values = np.column_stack([rng.random(n), rng.integers(0, 2, n), rng.random(n)])
+    monkeypatch.setattr(bootstrap_module, "DRAWS_PER_CALL", 700)  # 2 replicates per call
+    sums, counts = partition_replicates(values, part, n_parts, B=57, seed=9, chunk=8)
+    assert sums.shape == (57, n_parts, 3) and counts.shape == (57, n_parts)
+    np.testing.assert_array_equal(counts.sum(axis=1), np.full(57, n))  # n draws per replicate
+    groups = [list(range(n_parts)), [0, 2], [1], [4]]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        fast = np.column_stack([sums[:, g].sum(axis=1) / counts[:, g].sum(axis=1)[:, None] for g in groups])
+    reference = _masked_ratio_replicates(values, part, groups, B=57, seed=9)
+    np.testing.assert_array_equal(np.isnan(fast), np.isnan(reference))
+    assert np.isnan(fast[:, -3:]).any()  # the 2-item part is missed by some replicate
+    np.testing.assert_allclose(fast, reference, rtol=1e-6, equal_nan=True)
+    with pytest.raises(ValueError, match="part codes"):
+        partition_replicates(values, part + 1, n_parts, B=2, seed=0)
 
 
 def test_counts_drawn_ahead_equal_each_stream_whatever_order_they_are_read() -> None:

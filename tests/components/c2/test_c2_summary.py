@@ -116,3 +116,46 @@ def test_summary_is_json_clean(make_bench):
     text = json.dumps(summary, allow_nan=False)
     assert json.loads(text) == summary
     assert summary["laterality"]["n_lateral"] == 4
+
+
+def test_family_path_intervals_equal_the_masked_group_path():
+    """summarize() bootstraps each item once in its family's sums; every interval of the summary
+    (pooled, categories, families) equals the one the masked-columns path (grouped_intervals)
+    gives from the same resamples, to its float32 rounding. An item of no known family counts in
+    the pooled group only."""
+    from biovqa.components.c2.cags import CATEGORIES, CATEGORY_OF, FAMILIES
+    from biovqa.components.c2.summary import grouped_intervals
+
+    rng = np.random.default_rng(3)
+    sizes = {"attr_bare_value": 400, "attr_group_value": 350, "marker_localization": 40,
+             "visibility_side": 60, "category_mcq": 30, "open_genus": 3}
+    families = rng.permutation(np.repeat(np.array(list(sizes) + ["not_a_family"], dtype=object),
+                                         list(sizes.values()) + [5]))
+    n = len(families)
+    cags = rng.random(n)
+    em = (rng.random(n) < 0.6).astype(np.int8)
+    table = pa.table({
+        "family": pa.array(families.tolist()), "cags": cags, "em": em, "s": rng.random(n),
+        "parse_status": pa.array(["parsed"] * n), "status": pa.array(["ok"] * n),
+        "pred_letter": pa.array([None] * n, pa.string()), "gold": pa.array([None] * n, pa.string()),
+        "parsed": pa.array([None] * n, pa.string()),
+    })
+    summary = summarize(table, resamples=300, seed=11)
+    present = [f for f in FAMILIES if f in sizes]
+    categories = [c for c in CATEGORIES if any(CATEGORY_OF[f] == c for f in present)]
+    masks = ([np.ones(n, dtype=bool)]
+             + [np.isin(families, [f for f in present if CATEGORY_OF[f] == c]) for c in categories]
+             + [families == f for f in present])
+    reference = grouped_intervals(cags, em.astype(float), table.column("s").to_numpy(), masks,
+                                  resamples=300, seed=11)
+    entries = [summary["pooled"]] + [summary["categories"][c] for c in categories] \
+        + [summary["families"][f] for f in present]
+    assert len(entries) == len(reference)
+    for entry, (lo, hi) in zip(entries, reference):
+        for k, metric in enumerate(("cags", "em", "gs_raw")):
+            if np.isnan(lo[k]):
+                assert entry[metric]["lo"] is None
+                continue
+            assert entry[metric]["lo"] == pytest.approx(lo[k], rel=1e-6)
+            assert entry[metric]["hi"] == pytest.approx(hi[k], rel=1e-6)
+    assert summary["pooled"]["n"] == n

@@ -4,7 +4,8 @@
   (= mean over all items of the category); pooled = mean over every item, marker_localization
   included [DERIVED, CONFLICT resolved as "included"];
 * GS_raw = mean s; EM = mean em; severity (Eq. 22) = mean (1 − cags) over items with EM = 0;
-* 95 % percentile bootstrap CIs over items (B = 1000, seeded) for cags, EM and GS_raw;
+* 95 % percentile bootstrap CIs over items (B = 1000, seeded) for cags, EM and GS_raw, every
+  group from the same resamples, each item summed into its family once (:func:`family_intervals`);
 * format diagnostics per family: parse rate, letter–text mismatch rate, choose-A rate;
 * laterality / mirror confusion on EM (marker_localization items with a left/right gold part).
 """
@@ -70,6 +71,36 @@ def grouped_intervals(cags: np.ndarray, em: np.ndarray, s: np.ndarray,
     denominators = np.column_stack([mask.astype(float) for mask in groups])
     replicates = ratio_of_sums_replicates(numerators, denominators, B=resamples, seed=seed,
                                           denominator_of=np.repeat(np.arange(len(groups)), 3))
+    lo, hi = percentile_interval(replicates, level)
+    return [(lo[3 * g:3 * g + 3], hi[3 * g:3 * g + 3]) for g in range(len(groups))]
+
+
+def family_intervals(cags: np.ndarray, em: np.ndarray, s: np.ndarray, family: np.ndarray,
+                     groups: Sequence[Sequence[int]], *, resamples: int, seed: int,
+                     level: float = CI_LEVEL) -> list[tuple[np.ndarray, np.ndarray] | None]:
+    """:func:`grouped_intervals` for groups that are unions of families, as every C2 group is
+    (pooled, a category, a family): ``groups`` lists each group's family codes (``-1`` stands
+    for items of no known family, which only the pooled group holds). The same item resamples
+    (same seed, same stream); each item enters its family's sums once
+    (:func:`biovqa.stats.bootstrap.partition_replicates`) and a group's replicate is the ratio of
+    its families' summed sums, so the bounds equal :func:`grouped_intervals`' up to its float32
+    rounding (≤ 1e-6 relative), at a fraction of its cost (every item in 75 masked columns)."""
+    from biovqa.stats.bootstrap import partition_replicates, percentile_interval
+
+    if resamples <= 0 or len(cags) == 0:
+        return [None] * len(groups)
+    n_parts = len(FAMILIES) + 1
+    part = np.where(family >= 0, family, len(FAMILIES))
+    sums, counts = partition_replicates(np.column_stack([cags, em, s]), part, n_parts, B=resamples,
+                                        seed=seed)
+    replicates = np.empty((resamples, 3 * len(groups)))
+    for g, members in enumerate(groups):
+        parts = [len(FAMILIES) if code < 0 else code for code in members]
+        top = sums[:, parts].sum(axis=1)
+        bottom = counts[:, parts].sum(axis=1)[:, None]
+        with np.errstate(invalid="ignore", divide="ignore"):
+            replicates[:, 3 * g:3 * g + 3] = np.where(bottom > 0, top / np.where(bottom > 0, bottom, 1),
+                                                      np.nan)
     lo, hi = percentile_interval(replicates, level)
     return [(lo[3 * g:3 * g + 3], hi[3 * g:3 * g + 3]) for g in range(len(groups))]
 
@@ -193,10 +224,12 @@ def summarize(scores: pa.Table, *, options: Sequence[Sequence[str] | None] | Non
         category_masks[category] = mask
     present_families = [f for f in FAMILIES if masks[f].any()]
     present_categories = [c for c in CATEGORIES if category_masks[c].any()]
-    group_masks = ([np.ones(len(family), dtype=bool)] + [category_masks[c] for c in present_categories]
-                   + [masks[f] for f in present_families])
-    intervals = grouped_intervals(cags, em, s, group_masks, resamples=resamples, seed=seed,
-                                  level=level)
+    family_code = {name: index for index, name in enumerate(FAMILIES)}
+    group_families = ([[-1, *range(len(FAMILIES))]]
+                      + [[family_code[f] for f in FAMILIES if CATEGORY_OF[f] == c] for c in present_categories]
+                      + [[family_code[f]] for f in present_families])
+    intervals = family_intervals(cags, em, s, family, group_families, resamples=resamples, seed=seed,
+                                 level=level)
     pooled = group_summary(cags, em, s, intervals[0])
     categories: dict[str, Any] = {}
     for offset, category in enumerate(present_categories, start=1):
