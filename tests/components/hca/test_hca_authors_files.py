@@ -243,8 +243,8 @@ def test_two_datasets_in_one_report_pair_each_datasets_visual_and_text_scores(tm
     for dataset, cells in expected.items():
         rows = paired[paired["dataset"] == dataset].sort_values("model")
         assert rows["model"].tolist() == ["m0", "m1", "m2"]
-        assert rows["scaled HCA"].tolist() == pytest.approx([round(100 * v / 6, 2) for v, _ in cells])
-        assert rows["text HCA"].tolist() == pytest.approx([round(100 * t / 6, 2) for _, t in cells])
+        assert rows["scaled HCA"].tolist() == pytest.approx([round(v / 6, 3) for v, _ in cells])  # fractions
+        assert rows["text HCA"].tolist() == pytest.approx([round(t / 6, 3) for _, t in cells])
     correlation = pd.read_csv(report / "hca_correlation.csv").set_index("dataset")
     assert correlation.loc["cub", "pearson_r"] == pytest.approx(0.982, abs=1e-4)
     assert correlation.loc["inat", "pearson_r"] == pytest.approx(-0.982, abs=1e-4)

@@ -153,7 +153,7 @@ def test_report_pairs_binary_visual_and_text_runs(tmp_path: Path, visual) -> Non
     assert t["metrics"]["hca"]["value"] == pytest.approx(1 / 3)
     biovqa.report([tmp_path / "v", tmp_path / "t"], tmp_path / "report")
     paired = (tmp_path / "report" / "hca_text_vs_visual.csv").read_text().splitlines()
-    assert [row.split(",")[-4:] for row in paired[1:]] == [["50.0", "100.0", "50.0", "33.33"]]
+    assert [row.split(",")[-4:] for row in paired[1:]] == [["0.5", "1.0", "0.5", "0.333"]]
 
 
 def test_taxonomy_context_combines_and_cot_is_refused(tmp_path: Path, visual) -> None:

@@ -99,9 +99,9 @@ def test_report_pairs_visual_and_text_runs_and_correlates(tmp_path: Path, visual
     biovqa.report(folders, tmp_path / "report")
     paired = (tmp_path / "report" / "hca_text_vs_visual.csv").read_text().splitlines()
     assert paired[0].endswith("model,dataset,visual HCA,Acc_leaf,scaled HCA,text HCA")
-    assert [row.split(",")[-4:] for row in paired[1:]] == [["16.67", "100.0", "16.67", "16.67"],
-                                                          ["50.0", "100.0", "50.0", "33.33"],
-                                                          ["66.67", "100.0", "66.67", "50.0"]]
+    assert [row.split(",")[-4:] for row in paired[1:]] == [["0.167", "1.0", "0.167", "0.167"],
+                                                          ["0.5", "1.0", "0.5", "0.333"],
+                                                          ["0.667", "1.0", "0.667", "0.5"]]
     correlation = (tmp_path / "report" / "hca_correlation.csv").read_text().splitlines()[1]
     assert correlation.split(",")[-2:] == ["3", "0.982"]
 

@@ -5,13 +5,14 @@ hca --dataset``, by default the source file's name; a text control inherits its 
 so two datasets in one report never mix. ``tables(summaries)`` returns:
 
 * ``hierarchy`` — per score folder: model, dataset, kind (visual/text), HCA, Acc_leaf, POR, S-POR
-  (paper), S-POR (prefix, reference code), TOR in percent, and text HCA without the genus level
+  (paper), S-POR (prefix, reference code), TOR as fractions (the HCA paper prints percent; the
+  report's one unit convention is fractions with 3 decimals), and text HCA without the genus level
   when the entity gives the genus away;
-* ``levels`` — per-level accuracy (%) per score folder (a level asked but not scored is marked);
-* ``depth`` — HCA at depth k (%) per score folder: every path truncated to its levels ≤ k
+* ``levels`` — per-level accuracy (fraction) per score folder (a level asked but not scored is marked);
+* ``depth`` — HCA at depth k (fraction) per score folder: every path truncated to its levels ≤ k
   (App. C.4; the deepest k is HCA itself);
 * ``text_vs_visual`` — for each (model, dataset) with both a visual and a text score (same label,
-  or the label plus `` [text]``): visual HCA, Acc_leaf, Acc_leaf-scaled HCA (%), text HCA;
+  or the label plus `` [text]``): visual HCA, Acc_leaf, Acc_leaf-scaled HCA, text HCA (fractions);
 * ``correlation`` — per dataset, Pearson's r between text HCA and scaled visual HCA across the
   models scored on it (at least 3 models, else empty);
 * ``correlation_per_model`` — the paper's Table 3 last column: per model, r between text HCA and
@@ -29,7 +30,7 @@ import pandas as pd
 
 from biovqa.stats.hierarchy import pearson_r, scaled_hca
 
-DECIMALS = 2
+DECIMALS = 3
 #: Fewest points a correlation is reported from (two points always give ±1).
 MIN_CORRELATION_POINTS = 3
 COLUMNS: dict[str, str] = {"hca": "HCA", "acc_leaf": "Acc_leaf", "por": "POR", "spor": "S-POR",
@@ -37,10 +38,10 @@ COLUMNS: dict[str, str] = {"hca": "HCA", "acc_leaf": "Acc_leaf", "por": "POR", "
 NO_DATASET = "-"
 
 
-def _percent(value: Any) -> float:
+def _fraction(value: Any) -> float:
     if isinstance(value, dict):
         value = value.get("value")
-    return float("nan") if value is None else 100.0 * float(value)
+    return float("nan") if value is None else float(value)
 
 
 def _model_key(label: str) -> str:
@@ -66,9 +67,9 @@ def tables(summaries: list[tuple[str, dict]]) -> dict[str, pd.DataFrame]:
     rows = []
     for label, summary in summaries:
         row: dict[str, Any] = {"model": label, "dataset": _dataset(summary), "kind": summary.get("kind")}
-        row.update({title: _percent(summary["metrics"][key]) for key, title in COLUMNS.items()})
+        row.update({title: _fraction(summary["metrics"][key]) for key, title in COLUMNS.items()})
         if "without_genus" in summary:
-            row["HCA without genus"] = _percent(summary["without_genus"]["hca"])
+            row["HCA without genus"] = _fraction(summary["without_genus"]["hca"])
         rows.append(row)
     out = {"hierarchy": pd.DataFrame(rows).round(DECIMALS)}
 
@@ -76,11 +77,11 @@ def tables(summaries: list[tuple[str, dict]]) -> dict[str, pd.DataFrame]:
         unscored = {str(level) for level in summary.get("unscored_levels") or []}
         return f"{key} (asked, not scored)" if key.split()[0] in unscored else key
 
-    levels = pd.DataFrame({_column_name(label, summary): {level_key(summary, k): _percent(v)
+    levels = pd.DataFrame({_column_name(label, summary): {level_key(summary, k): _fraction(v)
                                                           for k, v in summary["levels"].items()}
                            for label, summary in summaries})
     out["levels"] = levels.round(DECIMALS).rename_axis("level").reset_index()
-    depth = pd.DataFrame({_column_name(label, summary): {int(k): _percent(v) for k, v in summary["depth"].items()}
+    depth = pd.DataFrame({_column_name(label, summary): {int(k): _fraction(v) for k, v in summary["depth"].items()}
                           for label, summary in summaries if summary.get("depth")})
     if not depth.empty:
         out["depth"] = depth.sort_index().round(DECIMALS).rename_axis("depth").reset_index()
@@ -92,10 +93,10 @@ def tables(summaries: list[tuple[str, dict]]) -> dict[str, pd.DataFrame]:
     paired = []
     for model, dataset in sorted(set(by_kind["visual"]) & set(by_kind["text"])):
         v, t = by_kind["visual"][(model, dataset)]["metrics"], by_kind["text"][(model, dataset)]["metrics"]
-        paired.append({"model": model, "dataset": dataset, "visual HCA": _percent(v["hca"]),
-                       "Acc_leaf": _percent(v["acc_leaf"]),
-                       "scaled HCA": 100.0 * scaled_hca(_percent(v["hca"]), _percent(v["acc_leaf"])),
-                       "text HCA": _percent(t["hca"])})
+        paired.append({"model": model, "dataset": dataset, "visual HCA": _fraction(v["hca"]),
+                       "Acc_leaf": _fraction(v["acc_leaf"]),
+                       "scaled HCA": scaled_hca(_fraction(v["hca"]), _fraction(v["acc_leaf"])),
+                       "text HCA": _fraction(t["hca"])})
     if paired:
         frame = pd.DataFrame(paired)
         out["text_vs_visual"] = frame.round(DECIMALS)
