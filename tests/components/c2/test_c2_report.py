@@ -70,3 +70,18 @@ def test_tables_tolerate_missing_families():
     out = report.tables([("empty", {"pooled": {}, "categories": {}, "families": {}, "format": {}})])
     assert out["table30_leaderboard"].shape[0] == 1
     assert out["table35_family_difficulty"].empty
+
+
+def test_a_floor_run_is_listed_in_table3_only(summaries):
+    """A floor run among the models: its measured cags in the Table 3 block, never ranked in
+    Table 30 nor averaged in a family table's mean row."""
+    with_floor = [*summaries, ("floor (image-blind)", summaries[1][1])]
+    out = report.tables(with_floor)
+    assert "floor (image-blind)" in out["table3_c2"]["model"].tolist()
+    assert out["table30_leaderboard"]["model"].tolist() == ["strong", "weak"]
+    assert out["table30_leaderboard"]["rank"].tolist() == [1, 2]
+    for name in ("table31_em_format", "table32_categories", "table33_cags_by_family", "table35_family_difficulty"):
+        assert "floor (image-blind)" not in out[name].to_string(), name
+    mean_row = out["table33_cags_by_family"].iloc[-1].drop("model").astype(float).fillna(-9)
+    assert mean_row.tolist() == report.tables(summaries)["table33_cags_by_family"].iloc[-1].drop(
+        "model").astype(float).fillna(-9).tolist()  # the mean over the two models alone
