@@ -28,6 +28,28 @@ def test_jsonl_and_parquet_read_alike(tmp_path: Path, demo_bench: Path) -> None:
     assert read_predictions(tmp_path / "p.parquet").to_pylist() == read_predictions(tmp_path / "p.jsonl").to_pylist()
 
 
+def test_a_jsonl_file_with_a_byte_order_mark_and_crlf_scores_as_without(tmp_path: Path, demo_bench: Path) -> None:
+    table = gold_predictions(demo_bench)
+    lines = [json.dumps(row) for row in table.to_pylist()]
+    (tmp_path / "plain.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    (tmp_path / "bom.jsonl").write_bytes(b"\xef\xbb\xbf" + "\r\n".join(lines).encode() + b"\r\n")
+    for name in ("plain", "bom"):
+        score_predictions(demo_bench, tmp_path / f"{name}.jsonl", tmp_path / f"s-{name}", options={"bootstrap": 0})
+    assert (pq.read_table(tmp_path / "s-bom" / "items.parquet").column("score").to_pylist()
+            == pq.read_table(tmp_path / "s-plain" / "items.parquet").column("score").to_pylist())
+    assert all(v == 1 for v in pq.read_table(tmp_path / "s-bom" / "items.parquet").column("em").to_pylist())
+
+
+def test_a_jsonl_line_beyond_the_line_bound_is_named_not_read(tmp_path: Path) -> None:
+    path = tmp_path / "p.jsonl"
+    with open(path, "w", encoding="utf-8") as handle:
+        handle.write('{"item_id": "a", "response": "x"}\n')
+        handle.write('{"item_id": "b", "response": "' + "y" * (2 << 20) + '"}\n')
+    with pytest.raises(InputFormatError) as info:
+        read_predictions(path)
+    assert info.value.row == 2 and "longer than" in info.value.render()
+
+
 def test_duplicate_item_ids_are_named(tmp_path: Path, demo_bench: Path) -> None:
     table = gold_predictions(demo_bench).slice(0, 5)
     pq.write_table(pa.concat_tables([table, table.slice(2, 1)]), tmp_path / "p.parquet")

@@ -19,6 +19,7 @@ benchmark as it was.
 
 from __future__ import annotations
 
+import codecs
 import functools
 import hashlib
 import inspect
@@ -440,12 +441,18 @@ def read_json_object(path: str | Path, *, what: str) -> dict[str, Any]:
 
 def iter_json_lines(path: str | Path, *, what: str) -> Iterator[tuple[int, dict[str, Any]]]:
     """(line number, object) for every non-blank line of a JSON Lines file; a missing file, a line
-    that is not UTF-8, not JSON or not an object is an :class:`InputFormatError` naming the line."""
+    that is not UTF-8, not JSON or not an object, or one longer than the sources' line bound is
+    an :class:`InputFormatError` naming the line. A leading byte-order mark (editors on Windows
+    write one) is accepted."""
+    from biovqa.sources.validate import bounded_lines
+
     path = Path(path)
     if not path.is_file():
         raise InputFormatError(f"no such {what}", file=path)
     with open(path, "rb") as handle:
-        for number, raw in enumerate(handle, start=1):
+        for number, raw in enumerate(bounded_lines(handle, file=path), start=1):
+            if number == 1 and raw.startswith(codecs.BOM_UTF8):
+                raw = raw[len(codecs.BOM_UTF8):]
             try:
                 line = raw.decode("utf-8")
             except UnicodeDecodeError as exc:
