@@ -156,3 +156,17 @@ def test_modules_import_each_other_in_no_cycle() -> None:
     cycles = {f"{min(a, b)} ⇄ {max(a, b)}" for a in graph for b in graph[a] if not related(a, b) and reaches(b, a)}
     assert sorted(cycles - set(ALLOWED_CYCLES)) == []
     assert sorted(set(ALLOWED_CYCLES) - cycles) == []  # an allowance whose cycle is gone goes too
+
+
+def test_status_and_file_name_constants_are_defined_once() -> None:
+    """A module-level ``*_STATUSES`` or ``*_FILE`` constant has one home; others import it (two
+    copies drift: a predictions ``PREDICTION_STATUSES`` once lacked the ``missing`` that C1's had)."""
+    homes: dict[str, list[str]] = {}
+    for name, path in MODULES.items():
+        for node in ast.parse(path.read_text(encoding="utf-8")).body:
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(node, ast.AnnAssign) else []
+            for target in targets:
+                if isinstance(target, ast.Name) and target.id.endswith(("_STATUSES",)):
+                    homes.setdefault(target.id, []).append(name)
+    assert {constant: modules for constant, modules in homes.items() if len(modules) > 1} == {}
+    assert homes["PREDICTION_STATUSES"] == ["biovqa.records"]

@@ -22,6 +22,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from biovqa.errors import BiovqaError
+from biovqa.records import PREDICTION_STATUSES
 from biovqa.scoring import PARSE_MAX_CHARS
 
 #: Per-item columns every component writes first, in this order.
@@ -38,8 +39,9 @@ ITEM_CORE_COLUMNS: tuple[tuple[str, pa.DataType], ...] = (
 ITEM_STANDARD_COLUMNS: tuple[tuple[str, pa.DataType], ...] = (
     ("truncated", pa.bool_()),
 )
-#: What ``status`` says: a reply was scored, the request finally failed, or no reply was given.
-SCORE_STATUSES: tuple[str, ...] = ("ok", "failed", "missing")
+#: What ``status`` says: a reply was scored, the request finally failed (the statuses a predictions
+#: file carries), or no reply was given (an item the predictions do not have).
+SCORE_STATUSES: tuple[str, ...] = (*PREDICTION_STATUSES, "missing")
 #: Top-level keys of summary.json, in order.
 SUMMARY_KEYS: tuple[str, ...] = ("component", "label", "n_items", "statuses", "options", "table3")
 ESTIMATE_KEYS = frozenset({"value", "lo", "hi", "n"})

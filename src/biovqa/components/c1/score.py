@@ -44,11 +44,8 @@ from biovqa.components.c1.tasks import MCQ_TASK, TASKS
 from biovqa.components.c1.tiers import DEPTH_RANK
 from biovqa.components.registry import ScoreResult
 from biovqa.errors import InputFormatError, MissingResourceError
-from biovqa.scoring.schema import core_columns
+from biovqa.scoring.schema import SCORE_STATUSES, core_columns
 from biovqa.text import encode_strings
-
-#: Prediction statuses, in the order of the integer codes used here.
-PREDICTION_STATUSES: tuple[str, ...] = ("ok", "failed", "missing")
 
 #: Per-item metrics averaged over every item of a cell.
 ITEM_METRICS: tuple[str, ...] = ("em", "em_soft", "revision_lag", "unresolved", "wup", "lin")
@@ -103,16 +100,16 @@ def _check_predictions(items: pa.Table, predictions: pa.Table) -> tuple[pa.Array
             f"prediction item_id {ids[row].as_py()!r} does not match benchmark item {expected[row].as_py()!r}",
             row=row + 2, field="item_id", hint="predictions must be in benchmark item order")
     status = predictions.column("status").cast(pa.string())
-    known = pc.fill_null(pc.is_in(status, value_set=pa.array(PREDICTION_STATUSES)), False)
+    known = pc.fill_null(pc.is_in(status, value_set=pa.array(SCORE_STATUSES)), False)
     if not pc.all(known).as_py():
         row = int(pc.index(known, False).as_py())
         raise InputFormatError(f"unknown status {status[row].as_py()!r}", row=row + 2, field="status",
-                               hint=f"use one of {', '.join(PREDICTION_STATUSES)}")
+                               hint=f"use one of {', '.join(SCORE_STATUSES)}")
     replies = predictions.column("response").cast(pa.string()).combine_chunks()
-    code = np.full(items.num_rows, PREDICTION_STATUSES.index("missing"), dtype=np.int8)
+    code = np.full(items.num_rows, SCORE_STATUSES.index("missing"), dtype=np.int8)
     ok = pc.and_(pc.equal(status, "ok"), pc.is_valid(replies)).to_numpy(zero_copy_only=False)
-    code[ok] = PREDICTION_STATUSES.index("ok")
-    code[pc.equal(status, "failed").to_numpy(zero_copy_only=False)] = PREDICTION_STATUSES.index("failed")
+    code[ok] = SCORE_STATUSES.index("ok")
+    code[pc.equal(status, "failed").to_numpy(zero_copy_only=False)] = SCORE_STATUSES.index("failed")
     return replies, code
 
 
@@ -206,7 +203,7 @@ def score_items(items: pa.Table, predictions: pa.Table, *, tree: Any, synonyms: 
     result = score_replies(
         task_index=task_index, task_names=TASKS, answers=items.column("answer"), genera=items.column("genus"),
         binomials=items.column("species"), target_nodes=target, replies=replies,
-        answered=status == PREDICTION_STATUSES.index("ok"), failed=status == PREDICTION_STATUSES.index("failed"),
+        answered=status == SCORE_STATUSES.index("ok"), failed=status == SCORE_STATUSES.index("failed"),
         mcq_options=mcq_options, mcq_option_nodes=mcq_option_nodes, tree=tree, synonyms=synonyms,
         vernacular=vernacular, epithet_last_word=settings.epithet_last_word)
     group_codes, group_labels = _sorted_labels(items.column("group"))
