@@ -74,10 +74,10 @@ def test_resampled_counts_are_one_int32_draw_per_replicate(n_clusters: int) -> N
         next(resampled_cluster_counts(0, B=1, seed=0))
 
 
-@pytest.mark.parametrize("draws_per_call", [1, 100, 1 << 22])
+@pytest.mark.parametrize("draws_per_call", [1, 100, 1 << 21])
 def test_resampled_counts_do_not_depend_on_how_the_draws_are_split_into_calls(
         monkeypatch: pytest.MonkeyPatch, draws_per_call: int) -> None:
-    """uint32 draws taken a few replicates per call (one per call when a replicate exceeds
+    """Draws taken a few replicates per call (one per call when a replicate exceeds
     ``DRAWS_PER_CALL``) read the same stream as one int32 call per replicate."""
     rng = np.random.default_rng(5)
     expected = np.stack([np.bincount(rng.integers(0, 37, size=37, dtype=np.int32), minlength=37)

@@ -46,10 +46,10 @@ def resampled_cluster_counts(n_clusters: int, *, B: int, seed: int, chunk: int =
     NumPy draws a bounded integer whose range fits 32 bits with the same 32-bit Lemire step
     whatever the output type and however the draws are split into calls, from one buffered
     stream, so the counts equal those of one int32 draw call per replicate (the tests keep that
-    loop as the reference). The draws are taken as uint32, a few replicates per call
-    (:func:`_replicate_draws`): 64-bit draws of a whole block cost 4–6× more (writing 8 bytes
-    per draw, and a fresh ~400 MB array per block for 824K clusters, page-faulted in each
-    time)."""
+    loop as the reference). The draws are taken a few replicates per call
+    (:func:`_replicate_draws`): one call for a whole block cost 4–6× more for 824K clusters,
+    most of it page-faulting a fresh ~400 MB array in for every block; 64-bit draws feed
+    ``bincount`` without an int32 → intp copy."""
     rng = _bootstrap_rng(n_clusters, seed)
     done = 0
     while done < B:
@@ -62,9 +62,9 @@ def resampled_cluster_counts(n_clusters: int, *, B: int, seed: int, chunk: int =
         yield block
 
 
-#: Draws taken per call (a few replicates' worth, ~16 MB of uint32): small enough for the
+#: Draws taken per call (a few replicates' worth, 16 MB of int64): small enough for the
 #: allocator to reuse one buffer, large enough that the call overhead does not count.
-DRAWS_PER_CALL = 1 << 22
+DRAWS_PER_CALL = 1 << 21
 
 
 def _bootstrap_rng(n_clusters: int, seed: int) -> np.random.Generator:
@@ -76,12 +76,12 @@ def _bootstrap_rng(n_clusters: int, seed: int) -> np.random.Generator:
 
 
 def _replicate_draws(rng: np.random.Generator, n_clusters: int, rows: int) -> Iterator[tuple[int, np.ndarray]]:
-    """``rows`` replicates' cluster draws from ``rng`` as ``(first row, (k, n_clusters) uint32)``
+    """``rows`` replicates' cluster draws from ``rng`` as ``(first row, (k, n_clusters) int64)``
     pieces, in stream order (the same integers as one draw call for all rows)."""
     per_call = max(1, DRAWS_PER_CALL // n_clusters)
     for first in range(0, rows, per_call):
         k = min(per_call, rows - first)
-        yield first, rng.integers(0, n_clusters, size=(k, n_clusters), dtype=np.uint32)
+        yield first, rng.integers(0, n_clusters, size=(k, n_clusters), dtype=np.int64)
 
 
 def partition_replicates(values: np.ndarray, part: np.ndarray, n_parts: int, *, B: int, seed: int,
