@@ -27,8 +27,9 @@ def _missing(text: str, base: Path) -> list[str]:
     ``base``, the folder of the text) and bare ``*.md`` names outside code spans (relative to
     ``base`` or the repository; an output such as ``index.md`` is written as code), plus any
     mention of a checkout's ``shared/`` folder."""
-    links = [m.group(1) for m in LINK.finditer(text) if "://" not in m.group(1)]
-    bare = [m.group(1) for m in BARE.finditer(CODE.sub(" ", text))]
+    prose = CODE.sub(" ", text)  # `[x](url)` in a code span shows syntax, it links nowhere
+    links = [m.group(1) for m in LINK.finditer(prose) if "://" not in m.group(1)]
+    bare = [m.group(1) for m in BARE.finditer(prose)]
     found = [name for name in links if not _ships(base / name)]  # a link resolves where it stands
     found += [name for name in bare if not (_ships(base / name) or _ships(ROOT / name))]
     if "shared/" in text:
