@@ -68,7 +68,7 @@ def core_columns(items: pa.Table, aligned: pa.Table, *, component: str,
     """The core columns for ``items`` and ``aligned`` predictions (one row each, same order):
     a scorer starts its per-item table with these and appends its own columns."""
     return {
-        "item_id": items.column("item_id"),
+        "item_id": _strings(items.column("item_id")),  # a bench written from pandas may hold large_string
         "component": pa.array([component] * items.num_rows, pa.string()).dictionary_encode(),
         "task": _strings(items.column("task")).dictionary_encode(),
         "status": _strings(aligned.column("status")).dictionary_encode(),

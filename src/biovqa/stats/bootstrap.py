@@ -20,9 +20,12 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
+from typing import Generic, TypeVar
 
 import numpy as np
 import pandas as pd
+
+T = TypeVar("T")
 
 #: Replicates materialised per matrix product (bounds memory at chunk × clusters float32).
 REPLICATE_CHUNK = 64
@@ -143,28 +146,28 @@ def partition_replicates(values: np.ndarray, part: np.ndarray, n_parts: int, *, 
     return sums, counts
 
 
-class _DrawnAhead:
-    """The items of an iterator of draws, each next one taken on a worker thread while the
+class _DrawnAhead(Generic[T]):
+    """The items of an iterator of draws (or count blocks), each next one taken on a worker thread while the
     caller uses the current one (NumPy's draws, ``bincount`` and the products release the GIL,
     so drawing overlaps counting on a second core). The iterator is only ever advanced by the
     worker, one step at a time, so the stream order is kept."""
 
-    def __init__(self, iterator: Iterator[tuple[int, np.ndarray]]) -> None:
+    def __init__(self, iterator: Iterator[T]) -> None:
         from concurrent.futures import ThreadPoolExecutor
 
         self._iterator = iterator
         self._pool = ThreadPoolExecutor(1, thread_name_prefix="bootstrap-draws")
         self._next = self._pool.submit(self._step)
 
-    def _step(self) -> tuple[int, np.ndarray] | None:
+    def _step(self) -> T | None:
         return next(self._iterator, None)
 
-    def __iter__(self) -> Iterator[tuple[int, np.ndarray]]:
+    def __iter__(self) -> Iterator[T]:
         while (item := self._next.result()) is not None:
             self._next = self._pool.submit(self._step)
             yield item
 
-    def __enter__(self) -> _DrawnAhead:
+    def __enter__(self) -> _DrawnAhead[T]:
         return self
 
     def __exit__(self, *exc_info: object) -> None:
@@ -311,12 +314,15 @@ def ratio_of_sums_replicates(numerators: np.ndarray, denominators: np.ndarray, *
     n_clusters = numerators.shape[0]
     out = np.empty((B, numerators.shape[1]), dtype=np.float64)
     start = 0
-    for weights in resampled_cluster_counts(n_clusters, B=B, seed=seed):
-        top = (weights @ numerators).astype(np.float64)
-        bottom = (weights @ denominators).astype(np.float64)[:, denominator_of]
-        with np.errstate(invalid="ignore", divide="ignore"):
-            out[start:start + len(weights)] = np.where(bottom > 0, top / np.where(bottom > 0, bottom, 1), np.nan)
-        start += len(weights)
+    # the next block is drawn on a worker thread while BLAS multiplies this one
+    with _DrawnAhead(resampled_cluster_counts(n_clusters, B=B, seed=seed)) as blocks:
+        for weights in blocks:
+            top = (weights @ numerators).astype(np.float64)
+            bottom = (weights @ denominators).astype(np.float64)[:, denominator_of]
+            with np.errstate(invalid="ignore", divide="ignore"):
+                out[start:start + len(weights)] = np.where(bottom > 0, top / np.where(bottom > 0, bottom, 1),
+                                                           np.nan)
+            start += len(weights)
     return out
 
 
