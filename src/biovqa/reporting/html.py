@@ -80,8 +80,10 @@ comparison and never ranked, marked or averaged with the models of this report.<
 <tr>{% for comp, cols in board.groups %}{% for c in cols %}<th title="{{ c.long }}" class="comp comp-{{ comp }}">{{ c.name }}</th>{% endfor %}{% endfor %}</tr>
 </thead><tbody>
 {% for row in board.rows %}<tr class="kind-{{ row.kind }}"><td class="model">{{ row.name }}{% if row.kind == "published" %}<br><span class="badge">published, not re-run</span>{% endif %}</td>
-{% for cell in row.cells %}<td class="{{ cell.mark }} comp comp-{{ cell.component }}">{{ cell.value }}{% if cell.ci %}<br><span class="ci">{{ cell.ci }}</span>{% endif %}</td>{% endfor %}</tr>
+{% for cell in row.cells %}<td class="{{ cell.mark }} comp comp-{{ cell.component }}"{% if cell.note %} title="{{ cell.note }}"{% endif %}>{{ cell.value }}{% if cell.note %}<sup class="subset">{{ board.mark }}</sup>{% endif %}{% if cell.ci %}<br><span class="ci">{{ cell.ci }}</span>{% endif %}</td>{% endfor %}</tr>
 {% endfor %}</tbody></table></div>
+{% if board.footnotes %}<p class="note" id="t3-subsets">{{ board.mark }} Scored on a subset of the benchmark, not comparable
+cell for cell with a run scored on every item: {% for f in board.footnotes %}{{ f }}{% if not loop.last %}; {% endif %}{% endfor %}.</p>{% endif %}
 {% if summary is not none %}<h3>Per model, per component</h3>
 <p class="note">Where each model leads: per component, the Table 3 columns in which it is best or tied with the best
 (overlapping 95% intervals) and the span of its 95% rank intervals. The paper defines no overall score across

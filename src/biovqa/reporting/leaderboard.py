@@ -17,6 +17,11 @@ Row kinds, read from the label's tags (the C1 convention, docs/c1-report.md):
 
 Floor and control rows keep the 95% intervals their summaries hold.
 
+A run scored on a subset of its benchmark (its summary's ``subset``: a specialist run on some of
+the datasets, as the paper runs MegaDescriptor on Grevy's zebra only, Table 3 and Sec. A.4) has
+its component's cells noted (``Leaderboard.notes``, :data:`SUBSET_MARK`): the number is not
+comparable cell for cell with a run scored on every item.
+
 Marks per column over the generalists: ``best``, ``second``, ``worst``, and ``tie`` for a model
 whose interval overlaps the best model's (the paper's rule: overlapping CIs ⇒ statistical tie).
 The rank range of a model in a column runs from 1 + (models whose lower bound is above its upper
@@ -44,6 +49,8 @@ _TAGS = re.compile(r"\s*\[([^\[\]]*)\]")
 FLOOR, SPECIALIST, GENERALIST, CONTROL = "floor", "specialist", "vlm", "control"
 CONTROL_SUFFIX = "(text-only control)"
 MEAN_ROW = "Mean"
+#: the footnote marker of a cell scored on a subset of the benchmark (``Leaderboard.notes``)
+SUBSET_MARK = "†"
 
 
 @dataclass(frozen=True)
@@ -129,6 +136,8 @@ class Leaderboard:
     components: dict[str, list[str]]
     p_best: pd.DataFrame | None = None
     rank_methods: dict[str, str] = field(default_factory=dict)
+    #: row → column → why the cell is footnoted, e.g. "scored on Grevy's zebra only"
+    notes: dict[str, dict[str, str]] = field(default_factory=dict)
 
     @property
     def generalists(self) -> list[str]:
@@ -149,13 +158,17 @@ def build_leaderboard(runs: Sequence[Run], columns: Mapping[str, Sequence[str]])
     names = [col for _, col in ordered]
     cells: dict[str, dict[str, dict[str, float]]] = {}
     kinds: dict[str, str] = {}
+    notes: dict[str, dict[str, str]] = {}
     for run in runs:
         row = cells.setdefault(run.name, {})
         seen = (kinds.get(run.name), run.kind)
         kinds[run.name] = next((k for k in (FLOOR, CONTROL, SPECIALIST) if k in seen), GENERALIST)
+        note = subset_note(run.summary)
         for col in columns.get(run.component, ()):
             est = (run.summary.get("table3") or {}).get(col) or {}
             row[col] = {key: _number(est.get(key)) for key in ("value", "lo", "hi", "n")}
+            if note and col in (run.summary.get("table3") or {}):
+                notes.setdefault(run.name, {})[col] = note
 
     def frame(key: str, rows: list[str]) -> pd.DataFrame:
         return pd.DataFrame([[cells[r].get(c, {}).get(key, math.nan) for c in names] for r in rows],
@@ -185,7 +198,22 @@ def build_leaderboard(runs: Sequence[Run], columns: Mapping[str, Sequence[str]])
     marks, rank_lo, rank_hi = _marks(value.loc[generalists], lo.loc[generalists], hi.loc[generalists])
     marks = marks.reindex(value.index).fillna("")
     components = {comp: list(columns[comp]) for comp in sorted(columns, key=component_rank)}
-    return Leaderboard(value, lo, hi, n, kind.reindex(value.index), marks, rank_lo, rank_hi, components)
+    return Leaderboard(value, lo, hi, n, kind.reindex(value.index), marks, rank_lo, rank_hi, components,
+                       notes=notes)
+
+
+def subset_note(summary: dict[str, Any]) -> str:
+    """Why a run's Table 3 cells are footnoted: ``scored on <what the run's selection says>`` (a
+    specialist run on some datasets: "scored on Grevy's zebra only"), or ``scored on N of M items``;
+    empty for a run scored on every item."""
+    subset = summary.get("subset")
+    if not isinstance(subset, dict):
+        return ""
+    description = (subset.get("selection") or {}).get("description")
+    if isinstance(description, str) and description.strip():
+        return f"scored on {description.strip()}"
+    n, of = subset.get("n_items"), subset.get("of")
+    return f"scored on {n:,} of {of:,} items" if isinstance(n, int) and isinstance(of, int) else "scored on a subset"
 
 
 def _standing(values: pd.DataFrame) -> dict[str, float]:
@@ -273,9 +301,28 @@ def leaderboard_table(board: Leaderboard, places: int = 3) -> pd.DataFrame:
     for r in board.value.index:
         for c in board.value.columns:
             shown.loc[r, c] = interval_text(board.value.loc[r, c], board.lo.loc[r, c], board.hi.loc[r, c], places)
+            if board.notes.get(r, {}).get(c):
+                shown.loc[r, c] = f"{shown.loc[r, c]} {SUBSET_MARK}"
     shown.insert(0, "kind", board.kind.reindex(shown.index).tolist())
-    shown.attrs["title"] = "Table 3 — main results across components (value [95% CI])"
+    shown.attrs["title"] = "Table 3 — main results across components (value [95% CI])" + subset_footnote(board)
     return shown
+
+
+def subset_notes(board: Leaderboard) -> list[str]:
+    """``<row> (<columns>): <note>`` for every group of footnoted cells, in row order."""
+    parts = []
+    for row in board.value.index:
+        by_column = board.notes.get(row, {})
+        for note in dict.fromkeys(by_column.values()):
+            columns = ", ".join(c for c, n in by_column.items() if n == note)
+            parts.append(f"{row} ({columns}): {note}")
+    return parts
+
+
+def subset_footnote(board: Leaderboard) -> str:
+    """``; † <row> (<columns>): <note>; …`` for a table title (empty when no cell is footnoted)."""
+    parts = subset_notes(board)
+    return f"; {SUBSET_MARK} " + "; ".join(parts) if parts else ""
 
 
 def leaderboard_values(board: Leaderboard) -> pd.DataFrame:

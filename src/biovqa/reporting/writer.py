@@ -431,7 +431,7 @@ def _html_table(frame: pd.DataFrame) -> Any:
 
 def _board_context(board: Leaderboard) -> dict[str, Any]:
     from biovqa.reporting.glossary import COLUMNS, TERMS
-    from biovqa.reporting.leaderboard import interval_text
+    from biovqa.reporting.leaderboard import SUBSET_MARK, interval_text, subset_notes
 
     def long(column: str) -> str:
         task, metric = COLUMNS.get(column, (column, ""))
@@ -448,9 +448,9 @@ def _board_context(board: Leaderboard) -> dict[str, Any]:
             text = interval_text(value, lo, hi)
             main, _, ci = text.partition(" ")
             cells.append({"value": main, "ci": ci, "mark": board.marks.loc[model, col],
-                          "component": component_of.get(col, "")})
+                          "component": component_of.get(col, ""), "note": board.notes.get(model, {}).get(col, "")})
         rows.append({"name": model, "kind": board.kind[model], "cells": cells})
-    return {"groups": groups, "rows": rows}
+    return {"groups": groups, "rows": rows, "mark": SUBSET_MARK, "footnotes": subset_notes(board)}
 
 
 def _index_html(sections: list[Section], board: Leaderboard | None, analysis: dict[str, pd.DataFrame],

@@ -25,8 +25,10 @@
   summary: it depends on the benchmark only) and the random-condition similarity margin;
 * ``table55_sign_flip`` — random vs hard d′ per model.
 
-``figures(summaries, out_dir)`` draws d′ (top) and c (bottom) per dataset × condition, one
-marker series per model, into ``out_dir/c4_dprime_c.png``.
+``figures(summaries, out_dir)`` draws d′ (top row) and criterion c (bottom row), one panel per
+condition with the datasets and the pooled value on its x axis, one series per run with the 95%
+interval its summary holds as error bars (specialists hollow diamonds, floor runs grey crosses),
+into ``out_dir/c4_dprime_c.png`` (:func:`draw_dprime_c` draws it into given axes).
 """
 
 from __future__ import annotations
@@ -187,36 +189,120 @@ def tables(summaries: list[tuple[str, dict]]) -> dict[str, pd.DataFrame]:
     return out
 
 
+#: the estimate each panel row plots, its axis label (the metric's name and how to read it)
+PANELS: tuple[tuple[str, str], ...] = (("dprime", "d′ (sensitivity; 0 = chance)"),
+                                       ("c", "criterion c (< 0: bias to “Yes”)"))
+
+
+def _series_style(label: str, summary: dict, k: int, datasets: list[str]) -> tuple[str, dict[str, Any]]:
+    """(legend label, errorbar style) of one run: generalists as filled circles in their own
+    colour, a specialist as hollow diamonds, a floor run as grey crosses, each named by its kind
+    (and the species it was scored on, when not all), so that no reference run reads as a model."""
+    from biovqa.reporting.leaderboard import FLOOR, read_label
+
+    colour = f"C{k % 10}"
+    name, kind = read_label(label, summary)
+    scored_on = _scored_on(summary, datasets)
+    where = "" if scored_on == "all" else f", {scored_on}"
+    if kind == FLOOR:
+        return f"{name} (floor{where})", {"fmt": "x", "color": "0.45", "markersize": 7}
+    if _is_specialist(label, summary):
+        return f"{name} (specialist{where})", {"fmt": "D", "color": colour, "markerfacecolor": "none",
+                                                "markersize": 6}
+    return f"{name} ({scored_on})" if where else name, {"fmt": "o", "color": colour, "markersize": 5}
+
+
+#: the legend entry of a specialist's cells whose AUC is 1 (√2·z(AUC) is not finite)
+PERFECT_AUC_LABEL = "at the top edge: AUC = 1, no finite d′"
+
+
+def _mark_perfect_auc(ax: Any, xs: np.ndarray, groups: list[str], summary: dict, condition: str,
+                      colour: str) -> bool:
+    """A specialist whose similarity separates the pairs perfectly (AUC = 1) has no finite
+    √2·z(AUC): an open triangle at the panel's top edge says so instead of no point. Whether any
+    was drawn."""
+    drawn = False
+    for x, group in zip(xs, groups):
+        block = summary.get("pooled", {}) if group == "pooled" else summary.get("cells", {}).get(group, {})
+        cell = block.get(condition, {})
+        if _value(cell.get("auc")) == 1.0 and np.isnan(_value(cell.get("dprime_auc"))):
+            ax.plot([x], [0.97], marker="^", markerfacecolor="none", color=colour, linestyle="none",
+                    transform=ax.get_xaxis_transform(), clip_on=False)
+            drawn = True
+    return drawn
+
+
+def draw_dprime_c(axes: Any, summaries: list[tuple[str, dict]]) -> list[str]:
+    """Draw C4's d′ (top row) and criterion c (bottom row) into a 2 × 3 grid of ``axes``, one
+    column per condition (easy, random, hard; Tables 49/50), each dataset and the pooled value on
+    the x axis, one series per run with its 95% interval from the summary as error bars (a
+    specialist's d′ is √2·z(AUC), Table 53; AUC = 1, no finite d′, is marked at the top edge).
+    Both rows share one y scale across conditions. Returns the x tick labels."""
+    from biovqa.reporting.plots import series_offsets, whiskers
+
+    datasets = _datasets(summaries)
+    groups = [*datasets, "pooled"]
+    ticks = [SPECIES_LABEL.get(g, g) if g != "pooled" else "Pooled" for g in groups]
+    x = np.arange(len(groups))
+    offsets, _ = series_offsets(len(summaries), slot=0.7)
+    perfect: dict[str, str] = {}
+    for k, ((label, s), offset) in enumerate(zip(summaries, offsets)):
+        name, style = _series_style(label, s, k, datasets)
+        specialist = _is_specialist(label, s)
+        for row, (key, _) in enumerate(PANELS):
+            for column, condition in enumerate(CONDITIONS):
+                estimates = []
+                for group in groups:
+                    block = s.get("pooled", {}) if group == "pooled" else s.get("cells", {}).get(group, {})
+                    cell = block.get(condition, {})
+                    estimate = cell.get("dprime_auc") if specialist and key == "dprime" else None
+                    estimates.append(estimate if isinstance(estimate, dict) else cell.get(key))
+                values = [_value(e) for e in estimates]
+                lo = [_value((e or {}).get("lo")) if isinstance(e, dict) else float("nan") for e in estimates]
+                hi = [_value((e or {}).get("hi")) if isinstance(e, dict) else float("nan") for e in estimates]
+                ax = axes[row][column]
+                ax.errorbar(x + offset, values, yerr=whiskers(values, lo, hi), capsize=2, elinewidth=0.9,
+                            linestyle="none", label=name if (row, column) == (0, len(CONDITIONS) - 1) else None,
+                            **style)
+                if specialist and key == "dprime" and _mark_perfect_auc(ax, x + offset, groups, s, condition,
+                                                                       style["color"]):
+                    perfect[name] = style["color"]
+    for name, colour in perfect.items():  # a legend entry (no data), last: what a top-edge triangle means
+        axes[0][len(CONDITIONS) - 1].errorbar([], [], fmt="^", markerfacecolor="none", color=colour,
+                                              label=f"{PERFECT_AUC_LABEL} ({name.split(' (')[0]})")
+    for row in range(len(PANELS)):  # one y scale per row: the conditions compare at a glance
+        limits = [axes[row][column].get_ylim() for column in range(len(CONDITIONS))]
+        for column in range(len(CONDITIONS)):
+            axes[row][column].set_ylim(min(a for a, _ in limits), max(b for _, b in limits))
+    for row, (_, axis_label) in enumerate(PANELS):
+        for column, condition in enumerate(CONDITIONS):
+            ax = axes[row][column]
+            ax.axhline(0.0, color="black", linewidth=0.8)
+            if len(groups) > 1:  # the pooled value apart from the datasets it pools
+                ax.axvline(len(groups) - 1.5, color="grey", linewidth=0.5, linestyle=":")
+            ax.set_xticks(x)
+            ax.set_xticklabels(ticks, rotation=35, ha="right", rotation_mode="anchor", fontsize="small")
+            ax.set_xlim(-0.6, len(groups) - 0.4)
+            if row == 0:
+                ax.set_title(f"{condition} pairs", fontsize="medium")
+            if column == 0:
+                ax.set_ylabel(axis_label)
+    return ticks
+
+
 def figures(summaries: list[tuple[str, dict]], out_dir: str | Path) -> list[Path]:
-    """d′ and c per dataset × condition (and pooled), one series per model."""
+    """``c4_dprime_c.png``: d′ and criterion c per condition, dataset and pooled, one series per
+    run with its 95% interval (:func:`draw_dprime_c`), the legend to the right of the panels."""
     from biovqa.reporting.plots import figure, legend
 
     path = Path(out_dir) / "c4_dprime_c.png"
-    datasets = _datasets(summaries)
-    groups = [*datasets, "pooled"]
-    slots = [(g, c) for g in groups for c in CONDITIONS]
-    x = np.arange(len(slots))
-    n_models = max(1, len(summaries))
-    with figure(path, (max(8.0, 0.45 * len(slots) + 2), 6.5), nrows=2, sharex=True) as (_, axes):
-        for k, (label, s) in enumerate(summaries):
-            offset = (k - (n_models - 1) / 2) * min(0.12, 0.8 / n_models)
-            for ax, key in zip(axes, ("dprime", "c")):
-                values = []
-                for group, condition in slots:
-                    block = s.get("pooled", {}) if group == "pooled" else s.get("cells", {}).get(group, {})
-                    values.append(_value(block.get(condition, {}).get(key)))
-                ax.plot(x + offset, values, marker="o", linestyle="none", label=label if key == "dprime" else None)
-        for ax, name in zip(axes, ("d′ (0 = chance)", "criterion c (< 0: bias to Yes)")):
-            ax.axhline(0.0, color="black", linewidth=0.8)
-            ax.set_ylabel(name)
-            for boundary in range(3, len(slots), 3):
-                ax.axvline(boundary - 0.5, color="grey", linewidth=0.5)
-        axes[1].set_xticks(x)
-        axes[1].set_xticklabels([f"{SPECIES_LABEL.get(g, g)}\n{c}" if c == "random" else c for g, c in slots],
-                                rotation=0, fontsize="x-small")
-        axes[0].set_title("C4 d′ and criterion c per dataset and condition")
-        legend(axes[0], len(summaries))
+    n_groups = len(_datasets(summaries)) + 1
+    width = max(10.0, len(CONDITIONS) * (0.55 * n_groups + 0.25 * len(summaries)) + 3.0)
+    with figure(path, (width, 6.8), nrows=len(PANELS), ncols=len(CONDITIONS), sharex=False) as (fig, axes):
+        draw_dprime_c(axes, summaries)
+        fig.suptitle("C4 individual re-identification: d′ and criterion c (95% intervals)", fontsize="medium")
+        legend(axes[0][len(CONDITIONS) - 1], len(summaries))
     return [path]
 
 
-__all__ = ["figures", "tables"]
+__all__ = ["draw_dprime_c", "figures", "tables"]
