@@ -109,3 +109,18 @@ def test_an_old_summary_is_refused_with_a_clear_error(tmp_path: Path) -> None:
     (tmp_path / "summary.json").write_text(json.dumps({"component": "c1", "pooled": {}}))
     with pytest.raises(biovqa.InputFormatError, match="summary lacks label"):
         biovqa.report([tmp_path], tmp_path / "report")
+
+
+def test_item_ids_held_as_large_string_are_written_as_string() -> None:
+    """A bench written from pandas (whose strings arrive as large_string) still scores: the core
+    columns carry item_id as the schema's string."""
+    import pyarrow as pa
+
+    from biovqa.scoring.schema import core_columns
+
+    items = pa.table({"item_id": pa.array(["a", "b"], pa.large_string()),
+                      "task": pa.array(["t", "t"], pa.large_string())})
+    aligned = pa.table({"status": ["ok", "missing"], "response": ["x", None]})
+    columns = core_columns(items, aligned, component="c2", parsed=pa.array(["x", None]), score=[1.0, 0.0])
+    assert columns["item_id"].type == pa.string()
+    assert columns["item_id"].to_pylist() == ["a", "b"]
