@@ -156,3 +156,51 @@ def test_score_options_are_typed_and_checked() -> None:
 def test_registering_a_name_twice_is_an_error() -> None:
     with pytest.raises(BiovqaError, match="already registered"):
         registry.register(registry.get_component("c1"))
+
+
+def test_every_role_of_every_registered_component_resolves() -> None:
+    """Each role, found by convention or named, imports to a callable (the built-ins name only
+    the two auditors that live beside their build)."""
+    for component in registry.list_components():
+        roles = [*registry.ROLE_CONVENTIONS, *(r for r in registry.OPTIONAL_ROLE_CONVENTIONS if getattr(component, r))]
+        for role in roles:
+            assert callable(component.load(role)), (component.name, role)
+    by_name = {c.name: c for c in registry.list_components()}
+    assert by_name["c2"].scorer == "biovqa.components.c2.score:score"
+    assert by_name["hca"].build_function == "biovqa.components.hca.build:build_hca"
+    assert by_name["c2"].sweep == "biovqa.components.c2.sweep:run_sweep" and by_name["c1"].sweep is None
+    assert by_name["c1"].auditor == "biovqa.components.c1.build:audit_items"  # the named override
+    assert [c.name for c in registry.list_components() if c.rank_inputs] == ["c1", "c2", "c3", "c4"]
+
+
+CONVENTIONAL_PLUGIN = {
+    "__init__.py": "from biovqa.components.registry import Component\n"
+                   "COMPONENT = Component(name='labz', title='Lab Z', tasks=('t',),\n"
+                   "                      scorer='labz_bench.scoring:run')\n",
+    "build.py": "def build_command(out): ...\ndef build_labz(out): ...\ndef floor_responses(items): ...\n",
+    "scoring.py": "def run(bench, predictions, options): ...\n",
+    "sweep.py": "def run_sweep(bench, by_model, options): return {}\n",
+}
+
+
+def test_a_plugin_package_is_found_by_convention_with_one_override(  # its report.py is missing
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fresh_registry) -> None:
+    package = tmp_path / "labz_bench"
+    package.mkdir()
+    for name, text in CONVENTIONAL_PLUGIN.items():
+        (package / name).write_text(text)
+    info = tmp_path / "labz_bench-0.1.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: labz-bench\nVersion: 0.1\n")
+    (info / "entry_points.txt").write_text("[biovqa.components]\nlabz = labz_bench:COMPONENT\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    labz = fresh_registry.get_component("labz")
+    assert (labz.builder, labz.build_function, labz.scorer, labz.sweep, labz.auditor) == (
+        "labz_bench.build:build_command", "labz_bench.build:build_labz", "labz_bench.scoring:run",
+        "labz_bench.sweep:run_sweep", None)
+    assert labz.load("sweep")(None, {}, {}) == {}
+    with pytest.raises(BiovqaError, match=r"its reporter labz_bench.report:tables cannot be loaded: "
+                                          r"module 'labz_bench.report' does not exist"):
+        labz.load("reporter")
+    for name in [m for m in sys.modules if m == "labz_bench" or m.startswith("labz_bench.")]:
+        sys.modules.pop(name)

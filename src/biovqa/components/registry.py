@@ -1,9 +1,11 @@
 """The component registry: one entry per benchmark component (C1–C4, text-only suites).
 
 A component is a package ``biovqa/components/<name>/`` whose ``__init__`` declares one
-:class:`Component`. The declaration names, as ``"module:attribute"`` strings, the callables that
-build, floor, score and report it, so that listing components imports nothing heavy. Each
-callable follows a contract:
+:class:`Component`. Listing components imports nothing heavy: each role (the callables that
+build, floor, score and report it) is found in the package by a naming convention
+(:data:`ROLE_CONVENTIONS`, e.g. the scorer is ``<package>.score:score``) and imported only when
+used; a declaration names a role as ``"module:attribute"`` only where it deviates. Each callable
+follows a contract:
 
 * ``builder``: a Typer command function (its parameters are the component's build options,
   typed, with defaults and help: ``biovqa build <name> --help`` shows them); it writes a
@@ -34,11 +36,11 @@ from __future__ import annotations
 
 import importlib
 import warnings
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Mapping
 
-from biovqa.errors import BiovqaError, did_you_mean
+from biovqa.errors import BiovqaError, MissingResourceError, did_you_mean
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -136,18 +138,40 @@ class ScoreResult:
     summary: dict[str, Any]
 
 
+#: where each role of a component is found, inside its package, unless the declaration names it
+#: (``"module:attribute"``): ``{name}`` is the component's name
+ROLE_CONVENTIONS: dict[str, str] = {
+    "builder": "build:build_command",
+    "build_function": "build:build_{name}",
+    "floor": "build:floor_responses",
+    "scorer": "score:score",
+    "reporter": "report:tables",
+}
+#: optional roles: found by convention when the package has the module
+OPTIONAL_ROLE_CONVENTIONS: dict[str, str] = {
+    "auditor": "audit:audit_items",
+    "sweep": "sweep:run_sweep",
+    "rank_inputs": "replicates:rank_inputs",
+}
+
+
 @dataclass(frozen=True, slots=True)
 class Component:
-    """A benchmark component: its tasks, the callables of each stage, its score options."""
+    """A benchmark component: its tasks, the callables of each stage, its score options.
+
+    Each role (``builder``, ``scorer``, …) is found in the component's package by
+    :data:`ROLE_CONVENTIONS` / :data:`OPTIONAL_ROLE_CONVENTIONS` when the registry adds it; a
+    declaration names a role as ``"module:attribute"`` only where it deviates. Registered
+    components carry every role's target spelled out."""
 
     name: str
     title: str
     tasks: tuple[str, ...]
-    builder: str
-    build_function: str
-    floor: str
-    scorer: str
-    reporter: str
+    builder: str = ""
+    build_function: str = ""
+    floor: str = ""
+    scorer: str = ""
+    reporter: str = ""
     auditor: str | None = None
     sweep: str | None = None
     #: options of this component's scorer, besides :data:`COMMON_SCORE_OPTIONS`
@@ -158,13 +182,45 @@ class Component:
     #: bootstrap (:mod:`biovqa.reporting.replicates`), and the score-table columns it reads
     rank_inputs: str | None = None
     rank_columns: tuple[str, ...] = field(default=())
+    #: the package whose modules the roles are found in (the registry fills it in from the
+    #: declaration's module: ``biovqa.components.c1``, a plug-in's entry-point module)
+    package: str | None = None
 
     def load(self, role: str) -> Callable[..., Any]:
         """Import and return the callable registered for ``role`` (builder/floor/scorer/…)."""
         target = getattr(self, role)
-        if target is None:
+        if not target:
             raise BiovqaError(f"component {self.name!r} has no {role}")
-        return _load_target(target)
+        module_name, _, attribute = target.partition(":")
+        try:
+            return _load_target(target)
+        except ModuleNotFoundError as exc:
+            if exc.name is None or not (module_name == exc.name or module_name.startswith(exc.name + ".")):
+                raise  # a dependency of the module is missing (an optional extra): not this
+            problem = f"module {module_name!r} does not exist"
+        except AttributeError:
+            problem = f"module {module_name!r} has no {attribute!r}"
+        raise MissingResourceError(f"component {self.name!r}: its {role} {target} cannot be loaded: {problem}",
+                          field=role, hint=f"name it in the declaration ({role}='module:function') or add it "
+                                           f"where the convention looks ({ROLE_CONVENTIONS.get(role) or OPTIONAL_ROLE_CONVENTIONS.get(role)})")
+
+    def with_roles(self, package: str | None) -> Component:
+        """This declaration with every role's ``"module:attribute"`` spelled out: a role it does
+        not name is found in ``package`` by convention (an optional role only where the package
+        has its module)."""
+        package = self.package or package
+        filled: dict[str, Any] = {"package": package}
+        for role, convention in ROLE_CONVENTIONS.items():
+            if not getattr(self, role):
+                if package is None:
+                    raise BiovqaError(f"component {self.name!r} names no {role} and has no package to find it in",
+                                      field=role, hint=f"give {role}='module:function' or package='…'")
+                filled[role] = f"{package}.{convention.format(name=self.name.lower())}"
+        for role, convention in OPTIONAL_ROLE_CONVENTIONS.items():
+            module = convention.partition(":")[0]
+            if getattr(self, role) is None and package is not None and _has_module(f"{package}.{module}"):
+                filled[role] = f"{package}.{convention}"
+        return replace(self, **filled)
 
     def all_score_options(self) -> tuple[Option, ...]:
         return COMMON_SCORE_OPTIONS + self.score_options
@@ -183,8 +239,20 @@ class Component:
 
 
 def _load_target(target: str) -> Any:
+    """The object a ``"module:attribute"`` target names (the one loader of declared roles)."""
     module_name, _, attribute = target.partition(":")
     return getattr(importlib.import_module(module_name), attribute)
+
+
+def _has_module(name: str) -> bool:
+    """Whether module ``name`` exists, without importing it (a plain-module plug-in has no
+    submodules)."""
+    import importlib.util
+
+    try:
+        return importlib.util.find_spec(name) is not None
+    except ModuleNotFoundError:
+        return False
 
 
 _REGISTRY: dict[str, Component] = {}
@@ -199,18 +267,19 @@ class PluginWarning(UserWarning):
 
 
 def register(component: Component) -> Component:
-    """Add a component (e.g. from a test or a notebook); its name must be new."""
+    """Add a component (e.g. from a test or a notebook); its name must be new. Roles it does not
+    name are found in its ``package`` by convention."""
     _load_all()
-    return _add(component)
+    return _add(component, component.package)
 
 
-def _add(component: Component) -> Component:
+def _add(component: Component, package: str | None) -> Component:
     if not isinstance(component, Component):
         raise BiovqaError(f"not a biovqa Component: {component!r}")
     key = component.name.lower()
     if key in _REGISTRY:
         raise BiovqaError(f"component {component.name!r} is already registered")
-    _REGISTRY[key] = component
+    _REGISTRY[key] = component = component.with_roles(package)
     return component
 
 
@@ -220,12 +289,12 @@ def _load_all() -> None:
         return
     _LOADED = True
     for target in BUILTIN:
-        _BUILTIN_NAMES.add(_add(_load_target(target)).name.lower())
+        _BUILTIN_NAMES.add(_add(_load_target(target), target.partition(":")[0]).name.lower())
     from importlib.metadata import entry_points
 
     for entry in entry_points(group=ENTRY_POINT_GROUP):
         try:
-            _add(_load_plugin(entry.name, entry.value, entry.load))
+            _add(_load_plugin(entry.name, entry.value, entry.load), entry.module)
         except BiovqaError as exc:
             # a broken plug-in must not take the toolkit down: the built-ins and every other
             # plug-in stay usable, asking for this one raises its error

@@ -13,11 +13,6 @@ COMPONENT = Component(
     name="bagel",
     title="BAGEL animal-knowledge MCQ (text only)",
     tasks=("GloBI", "Wikipedia", "bioRxiv", "Xeno-canto"),
-    builder="biovqa.components.bagel.build:build_command",
-    build_function="biovqa.components.bagel.build:build_bagel",
-    floor="biovqa.components.bagel.build:floor_responses",
-    scorer="biovqa.components.bagel.score:score",
-    reporter="biovqa.components.bagel.report:tables",
     score_options=(
         Option("group_by", str, "",
                "comma-separated meta keys to break accuracy down by (empty: every meta key with at most "

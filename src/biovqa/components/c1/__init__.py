@@ -15,12 +15,7 @@ COMPONENT = Component(
     title="C1 hierarchical taxonomic reasoning",
     tasks=("phylum", "class", "order", "family", "genus", "species", "scientific_name",
            "common_name", "common_name_mcq"),
-    builder="biovqa.components.c1.build:build_command",
-    build_function="biovqa.components.c1.build:build_c1",
-    floor="biovqa.components.c1.build:floor_responses",
-    scorer="biovqa.components.c1.score:score",
-    reporter="biovqa.components.c1.report:tables",
-    auditor="biovqa.components.c1.build:audit_items",
+    auditor="biovqa.components.c1.build:audit_items",  # beside the build it checks, not in audit.py
     score_options=(
         Option("backbone", Path, None,
                "taxonomy index for EM_soft (default: the one recorded when the benchmark was built)"),
@@ -28,6 +23,5 @@ COMPONENT = Component(
                "keep only the last word of a species-epithet reply (the paper's parser)"),
     ),
     table3=("phy", "cls", "ord", "fam", "gen", "spc", "sci", "com"),
-    rank_inputs="biovqa.components.c1.replicates:rank_inputs",
     rank_columns=("item_id", "task", "source_id", "score"),
 )

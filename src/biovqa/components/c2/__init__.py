@@ -14,12 +14,6 @@ COMPONENT = Component(
     tasks=("attr_bare_value", "attr_group_value", "marker_localization", "visibility_partset",
            "visibility_side", "category_mcq", "open_common_name", "open_scientific_name",
            "open_genus", "open_kind_of"),
-    builder="biovqa.components.c2.build:build_command",
-    build_function="biovqa.components.c2.build:build_c2",
-    floor="biovqa.components.c2.build:floor_responses",
-    scorer="biovqa.components.c2.score:score",
-    reporter="biovqa.components.c2.report:tables",
-    sweep="biovqa.components.c2.sweep:run_sweep",
     score_options=(
         Option("prefer_text", bool, False,
                "when an MCQ reply's letter and option text disagree, take the text (default: the letter)"),
@@ -40,6 +34,5 @@ COMPONENT = Component(
         Option("sweep_size", int, 60000, "items drawn for the kernel sweep (--sweep)", low=1),
     ),
     table3=("sal", "mrp", "loc", "nam"),
-    rank_inputs="biovqa.components.c2.replicates:rank_inputs",
     rank_columns=("item_id", "family", "cags"),
 )

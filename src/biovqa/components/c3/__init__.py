@@ -15,11 +15,6 @@ COMPONENT = Component(
     title="C3 quantitative spatial reasoning",
     tasks=("counting", "relative_counting", "absolute_distance", "relative_distance", "localization",
            "relative_position", "viewpoint", "ocr"),
-    builder="biovqa.components.c3.build:build_command",
-    build_function="biovqa.components.c3.build:build_c3",
-    floor="biovqa.components.c3.build:floor_responses",
-    scorer="biovqa.components.c3.score:score",
-    reporter="biovqa.components.c3.report:tables",
     score_options=(
         Option("bootstrap", int, 2000,
                "bootstrap resamples: photographs / plates for counting and absolute distance, items "
@@ -42,6 +37,5 @@ COMPONENT = Component(
                "candidates)"),
     ),
     table3=("cnt", "rcnt", "adst", "rdst", "lcl", "rpos", "view", "ocr"),
-    rank_inputs="biovqa.components.c3.replicates:rank_inputs",
     rank_columns=("item_id", "task", "cluster", "subset", "gold", "score"),
 )

@@ -13,17 +13,11 @@ COMPONENT = Component(
     name="c4",
     title="C4 individual re-identification",
     tasks=("easy", "random", "hard"),
-    builder="biovqa.components.c4.build:build_command",
-    build_function="biovqa.components.c4.build:build_c4",
-    floor="biovqa.components.c4.build:floor_responses",
-    auditor="biovqa.components.c4.build:audit_items",
-    scorer="biovqa.components.c4.score:score",
-    reporter="biovqa.components.c4.report:tables",
+    auditor="biovqa.components.c4.build:audit_items",  # beside the build it checks, not in audit.py
     score_options=(
         Option("bootstrap", int, 2000,
                "bootstrap resamples within each dataset x condition (C4 default 2000; 0: none)", low=0),
     ),
     table3=("dprime", "acc"),
-    rank_inputs="biovqa.components.c4.replicates:rank_inputs",
     rank_columns=("item_id", "condition", "same", "said_yes", "score"),
 )

@@ -16,11 +16,6 @@ COMPONENT = Component(
     name="hca",
     title="Hierarchical 4-way VQA (HCA) and its text-only control",
     tasks=("visual", "text"),
-    builder="biovqa.components.hca.build:build_command",
-    build_function="biovqa.components.hca.build:build_hca",
-    floor="biovqa.components.hca.build:floor_responses",
-    scorer="biovqa.components.hca.score:score",
-    reporter="biovqa.components.hca.report:tables",
     table3=("hca", "leaf", "por", "spor", "tor"),
     score_options=(
         Option("score_unscored_levels", bool, False,

@@ -48,7 +48,7 @@ class BaselineBackend:
         entry = get_component(component)
         try:
             return entry.load("floor")
-        except (ImportError, AttributeError) as exc:
+        except (ImportError, AttributeError, MissingResourceError) as exc:
             raise MissingResourceError(
                 f"the floor rules of component {component!r} are not available ({exc})",
                 field="--backend",
