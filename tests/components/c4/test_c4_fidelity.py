@@ -15,6 +15,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from fixtures.c4_benches import PixelEmbedder, designed_catalogs
 from fixtures.cli_runner import cli
 
 import biovqa
@@ -205,47 +206,9 @@ def test_base_install_demo_reports_c4(tmp_path: Path) -> None:
     assert biovqa.open_bench(tmp_path / "demo" / "bench-c4").manifest["parameters"]["embedder"]["precomputed"]
 
 
-class _PixelEmbedder:
-    """A stand-in re-identification embedder through the specialist's public entry point
-    (MegaDescriptor's weights are not available offline): the photo reduced to 6 × 6 grey levels
-    plus a noise seeded by its pixels, so that its AUCs lie strictly between 0 and 1."""
-
-    name = "pixel-embedder"
-    batch_size = 8
-
-    def embed(self, images):  # type: ignore[no-untyped-def]
-        import zlib
-
-        rows = []
-        for im in images:
-            grey = np.asarray(im.convert("L").resize((6, 6)), dtype=np.float32).ravel() - 110.0
-            noise = np.random.default_rng(zlib.crc32(im.tobytes())).normal(scale=40.0, size=grey.shape)
-            rows.append(grey + noise)
-        matrix = np.stack(rows)
-        return matrix / np.linalg.norm(matrix, axis=1, keepdims=True)
-
-
 def _two_dataset_bench(root: Path, capsys: pytest.CaptureFixture[str]) -> Path:
     """A whale shark + Grevy's zebra bench built from designed embeddings (no model)."""
-    from biovqa.components.c4.demo import write_synthetic_catalog
-
-    keys, vectors = [], []
-    rng = np.random.default_rng(11)
-    catalogs = {}
-    for name, seed in (("whaleshark", 21), ("gzcd", 22)):
-        coco = write_synthetic_catalog(root / name, name=name, n_individuals=5, images_per_view=3, seed=seed,
-                                       lossless=True, extras=False)
-        catalogs[name] = coco
-        catalog = read_wildlife_catalog(coco, name)
-        centres = {identity: rng.normal(size=16) for identity in sorted({a.identity for a in catalog.annotations})}
-        for annotation in catalog.annotations:
-            vector = centres[annotation.identity] + 0.9 * rng.normal(size=16)
-            keys.append(crop_key(load_crop(annotation)))
-            vectors.append((vector / np.linalg.norm(vector)).tolist())
-    table = pa.table({"sha256": keys, "vector": pa.array(vectors, pa.list_(pa.float32()))})
-    embeddings = root / "embeddings.parquet"
-    pq.write_table(table.replace_schema_metadata({EMBEDDER_METADATA: b'{"model": "designed", "crop": "crop"}'}),
-                   embeddings)
+    catalogs, embeddings = designed_catalogs(root, catalog_seeds={"whaleshark": 21, "gzcd": 22}, vector_seed=11)
     code, err = cli(["build", "c4", *(a for name, coco in catalogs.items() for a in ("--catalog", f"{name}={coco}")),
                      "--embeddings", embeddings, "--pairs", "6", "--out", root / "bench"], capsys)
     assert code == 0, err
@@ -259,7 +222,7 @@ def test_specialist_on_one_dataset_is_scored_and_reported_on_it(tmp_path: Path,
     from biovqa.components.c4.specialist import run_specialist
 
     bench = _two_dataset_bench(tmp_path, capsys)
-    predictions = run_specialist(bench, _PixelEmbedder(), tmp_path / "run-md", datasets=["gzcd"])
+    predictions = run_specialist(bench, PixelEmbedder(), tmp_path / "run-md", datasets=["gzcd"])
     results = json.loads((tmp_path / "run-md" / "specialist.json").read_text())["datasets"]["gzcd"]["conditions"]
     code, err = cli(["score", bench, "-p", predictions, "-o", tmp_path / "scores-md", "--bootstrap", "200"], capsys)
     assert code == 0, err

@@ -13,34 +13,14 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from fixtures.c4_benches import PixelEmbedder, designed_catalogs
 from fixtures.cli_runner import cli
 
 import biovqa
 from biovqa.components.c4 import report
-from biovqa.components.c4.embed import EMBEDDER_METADATA, crop_key, load_crop
 from biovqa.components.c4.pairs import CONDITIONS
-from biovqa.sources.wildlife import read_wildlife_catalog
 
 VLMS = (("Sharp-VL", 0.85), ("Dull-VL", 0.6))
-
-
-class _PixelEmbedder:
-    """A stand-in re-identification embedder for the specialist's public entry point (no weights
-    offline): the photo as 6 × 6 grey levels plus a noise seeded by its pixels."""
-
-    name = "pixel-embedder"
-    batch_size = 8
-
-    def embed(self, images):  # type: ignore[no-untyped-def]
-        import zlib
-
-        rows = []
-        for im in images:
-            grey = np.asarray(im.convert("L").resize((6, 6)), dtype=np.float32).ravel() - 110.0
-            noise = np.random.default_rng(zlib.crc32(im.tobytes())).normal(scale=40.0, size=grey.shape)
-            rows.append(grey + noise)
-        matrix = np.stack(rows)
-        return matrix / np.linalg.norm(matrix, axis=1, keepdims=True)
 
 
 def _reply(model: str, share: float, item_id: str, gold: str) -> str:
@@ -53,25 +33,10 @@ def score_folders(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     """A whale shark + Grevy's zebra bench (designed embeddings, ``biovqa build c4``), scored for
     two VLMs, the image-blind baseline and the specialist run on Grevy's zebra only."""
     from biovqa.components.c4.build import build_c4
-    from biovqa.components.c4.demo import write_synthetic_catalog
     from biovqa.components.c4.specialist import run_specialist
 
     root = tmp_path_factory.mktemp("c4-report")
-    rng = np.random.default_rng(5)
-    keys, vectors, catalogs = [], [], {}
-    for name, seed in (("whaleshark", 31), ("gzcd", 32)):
-        catalogs[name] = write_synthetic_catalog(root / name, name=name, n_individuals=5, images_per_view=3,
-                                                 seed=seed, lossless=True, extras=False)
-        catalog = read_wildlife_catalog(catalogs[name], name)
-        centres = {i: rng.normal(size=16) for i in sorted({a.identity for a in catalog.annotations})}
-        for annotation in catalog.annotations:
-            vector = centres[annotation.identity] + 0.9 * rng.normal(size=16)
-            keys.append(crop_key(load_crop(annotation)))
-            vectors.append((vector / np.linalg.norm(vector)).tolist())
-    embeddings = root / "embeddings.parquet"
-    table = pa.table({"sha256": keys, "vector": pa.array(vectors, pa.list_(pa.float32()))})
-    pq.write_table(table.replace_schema_metadata({EMBEDDER_METADATA: b'{"model": "designed", "crop": "crop"}'}),
-                   embeddings)
+    catalogs, embeddings = designed_catalogs(root, catalog_seeds={"whaleshark": 31, "gzcd": 32}, vector_seed=5)
     bench = build_c4(catalogs, None, root / "bench", embeddings=embeddings, pairs_per_kind=6).root
     items = pq.read_table(bench / "items.parquet", columns=["item_id", "answer"]).to_pylist()
     folders = {}
@@ -83,7 +48,7 @@ def score_folders(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
         folders[label] = biovqa.score(bench, predictions, root / f"scores-{k}", label=label, bootstrap=200)
     floor = biovqa.run(bench, root / "run-floor", backend="baseline", progress=False)
     folders["floor"] = biovqa.score(bench, floor, root / "scores-floor", bootstrap=200)
-    specialist = run_specialist(bench, _PixelEmbedder(), root / "run-md", datasets=["gzcd"])
+    specialist = run_specialist(bench, PixelEmbedder(), root / "run-md", datasets=["gzcd"])
     # unlabelled: the label comes from the run card, "MegaDescriptor-L-384 [specialist]"
     folders["specialist"] = biovqa.score(bench, specialist, root / "scores-md", bootstrap=200)
     return folders
