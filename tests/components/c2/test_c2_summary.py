@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 import pyarrow as pa
 import pytest
@@ -118,13 +120,33 @@ def test_summary_is_json_clean(make_bench):
     assert summary["laterality"]["n_lateral"] == 4
 
 
+def _masked_group_intervals(cags: np.ndarray, em: np.ndarray, s: np.ndarray,
+                      groups: Sequence[np.ndarray], *, resamples: int, seed: int,
+                      level: float = 0.95) -> list[tuple[np.ndarray, np.ndarray] | None]:
+    """The path summarize() took before it summed each item once in its family: bootstrap CIs of
+    (cags, EM, GS_raw) for every group mask, from one set of item resamples
+    (the shared :mod:`biovqa.stats.bootstrap` draws): each group's mean is a ratio of resampled
+    sums, the three metrics of a group share its denominator. Identical to
+    ``cluster_bootstrap_means`` on NaN-masked columns with the items as clusters."""
+    from biovqa.stats.bootstrap import percentile_interval, ratio_of_sums_replicates
+
+    if resamples <= 0 or len(cags) == 0:
+        return [None] * len(groups)
+    numerators = np.column_stack([np.where(mask, metric, 0.0) for mask in groups
+                                  for metric in (cags, em, s)])
+    denominators = np.column_stack([mask.astype(float) for mask in groups])
+    replicates = ratio_of_sums_replicates(numerators, denominators, B=resamples, seed=seed,
+                                          denominator_of=np.repeat(np.arange(len(groups)), 3))
+    lo, hi = percentile_interval(replicates, level)
+    return [(lo[3 * g:3 * g + 3], hi[3 * g:3 * g + 3]) for g in range(len(groups))]
+
+
 def test_family_path_intervals_equal_the_masked_group_path():
     """summarize() bootstraps each item once in its family's sums; every interval of the summary
-    (pooled, categories, families) equals the one the masked-columns path (grouped_intervals)
+    (pooled, categories, families) equals the one the masked-columns path (_masked_group_intervals)
     gives from the same resamples, to its float32 rounding. An item of no known family counts in
     the pooled group only."""
     from biovqa.components.c2.cags import CATEGORIES, CATEGORY_OF, FAMILIES
-    from biovqa.components.c2.summary import grouped_intervals
 
     rng = np.random.default_rng(3)
     sizes = {"attr_bare_value": 400, "attr_group_value": 350, "marker_localization": 40,
@@ -146,7 +168,7 @@ def test_family_path_intervals_equal_the_masked_group_path():
     masks = ([np.ones(n, dtype=bool)]
              + [np.isin(families, [f for f in present if CATEGORY_OF[f] == c]) for c in categories]
              + [families == f for f in present])
-    reference = grouped_intervals(cags, em.astype(float), table.column("s").to_numpy(), masks,
+    reference = _masked_group_intervals(cags, em.astype(float), table.column("s").to_numpy(), masks,
                                   resamples=300, seed=11)
     entries = [summary["pooled"]] + [summary["categories"][c] for c in categories] \
         + [summary["families"][f] for f in present]
