@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import importlib
 import os
 import subprocess
 import sys
@@ -159,18 +160,90 @@ def test_registering_a_name_twice_is_an_error() -> None:
 
 
 def test_every_role_of_every_registered_component_resolves() -> None:
-    """Each role, found by convention or named, imports to a callable (the built-ins name only
-    the two auditors that live beside their build)."""
+    """Each role of each registered component, found by convention or named, imports: the
+    callables are callable, ``task_specs`` is the tuple of the component's spec records."""
     for component in registry.list_components():
         roles = [*registry.ROLE_CONVENTIONS, *(r for r in registry.OPTIONAL_ROLE_CONVENTIONS if getattr(component, r))]
         for role in roles:
-            assert callable(component.load(role)), (component.name, role)
+            loaded = component.load(role)
+            if role == "task_specs":
+                assert isinstance(loaded, tuple) and loaded, component.name
+            else:
+                assert callable(loaded), (component.name, role)
+        for command in component.commands:
+            module, _, attribute = command.target.partition(":")
+            assert hasattr(importlib.import_module(module), attribute), (component.name, command)
     by_name = {c.name: c for c in registry.list_components()}
     assert by_name["c2"].scorer == "biovqa.components.c2.score:score"
     assert by_name["hca"].build_function == "biovqa.components.hca.build:build_hca"
     assert by_name["c2"].sweep == "biovqa.components.c2.sweep:run_sweep" and by_name["c1"].sweep is None
-    assert by_name["c1"].auditor == "biovqa.components.c1.build:audit_items"  # the named override
     assert [c.name for c in registry.list_components() if c.rank_inputs] == ["c1", "c2", "c3", "c4"]
+
+
+def test_a_role_module_without_the_role_is_not_taken_for_it(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fresh_registry) -> None:
+    """A convention's module is chosen only where it defines the attribute (read from its
+    source, without importing it): an ``audit.py`` of helpers is no auditor."""
+    package = tmp_path / "labw_bench"
+    package.mkdir()
+    files = {"__init__.py": "from biovqa.components.registry import Component\n"
+                            "COMPONENT = Component(name='labw', title='Lab W', tasks=('t',))\n",
+             "build.py": "def build_command(out): ...\ndef build_labw(out): ...\n",
+             "floor.py": "from labw_bench.rules import floor_responses\n",
+             "rules.py": "def floor_responses(items): return 'floor'\n",
+             "score.py": "score = print\n", "report.py": "def tables(summaries): ...\n",
+             "audit.py": "raise RuntimeError('never imported to list the roles')\ndef helper(): ...\n",
+             "tasks.py": "TASKS: tuple = ('t',)\n"}
+    for name, text in files.items():
+        (package / name).write_text(text)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    labw = fresh_registry.register(registry.Component(name="labw", title="Lab W", tasks=("t",),
+                                                      package="labw_bench"))
+    assert (labw.floor, labw.scorer, labw.auditor, labw.task_specs, labw.demo) == (
+        "labw_bench.floor:floor_responses", "labw_bench.score:score", None, "labw_bench.tasks:TASKS", None)
+    assert labw.load("floor")(None) == "floor" and labw.load("task_specs") == ("t",)
+    for name in [m for m in sys.modules if m == "labw_bench" or m.startswith("labw_bench.")]:
+        sys.modules.pop(name)
+
+
+def test_options_are_resolved_once_into_a_frozen_record() -> None:
+    c3 = registry.get_component("c3")
+    options = c3.resolve_score_options({"vas_weights": "1, 0.5,0,0,0", "bootstrap": "7"})
+    assert options.vas_weights == (1.0, 0.5, 0.0, 0.0, 0.0) and options.bootstrap == 7
+    assert options["bootstrap"] == 7 and dict(options)["seed"] == 42  # read as a mapping too
+    assert c3.resolve_score_options(options) is options  # a record passes through unchanged
+    assert options.replace(bootstrap=0).bootstrap == 0 and options.bootstrap == 7
+    with pytest.raises(AttributeError):
+        options.bootstrap = 3  # type: ignore[misc]
+    assert options.as_json()["vas_weights"] == [1.0, 0.5, 0.0, 0.0, 0.0]
+    for bad, says in (("1,2,0,0,0", r"must lie in \[0.0, 1.0\] \(each number\)"),
+                      ("1,0,0", "takes 5 comma-separated numbers, got 3"),
+                      ("1,x,0,0,0", "takes 5 comma-separated numbers"),
+                      ("0.5,0,0,0,0", "an exact viewpoint .* earns 1")):
+        with pytest.raises(BiovqaError, match=says):
+            c3.resolve_score_options({"vas_weights": bad})
+    seen: list[object] = []
+    scorer = registry.Component(name="c3", title="", tasks=(), scorer="builtins:print")._with_resolved_options(
+        lambda bench, predictions, options: seen.append(options))
+    scorer(None, None, {"bootstrap": "3"})
+    assert type(seen[0]).__name__ == "C3ScoreOptions" and seen[0].bootstrap == 3  # type: ignore[attr-defined]
+
+
+def test_a_bad_list_option_is_refused_before_the_predictions_are_read(
+        tmp_path: Path, demo_bench: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """``biovqa score`` of a C3 benchmark (its items are not read before the options either)."""
+    import pyarrow.parquet as pq
+
+    from biovqa.bench.folder import write_bench
+    from fixtures.cli_runner import cli
+
+    bench = tmp_path / "bench"
+    write_bench(bench, pq.read_table(demo_bench / "items.parquet").slice(0, 3), component="c3",
+                generator="tests", seed=0, sources={}, parameters={})
+    code, err = cli(["score", bench, "-p", tmp_path / "no-such-predictions.parquet", "-o", tmp_path / "scores",
+                     "-O", "vas_weights=1,0.25,0.1"], capsys)
+    assert code == 2 and "vas_weights" in err and "takes 5 comma-separated numbers, got 3" in err, err
+    assert "no-such-predictions" not in err  # refused before the predictions file was looked at
 
 
 CONVENTIONAL_PLUGIN = {

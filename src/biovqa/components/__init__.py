@@ -6,6 +6,17 @@ another. :mod:`biovqa.components.registry` lists them; a lab's own component arr
 ``biovqa.components`` entry-point group.
 """
 
-from biovqa.components.registry import Component, ScoreResult, get_component, list_components, register
+from biovqa.components.registry import (
+    AnalysisColumn,
+    Command,
+    Component,
+    Option,
+    ScoreOptions,
+    ScoreResult,
+    get_component,
+    list_components,
+    register,
+)
 
-__all__ = ["Component", "ScoreResult", "get_component", "list_components", "register"]
+__all__ = ["AnalysisColumn", "Command", "Component", "Option", "ScoreOptions", "ScoreResult", "get_component",
+           "list_components", "register"]

@@ -34,11 +34,14 @@ the rest of the registry stays usable; :func:`get_component` of that name raises
 
 from __future__ import annotations
 
+import functools
 import importlib
+import typing
 import warnings
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Mapping
+from collections.abc import Iterator, Mapping
+from typing import TYPE_CHECKING, Any, Callable
 
 from biovqa.errors import BiovqaError, MissingResourceError, did_you_mean
 
@@ -62,22 +65,32 @@ _FALSE = {"false", "0", "no", "off"}
 
 @dataclass(frozen=True, slots=True)
 class Option:
-    """One typed option of a component's scorer, with its default and help text."""
+    """One typed option of a component's scorer, with its default and help text.
+
+    ``type`` is ``bool``, ``int``, ``float``, ``str``, ``Path`` or ``list[float]`` (given as
+    comma-separated numbers, ``"1,0.25,0.1,0,0"``, and resolved to a tuple); ``low``/``high``
+    bound a number or every element of a list, ``length`` fixes a list's length."""
 
     name: str
-    type: type
+    type: Any
     default: Any
     help: str
     choices: tuple[str, ...] | None = None
-    #: the value must lie in [low, high] (numbers only)
+    #: the value must lie in [low, high] (numbers, and each element of a list)
     low: float | None = None
     high: float | None = None
+    #: a list option must have exactly this many elements
+    length: int | None = None
+    #: a further rule on the parsed value: returns what is wrong (None when it holds)
+    check: Callable[[Any], str | None] | None = None
 
     def parse(self, value: Any) -> Any:
         """``value`` (text from the command line or a Python value) as this option's type; a bad
         value is a :class:`BiovqaError` naming the option and what it accepts."""
         if value is None:
-            return self.default
+            value = self.default
+            if value is None:
+                return None
         try:
             parsed = self._convert(value)
         except (TypeError, ValueError):
@@ -86,12 +99,34 @@ class Option:
         if self.choices is not None and parsed not in self.choices:
             raise BiovqaError(f"option {self.name!r} takes one of {', '.join(self.choices)}, got {value!r}",
                               field=self.name)
-        if self.low is not None and parsed < self.low or self.high is not None and parsed > self.high:
-            raise BiovqaError(f"option {self.name!r} must lie in [{self.low}, {self.high}], got {value!r}",
-                              field=self.name)
+        if self._is_list():
+            if self.length is not None and len(parsed) != self.length:
+                raise BiovqaError(f"option {self.name!r} takes {self.length} comma-separated numbers, got "
+                                  f"{len(parsed)} in {value!r}", field=self.name)
+            elements = parsed
+        else:
+            elements = (parsed,)
+        for element in elements:
+            if self.low is not None and element < self.low or self.high is not None and element > self.high:
+                raise BiovqaError(f"option {self.name!r} must lie in [{self.low}, {self.high}]"
+                                  f"{' (each number)' if self._is_list() else ''}, got {value!r}", field=self.name)
+        problem = self.check(parsed) if self.check is not None else None
+        if problem:
+            raise BiovqaError(f"option {self.name!r}: {problem}, got {value!r}", field=self.name)
         return parsed
 
+    def _is_list(self) -> bool:
+        return typing.get_origin(self.type) is list
+
     def _convert(self, value: Any) -> Any:
+        if self._is_list():
+            (element_type,) = typing.get_args(self.type) or (float,)
+            parts = value.split(",") if isinstance(value, str) else list(value)
+            if isinstance(value, str) and not value.strip():
+                parts = []
+            if any(isinstance(part, bool) for part in parts):
+                raise ValueError(value)
+            return tuple(element_type(part.strip() if isinstance(part, str) else part) for part in parts)
         if self.type is bool:
             if isinstance(value, bool):
                 return value
@@ -112,13 +147,22 @@ class Option:
         return str(value)
 
     def _expects(self) -> str:
+        if self._is_list():
+            count = f"{self.length} " if self.length is not None else ""
+            return f"{count}comma-separated numbers"
         names = {bool: "true or false", int: "a whole number", float: "a number", Path: "a path"}
         return names.get(self.type, "text")
 
     def describe(self) -> str:
         """One line for help texts: ``name=TYPE (default …): help``."""
         kind = "|".join(self.choices) if self.choices else self._expects()
-        default = "none" if self.default is None else str(self.default).lower() if isinstance(self.default, bool) else self.default
+        default = self.default
+        if default is None:
+            default = "none"
+        elif isinstance(default, bool):
+            default = str(default).lower()
+        elif isinstance(default, (tuple, list)):
+            default = ",".join(f"{value:g}" for value in default)
         return f"{self.name}=<{kind}> (default {default}): {self.help}"
 
 
@@ -139,20 +183,58 @@ class ScoreResult:
 
 
 #: where each role of a component is found, inside its package, unless the declaration names it
-#: (``"module:attribute"``): ``{name}`` is the component's name
+#: (``"module:attribute"``): ``{name}`` is the component's name. Every component package has the
+#: same role modules: ``tasks.py`` (``TASKS``, one frozen spec record per task), ``prompts.py``,
+#: ``build.py`` or a ``build/`` package, ``parse.py``, ``floor.py``, ``score.py``, ``summary.py``,
+#: ``report.py``, ``rank.py``, optional ``audit.py``, ``sweep.py``, ``demo.py``.
 ROLE_CONVENTIONS: dict[str, str] = {
     "builder": "build:build_command",
     "build_function": "build:build_{name}",
-    "floor": "build:floor_responses",
+    "floor": "floor:floor_responses",
     "scorer": "score:score",
     "reporter": "report:tables",
 }
-#: optional roles: found by convention when the package has the module
+#: optional roles: found by convention when the package has the module and the module defines
+#: the attribute
 OPTIONAL_ROLE_CONVENTIONS: dict[str, str] = {
     "auditor": "audit:audit_items",
     "sweep": "sweep:run_sweep",
-    "rank_inputs": "replicates:rank_inputs",
+    "rank_inputs": "rank:rank_inputs",
+    "summarizer": "summary:summarize",
+    "task_specs": "tasks:TASKS",
+    "demo": "demo:run_demo",
 }
+#: where a role was found before every component had the same role modules: looked at only when
+#: the convention's module does not define the role (kept while the component packages move)
+LEGACY_ROLE_LOCATIONS: dict[str, tuple[str, ...]] = {
+    "floor": ("build:floor_responses",),
+    "rank_inputs": ("replicates:rank_inputs",),
+}
+
+
+@dataclass(frozen=True, slots=True)
+class AnalysisColumn:
+    """One task column of the cross-component analysis (paper App. J.1: the 27 tasks), read from
+    this component's score summaries: ``label`` is the matrix column, ``path`` the keys leading
+    to its estimate in ``summary.json``; ``control`` marks a negative control (C3's OCR) that
+    the analysis leaves out unless asked."""
+
+    label: str
+    path: tuple[str, ...]
+    control: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Command:
+    """A command a component adds to the command line besides ``biovqa build <name>``:
+    ``target`` (``"module:attribute"``) is a Typer app (a command group) or a command function,
+    imported only when that command runs or shows its help; ``group`` names the shared group it
+    joins (``"specialist"``: ``biovqa specialist <name>``), None for a top-level command."""
+
+    name: str
+    target: str
+    help: str
+    group: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -182,32 +264,74 @@ class Component:
     #: bootstrap (:mod:`biovqa.reporting.replicates`), and the score-table columns it reads
     rank_inputs: str | None = None
     rank_columns: tuple[str, ...] = field(default=())
+    #: ``summarize(scored, items, options) -> dict``: the summary's aggregation (found by
+    #: convention; the scorer calls it, shared stages do not)
+    summarizer: str | None = None
+    #: ``TASKS``: the component's frozen spec records, one per task / family / question type
+    task_specs: str | None = None
+    #: ``run_demo(context) -> list[Path]``: this component's part of ``biovqa demo``
+    #: (:class:`biovqa.demo.DemoContext`), the score folders it wrote
+    demo: str | None = None
+    # -- facts shared stages read (so that none of them names a component) ------------------
+    #: the cap on generated tokens for this component's requests (None: the engine's default;
+    #: an item's own ``max_new_tokens`` and ``--max-new-tokens`` override it)
+    max_new_tokens: int | None = None
+    #: the ``parameters`` key of the benchmark manifest that names the request mode when it is
+    #: not ``prompt_mode`` (BAGEL's builds record ``mode``)
+    request_mode_parameter: str | None = None
+    #: whether a model preset's system message applies to this component's requests (paper
+    #: App. B.2: Gemma-3/Gemma-4's taxonomy-expert system message, on C1 and C2 only)
+    preset_system_message: bool = False
+    #: the item columns whose values make a Bio-VQA-Lite stratum within each task (absent
+    #: columns are skipped; ``n_options`` is the number of answer options)
+    lite_strata: tuple[str, ...] = ()
+    #: the source datasets its items come from (keys of the release card's licence table)
+    sources: tuple[str, ...] = ()
+    #: this component's task columns in the cross-component analysis (paper App. J.1)
+    analysis_columns: tuple[AnalysisColumn, ...] = ()
+    #: commands this component adds to the command line (``biovqa c4 embed``, a specialist)
+    commands: tuple[Command, ...] = ()
     #: the package whose modules the roles are found in (the registry fills it in from the
     #: declaration's module: ``biovqa.components.c1``, a plug-in's entry-point module)
     package: str | None = None
 
     def load(self, role: str) -> Callable[..., Any]:
-        """Import and return the callable registered for ``role`` (builder/floor/scorer/…)."""
+        """Import and return the callable registered for ``role`` (builder/floor/scorer/…).
+        The scorer comes wrapped so that its options are resolved once, here, into this
+        component's :class:`ScoreOptions` record (:meth:`score_options_record`)."""
         target = getattr(self, role)
         if not target:
             raise BiovqaError(f"component {self.name!r} has no {role}")
         module_name, _, attribute = target.partition(":")
         try:
-            return _load_target(target)
+            loaded = _load_target(target)
         except ModuleNotFoundError as exc:
             if exc.name is None or not (module_name == exc.name or module_name.startswith(exc.name + ".")):
                 raise  # a dependency of the module is missing (an optional extra): not this
             problem = f"module {module_name!r} does not exist"
         except AttributeError:
             problem = f"module {module_name!r} has no {attribute!r}"
+        else:
+            return self._with_resolved_options(loaded) if role in ("scorer", "sweep") else loaded
         raise MissingResourceError(f"component {self.name!r}: its {role} {target} cannot be loaded: {problem}",
                           field=role, hint=f"name it in the declaration ({role}='module:function') or add it "
                                            f"where the convention looks ({ROLE_CONVENTIONS.get(role) or OPTIONAL_ROLE_CONVENTIONS.get(role)})")
 
+    def _with_resolved_options(self, function: Callable[..., Any]) -> Callable[..., Any]:
+        """``function(bench, predictions, options)`` called with ``options`` resolved once: a
+        record of this component passes through, anything else is parsed and checked."""
+        import functools
+
+        @functools.wraps(function)
+        def with_options(bench: Any, predictions: Any, options: Mapping[str, Any] | None = None) -> Any:
+            return function(bench, predictions, self.resolve_score_options(options or {}))
+
+        return with_options
+
     def with_roles(self, package: str | None) -> Component:
         """This declaration with every role's ``"module:attribute"`` spelled out: a role it does
         not name is found in ``package`` by convention (an optional role only where the package
-        has its module)."""
+        has its module and the module defines the attribute)."""
         package = self.package or package
         filled: dict[str, Any] = {"package": package}
         for role, convention in ROLE_CONVENTIONS.items():
@@ -215,19 +339,30 @@ class Component:
                 if package is None:
                     raise BiovqaError(f"component {self.name!r} names no {role} and has no package to find it in",
                                       field=role, hint=f"give {role}='module:function' or package='…'")
-                filled[role] = f"{package}.{convention.format(name=self.name.lower())}"
+                convention = convention.format(name=self.name.lower())
+                filled[role] = _found(package, (convention, *LEGACY_ROLE_LOCATIONS.get(role, ()))) \
+                    or f"{package}.{convention}"
         for role, convention in OPTIONAL_ROLE_CONVENTIONS.items():
-            module = convention.partition(":")[0]
-            if getattr(self, role) is None and package is not None and _has_module(f"{package}.{module}"):
-                filled[role] = f"{package}.{convention}"
+            if getattr(self, role) is None and package is not None:
+                filled[role] = _found(package, (convention, *LEGACY_ROLE_LOCATIONS.get(role, ())))
         return replace(self, **filled)
 
     def all_score_options(self) -> tuple[Option, ...]:
-        return COMMON_SCORE_OPTIONS + self.score_options
+        """Every score option: :data:`COMMON_SCORE_OPTIONS`, each replaced by the component's
+        own declaration of the same name (C3 and C4 declare their own ``bootstrap`` default),
+        then the component's other options."""
+        own = {option.name: option for option in self.score_options}
+        common = tuple(own.pop(option.name, option) for option in COMMON_SCORE_OPTIONS)
+        return common + tuple(own.values())
 
-    def resolve_score_options(self, given: Mapping[str, Any]) -> dict[str, Any]:
+    def resolve_score_options(self, given: Mapping[str, Any]) -> ScoreOptions:
         """Every score option of this component, ``given`` values parsed and checked, defaults
-        for the rest; an option this component does not declare is an error naming it."""
+        for the rest, as this component's frozen :class:`ScoreOptions` record; an option this
+        component does not declare is an error naming it. A record of this component is
+        returned as it is (options are resolved once)."""
+        record_type = self.score_options_record()
+        if type(given) is record_type:
+            return given
         declared = {option.name: option for option in self.all_score_options()}
         unknown = sorted(set(given) - set(declared))
         if unknown:
@@ -235,7 +370,50 @@ class Component:
                 f"{self.name.upper()} scoring has no option {unknown[0]!r}{did_you_mean(unknown[0], declared)}",
                 field=unknown[0],
                 hint="its options: " + ", ".join(sorted(declared)) + " (see `biovqa score --help`)")
-        return {name: option.parse(given.get(name)) for name, option in declared.items()}
+        return record_type(**{name: option.parse(given.get(name)) for name, option in declared.items()})
+
+    def score_options_record(self) -> type[ScoreOptions]:
+        """The frozen record type of this component's resolved score options: one attribute per
+        declared option (``options.tau``), made once per declaration."""
+        return _record_type(self.name, self.all_score_options())
+
+
+class ScoreOptions(Mapping[str, Any]):
+    """Resolved score options: a frozen record with one attribute per declared option
+    (``options.bootstrap``, ``options.tau``), also readable as a mapping (``options["tau"]``,
+    ``dict(options)``) for code written against the plain dict. :meth:`as_json` is what the
+    summary records."""
+
+    __slots__ = ()
+
+    def __getitem__(self, name: str) -> Any:
+        if name not in self.__dataclass_fields__:  # type: ignore[attr-defined]
+            raise KeyError(name)
+        return getattr(self, name)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.__dataclass_fields__)  # type: ignore[attr-defined]
+
+    def __len__(self) -> int:
+        return len(self.__dataclass_fields__)  # type: ignore[attr-defined]
+
+    def replace(self, **changes: Any) -> ScoreOptions:
+        """A copy with ``changes`` (already typed values), e.g. ``options.replace(bootstrap=0)``."""
+        return replace(self, **changes)  # type: ignore[type-var]
+
+    def as_json(self) -> dict[str, Any]:
+        """The options as JSON values: a path as text, a list option as a list."""
+        return {name: str(value) if isinstance(value, Path) else list(value) if isinstance(value, tuple) else value
+                for name, value in self.items()}
+
+
+@functools.lru_cache(maxsize=None)
+def _record_type(name: str, options: tuple[Option, ...]) -> type[ScoreOptions]:
+    from dataclasses import make_dataclass
+
+    title = "".join(part.capitalize() for part in name.replace("-", "_").split("_") if part)
+    return make_dataclass(f"{title}ScoreOptions", [(option.name, Any) for option in options],
+                          bases=(ScoreOptions,), frozen=True, eq=False, slots=True)
 
 
 def _load_target(target: str) -> Any:
@@ -244,15 +422,43 @@ def _load_target(target: str) -> Any:
     return getattr(importlib.import_module(module_name), attribute)
 
 
-def _has_module(name: str) -> bool:
-    """Whether module ``name`` exists, without importing it (a plain-module plug-in has no
-    submodules)."""
+def _found(package: str, locations: tuple[str, ...]) -> str | None:
+    """The first ``"module:attribute"`` of ``locations`` (relative to ``package``) whose module
+    exists and defines the attribute at its top level, read from the module's source without
+    importing it (listing components stays cheap); None when none does."""
+    for location in locations:
+        module, _, attribute = location.partition(":")
+        if attribute in _top_level_names(f"{package}.{module}"):
+            return f"{package}.{location}"
+    return None
+
+
+def _top_level_names(module: str) -> frozenset[str]:
+    """The names module ``module`` defines or imports at its top level (empty when it does not
+    exist or is not Python source)."""
+    import ast
     import importlib.util
 
     try:
-        return importlib.util.find_spec(name) is not None
-    except ModuleNotFoundError:
-        return False
+        spec = importlib.util.find_spec(module)
+    except (ModuleNotFoundError, ValueError):
+        return frozenset()
+    if spec is None or not spec.origin or not spec.origin.endswith(".py"):
+        return frozenset()
+    try:
+        tree = ast.parse(Path(spec.origin).read_text(encoding="utf-8"))
+    except (OSError, SyntaxError, UnicodeDecodeError):
+        return frozenset()
+    names: set[str] = set()
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        elif isinstance(node, (ast.Assign, ast.AnnAssign)):
+            for target in node.targets if isinstance(node, ast.Assign) else [node.target]:
+                names.update(n.id for n in ast.walk(target) if isinstance(n, ast.Name))
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            names.update((alias.asname or alias.name).partition(".")[0] for alias in node.names)
+    return frozenset(names)
 
 
 _REGISTRY: dict[str, Component] = {}

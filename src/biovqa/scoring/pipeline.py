@@ -88,7 +88,7 @@ def score_predictions(
         "n_items": bench.items.num_rows,
         "statuses": statuses,
         "n_truncated": int(pc.sum(items.column("truncated")).as_py() or 0),
-        "options": resolved,
+        "options": resolved.as_json(),
         "table3": result.summary.get("table3", {}),
         "provenance": {
             # absolute, and relative to the score folder: a report finds both from any working

@@ -23,4 +23,7 @@ COMPONENT = Component(
                "section (accuracy delta, agreement)"),
     ),
     table3=("bagel", "globi", "wiki", "biorxiv", "xeno"),
+    # facts the shared stages read
+    max_new_tokens=5,  # the BAGEL paper's protocol: one capital letter, greedy, about 5 new tokens
+    request_mode_parameter="mode",  # BAGEL builds record the request mode as parameters.mode
 )

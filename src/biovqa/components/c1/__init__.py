@@ -8,7 +8,7 @@ to a tree node), :mod:`.hierarchy` (HCA, POR, TOR), :mod:`.score` (per-item metr
 
 from pathlib import Path
 
-from biovqa.components.registry import Component, Option
+from biovqa.components.registry import AnalysisColumn, Command, Component, Option
 
 COMPONENT = Component(
     name="c1",
@@ -24,4 +24,15 @@ COMPONENT = Component(
     ),
     table3=("phy", "cls", "ord", "fam", "gen", "spc", "sci", "com"),
     rank_columns=("item_id", "task", "source_id", "score"),
+    # facts the shared stages read
+    max_new_tokens=15,  # paper App. B.2
+    preset_system_message=True,  # Gemma's taxonomy-expert system message (App. B.2)
+    lite_strata=("group", "tier"),  # organismal group x difficulty tier
+    sources=("treeoflife-200m", "gbif-backbone"),
+    analysis_columns=tuple(AnalysisColumn(label, ("groups", group, "em")) for label, group in (
+        ("Amph", "Amphibians"), ("Angio", "Angiosperms"), ("Arach", "Arachnids"), ("Birds", "Birds"),
+        ("Bryo", "Bryophytes"), ("Fish", "Fish"), ("Gymno", "Gymnosperms"), ("Insect", "Insects"),
+        ("Mamm", "Mammals"), ("Rept", "Reptiles"))),  # App. J.1: EM per organismal group (Table 75)
+    commands=(Command("bioclip2", "biovqa.cli.specialist:bioclip2_command", group="specialist",
+                      help="C1 ceiling: BioCLIP-2 top-1 species per image answers every rank"),),
 )

@@ -6,7 +6,7 @@ Modules: :mod:`.families` (the ten question families and their prompts), :mod:`.
 :mod:`.summary` (aggregates), :mod:`.sweep` (kernel sensitivity), :mod:`.report`.
 """
 
-from biovqa.components.registry import Component, Option
+from biovqa.components.registry import AnalysisColumn, Component, Option
 
 COMPONENT = Component(
     name="c2",
@@ -35,4 +35,11 @@ COMPONENT = Component(
     ),
     table3=("sal", "mrp", "loc", "nam"),
     rank_columns=("item_id", "family", "cags"),
+    # facts the shared stages read
+    max_new_tokens=48,  # App. B.2 gives none for C2: biovqa's default
+    preset_system_message=True,  # Gemma's taxonomy-expert system message (App. B.2)
+    lite_strata=("category", "family", "n_options"),
+    sources=("cub-200-2011",),
+    analysis_columns=tuple(AnalysisColumn(f.short, ("families", f.name, "cags"))
+                           for f in TASKS if f.category != "naming"),  # App. J.1, Table 33
 )

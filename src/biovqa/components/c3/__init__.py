@@ -8,7 +8,7 @@ subsets), :mod:`.build` (items, floor replies), :mod:`.render` (canvases and ove
 38–45, the floor plot), :mod:`.demo` (tiny native-format sources for ``biovqa demo``).
 """
 
-from biovqa.components.registry import Component, Option
+from biovqa.components.registry import AnalysisColumn, Component, Option
 
 COMPONENT = Component(
     name="c3",
@@ -19,8 +19,10 @@ COMPONENT = Component(
         Option("bootstrap", int, 2000,
                "bootstrap resamples: photographs / plates for counting and absolute distance, items "
                "elsewhere (C3 default 2000, as C4's in the paper's L.3; 0: none)", low=0),
-        Option("vas_weights", str, "1,0.25,0.1,0,0",
-               "viewpoint credit for 0,1,2,3,4 ring steps (Appendix C.6; up/down exact only)"),
+        Option("vas_weights", list[float], (1.0, 0.25, 0.1, 0.0, 0.0),
+               "viewpoint credit for 0,1,2,3,4 ring steps (Appendix C.6; up/down exact only)",
+               low=0.0, high=1.0, length=5,
+               check=lambda weights: None if weights[0] == 1.0 else "an exact viewpoint (0 ring steps) earns 1"),
         Option("box_yxyx", bool, False,
                "also search the four y1,x1,y2,x2 box conventions (not among Table 43's eight formats)"),
         Option("number_words", bool, False,
@@ -38,4 +40,12 @@ COMPONENT = Component(
     ),
     table3=("cnt", "rcnt", "adst", "rdst", "lcl", "rpos", "view", "ocr"),
     rank_columns=("item_id", "task", "cluster", "subset", "gold", "score"),
+    # facts the shared stages read
+    max_new_tokens=48,  # App. B.2 gives none for C3: biovqa's default
+    lite_strata=("dataset", "subset", "tier", "condition"),
+    sources=("neon-beetles", "waid", "bees", "depondfi", "lila-reid", "gzcd"),
+    # App. J.1: the seven spatial tasks as Table 3 scores them; OCR is the negative control
+    analysis_columns=(*(AnalysisColumn(label, ("table3", label))
+                        for label in ("cnt", "rcnt", "adst", "rdst", "lcl", "rpos", "view")),
+                      AnalysisColumn("ocr", ("table3", "ocr"), control=True)),
 )

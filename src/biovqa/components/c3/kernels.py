@@ -6,7 +6,7 @@ position-aligned character accuracy of OCR replies."""
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -40,11 +40,11 @@ CONVENTIONS: tuple[str, ...] = box_conventions()
 DEFAULT_VAS_WEIGHTS = "1,0.25,0.1,0,0"
 
 
-def vas_weights(text: str) -> tuple[float, ...]:
+def vas_weights(text: str | Sequence[float]) -> tuple[float, ...]:
     from biovqa.errors import BiovqaError
 
-    try:
-        weights = tuple(float(v) for v in str(text).split(","))
+    try:  # the resolved score option is already a tuple of floats; the text form is still read
+        weights = tuple(float(v) for v in (text.split(",") if isinstance(text, str) else text))
     except ValueError:
         weights = ()
     if len(weights) != 5 or weights[0] != 1.0 or any(not 0 <= w <= 1 for w in weights):

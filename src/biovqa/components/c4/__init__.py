@@ -7,7 +7,7 @@ DINOv2 embeddings, the per-crop cache), :mod:`.pairs` (pair construction, AUC), 
 :mod:`.report`, :mod:`.specialist` (MegaDescriptor), :mod:`.demo`.
 """
 
-from biovqa.components.registry import Component, Option
+from biovqa.components.registry import AnalysisColumn, Command, Component, Option
 
 COMPONENT = Component(
     name="c4",
@@ -20,4 +20,15 @@ COMPONENT = Component(
     ),
     table3=("dprime", "acc"),
     rank_columns=("item_id", "condition", "same", "said_yes", "score"),
+    # facts the shared stages read
+    max_new_tokens=8,  # App. B.2
+    lite_strata=("dataset", "same"),
+    sources=("lila-reid", "gzcd"),
+    analysis_columns=tuple(AnalysisColumn(label, ("cells", dataset, "random", "dprime")) for label, dataset in (
+        ("whale_shark", "whaleshark"), ("hyena", "hyena"), ("leopard", "leopard"), ("grevys_zebra", "gzcd"),
+        ("beluga", "beluga"))),  # App. J.1: random-pairing d' per species (Table 86)
+    commands=(Command("c4", "biovqa.cli.c4:c4_app",
+                      help="C4 re-identification: embed catalogs once for `biovqa build c4 --embeddings`."),
+              Command("megadescriptor", "biovqa.cli.specialist:megadescriptor_command", group="specialist",
+                      help="C4 ceiling: MegaDescriptor cosine similarity, threshold fitted on random")),
 )

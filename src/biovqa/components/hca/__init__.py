@@ -22,4 +22,6 @@ COMPONENT = Component(
                "also score the levels the bench asks but leaves out of the paths (the kingdom of the HCA "
                "authors' iNat items, recorded as the manifest's unscored_levels)"),
     ),
+    # facts the shared stages read
+    max_new_tokens=10,  # HCA paper section 2.4: 5-10; the upper end, so "B. Anseriformes" arrives whole
 )
