@@ -13,9 +13,16 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from biovqa.reporting.analysis import (C1_GROUPS, C2_FAMILIES, C3_TASKS, C4_SPECIES, PAPER27, cross_component,
-                                       paper27_availability, paper27_matrix)
+from biovqa.components import get_component
+from biovqa.reporting.analysis import cross_component, paper27_availability, paper27_matrix, paper27_tasks
 from biovqa.reporting.leaderboard import Run
+
+#: the 27 tasks as the components declare them: (task label, the summary key it is read under)
+C1_GROUPS = [(c.label, c.path[1]) for c in get_component("c1").analysis_columns]
+C2_FAMILIES = [(c.label, c.path[1]) for c in get_component("c2").analysis_columns]
+C3_TASKS = tuple(c.label for c in get_component("c3").analysis_columns if not c.control)
+C4_SPECIES = [(c.label, c.path[1]) for c in get_component("c4").analysis_columns]
+PAPER27 = paper27_tasks()
 
 SPECIALISTS = ("BioCLIP-2 (tol)", "BioCLIP-2 (kingdom)", "MegaDescriptor")
 #: results.md §6.5 [DERIVED]: Llama-3.2-Vision's random d′ per species from Table 52's means

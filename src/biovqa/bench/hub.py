@@ -73,14 +73,6 @@ CACHE_ENV = "BIOVQA_CACHE"
 DEFAULT_REPO = "imageomics/Bio-VQA"
 NO_IMAGES = "source-photos-not-given--set-BIOVQA_IMAGES"
 
-#: Where each component's items come from, for the card's licence and attribution table.
-COMPONENT_SOURCES: dict[str, tuple[str, ...]] = {
-    "c1": ("treeoflife-200m", "gbif-backbone"),
-    "c2": ("cub-200-2011",),
-    "c3": ("neon-beetles", "waid", "bees", "depondfi", "lila-reid", "gzcd"),
-    "c4": ("lila-reid", "gzcd"),
-}
-
 CITATION = """@misc{biovqa,
   title  = {Bio-VQA: a benchmark of biological visual question answering},
   author = {{Imageomics Institute}},
@@ -229,7 +221,10 @@ def dataset_card(benches: dict[str, "Bench"], release: dict[str, Any], features:
 
     from biovqa.sources.fetch import SOURCES
 
-    names = sorted({name for c in benches for name in COMPONENT_SOURCES.get(c, ())})
+    from biovqa.components.registry import get_component
+
+    # where each component's items come from: its declaration's ``sources``
+    names = sorted({name for c in benches for name in get_component(c).sources})
     licences = sorted({SOURCES[name].licence_id for name in names if name in SOURCES}) or ["other"]
     front = {
         "pretty_name": "Bio-VQA",

@@ -1,8 +1,9 @@
 """Bio-VQA-Lite (the paper's Conclusion): ``per_task`` items per task, stratified within each task.
 
-Strata (DEFAULT of the spec): C1 organismal group × difficulty tier (degenerate items are a tier,
+Strata are the columns each component's declaration names (``Component.lite_strata``; biovqa's
+choice, the paper names none): C1 organismal group × difficulty tier (degenerate items are a tier,
 so they keep their share); C2 category × family × option count; C3 dataset × subset ×
-tier/condition; C4 dataset × same/different. Each task's quota is split over its strata in
+tier/condition; C4 dataset × same/different; a component that names none is stratified by task alone. Each task's quota is split over its strata in
 proportion to their sizes, rounded by largest remainder (ties: the stratum that sorts first);
 within a stratum the items whose ``sha256(seed:item_id)`` sorts first are taken, so the choice
 does not depend on row order. The Lite items are written in item-id order, and the manifest
@@ -32,13 +33,8 @@ from biovqa.bench.folder import (
 )
 from biovqa.errors import BiovqaError
 
-#: The columns whose values make a stratum, per component (absent columns are skipped).
-STRATA: dict[str, tuple[str, ...]] = {
-    "c1": ("group", "tier"),
-    "c2": ("category", "family", "n_options"),
-    "c3": ("dataset", "subset", "tier", "condition"),
-    "c4": ("dataset", "same"),
-}
+#: The pseudo-column of a stratum that counts an item's answer options (C2's option count).
+N_OPTIONS = "n_options"
 PER_TASK = 500
 #: Parent manifest keys a Lite bench keeps because scorers read them (C1: its taxonomy index).
 LITE_INHERITED_KEYS = ("taxonomy_index", "taxonomy_index_card", "image_roots")
@@ -88,10 +84,14 @@ def _rank_key(seed: int, item_id: str) -> str:
 
 def _stratum_values(items: pa.Table, component: str) -> tuple[list[tuple[str, ...]], list[str]]:
     """(the stratum of every row as a tuple of values, the columns used)."""
-    columns = [c for c in STRATA.get(component, ()) if c in items.column_names or c == "n_options"]
+    from biovqa.components.registry import get_component
+
+    # the component's declaration names its strata (``Component.lite_strata``)
+    strata = get_component(component).lite_strata
+    columns = [c for c in strata if c in items.column_names or c == N_OPTIONS and "options" in items.column_names]
     values: list[list[str]] = []
     for column in columns:
-        if column == "n_options":
+        if column == N_OPTIONS:
             values.append([str(len(o)) if o else "0" for o in items.column("options").to_pylist()])
         else:
             values.append(["(none)" if v is None else str(v) for v in items.column(column).to_pylist()])

@@ -45,28 +45,27 @@ from biovqa.reporting.leaderboard import GENERALIST, Run, build_leaderboard
 from biovqa.reporting.stats import (alpha_std, fisher_ci, holm, pca_share, permutation_gap_p, spearman_matrix,
                                     spearman_p, within_across_gap)
 
-#: Table 3 columns left out of the analysis by default (the OCR negative control, paper App. J.1)
-EXCLUDED: tuple[str, ...] = ("ocr",)
 MIN_MODELS = 4
 DESIGNS: tuple[str, ...] = ("paper27", "table3")
-C1_GROUPS: tuple[tuple[str, str], ...] = (
-    ("Amph", "Amphibians"), ("Angio", "Angiosperms"), ("Arach", "Arachnids"), ("Birds", "Birds"),
-    ("Bryo", "Bryophytes"), ("Fish", "Fish"), ("Gymno", "Gymnosperms"), ("Insect", "Insects"),
-    ("Mamm", "Mammals"), ("Rept", "Reptiles"))
-C2_FAMILIES: tuple[tuple[str, str], ...] = (
-    ("attr_bare", "attr_bare_value"), ("attr_group", "attr_group_value"), ("marker", "marker_localization"),
-    ("vis_set", "visibility_partset"), ("vis_side", "visibility_side"))
-C3_TASKS: tuple[str, ...] = ("cnt", "rcnt", "adst", "rdst", "lcl", "rpos", "view")
-C4_SPECIES: tuple[tuple[str, str], ...] = (
-    ("whale_shark", "whaleshark"), ("hyena", "hyena"), ("leopard", "leopard"), ("grevys_zebra", "gzcd"),
-    ("beluga", "beluga"))
-#: Supplement J's 27 tasks: task label → (component, path of the estimate in its summary.json)
-PAPER27: dict[str, tuple[str, tuple[str, ...]]] = {
-    **{label: ("c1", ("groups", group, "em")) for label, group in C1_GROUPS},
-    **{label: ("c2", ("families", family, "cags")) for label, family in C2_FAMILIES},
-    **{label: ("c3", ("table3", label)) for label in C3_TASKS},
-    **{label: ("c4", ("cells", dataset, "random", "dprime")) for label, dataset in C4_SPECIES},
-}
+
+
+def paper27_tasks(*, include_controls: bool = False) -> dict[str, tuple[str, tuple[str, ...]]]:
+    """Supplement J's 27 tasks: task label → (component, path of the estimate in its
+    summary.json), in component order, as each component's declaration lists them
+    (``Component.analysis_columns``); ``include_controls`` adds the negative controls (C3's OCR)."""
+    from biovqa.components.registry import list_components
+
+    return {column.label: (component.name, column.path) for component in list_components()
+            for column in component.analysis_columns if include_controls or not column.control}
+
+
+def control_tasks() -> tuple[str, ...]:
+    """The negative-control task columns the analysis leaves out unless asked (paper App. J.1:
+    C3's OCR), from the components' declarations."""
+    from biovqa.components.registry import list_components
+
+    return tuple(column.label for component in list_components() for column in component.analysis_columns
+                 if column.control)
 
 
 @dataclass(frozen=True)
@@ -102,15 +101,16 @@ def _dig(summary: Mapping[str, object], path: Sequence[str]) -> float:
 
 
 def paper27_matrix(runs: Sequence[Run], *, include_ocr: bool = False) -> tuple[pd.DataFrame, dict[str, str]]:
-    """Generalist models × the 27 tasks of :data:`PAPER27` (NaN where a summary lacks a task),
-    models in the Table 3 order; ``include_ocr`` adds the C3 OCR control as a 28th task."""
+    """Generalist models × the 27 tasks of :func:`paper27_tasks` (NaN where a summary lacks a
+    task), models in the Table 3 order; ``include_ocr`` adds the negative controls (C3's OCR) as
+    further tasks."""
     from biovqa.components.registry import get_component
 
     columns = {name: list(get_component(name).table3) for name in sorted({r.component for r in runs})
                if get_component(name).table3}
     board = build_leaderboard(runs, columns)
     models = [r for r in board.value.index if board.kind[r] == GENERALIST]
-    tasks = {**PAPER27, **({"ocr": ("c3", ("table3", "ocr"))} if include_ocr else {})}
+    tasks = paper27_tasks(include_controls=include_ocr)
     matrix = pd.DataFrame(math.nan, index=pd.Index(models, name="model"), columns=list(tasks))
     for run in runs:
         if run.name not in matrix.index:
@@ -125,17 +125,20 @@ def paper27_availability(runs: Sequence[Run]) -> pd.DataFrame:
     """Per task of the 27: its component, where the summaries hold it, and how many generalist
     score folders have a value for it."""
     matrix, _ = paper27_matrix(runs)
-    frame = pd.DataFrame({"component": [PAPER27[t][0].upper() for t in PAPER27],
-                          "summary_path": [".".join(PAPER27[t][1]) for t in PAPER27],
-                          "models_with_value": [int(matrix[t].notna().sum()) for t in PAPER27]},
-                         index=pd.Index(list(PAPER27), name="task"))
+    tasks = paper27_tasks()
+    frame = pd.DataFrame({"component": [tasks[t][0].upper() for t in tasks],
+                          "summary_path": [".".join(tasks[t][1]) for t in tasks],
+                          "models_with_value": [int(matrix[t].notna().sum()) for t in tasks]},
+                         index=pd.Index(list(tasks), name="task"))
     frame.attrs["title"] = "Supplement J's 27 tasks: where each is read from and how many models have it"
     return frame
 
 
 def task_matrix(runs: Sequence[Run], columns: Mapping[str, Sequence[str]],
-                exclude: Sequence[str] = EXCLUDED) -> tuple[pd.DataFrame, dict[str, str]]:
-    """Generalist models × Table 3 task columns (values; NaN where a model lacks a task)."""
+                exclude: Sequence[str] | None = None) -> tuple[pd.DataFrame, dict[str, str]]:
+    """Generalist models × Table 3 task columns (values; NaN where a model lacks a task);
+    ``exclude`` defaults to the negative controls (:func:`control_tasks`)."""
+    exclude = control_tasks() if exclude is None else exclude
     board = build_leaderboard(runs, columns)
     rows = [r for r in board.value.index if board.kind[r] == GENERALIST]
     blocks = {c: comp.upper() for comp, cols in columns.items() for c in cols if c not in exclude}
@@ -201,15 +204,17 @@ def analyze_matrix(raw: pd.DataFrame, blocks: dict[str, str], *, B: int = 2000, 
 
 
 def cross_component(runs: Sequence[Run], *, B: int = 2000, seed: int = 42,
-                    exclude: Sequence[str] = EXCLUDED, design: str = "paper27") -> Analysis | None:
+                    exclude: Sequence[str] | None = None, design: str = "paper27") -> Analysis | None:
     """The analysis over the generalists of ``runs`` (``design``: ``paper27`` or ``table3``);
-    None with fewer than four models or with tasks from fewer than two columns."""
+    None with fewer than four models or with tasks from fewer than two columns. ``exclude``
+    (default: the negative controls) names task columns left out."""
     from biovqa.components.registry import get_component
 
     if design not in DESIGNS:
         raise ValueError(f"unknown analysis design {design!r}; choose one of {', '.join(DESIGNS)}")
+    exclude = control_tasks() if exclude is None else exclude
     if design == "paper27":
-        matrix, blocks = paper27_matrix(runs, include_ocr="ocr" not in exclude)
+        matrix, blocks = paper27_matrix(runs, include_ocr=not set(control_tasks()) <= set(exclude))
         return analyze_matrix(matrix, blocks, B=B, seed=seed)
     columns = {name: list(get_component(name).table3) for name in sorted({r.component for r in runs})
                if get_component(name).table3}
@@ -265,7 +270,7 @@ def write_analysis(score_dirs: Sequence[str | Path], out: str | Path, *, B: int 
     from biovqa.reporting.writer import _write_table, load_runs
 
     runs = load_runs(score_dirs)
-    analysis = cross_component(runs, B=B, seed=seed, exclude=() if include_ocr else EXCLUDED, design=design)
+    analysis = cross_component(runs, B=B, seed=seed, exclude=() if include_ocr else None, design=design)
     if analysis is None:
         generalists = sorted({r.name for r in runs if r.kind == GENERALIST})
         raise BiovqaError(
