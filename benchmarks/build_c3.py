@@ -37,9 +37,12 @@ from PIL import Image
 from rich.progress import track
 
 import biovqa.components.c3.build as c3_build
+from biovqa.components.c3.build.items import COUNTING_PARTNERS, GRIDS_PER_ANCHOR
 from biovqa.components.c3.demo import _layout, _scene, write_bees, write_beetles, write_depondfi, write_gzcd, write_waid
 from biovqa.components.c3.render import PNG_SAVE_OPTIONS, CanvasJob, SourcePhoto, render_one
-from biovqa.components.c3.tasks import PAPER_COUNTS
+from biovqa.components.c3.tasks import TASKS
+
+PAPER_COUNTS = {t.name: t.paper_count for t in TASKS}
 from biovqa.sources.wildlife import write_coco_catalog
 
 VIEWS = ("left", "right", "front", "back", "frontleft", "frontright", "backleft", "backright", "up", "down")
@@ -105,8 +108,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--photo-size", default="240x180")
     parser.add_argument("--canvas", type=int, default=192)
     parser.add_argument("--plate-side", type=int, default=384)
-    parser.add_argument("--counting-partners", type=int, default=c3_build.COUNTING_PARTNERS)
-    parser.add_argument("--grids-per-anchor", type=float, default=c3_build.GRIDS_PER_ANCHOR)
+    parser.add_argument("--counting-partners", type=int, default=COUNTING_PARTNERS)
+    parser.add_argument("--grids-per-anchor", type=float, default=GRIDS_PER_ANCHOR)
     parser.add_argument("--sample", type=int, default=0,
                         help="render only every k-th image so that about this many are rendered (0: all of them)")
     args = parser.parse_args(argv)

@@ -25,9 +25,10 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from biovqa.components.c3 import tasks as T
+from biovqa.components.c3 import prompts as T
+from biovqa.components.c3.build.items import ITEM_SCHEMA
 from biovqa.components.c3.score import resolve_options, score_tables
-from biovqa.components.c3.summary import CLUSTER_TASKS
+from biovqa.components.c3.tasks import BY_NAME, TASKS
 from biovqa.stats.bootstrap import resampled_cluster_counts
 
 SUBSETS = ("waid-train", "waid-valid", "waid-test", "bees", "depondfi", "beetles", "gzcd", "whaleshark", "hyena",
@@ -38,13 +39,13 @@ WORDS = ("zero", "one", "two", "three", "four", "five", "six", "seven", "eight",
 def synthetic(scale: float, seed: int = 0) -> tuple[pa.Table, pa.Table]:
     """(items, predictions) with the paper's per-task counts × ``scale``."""
     rng = np.random.default_rng(seed)
-    rows: dict[str, list] = {name: [] for name in T.ITEM_SCHEMA.names}
+    rows: dict[str, list] = {name: [] for name in ITEM_SCHEMA.names}
     replies: list[str | None] = []
     statuses: list[str] = []
 
     def add(task: str, k: int, answer: str, reply: str | None, **extra: object) -> None:
         row = {"item_id": f"c3-{task}-{k:06d}", "component": "c3", "task": task, "question": "q",
-               "instruction": T.INSTRUCTIONS[task], "image": f"rendered/c3/{task}/{k}.png", "image_sha256": "0" * 64,
+               "instruction": BY_NAME[task].instruction, "image": f"rendered/c3/{task}/{k}.png", "image_sha256": "0" * 64,
                "answer": answer, "answer_payload": "{}", "source_id": extra.get("cluster", f"{task}/{k}"),
                "cluster": f"{task}/{k}", **extra}
         for name, values in rows.items():
@@ -53,7 +54,7 @@ def synthetic(scale: float, seed: int = 0) -> tuple[pa.Table, pa.Table]:
         statuses.append("failed" if fate < 0.005 else "missing" if fate < 0.01 else "ok")
         replies.append(reply if statuses[-1] == "ok" else None)
 
-    n = {t: max(1, round(c * scale)) for t, c in T.PAPER_COUNTS.items()}
+    n = {t.name: max(1, round(t.paper_count * scale)) for t in TASKS}
     photos = max(10, n["counting"] // 3)
     photo_counts = np.maximum(1, np.round(np.exp(rng.uniform(0, np.log(200), photos)))).astype(int)
     for k in range(n["counting"]):
@@ -105,7 +106,7 @@ def synthetic(scale: float, seed: int = 0) -> tuple[pa.Table, pa.Table]:
         gold = f"A{int(rng.integers(32_000, 99_999)):011d}"
         reply = gold if rng.random() < 0.3 else gold[:-3] + "".join(str(int(d)) for d in rng.integers(0, 10, 3))
         add("ocr", k, gold, reply, subset="beetles", dataset="beetles")
-    items = pa.Table.from_pydict(rows, schema=T.ITEM_SCHEMA)
+    items = pa.Table.from_pydict(rows, schema=ITEM_SCHEMA)
     predictions = pa.table({"item_id": rows["item_id"], "response": replies, "status": statuses,
                             "model": ["synthetic"] * len(statuses)})
     return items, predictions
@@ -171,8 +172,8 @@ def main(argv: list[str] | None = None) -> int:
               f"{t3 - reference_started:.2f} s; ours / reference = {total / (t3 - reference_started):.2f}×")
     # the floor no rewrite of the summary removes: the resampling counts themselves (same seed, same
     # stream, one B × clusters matrix per task), timed on their own
-    clusters = {task: len(set(items.column("cluster" if task in CLUSTER_TASKS else "item_id").filter(
-        pc.equal(items.column("task"), task)).to_pylist())) for task in T.PAPER_COUNTS}
+    clusters = {t.name: len(set(items.column(t.cluster).filter(
+        pc.equal(items.column("task"), t.name)).to_pylist())) for t in TASKS}
     t0 = time.perf_counter()
     for k in clusters.values():
         for _ in resampled_cluster_counts(k, B=args.bootstrap, seed=int(options["seed"]), dtype=np.float32):

@@ -18,11 +18,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from biovqa.components.bagel.prompt import parse_letter as bagel_parse_letter
-from biovqa.components.c2 import parser as c2
-from biovqa.components.c3 import parser as c3
-from biovqa.components.c4 import parser as c4
-from biovqa.components.hca import prompts as hca
+from biovqa.components.bagel.parse import parse_letter as bagel_parse_letter
+from biovqa.components.c2 import parse as c2
+from biovqa.components.c3 import parse as c3
+from biovqa.components.c4 import parse as c4
+from biovqa.components.hca import parse as hca
 from biovqa.scoring import PARSE_MAX_CHARS
 from biovqa.text import C1_MAX_CHARS, normalize_c1, normalize_c1_array, normalize_c2
 
@@ -126,7 +126,7 @@ def test_megabyte_replies_parse_in_bounded_time(case: str) -> None:
 
 
 def test_parse_window_is_recorded_and_raw_reply_untouched() -> None:
-    from biovqa.components.c3 import parser as c3_parser
+    from biovqa.components.c3 import parse as c3_parser
 
     long_reply = "(C) Grey " + "x" * (2 * c2.MAX_PARSE_CHARS)
     assert c2.reply_truncated(long_reply) and not c2.reply_truncated("(C) Grey") and not c2.reply_truncated(None)

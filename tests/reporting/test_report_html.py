@@ -89,7 +89,7 @@ def test_table3_markdown_prints_intervals_and_the_report_is_deterministic(report
 
 
 #: tables whose rows are the floor rules (or runs) themselves, beside the models
-_FLOOR_ROW_TABLES = {"table3", "runs", "c1_table3", "c3_table3_c3", "c2_table3_c2"}
+_FLOOR_ROW_TABLES = {"table3", "runs", "c1_table3", "c3_table3", "c2_table3_c2", "c2_table3"}
 
 
 @pytest.mark.slow

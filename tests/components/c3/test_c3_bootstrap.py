@@ -10,10 +10,12 @@ import numpy as np
 import pytest
 from fixtures.c3_benches import write_items_bench, write_predictions
 
-from biovqa.components.c3.summary import (_exact_columns, _Product, _RankLayout, spearman,
-                                          weighted_spearman)
 from biovqa.scoring.pipeline import score_predictions
+from biovqa.stats.bootstrap import SumsProduct as _Product
 from biovqa.stats.bootstrap import cluster_codes, percentile_interval, resampled_cluster_counts
+from biovqa.stats.bootstrap import exact_columns as _exact_columns
+from biovqa.stats.ranks import RankLayout as _RankLayout
+from biovqa.stats.ranks import spearman, weighted_spearman
 
 
 @pytest.mark.parametrize("levels", [3, 1000])  # many ties / almost none

@@ -9,10 +9,12 @@ from pathlib import Path
 import pytest
 
 import biovqa
-from biovqa.components.c3.build import build_c3, direction_of, parse_sources
+from biovqa.components.c3.build import build_c3
+from biovqa.components.c3.build.geometry import direction_of
+from biovqa.components.c3.build.sources import parse_sources
 from biovqa.components.c3.demo import write_demo_sources
 from biovqa.components.c3.render import CanvasJob, Panel, Shape, render_one
-from biovqa.components.c3.tasks import TASKS
+from biovqa.components.c3.tasks import TASK_NAMES
 from biovqa.errors import BiovqaError
 
 SMALL = {"per_subset": 20, "canvas": 128, "plate_side": 256, "rpos_items": 16}
@@ -30,7 +32,7 @@ def test_build_is_deterministic_and_records_what_it_skipped(tmp_path: Path, sour
     for image in a.items.column("image").to_pylist()[::7]:
         assert a.resolve_image(image).read_bytes() == b.resolve_image(image).read_bytes()
     counts = a.manifest["counts"]["by_task"]
-    assert set(counts) == set(TASKS)
+    assert set(counts) == set(TASK_NAMES)
     assert set(a.manifest["counts"]["by_tier"]) >= {"easy", "medium", "hard", "same", "different", "red_box"}
     assert a.manifest["skipped_tasks"] == {}
     # WAID's per-class subsets, Bees, DePondFi, beetles; GZCD given as a GGR table feeds no counting

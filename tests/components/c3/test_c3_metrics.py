@@ -150,7 +150,7 @@ def test_viewpoint_synthetic_example_and_constant_answers(tmp_path: Path) -> Non
 
 
 def test_viewpoint_floor_macro_vas_is_0_170_when_all_ten_labels_occur(tmp_path: Path) -> None:
-    from biovqa.components.c3.tasks import VIEWPOINTS
+    from biovqa.components.c3.prompts import VIEWPOINTS
 
     bench = _viewpoint_bench(tmp_path, list(VIEWPOINTS))
     s, _ = _score(bench, {f"c3-viewpoint-{k:04d}": "right" for k in range(10)}, tmp_path)

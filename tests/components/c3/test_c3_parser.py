@@ -10,7 +10,7 @@ import pyarrow.parquet as pq
 import pytest
 from fixtures.c3_benches import cli_score, write_items_bench, write_predictions
 
-from biovqa.components.c3 import parser as P
+from biovqa.components.c3 import parse as P
 
 
 @pytest.mark.parametrize(("reply", "value"), [

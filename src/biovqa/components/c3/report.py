@@ -1,6 +1,6 @@
 """C3 report tables and the floor plot (paper Table 3 C3 block, Tables 38–45, paper App. G).
 
-``tables(summaries)`` → ``table3_c3`` (models, then the Floor row: the floors fitted on the first
+``tables(summaries)`` → ``table3`` (models, then the Floor row: the floors fitted on the first
 summary's parsed rows), ``table38_headline`` (best model per task on the Table 38 metric),
 ``table39_counting_tiers`` (per model easy/medium/hard macro cas and drops, plus mean/SD/positive
 count rows), ``table40_viewpoint`` (EM, κ_VAS, ranks, shift), ``table41_viewpoint_steps``,
@@ -19,16 +19,15 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from biovqa.components.c3.tasks import TABLE3
+from biovqa.components.c3.tasks import (ABSOLUTE_DISTANCE, COUNTING, LOCALIZATION, OCR, RELATIVE_COUNTING,
+                                        RELATIVE_DISTANCE, RELATIVE_POSITION, TASKS, VIEWPOINT, TaskSpec)
 
 DECIMALS = 3
-#: Table 3 column → (section, floor key inside section["floor"])
-FLOOR_OF: dict[str, tuple[str, str]] = {
-    "cnt": ("counting", "cas"), "rcnt": ("relative_counting", "balanced_accuracy"),
-    "adst": ("absolute_distance", "acc20"), "rdst": ("relative_distance", "balanced_accuracy"),
-    "lcl": ("localization", "miou"), "rpos": ("relative_position", "chance"),
-    "view": ("viewpoint", "macro_vas"), "ocr": ("ocr", "em"),
-}
+#: Table 3 column → its task
+_BY_COLUMN: dict[str, TaskSpec] = {t.column: t for t in TASKS}
+#: the paper's row order of Table 38 (a task not listed comes after these)
+TABLE38_ORDER: tuple[TaskSpec, ...] = (COUNTING, VIEWPOINT, ABSOLUTE_DISTANCE, RELATIVE_DISTANCE, RELATIVE_COUNTING,
+                                       LOCALIZATION, RELATIVE_POSITION, OCR)
 
 
 def _v(value: Any) -> float:
@@ -47,8 +46,9 @@ def _get(summary: dict[str, Any], *path: str) -> float:
 
 
 def floor_value(summary: dict[str, Any], column: str) -> float:
-    section, key = FLOOR_OF[column]
-    return _get(summary, section, "floor", key)
+    """The floor a summary fitted for the task of Table 3 ``column`` (the Floor row's entry)."""
+    spec = _BY_COLUMN[column]
+    return _get(summary, spec.name, "floor", spec.floor_metric)
 
 
 def tables(summaries: list[tuple[str, dict]]) -> dict[str, pd.DataFrame]:
@@ -59,38 +59,28 @@ def tables(summaries: list[tuple[str, dict]]) -> dict[str, pd.DataFrame]:
     # the floors each summary fitted
     floor_source = summaries[0][1] if summaries else {}
     summaries = without_floors(summaries)
-    columns = list(TABLE3)
+    columns = [t.column for t in TASKS]
     rows = [{"model": label, **{c: _v((s.get("table3") or {}).get(c)) for c in columns}} for label, s in summaries]
     if floor_source:
         rows.append({"model": "Floor", **{c: floor_value(floor_source, c) for c in columns}})
-    out["table3_c3"] = pd.DataFrame(rows, columns=["model", *columns]).round(DECIMALS)
+    out["table3"] = pd.DataFrame(rows, columns=["model", *columns]).round(DECIMALS)
 
-    specs = (("Counting", "counting", "macro_cas", "modal count"),
-             ("Viewpoint", "viewpoint", "kappa_vas", "majority, kappa_VAS 0"),
-             ("Absolute distance", "absolute_distance", "rho_within", "per-type constant (acc@20)"),
-             ("Relative distance", "relative_distance", "balanced_accuracy", "chance"),
-             ("Relative counting", "relative_counting", "margin", "chance .250"),
-             ("Localization", "localization", "miou_all", "mean gold box"),
-             ("Relative position", "relative_position", "accuracy", "majority direction"),
-             ("OCR (control)", "ocr", "suffix_char_acc", "constant string"))
-    floor_keys = {"counting": "cas", "viewpoint": "em", "absolute_distance": "acc20",
-                  "relative_distance": "balanced_accuracy", "relative_counting": "balanced_accuracy",
-                  "localization": "miou", "relative_position": "majority8", "ocr": "suffix_char_acc"}
     rows = []
-    for task, section, metric, floor_name in specs:
-        scored = [(label, _get(s, section, metric)) for label, s in summaries]
+    for spec in sorted(TASKS, key=lambda t: TABLE38_ORDER.index(t) if t in TABLE38_ORDER else len(TABLE38_ORDER)):
+        row = spec.table38
+        scored = [(label, _get(s, spec.name, row.metric)) for label, s in summaries]
         scored = [(label, v) for label, v in scored if not math.isnan(v)]
         if not scored:
             continue
         best = max(scored, key=lambda e: e[1])
-        rows.append({"task": task, "best_model": best[0], "score": best[1], "metric": metric,
-                     "floor": _get(floor_source, section, "floor", floor_keys[section]), "floor_rule": floor_name})
+        rows.append({"task": row.title, "best_model": best[0], "score": best[1], "metric": row.metric,
+                     "floor": _get(floor_source, spec.name, "floor", row.floor), "floor_rule": row.floor_rule})
     out["table38_headline"] = pd.DataFrame(rows, columns=["task", "best_model", "score", "metric", "floor",
                                                           "floor_rule"]).round(DECIMALS)
 
     rows = []
     for label, s in summaries:
-        tiers = {t: _get(s, "counting", "tiers", t, "macro_cas") for t in ("easy", "medium", "hard")}
+        tiers = {t: _get(s, COUNTING.name, "tiers", t, "macro_cas") for t in ("easy", "medium", "hard")}
         rows.append({"model": label, **tiers, "easy_to_medium": tiers["easy"] - tiers["medium"],
                      "medium_to_hard": tiers["medium"] - tiers["hard"]})
     frame = pd.DataFrame(rows, columns=["model", "easy", "medium", "hard", "easy_to_medium", "medium_to_hard"])
@@ -102,9 +92,9 @@ def tables(summaries: list[tuple[str, dict]]) -> dict[str, pd.DataFrame]:
         frame = pd.concat([frame, pd.DataFrame(extra)], ignore_index=True)
     out["table39_counting_tiers"] = frame.round(DECIMALS)
 
-    rows = [{"model": label, "EM": _get(s, "viewpoint", "em"), "kappa_VAS": _get(s, "viewpoint", "kappa_vas"),
-             "macroVAS": _get(s, "viewpoint", "macro_vas"), "VAS": _get(s, "viewpoint", "vas"),
-             "ang_err_deg": _get(s, "viewpoint", "ang_err"), "over_share": _get(s, "viewpoint", "over_share")}
+    rows = [{"model": label, "EM": _get(s, VIEWPOINT.name, "em"), "kappa_VAS": _get(s, VIEWPOINT.name, "kappa_vas"),
+             "macroVAS": _get(s, VIEWPOINT.name, "macro_vas"), "VAS": _get(s, VIEWPOINT.name, "vas"),
+             "ang_err_deg": _get(s, VIEWPOINT.name, "ang_err"), "over_share": _get(s, VIEWPOINT.name, "over_share")}
             for label, s in summaries]
     frame = pd.DataFrame(rows, columns=["model", "EM", "kappa_VAS", "macroVAS", "VAS", "ang_err_deg", "over_share"])
     frame.insert(2, "EM_rank", frame["EM"].rank(ascending=False))
@@ -114,53 +104,53 @@ def tables(summaries: list[tuple[str, dict]]) -> dict[str, pd.DataFrame]:
 
     rows = []
     for label, s in summaries:
-        steps = (s.get("viewpoint") or {}).get("steps") or {}
+        steps = (s.get(VIEWPOINT.name) or {}).get("steps") or {}
         total = sum(steps.values()) or 1
         rows.append({"model": label, **{f"steps_{k}": steps.get(str(k), 0) / total for k in range(5)}})
     out["table41_viewpoint_steps"] = pd.DataFrame(rows, columns=["model", *(f"steps_{k}" for k in range(5))]).round(DECIMALS)
 
-    rows = [{"model": label, "rho_within": _get(s, "absolute_distance", "rho_within"),
-             "acc20": _get(s, "absolute_distance", "acc20"),
-             "acc20_calibrated": _get(s, "absolute_distance", "acc20_calibrated"),
-             "kappa": _get(s, "absolute_distance", "kappa"), "mre": _get(s, "absolute_distance", "mre"),
-             "floor_acc20": _get(s, "absolute_distance", "floor", "acc20")} for label, s in summaries]
+    rows = [{"model": label, "rho_within": _get(s, ABSOLUTE_DISTANCE.name, "rho_within"),
+             "acc20": _get(s, ABSOLUTE_DISTANCE.name, "acc20"),
+             "acc20_calibrated": _get(s, ABSOLUTE_DISTANCE.name, "acc20_calibrated"),
+             "kappa": _get(s, ABSOLUTE_DISTANCE.name, "kappa"), "mre": _get(s, ABSOLUTE_DISTANCE.name, "mre"),
+             "floor_acc20": _get(s, ABSOLUTE_DISTANCE.name, "floor", "acc20")} for label, s in summaries]
     frame = pd.DataFrame(rows, columns=["model", "rho_within", "acc20", "acc20_calibrated", "kappa", "mre", "floor_acc20"])
     frame["diagnosis"] = [_diagnosis(r) for r in frame.itertuples()]
     out["table42_absolute_distance"] = frame.round(DECIMALS)
 
-    rows = [{"model": label, "IoU_all": _get(s, "localization", "miou_all"),
-             **{f"acc{t}": _get(s, "localization", f"acc{t}") for t in (25, 50, 75, 90)},
-             "parse": _get(s, "localization", "parse_rate"),
-             "convention": (s.get("localization") or {}).get("convention")} for label, s in summaries]
+    rows = [{"model": label, "IoU_all": _get(s, LOCALIZATION.name, "miou_all"),
+             **{f"acc{t}": _get(s, LOCALIZATION.name, f"acc{t}") for t in (25, 50, 75, 90)},
+             "parse": _get(s, LOCALIZATION.name, "parse_rate"),
+             "convention": (s.get(LOCALIZATION.name) or {}).get("convention")} for label, s in summaries]
     frame = pd.DataFrame(rows, columns=["model", "IoU_all", "acc25", "acc50", "acc75", "acc90", "parse", "convention"])
     frame = frame.sort_values("IoU_all", ascending=False, kind="stable").reset_index(drop=True)
     if floor_source:
         s0 = floor_source
         frame = pd.concat([frame, pd.DataFrame([{"model": "mean gold box",
-                                                 "IoU_all": _get(s0, "localization", "floor", "miou"),
-                                                 **{f"acc{t}": _get(s0, "localization", "floor", f"acc{t}")
+                                                 "IoU_all": _get(s0, LOCALIZATION.name, "floor", "miou"),
+                                                 **{f"acc{t}": _get(s0, LOCALIZATION.name, "floor", f"acc{t}")
                                                     for t in (25, 50, 75, 90)}}])], ignore_index=True)
     out["table43_localization"] = frame.round(DECIMALS)
 
     rows = []
     for label, s in summaries:
-        bal = _get(s, "relative_counting", "balanced_accuracy")
-        rows.append({"model": label, "lift": bal - 0.25, "balAcc": bal, "acc": _get(s, "relative_counting", "accuracy"),
-                     "posBias": _get(s, "relative_counting", "pos_bias"),
-                     "balAcc_same": _get(s, "relative_counting", "conditions", "same", "balanced_accuracy"),
-                     "balAcc_different": _get(s, "relative_counting", "conditions", "different", "balanced_accuracy")})
+        bal = _get(s, RELATIVE_COUNTING.name, "balanced_accuracy")
+        rows.append({"model": label, "lift": bal - 0.25, "balAcc": bal, "acc": _get(s, RELATIVE_COUNTING.name, "accuracy"),
+                     "posBias": _get(s, RELATIVE_COUNTING.name, "pos_bias"),
+                     "balAcc_same": _get(s, RELATIVE_COUNTING.name, "conditions", "same", "balanced_accuracy"),
+                     "balAcc_different": _get(s, RELATIVE_COUNTING.name, "conditions", "different", "balanced_accuracy")})
     frame = pd.DataFrame(rows, columns=["model", "lift", "balAcc", "acc", "posBias", "balAcc_same", "balAcc_different"])
     out["table44_relative_counting"] = frame.sort_values("balAcc", ascending=False, kind="stable").reset_index(drop=True).round(DECIMALS)
 
-    rows = [{"model": label, "acc": _get(s, "relative_position", "accuracy"),
-             "lift": _get(s, "relative_position", "margin_table45"),
-             "angErr_deg": _get(s, "relative_position", "ang_err"), "within45": _get(s, "relative_position", "within45")}
+    rows = [{"model": label, "acc": _get(s, RELATIVE_POSITION.name, "accuracy"),
+             "lift": _get(s, RELATIVE_POSITION.name, "margin_table45"),
+             "angErr_deg": _get(s, RELATIVE_POSITION.name, "ang_err"), "within45": _get(s, RELATIVE_POSITION.name, "within45")}
             for label, s in summaries]
     frame = pd.DataFrame(rows, columns=["model", "acc", "lift", "angErr_deg", "within45"])
     out["table45_relative_position"] = frame.sort_values("acc", ascending=False, kind="stable").reset_index(drop=True).round(DECIMALS)
 
-    rows = [{"model": label, "EM": _get(s, "ocr", "em"), "charAcc": _get(s, "ocr", "char_acc"),
-             "suffixCharAcc": _get(s, "ocr", "suffix_char_acc"), "inflation": _get(s, "ocr", "inflation")}
+    rows = [{"model": label, "EM": _get(s, OCR.name, "em"), "charAcc": _get(s, OCR.name, "char_acc"),
+             "suffixCharAcc": _get(s, OCR.name, "suffix_char_acc"), "inflation": _get(s, OCR.name, "inflation")}
             for label, s in summaries]
     out["table47_ocr"] = pd.DataFrame(rows, columns=["model", "EM", "charAcc", "suffixCharAcc", "inflation"]).round(DECIMALS)
     return out
@@ -176,9 +166,6 @@ def _diagnosis(row: Any) -> str:
     return "calibrates only" if calibrates else "neither"
 
 
-#: the Table 3 metric of each C3 column, for the figure's tick labels
-METRIC_OF: dict[str, str] = {"cnt": "macro cas", "rcnt": "bal. acc.", "adst": "acc@20", "rdst": "bal. acc.",
-                             "lcl": "mean IoU", "rpos": "bal. acc.", "view": "macroVAS", "ocr": "EM"}
 
 
 def figures(summaries: list[tuple[str, dict]], out_dir: str | Path) -> list[Path]:
@@ -190,7 +177,7 @@ def figures(summaries: list[tuple[str, dict]], out_dir: str | Path) -> list[Path
 
     models = without_floors(summaries) or summaries
     path = Path(out_dir) / "c3_model_vs_floor.png"
-    columns = list(TABLE3)
+    columns = [t.column for t in TASKS]
     x = np.arange(len(columns))
     offsets, width = series_offsets(len(models))
     with figure(path, (max(9.0, 0.9 * len(columns) + 0.35 * len(models)), 4.8), dpi=110) as (_, ax):
@@ -206,7 +193,7 @@ def figures(summaries: list[tuple[str, dict]], out_dir: str | Path) -> list[Path
             ax.errorbar(x + offset, scores, yerr=whiskers(scores, lo, hi), fmt="o", color=colour, markersize=4,
                         capsize=2, zorder=3, label=f"{label}: score, 95% CI (dot)")
         ax.set_xticks(x)
-        ax.set_xticklabels([f"{c}\n{METRIC_OF.get(c, '')}" for c in columns], fontsize="small")
+        ax.set_xticklabels([f"{t.column}\n{t.metric}" for t in TASKS], fontsize="small")
         ax.set_ylim(0, 1.05)
         ax.set_ylabel("score on the task's Table 3 metric (tick label)")
         ax.set_title("C3: each model against its own image-blind floor")

@@ -46,11 +46,13 @@ import pyarrow as pa
 from biovqa.components.c3 import floors as F
 from biovqa.components.c3.kernels import (DEFAULT_VAS_WEIGHTS, box_conventions, char_accuracy, convention_means,
                                           iou, ring_steps, vas_weights, view_credit)
-from biovqa.components.c3.tasks import COUNTING_TIERS, TABLE3, TASKS, VIEWPOINT_BEARING
+from biovqa.components.c3.tasks import COUNTING_TIERS, TABLE3, VIEWPOINT_BEARING, TASK_NAMES as TASKS
 from biovqa.scoring.schema import estimate
+from biovqa.stats.bootstrap import Bootstrap, SumColumns, nanmean, ratio, weighted_mean
+from biovqa.stats.ranks import RankLayout, grouped_spearman, spearman, weighted_spearman
 
 if TYPE_CHECKING:
-    from biovqa.stats.bootstrap import CountsDrawnAhead
+    from biovqa.stats.draws import CountsDrawnAhead
 
 CLUSTER_TASKS = frozenset({"counting", "absolute_distance"})
 #: the order the sections are computed and their resampled counts drawn in (the summary lists
@@ -74,185 +76,14 @@ def _lift(s: float, phi: float) -> float:
     return (s - phi) / (1 - phi) if phi is not None and not math.isnan(phi) and phi < 1 else math.nan
 
 
-def _wmean(x: np.ndarray, w: np.ndarray) -> float:
-    total = w.sum()
-    return float((w * x).sum() / total) if total > 0 else math.nan
-
-
-def spearman(x: np.ndarray, y: np.ndarray) -> float:
-    """Spearman ρ; 0 when either side is constant (a constant predictor has no rank
-    correlation), NaN under 2 points."""
-    if len(x) < 2:
-        return math.nan
-    if np.all(x == x[0]) or np.all(y == y[0]):
-        return 0.0
-    zeros = np.zeros(len(x), dtype=np.int64)
-    rx, ry = group_ranks(np.asarray(x, dtype=np.float64), zeros), group_ranks(np.asarray(y, dtype=np.float64), zeros)
-    return float(np.corrcoef(rx, ry)[0, 1])
-
-
-def group_ranks(values: np.ndarray, groups: np.ndarray) -> np.ndarray:
-    """1-based average ranks (ties share their mean rank) of ``values`` within each group code."""
-    n = len(values)
-    order = np.lexsort((values, groups))
-    sg, sv = groups[order], values[order]
-    new_group = np.r_[True, sg[1:] != sg[:-1]]
-    group_start = np.maximum.accumulate(np.where(new_group, np.arange(n), 0))
-    new_tie = new_group | np.r_[True, sv[1:] != sv[:-1]]
-    tie_id = np.cumsum(new_tie) - 1
-    tie_start = np.flatnonzero(new_tie)
-    tie_end = np.r_[tie_start[1:], n] - 1
-    mean_rank = (tie_start + tie_end) / 2 - group_start[tie_start] + 1
-    out = np.empty(n)
-    out[order] = mean_rank[tie_id]
-    return out
-
-
-def grouped_spearman(x: np.ndarray, y: np.ndarray, groups: np.ndarray, min_size: int = 3) -> np.ndarray:
-    """Spearman ρ of ``x`` and ``y`` within each group code (0 when a side is constant), for the
-    groups of at least ``min_size`` rows."""
-    if len(x) == 0:
-        return np.zeros(0)
-    rx, ry = group_ranks(x, groups), group_ranks(y, groups)
-    k = int(groups.max()) + 1
-    size = np.bincount(groups, minlength=k).astype(float)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        mx = np.bincount(groups, rx, k) / size
-        my = np.bincount(groups, ry, k) / size
-        dx, dy = rx - mx[groups], ry - my[groups]
-        sxx, syy, sxy = (np.bincount(groups, dx * dx, k), np.bincount(groups, dy * dy, k),
-                         np.bincount(groups, dx * dy, k))
-        rho = np.where((sxx <= 1e-12) | (syy <= 1e-12), 0.0, sxy / np.sqrt(sxx * syy))
-    return rho[size >= min_size]
-
-
 # ----------------------------------------------------------------------------- bootstrap
 #
-# Every statistic is computed for a block of replicates at once. A section lists the per-row
-# columns it sums (numerators and denominators, 0 where a row does not count); the bootstrap sums
-# them per cluster once, and a block of resampled cluster counts W (replicates × clusters) turns
-# them into the replicates' totals with one product W @ S (:class:`_Product`: float32 where exact,
-# float64 otherwise). Statistics that are not ratios of sums (Spearman's ρ) get the clusters'
-# weights instead. The counts are those of stats.bootstrap.resampled_cluster_counts (same seed, same
-# stream). Written by hand for speed (132 504 items × B = 1000 in about 2 s instead of minutes;
-# benchmarks/score_c3.py).
-
-
-def _ratio(num: np.ndarray, den: np.ndarray) -> np.ndarray:
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return np.where(den > 0, num / np.where(den > 0, den, 1), np.nan)
-
-
-def _nanmean(values: np.ndarray) -> np.ndarray:
-    """Mean over the last axis ignoring NaN; NaN where every entry is NaN (no warning)."""
-    ok = ~np.isnan(values)
-    count = ok.sum(axis=-1)
-    total = np.where(ok, values, 0.0).sum(axis=-1)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return np.where(count > 0, total / np.where(count > 0, count, 1), np.nan)
-
-
-class _Columns:
-    """Named per-row columns to be summed under bootstrap weights."""
-
-    def __init__(self, n: int) -> None:
-        self.n = n
-        self.blocks: list[np.ndarray] = []
-        self.width = 0
-        self._factorized: dict[int, tuple[Any, np.ndarray, Any]] = {}  # id → (the key, kept alive; codes; levels)
-
-    def add(self, values: np.ndarray | float) -> int:
-        self.blocks.append(np.broadcast_to(np.asarray(values, dtype=np.float64), (self.n,))[:, None])
-        self.width += 1
-        return self.width - 1
-
-    def cells(self, values: np.ndarray | float, *keys: np.ndarray) -> tuple[np.ndarray, list[tuple[Any, ...]]]:
-        """One column per distinct combination of ``keys`` (values where the row has it, else 0);
-        returns (column index per combination, the combinations sorted by their text)."""
-        import pandas as pd
-
-        combined = np.zeros(self.n, dtype=np.int64)
-        uniques = []
-        for key in keys:
-            if id(key) not in self._factorized:  # a section passes the same keys for several cells
-                self._factorized[id(key)] = (key, *pd.factorize(pd.Series(key, dtype=object).fillna(""), sort=False))
-            _, codes, levels = self._factorized[id(key)]
-            combined = combined * (len(levels) + 1) + codes
-            uniques.append((codes, levels))
-        present, first, inverse = np.unique(combined, return_index=True, return_inverse=True)
-        combos = [tuple(levels[codes[i]] for codes, levels in uniques) for i in first]
-        rank = sorted(range(len(combos)), key=lambda j: tuple(map(str, combos[j])))
-        position = np.empty(len(combos), dtype=np.int64)
-        position[rank] = np.arange(len(combos))
-        block = np.zeros((self.n, len(combos)))
-        block[np.arange(self.n), position[inverse.ravel()]] = np.broadcast_to(
-            np.asarray(values, dtype=np.float64), (self.n,))
-        self.blocks.append(block)
-        index = np.arange(self.width, self.width + len(combos), dtype=np.int64)
-        self.width += len(combos)
-        return index, [combos[j] for j in rank]
-
-    def sums(self) -> np.ndarray:
-        """Every column's sum over the rows."""
-        return np.concatenate([block.sum(axis=0) for block in self.blocks]) if self.blocks else np.zeros(0)
-
-    def cluster_sums(self, codes: np.ndarray, k: int) -> np.ndarray:
-        """(k × columns) float64 sums of each column over each cluster's rows (``codes``), each
-        added in row order; only the non-zero entries are visited."""
-        flat, weights = [], []
-        start = 0
-        for block in self.blocks:
-            rows, cols = np.nonzero(block)
-            flat.append(codes[rows] * self.width + start + cols)
-            weights.append(block[rows, cols])
-            start += block.shape[1]
-        if not flat:
-            return np.zeros((k, 0))
-        return np.bincount(np.concatenate(flat), weights=np.concatenate(weights),
-                           minlength=k * self.width).reshape(k, self.width)
-
-
-Stats = Callable[[np.ndarray, np.ndarray | None], Sequence[np.ndarray]]
-
-
-class _Boot:
-    def __init__(self, resamples: int, seed: int, level: float, draws: CountsDrawnAhead | None = None,
-                 task: str = "") -> None:
-        self.B, self.seed, self.level = resamples, seed, level
-        self.draws, self.task = draws, task
-
-    def named(self, task: str) -> _Boot:
-        """This bootstrap for ``task`` (whose counts ``draws`` holds under that name)."""
-        return _Boot(self.B, self.seed, self.level, self.draws, task)
-
-    def __call__(self, columns: _Columns, fn: Stats, clusters: Sequence[str], n: int, *, rowwise: bool = False
-                 ) -> list[dict[str, Any]]:
-        """Estimates of the statistics ``fn(totals, cluster_weights)``: ``totals`` (replicates ×
-        columns) are the weighted column sums, ``cluster_weights`` (replicates × clusters, codes of
-        :func:`~biovqa.stats.bootstrap.cluster_codes`) is given when ``rowwise``; each statistic is
-        a vector over the replicates."""
-        from biovqa.stats.bootstrap import cluster_codes, percentile_interval
-
-        codes, k = cluster_codes(np.asarray(clusters, dtype=object)) if len(clusters) else (np.zeros(0, np.int64), 0)
-        full = np.array([float(v[0]) for v in fn(columns.sums()[None, :],
-                                                 np.ones((1, k), dtype=np.float32) if rowwise else None)])
-        lo = hi = np.full(len(full), np.nan)
-        if self.B > 0 and len(clusters):
-            product = _Product(columns.cluster_sums(codes, k), k)
-            reps = []
-            assert self.draws is not None, "summarize draws the counts whenever B > 0"
-            for block in self.draws.blocks(self.task, k):
-                totals = product(block)
-                reps.append(np.column_stack([np.asarray(v, dtype=np.float64)
-                                             for v in fn(totals, block if rowwise else None)]))
-            lo, hi = percentile_interval(np.vstack(reps), self.level)
-            # a statistic that every replicate repeats (up to rounding in the products) keeps its
-            # value as both bounds
-            near = 1e-12 * np.maximum(1.0, np.abs(full))
-            lo = np.where(np.abs(lo - full) <= near, full, lo)
-            hi = np.where(np.abs(hi - full) <= near, full, hi)
-        return [estimate(v, None if math.isnan(a) else a, None if math.isnan(b) else b, n=n)
-                for v, a, b in zip(full, lo, hi)]
+# Every statistic is computed for a block of replicates at once by the shared bootstrap
+# (biovqa.stats.bootstrap): a section lists the per-row columns it sums (SumColumns: numerators
+# and denominators, 0 where a row does not count) and a function of their resampled totals;
+# statistics that are not ratios of sums (Spearman's ρ) read the clusters' counts instead
+# (rowwise). The counts are those of biovqa.stats.draws.resampled_cluster_counts (same seed, same
+# stream), drawn ahead for every task (draw_ahead).
 
 
 def cluster_sizes(table: pa.Table) -> dict[str, int]:
@@ -272,155 +103,10 @@ def cluster_sizes(table: pa.Table) -> dict[str, int]:
 def draw_ahead(table: pa.Table, options: Mapping[str, Any]) -> CountsDrawnAhead | None:
     """Start drawing every task's resampled cluster counts for ``options`` (``None`` at B = 0);
     pass the result to :func:`summarize`, and close it afterwards."""
-    from biovqa.stats.bootstrap import CountsDrawnAhead
+    from biovqa.stats.draws import CountsDrawnAhead
 
     B = int(options["bootstrap"])
     return CountsDrawnAhead(cluster_sizes(table), B=B, seed=int(options["seed"])) if B > 0 else None
-
-
-class _Product:
-    """``W ↦ W @ S`` (float64 totals) for blocks ``W`` of float32 cluster counts: a dense product
-    (a sparse one, or one per group of clusters sharing their columns, measured no faster here),
-    in float32 where that is exact (:func:`_exact_columns`, twice as fast) and float64 elsewhere."""
-
-    def __init__(self, S: np.ndarray, draws: int) -> None:
-        self.width = S.shape[1]
-        self.whole, self.scale, self.fraction = _exact_columns(S, draws)
-        self.S32 = (S[:, self.whole] * self.scale).astype(np.float32)
-        self.S64 = S[:, self.fraction]
-
-    def __call__(self, W: np.ndarray) -> np.ndarray:
-        totals = np.empty((len(W), self.width))
-        totals[:, self.whole] = (W @ self.S32) / self.scale
-        if len(self.fraction):
-            totals[:, self.fraction] = W.astype(np.float64) @ self.S64
-        return totals
-
-
-#: multipliers that make a column of per-cluster sums integral (credits 0.25 / 0.1, twelfths, …)
-_SCALES = (1, 2, 3, 4, 5, 6, 8, 10, 12, 16, 20, 24, 40, 100)
-
-
-def _exact_columns(S: np.ndarray, draws: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Columns of ``S`` whose sums under any resample are exact in float32: those that some
-    multiplier in :data:`_SCALES` makes integral with every partial sum of ``draws`` draws below
-    2**23 (counts, hits, credits on a fixed grid). Returns (those columns, their multipliers, the
-    other columns), so the products take float32 BLAS (about twice as fast) where that is exact
-    and float64 elsewhere."""
-    peak = np.abs(S).max(axis=0, initial=0.0)
-    scale = np.zeros(S.shape[1])
-    head = S[:256]  # a cheap first test on a few clusters, then the full one on the survivors
-    for m in _SCALES:
-        todo = np.flatnonzero((scale == 0) & (peak * m * draws < 2.0 ** 23))
-        todo = todo[(head[:, todo] * m == np.round(head[:, todo] * m)).all(axis=0)]
-        if not len(todo):
-            continue
-        scaled = S[:, todo] * m
-        ok = (scaled == np.round(scaled)).all(axis=0)
-        scale[todo[ok]] = m
-    whole = np.flatnonzero(scale > 0)
-    return whole, scale[whole], np.flatnonzero(scale == 0)
-
-
-class _TieLayout:
-    """Sort order and tie runs of one vector, computed once for every replicate's ranks; row i
-    takes its weight from column ``columns[i]`` of the weight matrix (its cluster)."""
-
-    def __init__(self, values: np.ndarray, columns: np.ndarray, n_columns: int) -> None:
-        self.order = np.argsort(values, kind="stable")
-        self.take = columns[self.order]
-        sv = values[self.order]
-        new = np.r_[True, sv[1:] != sv[:-1]]
-        self.ties = not bool(new.all())
-        self.run = np.cumsum(new) - 1
-        self.starts = np.flatnonzero(new)
-        self.ends = np.r_[self.starts[1:], len(sv)] - 1
-        self.rows_per_column = np.bincount(columns, minlength=n_columns)
-
-    def sorted_ranks(self, W: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """(weights in sort order, average ranks in sort order of the rows repeated that many
-        times, Σ (t³ − t)/12 over each replicate's tie groups of size t); ``W`` holds integer
-        counts and the caller picks a dtype that keeps every rank exact (half-integers)."""
-        sw = W[:, self.take]
-        cw = np.cumsum(sw, axis=1)
-        if not self.ties:  # every value distinct: a row's copies are its only ties (summed per column)
-            w = W.astype(np.float64)
-            return sw, cw - (sw - 1) / 2, ((w ** 3 - w) / 12) @ self.rows_per_column
-        before = cw[:, self.starts] - sw[:, self.starts]
-        within = cw[:, self.ends] - before
-        t = within.astype(np.float64)
-        return sw, (before + (within + 1) / 2)[:, self.run], ((t ** 3 - t) / 12).sum(axis=1)
-
-
-class _RankLayout:
-    """What every replicate's weighted Spearman reuses. The side with fewer distinct values
-    (``a``) is ranked per tie run: each run's weight is a product of the weights with a
-    (columns × runs) count matrix when that is small, else a sum over its rows; the other side
-    (``b``) is ranked row by row from its presorted order."""
-
-    def __init__(self, x: np.ndarray, y: np.ndarray, columns: np.ndarray | None = None) -> None:
-        x, y = np.asarray(x, dtype=np.float64), np.asarray(y, dtype=np.float64)
-        n = len(x)
-        columns = np.arange(n) if columns is None else np.asarray(columns, dtype=np.int64)
-        n_columns = int(columns.max()) + 1 if n else 0
-        self.n_columns = n_columns  # W's later columns (clusters without rows here) are not read
-        a, b = (x, y) if len(np.unique(x)) <= len(np.unique(y)) else (y, x)
-        self.b = _TieLayout(b, columns, n_columns)
-        a_order = np.argsort(a, kind="stable")
-        sa = a[a_order]
-        new = np.r_[True, sa[1:] != sa[:-1]] if n else np.zeros(0, dtype=bool)
-        run_of_sorted = np.cumsum(new) - 1
-        run_a = np.empty(n, dtype=np.int64)
-        run_a[a_order] = run_of_sorted
-        self.n_runs = int(new.sum())
-        self.run_a_in_b = run_a[self.b.order]
-        self.run_matrix: np.ndarray | None = None
-        self.take_a, self.starts_a = columns[a_order], np.flatnonzero(new)
-        if self.n_runs * n_columns <= 32 * n:
-            self.run_matrix = np.zeros((n_columns, self.n_runs), dtype=np.float32)
-            np.add.at(self.run_matrix, (columns, run_a), 1.0)
-
-
-def weighted_spearman(x: np.ndarray, y: np.ndarray, W: np.ndarray,
-                      layout: _RankLayout | None = None) -> tuple[np.ndarray, np.ndarray]:
-    """Spearman ρ of ``x`` and ``y`` for each row of row weights ``W`` (replicates × rows, or
-    replicates × clusters with ``layout`` built with each row's cluster column): the ρ of the
-    sample that repeats row i w_i times (average ranks for ties; 0 when either side is constant;
-    NaN under 2 points). Returns (ρ per replicate, Σ weights per replicate).
-
-    With N = Σ w the mean rank is (N + 1)/2 and Σ w (r − mean)² = (N³ − N)/12 − Σ (t³ − t)/12
-    over tie groups, so one product Σ w r_x r_y per replicate gives ρ. Ranks are cumulative sums
-    of the weights in presorted order (no sort per replicate), in float32 while that is exact
-    (written by hand for speed: the bootstrap needs 1000 replicates of 14 108 rows)."""
-    layout = layout or _RankLayout(x, y)
-    W = np.asarray(W)
-    if len(x) == 0:
-        return np.full(len(W), np.nan), np.zeros(len(W))
-    peak = float(W.max()) if W.size else 0.0
-    # every partial sum, rank and w·r is an integer or half-integer below 2**23 → exact in float32
-    exact32 = peak * len(x) * max(peak, 1.0) < 2.0 ** 22
-    W = W[:, :layout.n_columns].astype(np.float32 if exact32 else np.float64, copy=False)
-    # side a, per tie run: run weights → average ranks
-    if layout.run_matrix is not None:
-        run_w = W @ layout.run_matrix.astype(W.dtype, copy=False)
-    else:
-        run_w = np.add.reduceat(W[:, layout.take_a], layout.starts_a, axis=1)
-    ra = np.cumsum(run_w, axis=1) - (run_w - 1) / 2
-    t = run_w.astype(np.float64)
-    ta = ((t ** 3 - t) / 12).sum(axis=1)
-    # side b, row by row in its sort order
-    wb, rb, tb = layout.b.sorted_ranks(W)
-    total = wb.sum(axis=1, dtype=np.float64)
-    mean = (total + 1) / 2
-    # products of (half-)integers summed in float64: exact
-    sxy = np.einsum("bi,bi->b", wb * rb, ra[:, layout.run_a_in_b], dtype=np.float64) - total * mean * mean
-    base = (total ** 3 - total) / 12
-    sxx, syy = base - ta, base - tb
-    scale = np.maximum(total, 1.0) ** 2 * 1e-9
-    constant = (sxx <= scale) | (syy <= scale)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        rho = np.where(constant, 0.0, sxy / np.sqrt(np.where(constant, 1.0, sxx * syy)))
-    return np.where(total >= 2, rho, np.nan), total
 
 
 class _Rows(dict):  # type: ignore[type-arg]
@@ -477,7 +163,7 @@ def summarize(table: pa.Table, items: pa.Table, options: Mapping[str, Any],
 
 def _summarize(table: pa.Table, items: pa.Table, options: Mapping[str, Any],
                draws: CountsDrawnAhead | None) -> dict[str, Any]:
-    boot = _Boot(int(options["bootstrap"]), int(options["seed"]), float(options["level"]), draws)
+    boot = Bootstrap(int(options["bootstrap"]), int(options["seed"]), float(options["level"]), draws)
     settings = _Settings(vas_weights(options.get("vas_weights", DEFAULT_VAS_WEIGHTS)),
                          box_conventions(bool(options.get("box_yxyx"))))
     extra_names = ["image_width", "image_height", "gold_box", "gold_number"]
@@ -514,7 +200,7 @@ def _summarize(table: pa.Table, items: pa.Table, options: Mapping[str, Any],
     return summary
 
 
-def _counting(rows: _Rows, parsed: np.ndarray, boot: _Boot, clusters: list[str],
+def _counting(rows: _Rows, parsed: np.ndarray, boot: Bootstrap, clusters: list[str],
               settings: _Settings) -> dict[str, Any]:
     cas, em = rows.floats("cas"), rows.floats("correct")
     gold, pred = rows.floats("gold_number"), rows.floats("pred_number")
@@ -522,7 +208,7 @@ def _counting(rows: _Rows, parsed: np.ndarray, boot: _Boot, clusters: list[str],
     tiers = rows.objects("tier")
     names = sorted(set(subsets))
     n = len(cas)
-    cols = _Columns(n)
+    cols = SumColumns(n)
     i_cas, cells = cols.cells(cas, subsets, tiers)
     i_em, _ = cols.cells(em, subsets, tiers)
     i_one, _ = cols.cells(1.0, subsets, tiers)
@@ -534,11 +220,11 @@ def _counting(rows: _Rows, parsed: np.ndarray, boot: _Boot, clusters: list[str],
         s_cas = np.column_stack([c_cas[:, m].sum(axis=1) for m in in_subset])
         s_em = np.column_stack([c_em[:, m].sum(axis=1) for m in in_subset])
         s_one = np.column_stack([c_one[:, m].sum(axis=1) for m in in_subset])
-        out = [_nanmean(_ratio(s_cas, s_one)), _ratio(s_cas.sum(axis=1), s_one.sum(axis=1)),
-               _nanmean(_ratio(s_em, s_one)), _ratio(s_em.sum(axis=1), s_one.sum(axis=1))]
+        out = [nanmean(ratio(s_cas, s_one)), ratio(s_cas.sum(axis=1), s_one.sum(axis=1)),
+               nanmean(ratio(s_em, s_one)), ratio(s_em.sum(axis=1), s_one.sum(axis=1))]
         for t in COUNTING_TIERS:
             m = [at[c] for c in cells if c[1] == t]
-            out.append(_nanmean(_ratio(c_cas[:, m], c_one[:, m])) if m else np.full(len(T), np.nan))
+            out.append(nanmean(ratio(c_cas[:, m], c_one[:, m])) if m else np.full(len(T), np.nan))
         return out
 
     est = boot(cols, stats, clusters, n)
@@ -603,7 +289,7 @@ def _lift_into(out: dict[str, Any], s: float | None, phi: float, n: int, suffix:
     out[f"margin{suffix}"] = _plain(s - phi if not math.isnan(phi) else math.nan, n)
 
 
-def _choice(rows: _Rows, parsed: np.ndarray, boot: _Boot, clusters: list[str], group: str
+def _choice(rows: _Rows, parsed: np.ndarray, boot: Bootstrap, clusters: list[str], group: str
             ) -> dict[str, Any]:
     gold = rows.objects("gold")
     correct = rows.floats("correct")
@@ -611,7 +297,7 @@ def _choice(rows: _Rows, parsed: np.ndarray, boot: _Boot, clusters: list[str], g
     names = sorted(g for g in set(groups) if g is not None)
     n = len(gold)
 
-    cols = _Columns(n)
+    cols = SumColumns(n)
     labels = sorted(set(gold))
     group_keys = np.array([g if g is not None else "" for g in groups], dtype=object)
     i_hit, combos = cols.cells(correct, gold, group_keys)
@@ -624,13 +310,13 @@ def _choice(rows: _Rows, parsed: np.ndarray, boot: _Boot, clusters: list[str], g
             return [k for k, c in enumerate(combos) if c[0] == label and (g is None or c[1] == g)]
 
         def balanced(g: Any | None) -> np.ndarray:
-            recalls = [_ratio(hit[:, pick(lb, g)].sum(axis=1), one[:, pick(lb, g)].sum(axis=1)) for lb in labels]
-            return _nanmean(np.column_stack(recalls))
+            recalls = [ratio(hit[:, pick(lb, g)].sum(axis=1), one[:, pick(lb, g)].sum(axis=1)) for lb in labels]
+            return nanmean(np.column_stack(recalls))
 
-        out = [balanced(None), _ratio(hit.sum(axis=1), one.sum(axis=1))]
+        out = [balanced(None), ratio(hit.sum(axis=1), one.sum(axis=1))]
         for g in names:
             m = [k for k, c in enumerate(combos) if c[1] == g]
-            out += [balanced(g), _ratio(hit[:, m].sum(axis=1), one[:, m].sum(axis=1))]
+            out += [balanced(g), ratio(hit[:, m].sum(axis=1), one[:, m].sum(axis=1))]
         return out
 
     est = boot(cols, stats, clusters, n)
@@ -650,24 +336,24 @@ def _choice(rows: _Rows, parsed: np.ndarray, boot: _Boot, clusters: list[str], g
     return out
 
 
-def _relative_counting(rows: _Rows, parsed: np.ndarray, boot: _Boot, clusters: list[str],
+def _relative_counting(rows: _Rows, parsed: np.ndarray, boot: Bootstrap, clusters: list[str],
                        settings: _Settings) -> dict[str, Any]:
     return _choice(rows, parsed, boot, clusters, "tier")
 
 
-def _relative_distance(rows: _Rows, parsed: np.ndarray, boot: _Boot, clusters: list[str],
+def _relative_distance(rows: _Rows, parsed: np.ndarray, boot: Bootstrap, clusters: list[str],
                        settings: _Settings) -> dict[str, Any]:
     return _choice(rows, parsed, boot, clusters, "measure")
 
 
-def _relative_position(rows: _Rows, parsed: np.ndarray, boot: _Boot, clusters: list[str],
+def _relative_position(rows: _Rows, parsed: np.ndarray, boot: Bootstrap, clusters: list[str],
                        settings: _Settings) -> dict[str, Any]:
     gold = rows.objects("gold")
     correct = rows.floats("correct")
     ang = rows.floats("ang_err")
     n = len(gold)
 
-    cols = _Columns(n)
+    cols = SumColumns(n)
     i_hit, _ = cols.cells(correct, gold)
     i_one, _ = cols.cells(1.0, gold)
     i_ang = cols.add(np.nan_to_num(ang) * parsed)
@@ -676,8 +362,8 @@ def _relative_position(rows: _Rows, parsed: np.ndarray, boot: _Boot, clusters: l
 
     def stats(T: np.ndarray, _: np.ndarray | None) -> list[np.ndarray]:
         hit, one = T[:, i_hit], T[:, i_one]
-        return [_ratio(hit.sum(axis=1), one.sum(axis=1)), _nanmean(_ratio(hit, one)),
-                _ratio(T[:, i_ang], T[:, i_parsed]), _ratio(T[:, i_w45], T[:, i_parsed])]
+        return [ratio(hit.sum(axis=1), one.sum(axis=1)), nanmean(ratio(hit, one)),
+                ratio(T[:, i_ang], T[:, i_parsed]), ratio(T[:, i_w45], T[:, i_parsed])]
 
     est = boot(cols, stats, clusters, n)
     est[2]["n"] = est[3]["n"] = int(parsed.sum())
@@ -692,7 +378,7 @@ def _relative_position(rows: _Rows, parsed: np.ndarray, boot: _Boot, clusters: l
     return out
 
 
-def _absolute_distance(rows: _Rows, parsed: np.ndarray, boot: _Boot, clusters: list[str],
+def _absolute_distance(rows: _Rows, parsed: np.ndarray, boot: Bootstrap, clusters: list[str],
                        settings: _Settings) -> dict[str, Any]:
     gold, pred = rows.floats("gold_number"), rows.floats("pred_number")
     hit, rel = rows.floats("hit20"), rows.floats("rel_err")
@@ -701,10 +387,10 @@ def _absolute_distance(rows: _Rows, parsed: np.ndarray, boot: _Boot, clusters: l
     plates = rows.objects("cluster")
     n = len(gold)
 
-    from biovqa.stats.bootstrap import cluster_codes
+    from biovqa.stats.draws import cluster_codes
 
     cluster_of = cluster_codes(np.asarray(clusters, dtype=object))[0]
-    cols = _Columns(n)
+    cols = SumColumns(n)
     i_hit, i_one = cols.add(np.nan_to_num(hit)), cols.add(1.0)
     i_rel, i_parsed = cols.add(np.nan_to_num(rel) * parsed), cols.add(parsed.astype(float))
     by_type = []
@@ -715,7 +401,7 @@ def _absolute_distance(rows: _Rows, parsed: np.ndarray, boot: _Boot, clusters: l
         p0 = float(np.nan_to_num(pred[m]).mean()) if m.any() else 0.0
         dg, dp = np.where(m, gold - g0, 0.0), np.where(m, np.nan_to_num(pred) - p0, 0.0)
         rows_t = np.flatnonzero(m)
-        by_type.append((rows_t, _RankLayout(pred[rows_t], gold[rows_t], cluster_of[rows_t]),
+        by_type.append((rows_t, RankLayout(pred[rows_t], gold[rows_t], cluster_of[rows_t]),
                         [cols.add(m.astype(float)), cols.add(dg), cols.add(dg * dg), cols.add(dp), cols.add(dp * dp)]))
 
     def stats(T: np.ndarray, W: np.ndarray | None) -> list[np.ndarray]:
@@ -736,9 +422,9 @@ def _absolute_distance(rows: _Rows, parsed: np.ndarray, boot: _Boot, clusters: l
                 sd_g = np.where(var_g > 1e-12 * (1 + T[:, c_gg] / w_n), np.sqrt(var_g), 0.0)
                 sd_p = np.where(var_p > 1e-12 * (1 + T[:, c_pp] / w_n), np.sqrt(var_p), 0.0)
                 kappas.append(np.where((w_n >= 2) & (sd_g > 0), 1 - sd_p / np.where(sd_g > 0, sd_g, 1), np.nan))
-        kappa = _nanmean(np.column_stack(kappas)) if kappas else np.full(b, np.nan)
-        return [_ratio(T[:, i_hit], T[:, i_one]), _ratio(T[:, i_rel], T[:, i_parsed]),
-                _ratio(rho_sum, rho_total), kappa]
+        kappa = nanmean(np.column_stack(kappas)) if kappas else np.full(b, np.nan)
+        return [ratio(T[:, i_hit], T[:, i_one]), ratio(T[:, i_rel], T[:, i_parsed]),
+                ratio(rho_sum, rho_total), kappa]
 
     est = boot(cols, stats, clusters, n, rowwise=True)
     est[1]["n"] = int(parsed.sum())
@@ -774,21 +460,21 @@ def _absolute_distance(rows: _Rows, parsed: np.ndarray, boot: _Boot, clusters: l
     return out
 
 
-def _localization(rows: _Rows, parsed: np.ndarray, boot: _Boot, clusters: list[str],
+def _localization(rows: _Rows, parsed: np.ndarray, boot: Bootstrap, clusters: list[str],
                   settings: _Settings) -> dict[str, Any]:
     values = rows.floats("iou")
     all_rows = np.nan_to_num(values)
     n = len(values)
     thresholds = (0.25, 0.50, 0.75, 0.90)
 
-    cols = _Columns(n)
+    cols = SumColumns(n)
     i_iou, i_one = cols.add(all_rows), cols.add(1.0)
     i_iou_parsed, i_parsed = cols.add(all_rows * parsed), cols.add(parsed.astype(float))
     i_acc = [cols.add((all_rows >= t - 1e-12) * parsed) for t in thresholds]
 
     def stats(T: np.ndarray, _: np.ndarray | None) -> list[np.ndarray]:
-        return [_ratio(T[:, i_iou], T[:, i_one]), _ratio(T[:, i_iou_parsed], T[:, i_parsed]),
-                _ratio(T[:, i_parsed], T[:, i_one]), *(_ratio(T[:, i], T[:, i_parsed]) for i in i_acc)]
+        return [ratio(T[:, i_iou], T[:, i_one]), ratio(T[:, i_iou_parsed], T[:, i_parsed]),
+                ratio(T[:, i_parsed], T[:, i_one]), *(ratio(T[:, i], T[:, i_parsed]) for i in i_acc)]
 
     est = boot(cols, stats, clusters, n)
     for e in est[1:2] + est[3:]:
@@ -826,8 +512,8 @@ def view_stats(gold: Sequence[str], pred: Sequence[str | None], w: np.ndarray, w
     total = w.sum()
     if total <= 0:
         return (math.nan,) * 4  # type: ignore[return-value]
-    vas = _wmean(credit, w)
-    macro = [_wmean(credit[gold_a == g], w[gold_a == g]) for g in sorted(set(gold))
+    vas = weighted_mean(credit, w)
+    macro = [weighted_mean(credit[gold_a == g], w[gold_a == g]) for g in sorted(set(gold))
              if w[gold_a == g].sum() > 0]
     p_gold: dict[str, float] = {}
     p_pred: dict[str | None, float] = {}
@@ -836,10 +522,10 @@ def view_stats(gold: Sequence[str], pred: Sequence[str | None], w: np.ndarray, w
         p_pred[p] = p_pred.get(p, 0.0) + wi / total
     p_e = sum(pa_ * pb * view_credit(a, b, weights) for a, pa_ in p_gold.items() for b, pb in p_pred.items())
     kappa = (vas - p_e) / (1 - p_e) if p_e < 1 else 0.0
-    return _wmean(exact, w), vas, float(np.mean(macro)), kappa
+    return weighted_mean(exact, w), vas, float(np.mean(macro)), kappa
 
 
-def _viewpoint(rows: _Rows, parsed: np.ndarray, boot: _Boot, clusters: list[str],
+def _viewpoint(rows: _Rows, parsed: np.ndarray, boot: Bootstrap, clusters: list[str],
                settings: _Settings) -> dict[str, Any]:
     weights = settings.weights
     gold = rows["gold"]
@@ -853,7 +539,7 @@ def _viewpoint(rows: _Rows, parsed: np.ndarray, boot: _Boot, clusters: list[str]
     gold_a = np.array(gold, dtype=object)
     pred_a = np.array(["" if p is None else p for p in pred], dtype=object)
     has = ~np.isnan(ang) & parsed
-    cols = _Columns(n)
+    cols = SumColumns(n)
     i_exact, i_credit, i_one = cols.add(exact), cols.add(credit), cols.add(1.0)
     i_ang, i_has = cols.add(np.nan_to_num(ang) * has), cols.add(has.astype(float))
     gold_labels = sorted(set(gold))
@@ -868,8 +554,8 @@ def _viewpoint(rows: _Rows, parsed: np.ndarray, boot: _Boot, clusters: list[str]
 
     def stats(T: np.ndarray, _: np.ndarray | None) -> list[np.ndarray]:
         total = T[:, i_one]
-        vas = _ratio(T[:, i_credit], total)
-        macro = _nanmean(_ratio(T[:, i_gold_credit], T[:, i_gold_one]))
+        vas = ratio(T[:, i_credit], total)
+        macro = nanmean(ratio(T[:, i_gold_credit], T[:, i_gold_one]))
         with np.errstate(invalid="ignore", divide="ignore"):
             p_gold = T[:, i_gold_one] / total[:, None]
             p_pred = T[:, i_pred_one] / total[:, None]
@@ -879,9 +565,9 @@ def _viewpoint(rows: _Rows, parsed: np.ndarray, boot: _Boot, clusters: list[str]
         per_tier = []
         for t in names:
             m = [k for k, c in enumerate(tier_cells) if c[0] == t]
-            per_tier.append(_nanmean(_ratio(T[:, i_tier_credit[m]], T[:, i_tier_one[m]])))
-        return [_ratio(T[:, i_exact], total), vas, macro, np.where(total > 0, kappa, np.nan),
-                _ratio(T[:, i_ang], T[:, i_has]), *per_tier]
+            per_tier.append(nanmean(ratio(T[:, i_tier_credit[m]], T[:, i_tier_one[m]])))
+        return [ratio(T[:, i_exact], total), vas, macro, np.where(total > 0, kappa, np.nan),
+                ratio(T[:, i_ang], T[:, i_has]), *per_tier]
 
     est = boot(cols, stats, clusters, n)
     out: dict[str, Any] = {"em": est[0], "vas": est[1], "macro_vas": est[2], "kappa_vas": est[3], "ang_err": est[4]}
@@ -906,17 +592,17 @@ def _viewpoint(rows: _Rows, parsed: np.ndarray, boot: _Boot, clusters: list[str]
     return out
 
 
-def _ocr(rows: _Rows, parsed: np.ndarray, boot: _Boot, clusters: list[str],
+def _ocr(rows: _Rows, parsed: np.ndarray, boot: Bootstrap, clusters: list[str],
          settings: _Settings) -> dict[str, Any]:
     em, char, suffix = rows.floats("correct"), rows.floats("char_acc"), rows.floats("suffix_char_acc")
     n = len(em)
     prefix = F.common_prefix(rows["gold"])
 
-    cols = _Columns(n)
+    cols = SumColumns(n)
     i_em, i_char, i_suffix, i_one = cols.add(em), cols.add(char), cols.add(np.nan_to_num(suffix)), cols.add(1.0)
 
     def stats(T: np.ndarray, _: np.ndarray | None) -> list[np.ndarray]:
-        return [_ratio(T[:, i], T[:, i_one]) for i in (i_em, i_char, i_suffix)]
+        return [ratio(T[:, i], T[:, i_one]) for i in (i_em, i_char, i_suffix)]
 
     est = boot(cols, stats, clusters, n)
     out: dict[str, Any] = {"em": est[0], "char_acc": est[1], "suffix_char_acc": est[2], "prefix": prefix}

@@ -1,157 +1,141 @@
-"""C3 task names, tiers, prompts (the paper's Table 70) and the items-table columns.
+"""The C3 tasks: one frozen spec record per task, the one place a task is declared.
 
-Prompt = frame (if any) + question, stored in ``question`` joined by a newline; the answer-format
-instruction is stored in ``instruction`` (the engine appends it).
+Each :class:`TaskSpec` holds what the stages need to know about its task: the name items carry,
+its Table 3 column, the answer-format instruction of Table 70, the reply parser of Table 14, the
+per-item kernel, the floor rule, the bootstrap cluster, the headline metric of its summary section
+and the rank bootstrap's macro groups. Every task-keyed tuple and table of the component is derived
+from :data:`TASKS` (the declaration's task names and Table 3 columns, the scorer's dispatch, the
+floor replies, the summary's sections and Table 3, the report's columns, the rank inputs), so
+adding a task is one record here plus its parser (:mod:`.parse`), its kernel (:mod:`.kernels`) and
+its summary section (docs/c3.md, "Adding a task").
 """
 
 from __future__ import annotations
 
-import json
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
-import pyarrow as pa
+from biovqa.components.c3 import kernels as K
+from biovqa.components.c3 import parse as P
+from biovqa.components.c3 import prompts as Q
+from biovqa.components.c3.prompts import COUNTING_TIERS, VIEWPOINT_BEARING  # noqa: F401  (read by the summary)
 
-from biovqa.records import ITEM_COLUMNS
-
-TASKS: tuple[str, ...] = ("counting", "relative_counting", "absolute_distance", "relative_distance",
-                          "localization", "relative_position", "viewpoint", "ocr")
-#: Table 3's C3 columns → task.
-TABLE3: dict[str, str] = {"cnt": "counting", "rcnt": "relative_counting", "adst": "absolute_distance",
-                          "rdst": "relative_distance", "lcl": "localization", "rpos": "relative_position",
-                          "view": "viewpoint", "ocr": "ocr"}
-#: Items per task in the paper (Table 9).
-PAPER_COUNTS: dict[str, int] = {"counting": 53498, "viewpoint": 13000, "absolute_distance": 14108,
-                                "relative_distance": 3976, "relative_counting": 42412, "localization": 3988,
-                                "relative_position": 1000, "ocr": 522}
-COUNTING_TIERS = ("easy", "medium", "hard")
-RELATIVE_COUNTING_CONDITIONS = ("same", "different")
-VIEWPOINT_TIERS = ("red_box", "species", "three_panel")
-LETTERS = ("A", "B", "C", "D")
-PANEL_POSITIONS = {"A": "top-left", "B": "top-right", "C": "bottom-left", "D": "bottom-right"}
-#: Eight directions, clockwise from "top" (0°), 45° apart (paper Sec. C.6, relative position).
-DIRECTIONS: tuple[str, ...] = ("top", "top-right", "right", "bottom-right", "bottom", "bottom-left",
-                               "left", "top-left")
-#: Ten viewpoint labels (paper Sec. G.3); ring bearings in degrees (up/down are off the ring).
-VIEWPOINTS: tuple[str, ...] = ("front", "back", "left", "right", "frontleft", "frontright", "backleft",
-                               "backright", "up", "down")
-VIEWPOINT_BEARING: dict[str, int] = {"front": 0, "frontright": 45, "right": 90, "backright": 135,
-                                     "back": 180, "backleft": 225, "left": 270, "frontleft": 315}
-BEETLE_COLOURS = {"A": "red", "B": "blue", "C": "green", "D": "white"}
-
-# ------------------------------------------------------------------ prompts (the paper's Table 70)
-
-FRAME_TWO_PANEL = ("This image consists of two separate photographs placed side by side. Count only "
-                   "within the photograph named in the question and ignore the other one.")
-FRAME_GRID = ("This image is a 2x2 grid of four separate photographs: Image A - top-left, Image B - "
-              "top-right, Image C - bottom-left, Image D - bottom-right.")
-FRAME_ABSOLUTE = ("This image shows a plate of pinned beetle specimens, photographed at a single scale. "
-                  "A BLUE line marks the scale bar. The scale bar is exactly 1 cm long. A RED line marks "
-                  "the measurement asked about below.")
-FRAME_RELATIVE = ("This image shows a single plate of pinned beetle specimens, photographed at one "
-                  "magnification. Four specimens are marked, each with a dotted box and a coloured line "
-                  "drawn along its elytra: Beetle A - red, Beetle B - blue, Beetle C - green, Beetle D - white.")
-FRAME_LOCALIZATION = "The whole image is {W} pixels wide and {H} pixels tall."
-FRAME_THREE_PANEL = "This image consists of three separate photographs placed side by side."
-FRAME_OCR = "This image shows a specimen label with a barcode and a printed accession code beneath it."
-
-Q_COUNT = "How many {animals} are there in this image?"
-Q_COUNT_PANEL = "How many {animals} are there in the {side} photograph?"
-Q_RELATIVE_COUNT = ("Which of these 4 images contains {extreme} number of {animals}: Image A (top-left), "
-                    "Image B (top-right), Image C (bottom-left), Image D (bottom-right)?")
-Q_ABSOLUTE = ("What is the measurement of the elytra {measure} (marked with red line with white border) "
-              "with respect to the scalebar (marked with blue line with green border) in cm?")
-Q_RELATIVE = ("Among the four highlighted beetle specimens, which one has the largest elytral {measure}? "
-              "Beetle A (red dotted box/line), Beetle B (blue dotted box/line), Beetle C (green dotted "
-              "box/line), and Beetle D (white dotted box/line)")
-Q_LOCALIZATION = "Provide bounding box coordinates for the subject animal ({species}) in this image."
-Q_POSITION = ("This image is marked with six boxes: two red, two blue, one green and one cyan. Exactly one "
-              "red box and exactly one blue box contain a specimen; the other red box and the other blue "
-              "box are empty. The green and cyan boxes are irrelevant to the question. Where is the "
-              "specimen inside the red box located with respect to the specimen inside the blue box? "
-              "Options: {options}")
-Q_VIEW_RED = "What is the viewpoint of the animal (red bounding box) shown in this image?"
-Q_VIEW_SPECIES = "What is the viewpoint of the {species} in this image?"
-Q_VIEW_PANEL = "What is the viewpoint of the {species} marked in the {side} bounding box?"
-Q_OCR = "What is the text under the barcode (starting with A0...) shown in this image?"
-
-INSTRUCTIONS: dict[str, str] = {
-    "counting": ("Count every individual, including any that are partially visible or cut off at the edge "
-                 "of the photograph. Give a single best estimate even if you are uncertain. Respond with one "
-                 "integer and nothing else: no words, no units, no ranges. If you count seven, respond: 7"),
-    "relative_counting": ("Count the animals in each of the four photographs and compare the totals. The "
-                          "photographs are shown at different scales, so compare how many animals there are, "
-                          "not how large they appear. Exactly one photograph is the answer. Choose it even if "
-                          "the difference is small. Answer immediately with the letter. Do not describe the "
-                          "photographs and do not explain your reasoning. Respond with one letter and nothing "
-                          "else: A, B, C or D."),
-    "absolute_distance": ("Compare the pixel length of the red line to the pixel length of the blue scale bar. "
-                          "Because the scale bar is exactly 1 cm long, the red line's length in centimetres "
-                          "equals that ratio: if the red line is half as long as the blue line the answer is "
-                          "0.50 cm, and if it is twice as long the answer is 2.00 cm. Measure the two lines as "
-                          "they appear in this image. Do not answer from what you know about typical beetle "
-                          "sizes. Respond with one number rounded to two decimal places followed by cm, and "
-                          "nothing else. No explanation, no range, no other units. Example: 0.87 cm"),
-    "relative_distance": ("Compare the lengths of the four coloured lines as they appear in this image. Because "
-                          "all four specimens are in the same photograph at the same magnification, the line "
-                          "drawn on screen is directly proportional to the real measurement - no scale "
-                          "conversion is needed. Exactly one of the four is the largest. Choose it even if the "
-                          "difference is small. Respond with one letter and nothing else: A, B, C or D."),
-    "localization": ("Respond with four numbers in this exact format and nothing else: [x, y, width, height] "
-                     "where x and y are the pixel coordinates of the top-left corner of the box, measured from "
-                     "the top-left corner of the WHOLE image described above, and width and height are the "
-                     "size of the box in pixels. Do not use fractions, percentages or normalised coordinates. "
-                     "Do not explain. Example: [1240, 88, 540, 410]"),
-    "relative_position": ("Answer with one of the four options exactly as written above, in lower case, and "
-                          "nothing else. Do not describe the boxes, do not explain your reasoning, do not "
-                          "restate the question. For example, if the answer is the option bottom-left, reply: "
-                          "bottom-left"),
-    "viewpoint": ("Answer with the direction the animal is facing, relative to the camera. Choose exactly one "
-                  "of these accepted answers: front, back, left, right, frontleft, frontright, backleft, "
-                  "backright, up, down. Reply with one of those options, written exactly as above in lower "
-                  "case, and nothing else. No explanation, no punctuation. For example, if the animal faces "
-                  "away from the camera and to the left, reply: backleft"),
-    "ocr": ("Read the printed characters underneath the barcode. The code is always the letter A followed by "
-            "eleven digits, twelve characters in total, with no spaces or punctuation. Transcribe exactly what "
-            "is printed. Do not guess a plausible code and do not correct what you see. Respond with the "
-            "twelve-character code and nothing else. Example: A00000012345"),
-}
+#: what the bootstrap resamples for a task whose items share source photographs / plates
+SOURCE_CLUSTER = "cluster"
+#: what it resamples for a task whose items are independent
+ITEM_CLUSTER = "item_id"
 
 
-def prompt(frame: str | None, question: str) -> str:
-    return f"{frame}\n{question}" if frame else question
+@dataclass(frozen=True, slots=True)
+class Table38Row:
+    """The task's row of Table 38 (the best model on each task): its title, the summary metric
+    compared, the floor key inside the section's ``floor`` and how the floor rule is named."""
+
+    title: str
+    metric: str
+    floor: str
+    floor_rule: str
 
 
-# ------------------------------------------------------------------ items table
+@dataclass(frozen=True, slots=True)
+class TaskSpec:
+    """One C3 task.
 
-#: items.parquet columns beyond records.ITEM_COLUMNS (the C3 contract with the scorer).
-C3_COLUMNS: tuple[tuple[str, pa.DataType], ...] = (
-    ("subset", pa.string()),
-    ("dataset", pa.string()),
-    ("tier", pa.string()),
-    ("measure", pa.string()),
-    ("cluster", pa.string()),
-    ("gold_number", pa.float64()),
-    ("image_width", pa.int32()),
-    ("image_height", pa.int32()),
-    ("gold_box", pa.list_(pa.float64())),
-    ("answer_payload", pa.string()),
-)
-ITEM_SCHEMA = pa.schema([*ITEM_COLUMNS, *C3_COLUMNS])
+    ``parse(reply, options)`` recovers the answer of one reply (None: unparsed) under the resolved
+    score options; ``kernel(rows, out)`` scores every row of the task at once
+    (:class:`~biovqa.components.c3.kernels.TaskRows` → :class:`~biovqa.components.c3.kernels.ScoreColumns`);
+    ``floor(rows)`` is the image-blind reply to each item (the ``baseline`` backend). ``cluster``
+    is the items-table column the bootstrap resamples (the source photograph / plate where items
+    share one, else the item); ``headline`` is the key of the summary section's Table 3 metric,
+    ``floor_metric`` the key inside its ``floor`` printed on Table 3's Floor row, ``macro_over``
+    the score-table column whose groups the headline macro-averages (None: a plain mean), which
+    the rank bootstrap recomputes."""
+
+    name: str
+    column: str
+    instruction: str
+    parse: Callable[[str | None, Mapping[str, Any]], Any]
+    kernel: Callable[[K.TaskRows, K.ScoreColumns], None]
+    floor: Callable[[Sequence[Mapping[str, Any]]], list[str]]
+    cluster: str
+    headline: str
+    metric: str
+    floor_metric: str
+    macro_over: str | None
+    table38: Table38Row
+    paper_count: int
+
+    @property
+    def clustered(self) -> bool:
+        """True when the bootstrap resamples source photographs / plates, not items."""
+        return self.cluster == SOURCE_CLUSTER
+
+    @property
+    def cluster_unit(self) -> str:
+        return "source photograph / plate" if self.clustered else "item"
 
 
-def payload(value: dict[str, Any]) -> str:
-    """The JSON answer payload (sorted keys, compact) stored beside the string answer."""
-    return json.dumps(value, sort_keys=True, separators=(",", ":"))
+COUNTING = TaskSpec(
+    "counting", "cnt", Q.INSTRUCTION_COUNTING,
+    parse=lambda reply, options: P.parse_integer(reply, number_words=bool(options["number_words"])),
+    kernel=K.score_count, floor=K.floor_modal_count, cluster=SOURCE_CLUSTER,
+    headline="macro_cas", metric="macro cas", floor_metric="cas", macro_over="subset",
+    table38=Table38Row("Counting", "macro_cas", "cas", "modal count"), paper_count=53498)
+RELATIVE_COUNTING = TaskSpec(
+    "relative_counting", "rcnt", Q.INSTRUCTION_RELATIVE_COUNTING,
+    parse=lambda reply, options: P.parse_letter(reply, "image"),
+    kernel=K.score_choice, floor=K.floor_letter, cluster=ITEM_CLUSTER,
+    headline="balanced_accuracy", metric="bal. acc.", floor_metric="balanced_accuracy", macro_over="gold",
+    table38=Table38Row("Relative counting", "margin", "balanced_accuracy", "chance .250"), paper_count=42412)
+ABSOLUTE_DISTANCE = TaskSpec(
+    "absolute_distance", "adst", Q.INSTRUCTION_ABSOLUTE_DISTANCE,
+    parse=lambda reply, options: P.parse_centimetres(reply, unit_words=bool(options["unit_words"])),
+    kernel=K.score_distance, floor=K.floor_constant_length, cluster=SOURCE_CLUSTER,
+    headline="acc20", metric="acc@20", floor_metric="acc20", macro_over=None,
+    table38=Table38Row("Absolute distance", "rho_within", "acc20", "per-type constant (acc@20)"),
+    paper_count=14108)
+RELATIVE_DISTANCE = TaskSpec(
+    "relative_distance", "rdst", Q.INSTRUCTION_RELATIVE_DISTANCE,
+    parse=lambda reply, options: P.parse_letter(reply, "beetle"),
+    kernel=K.score_choice, floor=K.floor_letter, cluster=ITEM_CLUSTER,
+    headline="balanced_accuracy", metric="bal. acc.", floor_metric="balanced_accuracy", macro_over="gold",
+    table38=Table38Row("Relative distance", "balanced_accuracy", "balanced_accuracy", "chance"), paper_count=3976)
+LOCALIZATION = TaskSpec(
+    "localization", "lcl", Q.INSTRUCTION_LOCALIZATION,
+    parse=lambda reply, options: P.parse_box(reply),
+    kernel=K.score_box, floor=K.floor_mean_box, cluster=ITEM_CLUSTER,
+    headline="miou_all", metric="mean IoU", floor_metric="miou", macro_over=None,
+    table38=Table38Row("Localization", "miou_all", "miou", "mean gold box"), paper_count=3988)
+RELATIVE_POSITION = TaskSpec(
+    "relative_position", "rpos", Q.INSTRUCTION_RELATIVE_POSITION,
+    parse=lambda reply, options: P.parse_direction(reply, synonyms=bool(options["direction_synonyms"])),
+    kernel=K.score_direction, floor=K.floor_option, cluster=ITEM_CLUSTER,
+    headline="balanced_accuracy", metric="bal. acc.", floor_metric="chance", macro_over="gold",
+    table38=Table38Row("Relative position", "accuracy", "majority8", "majority direction"), paper_count=1000)
+VIEWPOINT = TaskSpec(
+    "viewpoint", "view", Q.INSTRUCTION_VIEWPOINT,
+    parse=lambda reply, options: P.parse_viewpoint(reply, synonyms=bool(options["viewpoint_synonyms"])),
+    kernel=K.score_view, floor=K.floor_majority, cluster=ITEM_CLUSTER,
+    headline="macro_vas", metric="macroVAS", floor_metric="macro_vas", macro_over="gold",
+    table38=Table38Row("Viewpoint", "kappa_vas", "em", "majority, kappa_VAS 0"), paper_count=13000)
+OCR = TaskSpec(
+    "ocr", "ocr", Q.INSTRUCTION_OCR,
+    parse=lambda reply, options: P.parse_code(reply),
+    kernel=K.score_code, floor=K.floor_constant_code, cluster=ITEM_CLUSTER,
+    headline="em", metric="EM", floor_metric="em", macro_over=None,
+    table38=Table38Row("OCR (control)", "suffix_char_acc", "suffix_char_acc", "constant string"), paper_count=522)
 
+#: every C3 task, in the order of Table 3's C3 columns (and of the items table)
+TASKS: tuple[TaskSpec, ...] = (COUNTING, RELATIVE_COUNTING, ABSOLUTE_DISTANCE, RELATIVE_DISTANCE, LOCALIZATION,
+                               RELATIVE_POSITION, VIEWPOINT, OCR)
+#: the task names items carry, in :data:`TASKS` order
+TASK_NAMES: tuple[str, ...] = tuple(t.name for t in TASKS)
+#: Table 3's C3 columns → task name
+TABLE3: dict[str, str] = {t.column: t.name for t in TASKS}
+#: task name → its spec
+BY_NAME: dict[str, TaskSpec] = {t.name: t for t in TASKS}
 
-def items_table(rows: list[dict[str, Any]]) -> pa.Table:
-    columns: dict[str, list[Any]] = {name: [] for name in ITEM_SCHEMA.names}
-    for row in rows:
-        row = {"component": "c3", **row}
-        for name, values in columns.items():
-            values.append(row.get(name))
-    return pa.Table.from_pydict(columns, schema=ITEM_SCHEMA)
-
-
-__all__ = ["BEETLE_COLOURS", "C3_COLUMNS", "DIRECTIONS", "INSTRUCTIONS", "ITEM_SCHEMA", "LETTERS", "TABLE3",
-           "TASKS", "VIEWPOINTS", "VIEWPOINT_BEARING", "items_table", "payload", "prompt"]
+__all__ = ["ABSOLUTE_DISTANCE", "BY_NAME", "COUNTING", "ITEM_CLUSTER", "LOCALIZATION", "OCR", "RELATIVE_COUNTING",
+           "RELATIVE_DISTANCE", "RELATIVE_POSITION", "SOURCE_CLUSTER", "TABLE3", "TASKS", "TASK_NAMES", "TaskSpec",
+           "Table38Row", "VIEWPOINT"]

@@ -40,7 +40,7 @@ from __future__ import annotations
 
 import re
 
-from biovqa.components.c3.tasks import DIRECTIONS, VIEWPOINTS
+from biovqa.components.c3.prompts import DIRECTIONS, VIEWPOINTS
 from biovqa.scoring import PARSE_MAX_CHARS
 
 MAX_REPLY_CHARS = PARSE_MAX_CHARS
