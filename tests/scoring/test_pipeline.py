@@ -54,8 +54,48 @@ def test_duplicate_item_ids_are_named(tmp_path: Path, demo_bench: Path) -> None:
     table = gold_predictions(demo_bench).slice(0, 5)
     pq.write_table(pa.concat_tables([table, table.slice(2, 1)]), tmp_path / "p.parquet")
     with pytest.raises(InputFormatError) as info:
-        read_predictions(tmp_path / "p.parquet")
-    assert "duplicate" in info.value.render() and "rows 3 and 6" in info.value.render()
+        score_predictions(demo_bench, tmp_path / "p.parquet", tmp_path / "s", options={"bootstrap": 0})
+    assert "1 duplicate item_id(s)" in info.value.render() and "rows 3 and 6" in info.value.render()
+    assert not (tmp_path / "s").exists()
+
+
+def _jsonl_with_blank_lines(path: Path, rows: list[dict]) -> None:
+    """Each row after a blank line, so row k of the table is line 2k of the file."""
+    path.write_text("".join("\n" + json.dumps(row) + "\n" for row in rows), encoding="utf-8")
+
+
+def test_every_reply_error_names_the_jsonl_line(tmp_path: Path, demo_bench: Path) -> None:
+    """One row numbering for every check of a reply: the file's line, also past blank lines."""
+    rows = gold_predictions(demo_bench).slice(0, 4).to_pylist()
+    cases = {
+        "null id": ([*rows[:2], {"item_id": None, "response": "x"}], "item_id is empty", 6),
+        "status": ([*rows[:2], {**rows[2], "status": "done"}], "unknown status 'done'", 6),
+        "unknown": ([*rows[:3], {"item_id": "c1:not-a-uuid:phylum", "response": "x"}],
+                    "'c1:not-a-uuid:phylum' (row 8)", None),
+        "duplicate": ([*rows[:3], rows[1]], "rows 4 and 8", None),
+    }
+    for name, (case, text, line) in cases.items():
+        path = tmp_path / f"{name.replace(' ', '-')}.jsonl"
+        _jsonl_with_blank_lines(path, case)
+        with pytest.raises(InputFormatError) as info:
+            score_predictions(demo_bench, path, tmp_path / f"s-{name}", options={"bootstrap": 0})
+        assert text in info.value.render(), name
+        assert info.value.row == line, name
+
+
+def test_predictions_carry_their_file_rows(tmp_path: Path, demo_bench: Path) -> None:
+    rows = gold_predictions(demo_bench).slice(0, 3).to_pylist()
+    _jsonl_with_blank_lines(tmp_path / "p.jsonl", rows)
+    assert read_predictions(tmp_path / "p.jsonl").column("row").to_pylist() == [2, 4, 6]
+    pq.write_table(pa.Table.from_pylist(rows), tmp_path / "p.parquet")
+    assert read_predictions(tmp_path / "p.parquet").column("row").to_pylist() == [1, 2, 3]
+
+
+def test_only_the_prediction_columns_are_read(tmp_path: Path, demo_bench: Path) -> None:
+    table = gold_predictions(demo_bench).slice(0, 3)
+    table = table.append_column("logprobs", pa.array([[0.1], [0.2], [0.3]]))
+    pq.write_table(table, tmp_path / "p.parquet")
+    assert read_predictions(tmp_path / "p.parquet").column_names == ["item_id", "response", "status", "model", "row"]
 
 
 def test_unknown_item_is_refused(tmp_path: Path, demo_bench: Path) -> None:

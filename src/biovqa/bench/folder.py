@@ -471,11 +471,18 @@ def iter_json_lines(path: str | Path, *, what: str) -> Iterator[tuple[int, dict[
             yield number, value
 
 
-def read_parquet(path: str | Path, *, what: str = "Parquet file") -> pa.Table:
+def read_parquet(path: str | Path, *, what: str = "Parquet file",
+                 columns: Iterable[str] | None = None) -> pa.Table:
+    """A Parquet file as a table; with ``columns``, only those of them the file has (a reader
+    that needs a few columns of a wide file skips decoding the rest)."""
     path = Path(path)
     if not path.exists():
         raise MissingResourceError(f"{what} not found", file=path)
     try:
+        if columns is not None:
+            with pq.ParquetFile(path) as parquet:
+                names = set(parquet.schema_arrow.names)
+                return parquet.read(columns=[name for name in columns if name in names])
         return pq.read_table(path)
     except (pa.ArrowInvalid, OSError) as exc:
         raise InputFormatError(

@@ -76,8 +76,7 @@ def score_predictions(
                + (f", {boot:,} bootstrap resamples" if boot else "")):
         result: ScoreResult = component.load("scorer")(bench, aligned, resolved)
     check_items(result.items, component=component.name)
-    items = with_standard_columns(result.items)
-    check_items(items, component=component.name)
+    items = with_standard_columns(result.items)  # placed by construction: no second check
     label = label or _model_label(predictions) or Path(predictions_path).parent.name
     statuses = {status: 0 for status in SCORE_STATUSES}
     for entry in pc.value_counts(aligned.column("status")).to_pylist():

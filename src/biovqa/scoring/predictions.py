@@ -2,8 +2,9 @@
 
 A predictions file is Parquet or JSONL with at least ``item_id`` and ``response`` (raw model
 text); optional ``status`` ("ok" | "failed") and ``model``. Unknown, duplicate or null
-``item_id`` values are errors naming the rows; benchmark items without a prediction are aligned
-as status "missing" (no answer).
+``item_id`` values are errors naming the rows, numbered as the file numbers them (the Parquet row,
+the JSON Lines line); benchmark items without a prediction are aligned as status "missing" (no
+answer).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -22,27 +24,34 @@ from biovqa.errors import BiovqaError, InputFormatError, MissingResourceError
 from biovqa.records import PREDICTION_STATUSES
 
 
+#: The columns a predictions file may carry; any other column is not read.
+PREDICTION_COLUMNS: tuple[str, ...] = ("item_id", "response", "status", "model")
+
+
 def read_predictions(path: str | Path) -> pa.Table:
     """Read a predictions file (.parquet or .jsonl; an inspect_ai log or folder of logs, an
-    lmms-eval samples file) into a table with item_id, response, status, model; raise
-    :class:`InputFormatError` naming the row and field of the first problem."""
+    lmms-eval samples file) into a table with item_id, response, status, model and ``row``, where
+    each reply is in the file (1-based: the Parquet row, the JSON Lines line, the harness sample's
+    position), the one numbering every error about a reply names.
+
+    This checks the file's form (columns, text types, an item_id on every row, known statuses) and
+    raises :class:`InputFormatError` naming the row and field of the first problem; whether each
+    item_id is a benchmark item, and only one reply per item, is :func:`align_predictions`' check."""
     path = Path(path)
     if not path.exists():
         raise MissingResourceError("predictions file not found", file=path)
     suffix = path.suffix.lower()
     from biovqa.interop.logs import read_harness_predictions
 
+    rows: pa.Array | None = None
     # an inspect_ai log (or a folder of them), an lmms-eval samples file: biovqa.interop.logs
     harness = read_harness_predictions(path)
     if harness is not None:
         table = harness
-        row_offset = 0
     elif suffix == ".parquet":
-        table = read_parquet(path, what="predictions")
-        row_offset = 0
+        table = read_parquet(path, what="predictions", columns=PREDICTION_COLUMNS)
     elif suffix in {".jsonl", ".ndjson", ".json"}:
-        table = _read_jsonl(path)
-        row_offset = 0
+        table, rows = _read_jsonl(path)
     else:
         raise InputFormatError(f"unsupported predictions format {suffix!r}", file=path,
                                hint="write .parquet or .jsonl with columns item_id, response")
@@ -50,35 +59,28 @@ def read_predictions(path: str | Path) -> pa.Table:
         if column not in table.column_names:
             raise InputFormatError("predictions lack a required column", file=path, field=column,
                                    hint="each row needs item_id and response (the raw model text)")
+    if rows is None:
+        rows = pa.array(np.arange(1, table.num_rows + 1, dtype=np.int64))
     ids = _text_column(table, "item_id", path)
     null_ids = pc.is_null(ids)
     if pc.any(null_ids).as_py():
-        row = pc.index(null_ids, True).as_py() + 1 + row_offset
-        raise InputFormatError("item_id is empty", file=path, row=row, field="item_id")
-    if pc.count_distinct(ids).as_py() != table.num_rows:
-        first: dict[str, int] = {}
-        duplicates: list[str] = []
-        for i, value in enumerate(ids.to_pylist()):
-            if value in first:
-                duplicates.append(f"{value!r} (rows {first[value] + 1} and {i + 1})")
-            else:
-                first[value] = i
-        raise InputFormatError(
-            f"{len(duplicates)} duplicate item_id(s): {'; '.join(duplicates[:5])}",
-            file=path, field="item_id",
-            hint="keep one reply per item (biovqa merge de-duplicates shards)",
-        )
+        raise InputFormatError("item_id is empty", file=path, row=_row_of(rows, null_ids), field="item_id")
     responses = _text_column(table, "response", path)
     status = (pc.fill_null(_text_column(table, "status", path), "ok") if "status" in table.column_names
-              else pa.array(["ok"] * table.num_rows, pa.string()))
+              else pa.repeat(pa.scalar("ok", pa.string()), table.num_rows))
     bad = pc.invert(pc.is_in(status, pa.array(PREDICTION_STATUSES)))
     if pc.any(bad).as_py():
-        row = pc.index(bad, True).as_py()
-        raise InputFormatError(f"unknown status {status[row].as_py()!r}", file=path, row=row + 1,
+        first = pc.index(bad, True).as_py()
+        raise InputFormatError(f"unknown status {status[first].as_py()!r}", file=path, row=_row_of(rows, bad),
                                field="status", hint=f"use one of {', '.join(PREDICTION_STATUSES)}")
     model = (_text_column(table, "model", path) if "model" in table.column_names
              else pa.nulls(table.num_rows, pa.string()))
-    return pa.table({"item_id": ids, "response": responses, "status": status, "model": model})
+    return pa.table({"item_id": ids, "response": responses, "status": status, "model": model, "row": rows})
+
+
+def _row_of(rows: pa.Array | pa.ChunkedArray, flags: pa.Array | pa.ChunkedArray) -> int:
+    """The file row of the first flagged reply."""
+    return int(rows[pc.index(flags, True).as_py()].as_py())
 
 
 def _text_column(table: pa.Table, name: str, path: Path) -> pa.ChunkedArray:
@@ -92,13 +94,16 @@ def _text_column(table: pa.Table, name: str, path: Path) -> pa.ChunkedArray:
     return column.cast(pa.string())
 
 
-def _read_jsonl(path: Path) -> pa.Table:
+def _read_jsonl(path: Path) -> tuple[pa.Table, pa.Array]:
+    """The rows of a JSON Lines predictions file and the line number of each (blank lines are
+    skipped, so a row's line is not its position)."""
     rows: list[dict[str, Any]] = []
+    lines: list[int] = []
     for line_number, row in iter_json_lines(path, what="predictions file"):
         for field in ("item_id", "response"):
             if field not in row:
                 raise InputFormatError("missing key", file=path, row=line_number, field=field)
-        for field in ("item_id", "response", "status", "model"):
+        for field in PREDICTION_COLUMNS:
             value = row.get(field)
             if value is None:
                 continue
@@ -110,35 +115,69 @@ def _read_jsonl(path: Path) -> pa.Table:
             except UnicodeEncodeError:
                 raise InputFormatError("text holds a lone surrogate (e.g. \\ud800), which is not valid "
                                        "Unicode", file=path, row=line_number, field=field) from None
-        rows.append({k: row.get(k) for k in ("item_id", "response", "status", "model")})
+        rows.append({k: row.get(k) for k in PREDICTION_COLUMNS})
+        lines.append(line_number)
     if not rows:
         raise InputFormatError("predictions file holds no rows", file=path)
-    return pa.Table.from_pylist(rows, schema=pa.schema([
-        ("item_id", pa.string()), ("response", pa.string()), ("status", pa.string()), ("model", pa.string())]))
+    table = pa.Table.from_pylist(rows, schema=pa.schema([(name, pa.string()) for name in PREDICTION_COLUMNS]))
+    return table, pa.array(lines, pa.int64())
 
 
 def align_predictions(bench: Bench, predictions: pa.Table, *, source: str | Path | None = None) -> pa.Table:
     """Predictions reordered to the benchmark's items: one row per item, in item order, with
-    status "missing" where the file has no reply; replies to unknown items are an error."""
+    status "missing" where the file has no reply. A reply to an item the benchmark lacks, or a
+    second reply to an item, is an :class:`InputFormatError` naming the rows (the predictions'
+    ``row`` column, as :func:`read_predictions` numbers them; by position when absent).
+
+    One hash lookup of the replies' ids in the benchmark's gives both checks and the order."""
     bench_ids = bench.items.column("item_id")
-    known = pc.is_in(predictions.column("item_id"), bench_ids)
-    if not pc.all(known).as_py():
-        unknown_rows = pc.indices_nonzero(pc.invert(known)).to_pylist()
-        examples = ", ".join(
-            f"{predictions.column('item_id')[i].as_py()!r} (row {i + 1})" for i in unknown_rows[:5])
+    reply_ids = predictions.column("item_id")
+    rows = (predictions.column("row") if "row" in predictions.column_names
+            else pa.array(np.arange(1, predictions.num_rows + 1, dtype=np.int64)))
+    position = pc.index_in(reply_ids.cast(pa.string()), value_set=bench_ids.cast(pa.string()))
+    unknown = pc.is_null(position)
+    if pc.any(unknown).as_py():
+        at = pc.indices_nonzero(unknown).to_pylist()
+        examples = ", ".join(f"{reply_ids[i].as_py()!r} (row {rows[i].as_py()})" for i in at[:5])
         raise InputFormatError(
-            f"{len(unknown_rows)} prediction(s) for items not in the benchmark: {examples}",
+            f"{len(at)} prediction(s) for items not in the benchmark: {examples}",
             file=source, field="item_id",
             hint=f"were these replies made for another benchmark? this one is {bench.root}",
         )
-    position = pc.index_in(bench_ids, predictions.column("item_id"))
-    has = pc.is_valid(position)
-    taken = predictions.take(pc.fill_null(position, 0))
-    response = pc.if_else(has, taken.column("response"), pa.scalar(None, pa.string()))
-    status = pc.if_else(has, taken.column("status"), pa.scalar("missing"))
-    failed = pc.equal(status, "failed")
-    response = pc.if_else(failed, pa.scalar(None, pa.string()), response)
-    return pa.table({"item_id": bench_ids, "response": response, "status": status})
+    item_of_reply = np.asarray(position.to_numpy(), dtype=np.int64)
+    n_items = bench.items.num_rows
+    replies_per_item = np.bincount(item_of_reply, minlength=n_items)
+    if replies_per_item.max(initial=0) > 1:
+        raise InputFormatError(_duplicates_message(reply_ids, rows, item_of_reply, replies_per_item),
+                               file=source, field="item_id",
+                               hint="keep one reply per item (biovqa merge de-duplicates shards)")
+    reply_of_item = np.zeros(n_items, dtype=np.int64)
+    reply_of_item[item_of_reply] = np.arange(predictions.num_rows, dtype=np.int64)
+    no_reply = np.ones(n_items, dtype=bool)
+    no_reply[item_of_reply] = False
+    failed = np.zeros(n_items, dtype=bool)
+    failed[item_of_reply] = pc.equal(predictions.column("status"), "failed").to_numpy(zero_copy_only=False)
+    # a null index takes a null: no reply is status "missing", and a failed request has no answer
+    status = pc.fill_null(predictions.column("status").take(pa.array(reply_of_item, mask=no_reply)), "missing")
+    answer = pa.array(reply_of_item, mask=no_reply | failed)
+    return pa.table({"item_id": bench_ids, "response": predictions.column("response").take(answer),
+                     "status": status})
+
+
+def _duplicates_message(reply_ids: pa.ChunkedArray, rows: pa.Array | pa.ChunkedArray,
+                        item_of_reply: np.ndarray, replies_per_item: np.ndarray) -> str:
+    """'N duplicate item_id(s): 'x' (rows 3 and 6); …' for the first five, in file order."""
+    again = np.flatnonzero(replies_per_item[item_of_reply] > 1)
+    first: dict[int, int] = {}
+    pairs: list[str] = []
+    for reply in again.tolist():
+        item = int(item_of_reply[reply])
+        if item in first:
+            pairs.append(f"{reply_ids[reply].as_py()!r} (rows {rows[first[item]].as_py()} and "
+                         f"{rows[reply].as_py()})")
+        else:
+            first[item] = reply
+    return f"{len(pairs)} duplicate item_id(s): {'; '.join(pairs[:5])}"
 
 
 def _card_selection(card: dict[str, Any]) -> dict[str, Any] | None:
@@ -245,4 +284,4 @@ def subset_bench(bench: Bench, item_ids: Sequence[str]) -> Bench:
     return sub
 
 
-__all__ = ["align_predictions", "read_predictions", "run_subset", "subset_bench"]
+__all__ = ["PREDICTION_COLUMNS", "align_predictions", "read_predictions", "run_subset", "subset_bench"]
