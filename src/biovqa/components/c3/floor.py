@@ -8,24 +8,28 @@ the gold prefix plus the per-position modal suffix."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import pyarrow as pa
 
-from biovqa.components.c3.tasks import BY_NAME
+from biovqa.components.c3.tasks import TASKS, TaskSpec
 
 #: the items-table columns the floor rules read
 FLOOR_COLUMNS = ("item_id", "task", "subset", "measure", "answer", "gold_number", "options", "image_width",
                  "image_height", "gold_box")
 
 
-def floor_responses(items: pa.Table) -> pa.Array:
-    """The image-blind reply to every item (an empty one for a task no spec declares)."""
+def floor_responses(items: pa.Table, tasks: Sequence[TaskSpec] = TASKS) -> pa.Array:
+    """The image-blind reply to every item (``tasks``: the C3 tasks; an empty reply for a task no
+    spec declares)."""
+    by_name = {spec.name: spec for spec in tasks}
     rows = items.select(list(FLOOR_COLUMNS)).to_pylist()
     replies: list[str | None] = [None] * len(rows)
     by_task: dict[str, list[int]] = {}
     for i, row in enumerate(rows):
         by_task.setdefault(row["task"], []).append(i)
     for task, index in by_task.items():
-        spec = BY_NAME.get(task)
+        spec = by_name.get(task)
         out = spec.floor([rows[i] for i in index]) if spec is not None else [""] * len(index)
         for i, reply in zip(index, out):
             replies[i] = reply

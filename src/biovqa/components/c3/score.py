@@ -15,7 +15,7 @@ failed), ``missing`` (no reply). Every non-parsed item scores 0 on the headline.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -25,7 +25,7 @@ from biovqa.bench.folder import Bench
 from biovqa.components.registry import ScoreResult
 from biovqa.components.c3.kernels import ScoreColumns, TaskRows
 from biovqa.components.c3.summary import draw_ahead, summarize
-from biovqa.components.c3.tasks import BY_NAME
+from biovqa.components.c3.tasks import TASKS, TaskSpec
 from biovqa.scoring.schema import core_columns
 
 
@@ -38,10 +38,12 @@ def resolve_options(options: Mapping[str, Any] | None) -> Mapping[str, Any]:
 _UNSEEN = object()
 
 
-def score_items(items: pa.Table, predictions: pa.Table, options: Mapping[str, Any]) -> pa.Table:
+def score_items(items: pa.Table, predictions: pa.Table, options: Mapping[str, Any],
+                tasks: Sequence[TaskSpec] = TASKS) -> pa.Table:
     """The per-item score table of ``predictions`` aligned with ``items`` under resolved
-    ``options``; each task's rows go through its spec's parser and kernel (a task an item names
-    that no spec declares stays unparsed and scores 0)."""
+    ``options``; each task's rows go through its spec's parser and kernel (``tasks``: the C3 tasks;
+    a task an item names that no spec declares stays unparsed and scores 0)."""
+    by_name = {spec.name: spec for spec in tasks}
     n = items.num_rows
     tasks = items.column("task").to_pylist()
     answers = items.column("answer").to_pylist()
@@ -54,7 +56,7 @@ def score_items(items: pa.Table, predictions: pa.Table, options: Mapping[str, An
         rows_of.setdefault(task, []).append(i)
     out = ScoreColumns(n)
     for task, task_rows in rows_of.items():
-        spec = BY_NAME.get(task)
+        spec = by_name.get(task)
         parse = None if spec is None else (lambda reply, _p=spec.parse: _p(reply, options))
         parsed = _parse_all(parse, task_rows, responses, statuses, out)
         if spec is None:

@@ -1,0 +1,81 @@
+"""The C3 task spec records: every task-keyed tuple and table of the package is derived from
+``tasks.TASKS``, and a task added as one more spec record (with its parser and kernel) is parsed,
+scored, floored, summarised and reported by the same code as the eight of the paper."""
+
+from __future__ import annotations
+
+import pyarrow as pa
+import pytest
+
+from biovqa.components.c3 import COMPONENT
+from biovqa.components.c3 import kernels as K
+from biovqa.components.c3.build.items import items_table, payload
+from biovqa.components.c3.floor import floor_responses
+from biovqa.components.c3.report import tables
+from biovqa.components.c3.score import resolve_options, score_items
+from biovqa.components.c3.tasks import ITEM_CLUSTER, TABLE3, TASK_NAMES, TASKS, Table38Row, TaskSpec
+
+
+def test_the_declaration_and_every_task_keyed_table_follow_the_spec_records() -> None:
+    assert COMPONENT.tasks == TASK_NAMES == tuple(t.name for t in TASKS)
+    assert COMPONENT.table3 == tuple(TABLE3) == tuple(t.column for t in TASKS)
+    assert len(set(TASK_NAMES)) == len(TASKS) and len(set(TABLE3)) == len(TASKS)
+    assert all(t.cluster in ("cluster", "item_id") for t in TASKS)
+    # the paper's Table 9 counts, one per record
+    assert sum(t.paper_count for t in TASKS) == 132504
+    frame = tables([("m", {"table3": {t.column: {"value": 0.5} for t in TASKS}})])["table3"]
+    assert list(frame.columns) == ["model", *TABLE3]
+
+
+def _yes_no(reply: str | None, options: object) -> str | None:
+    """The extra task's parser: a reply that is yes or no (any case, a trailing period)."""
+    word = (reply or "").strip().rstrip(".").lower()
+    return word if word in ("yes", "no") else None
+
+
+#: a ninth task, declared the way the eight are: a yes/no question scored by the choice kernel
+#: and floored by the majority answer
+PRESENCE = TaskSpec(
+    "presence", "prs", "Answer yes or no.", parse=_yes_no, kernel=K.score_choice, floor=K.floor_majority,
+    cluster=ITEM_CLUSTER, headline="balanced_accuracy", metric="bal. acc.", floor_metric="balanced_accuracy",
+    macro_over="gold", table38=Table38Row("Presence", "accuracy", "balanced_accuracy", "chance"), paper_count=0)
+
+
+def _items(rows: list[dict[str, object]]) -> pa.Table:
+    return items_table([{"item_id": f"c3-{r['task']}-{k}", "question": "q", "instruction": "i",
+                         "image": f"x{k}.png", "image_sha256": "0" * 64, "source_id": f"s{k}", "cluster": f"s{k}",
+                         "answer_payload": payload({}), **r} for k, r in enumerate(rows)])
+
+
+def _predictions(replies: list[str | None]) -> pa.Table:
+    return pa.table({"response": pa.array(replies, pa.string()),
+                     "status": ["ok" if r is not None else "missing" for r in replies]})
+
+
+def test_a_task_added_as_one_spec_record_is_parsed_scored_and_floored() -> None:
+    rows = [{"task": "presence", "answer": "yes"}, {"task": "presence", "answer": "yes"},
+            {"task": "presence", "answer": "no"}, {"task": "presence", "answer": "no"},
+            {"task": "viewpoint", "answer": "left", "tier": "red_box"}]
+    replies = ["Yes.", "no", "maybe", None, "left"]
+    items = _items(rows)
+    extended = (*TASKS, PRESENCE)
+    table = score_items(items, _predictions(replies), resolve_options({}), tasks=extended)
+    assert table.column("parse_status").to_pylist() == ["parsed", "parsed", "unparsed", "missing", "parsed"]
+    assert table.column("parsed").to_pylist() == ["yes", "no", None, None, "left"]
+    assert table.column("score").to_pylist() == [1.0, 0.0, 0.0, 0.0, 1.0]
+    # the eight tasks alone do not know it: its rows stay unparsed and score 0
+    plain = score_items(items, _predictions(replies), resolve_options({}))
+    assert plain.column("parse_status").to_pylist()[:3] == ["unparsed"] * 3
+    assert plain.column("score").to_pylist()[:2] == [0.0, 0.0]
+    # its floor rule gives every item the majority answer (ties: the smaller label)
+    assert floor_responses(items, tasks=extended).to_pylist()[:4] == ["no"] * 4
+    assert floor_responses(items).to_pylist()[:4] == [""] * 4
+
+
+@pytest.mark.parametrize("spec", TASKS, ids=TASK_NAMES)
+def test_every_parser_reads_only_declared_options(spec: TaskSpec) -> None:
+    """Each spec's parser runs under the resolved score options (an option a parser reads that the
+    declaration lacks would be a KeyError here) and leaves a missing reply unparsed."""
+    options = resolve_options({})
+    assert spec.parse(None, options) is None
+    assert spec.parse("", options) is None
