@@ -5,7 +5,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import biovqa.stats.bootstrap as bootstrap_module
+import biovqa.stats.draws as draws_module
 from biovqa.stats.bootstrap import (
     CountsDrawnAhead,
     bootstrap_means,
@@ -82,7 +82,7 @@ def test_resampled_counts_do_not_depend_on_how_the_draws_are_split_into_calls(
     rng = np.random.default_rng(5)
     expected = np.stack([np.bincount(rng.integers(0, 37, size=37, dtype=np.int32), minlength=37)
                          for _ in range(23)])
-    monkeypatch.setattr(bootstrap_module, "DRAWS_PER_CALL", draws_per_call)
+    monkeypatch.setattr(draws_module, "DRAWS_PER_CALL", draws_per_call)
     blocks = list(resampled_cluster_counts(37, B=23, seed=5, chunk=10))
     np.testing.assert_array_equal(np.concatenate(blocks), expected)
 
@@ -110,7 +110,7 @@ def test_partition_replicates_equal_the_masked_columns_path(monkeypatch: pytest.
     if layout == "interleaved":
         part = rng.permutation(part)
     values = np.column_stack([rng.random(n), rng.integers(0, 2, n), rng.random(n)])
-    monkeypatch.setattr(bootstrap_module, "DRAWS_PER_CALL", 700)  # 2 replicates per call
+    monkeypatch.setattr(draws_module, "DRAWS_PER_CALL", 700)  # 2 replicates per call
     sums, counts = partition_replicates(values, part, n_parts, B=57, seed=9, chunk=8)
     assert sums.shape == (57, n_parts, 3) and counts.shape == (57, n_parts)
     np.testing.assert_array_equal(counts.sum(axis=1), np.full(57, n))  # n draws per replicate
@@ -174,7 +174,7 @@ def test_counts_drawn_ahead_pass_on_errors_and_stop_when_closed(monkeypatch: pyt
             next(failing.blocks("big", 2**31))
     # a count above 255 is kept exactly (the block waits as float32, not uint8)
     heavy = np.array([[300.0, 0.0], [1.0, 1.0]], dtype=np.float32)
-    monkeypatch.setattr(bootstrap_module, "resampled_cluster_counts", lambda *a, **k: iter([heavy]))
+    monkeypatch.setattr(draws_module, "resampled_cluster_counts", lambda *a, **k: iter([heavy]))
     with CountsDrawnAhead({"x": 2}, B=2, seed=0) as draws:
         np.testing.assert_array_equal(next(draws.blocks("x", 2)), heavy)
     # a consumer that stops early releases the worker

@@ -16,6 +16,7 @@ Reports and the leaderboard read only this schema.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import Any, Mapping
 
 import pyarrow as pa
@@ -47,9 +48,61 @@ SUMMARY_KEYS: tuple[str, ...] = ("component", "label", "n_items", "statuses", "o
 ESTIMATE_KEYS = frozenset({"value", "lo", "hi", "n"})
 
 
+@dataclass(frozen=True, slots=True)
+class Estimate:
+    """One estimate of a summary: the full-sample ``value``, the percentile bootstrap bounds
+    ``lo``/``hi`` (None when no bootstrap ran, or none applies) and the number ``n`` of items
+    (images for per-image metrics) behind it. None stands for an undefined number (JSON has no
+    NaN). :meth:`as_dict` is the form summary.json stores, :meth:`read` reads it back."""
+
+    value: float | None
+    lo: float | None = None
+    hi: float | None = None
+    n: int = 0
+
+    @classmethod
+    def of(cls, value: float | None, lo: float | None = None, hi: float | None = None, *, n: int) -> Estimate:
+        """From floats that may be NaN (NaN becomes None)."""
+        return cls(_number(value), _number(lo), _number(hi), int(n))
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"value": self.value, "lo": self.lo, "hi": self.hi, "n": self.n}
+
+    @classmethod
+    def read(cls, entry: Any) -> Estimate | None:
+        """The estimate a summary entry holds: an ``{value, lo, hi, n}`` mapping, or a plain number
+        (no bounds, n = 0); None for anything else."""
+        if isinstance(entry, Mapping) and "value" in entry:
+            return cls(_finite(entry.get("value")), _finite(entry.get("lo")), _finite(entry.get("hi")),
+                       int(entry.get("n") or 0))
+        number = _finite(entry)
+        return None if number is None else cls(number)
+
+
 def estimate(value: float, lo: float | None = None, hi: float | None = None, *, n: int) -> dict[str, Any]:
     """An estimate in the schema's one form; NaN becomes null (JSON has no NaN)."""
-    return {"value": _number(value), "lo": _number(lo), "hi": _number(hi), "n": int(n)}
+    return Estimate.of(value, lo, hi, n=n).as_dict()
+
+
+def estimate_value(entry: Any, part: str = "value") -> float:
+    """The one reader of a float out of a summary entry: ``part`` (``value``, ``lo`` or ``hi``)
+    of an estimate ``{value, lo, hi, n}``, or the entry itself when it is a number; NaN where it
+    is null, absent, not a number or not finite."""
+    if isinstance(entry, Mapping):
+        entry = entry.get(part)
+    number = _finite(entry)
+    return math.nan if number is None else number
+
+
+def _finite(value: Any) -> float | None:
+    if value is None or isinstance(value, bool) or not isinstance(value, (int, float, str)) and not hasattr(
+            value, "__float__"):
+        return None
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        return None
+    return number if math.isfinite(number) else None
 
 
 def _number(value: float | None) -> float | None:

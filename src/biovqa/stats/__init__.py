@@ -1,1 +1,31 @@
-"""Statistics shared by every component: bootstrap intervals, rank correlations."""
+"""Statistics shared by every component: one bootstrap, one ranks module, one estimate.
+
+The contract (the paper's Appendix L.3 for the bootstrap; Appendix C and §6 for the ranks):
+
+* **Draws** (:mod:`biovqa.stats.draws`) — the only source of resamples.
+  ``cluster_codes(labels) -> (codes, n_clusters)`` numbers clusters in sorted label order;
+  ``resampled_cluster_counts(n_clusters, B=, seed=)`` yields blocks (≤ 64 replicates ×
+  clusters, float32) of how often each cluster was drawn, replicate after replicate from one
+  ``numpy.random.default_rng(seed)`` stream. Same seed and labels → same numbers, whatever the
+  row order or chunking. ``CountsDrawnAhead({name: n_clusters}, B=, seed=)`` draws several such
+  streams ahead on a worker thread (one per task, say).
+* **The bootstrap** (:mod:`biovqa.stats.bootstrap`) — every interval is a statistic of
+  per-cluster sums on those counts: ``bootstrap_replicates(S_or_product, statistics, B=, seed=,
+  counts=None, rowwise=False) -> (B × K)``. ``S`` is ``clusters × columns`` (build it from per-row
+  columns with ``SumColumns``: ``add``, ``cells``, ``cluster_sums``); ``statistics(totals, W)``
+  returns K vectors over the replicates from the resampled totals (and the counts ``W`` when
+  ``rowwise``, e.g. for :func:`~biovqa.stats.ranks.weighted_spearman`). ``Bootstrap(B, seed,
+  level, draws=None)(columns, statistics, clusters, n)`` gives the summary's estimates directly.
+  The special forms are uses of that loop, with unchanged numbers: ``ratio_of_sums_replicates``
+  (means as ratios, float32 products), ``ClusterBootstrapPlan`` (many cell means on one plan),
+  ``partition_replicates`` (item bootstrap of per-part sums), ``bootstrap_means`` /
+  ``cluster_bootstrap_means`` / ``item_bootstrap_means``. ``percentile_interval(replicates,
+  level)`` is the one interval (NaN replicates ignored). ``B = 0`` gives no replicates and null
+  bounds everywhere.
+* **Ranks** (:mod:`biovqa.stats.ranks`) — ``average_ranks``, ``group_ranks``,
+  ``descending_ranks``, ``spearman``, ``spearman_p``, ``spearman_matrix``, ``grouped_spearman``,
+  ``weighted_spearman`` (+ ``RankLayout``), ``rank_distribution``.
+* **Estimates** live at the schema seam (:class:`biovqa.scoring.schema.Estimate`, frozen: value,
+  lo, hi, n; ``estimate(...)`` writes the dict form, ``estimate_value(entry, part="value")`` is the
+  one reader of a float out of an estimate or a number).
+"""

@@ -1,286 +1,258 @@
-"""Seeded percentile bootstrap with cluster resampling (the paper's L.3).
+"""The one bootstrap of biovqa: statistics of per-cluster sums on shared resampled counts (the
+paper's Appendix L.3: seeded percentile intervals, clusters resampled with replacement).
 
-Every statistic the leaderboards bootstrap is a *ratio of sums* over items: a mean of a per-item
-quantity over the items of a cell (a task, a group, a tier, …), where an item may be left out of a
-cell's denominator (severity only averages wrong and resolved items). Resampling clusters (images,
-plates, or the items themselves) with replacement multiplies each cluster's sums by how often it was
-drawn, so with per-cluster sums ``S`` (clusters × statistics) and per-cluster counts ``N`` one
-replicate of every statistic is ``(w @ S) / (w @ N)`` for a vector ``w`` of draw counts. Drawing
-the ``B × clusters`` count matrix ``W`` once and applying it to all statistics as matrix products
-gives every cell's interval from the *same* resamples, in a few BLAS calls.
+Every statistic the summaries bootstrap is a function of *sums over the resampled rows*: a mean is
+a ratio of two sums, a macro average a mean of ratios, a κ a function of a few sums, Spearman's ρ a
+function of weighted ranks. Resampling clusters (images, plates or the items themselves) with
+replacement multiplies each cluster's sums by how often it was drawn, so with per-cluster sums
+``S`` (clusters × columns) one block of replicates ``W`` (replicates × clusters) of draw counts
+gives every column's resampled totals as ``W @ S``. :func:`bootstrap_replicates` runs that loop
+once for any set of statistics: a *product* turns ``W`` into totals (:class:`SumsProduct`, dense
+``W @ S``, float32 where exact; :class:`Float32Product`, the float32 products of given matrices;
+:class:`PartitionProduct`, per-part sums when every row belongs to one part) and a
+:data:`Statistics` function turns totals (and, for rank statistics, ``W`` itself) into one vector
+per statistic. The counts come from :func:`biovqa.stats.draws.resampled_cluster_counts` (one
+``default_rng(seed)`` stream, clusters in sorted label order), drawn ahead on a worker thread.
 
-The percentile interval is the ``(1 − level)/2`` and ``(1 + level)/2`` quantiles of the ``B``
-replicates (linear interpolation, NumPy's default). Draws come from
-``numpy.random.default_rng(seed)``: replicate ``b`` draws ``n_clusters`` cluster indices with
-replacement, so results depend on the seed and the sorted cluster labels only, never on the row
-order or on how the work is chunked.
+:func:`ratio_of_sums_replicates`, :class:`ClusterBootstrapPlan`, :func:`partition_replicates`,
+:func:`bootstrap_means` and :class:`Bootstrap` are uses of that one loop. The percentile interval
+is the ``(1 − level)/2`` and ``(1 + level)/2`` quantiles of the ``B`` replicates (linear
+interpolation, NumPy's default).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+import math
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import Generic, TypeVar
+from typing import Any, Protocol
 
 import numpy as np
-import pandas as pd
 
-T = TypeVar("T")
+from biovqa.stats.draws import (
+    DRAWS_PER_CALL,
+    REPLICATE_CHUNK,
+    CountsDrawnAhead,
+    DrawnAhead,
+    cluster_codes,
+    resampled_cluster_counts,
+)
 
-#: Replicates materialised per matrix product (bounds memory at chunk × clusters float32).
-REPLICATE_CHUNK = 64
-
-
-def cluster_codes(clusters: np.ndarray | list) -> tuple[np.ndarray, int]:
-    """Dense codes ``0 … n_clusters−1`` for cluster labels, numbered in sorted label order (so
-    the codes, and hence the resamples, do not depend on the order of the rows)."""
-    codes, uniques = pd.factorize(pd.Series(np.asarray(clusters)), sort=True)
-    if (codes < 0).any():
-        raise ValueError("cluster labels must not be missing")
-    return codes.astype(np.int64), len(uniques)
-
-
-def resampled_cluster_counts(n_clusters: int, *, B: int, seed: int, chunk: int = REPLICATE_CHUNK,
-                             dtype: type = np.float32) -> Iterator[np.ndarray]:
-    """Yield ``(≤chunk, n_clusters)`` blocks of draw counts (``dtype``), ``B`` rows in all: row
-    ``b`` counts how often each cluster was drawn in replicate ``b`` (``n_clusters`` uniform draws
-    with replacement, replicate after replicate from one ``default_rng(seed)`` stream).
-
-    NumPy draws a bounded integer whose range fits 32 bits with the same 32-bit Lemire step
-    whatever the output type and however the draws are split into calls, from one buffered
-    stream, so the counts equal those of one int32 draw call per replicate (the tests keep that
-    loop as the reference). The draws are taken a few replicates per call
-    (:func:`_replicate_draws`): one call for a whole block cost 4–6× more for 824K clusters,
-    most of it page-faulting a fresh ~400 MB array in for every block; 64-bit draws feed
-    ``bincount`` without an int32 → intp copy."""
-    rng = _bootstrap_rng(n_clusters, seed)
-    done = 0
-    while done < B:
-        rows = min(chunk, B - done)
-        block: np.ndarray = np.empty((rows, n_clusters), dtype=dtype)
-        for first, draws in _replicate_draws(rng, n_clusters, rows):
-            for r in range(len(draws)):
-                block[first + r] = np.bincount(draws[r], minlength=n_clusters)
-        done += rows
-        yield block
+#: ``statistics(totals, counts) -> one vector per statistic``: ``totals`` (replicates × columns)
+#: are the resampled column sums, ``counts`` (replicates × clusters) the draw counts themselves
+#: (passed only to a rowwise bootstrap, e.g. for weighted ranks; else None).
+Statistics = Callable[[np.ndarray, "np.ndarray | None"], Sequence[np.ndarray]]
 
 
-#: Draws taken per call (a few replicates' worth, 16 MB of int64): small enough for the
-#: allocator to reuse one buffer, large enough that the call overhead does not count.
-DRAWS_PER_CALL = 1 << 21
+class Product(Protocol):
+    """Turns a block of draw counts (replicates × clusters, float32) into column totals
+    (replicates × columns, float64)."""
+
+    n_clusters: int
+
+    def __call__(self, W: np.ndarray) -> np.ndarray: ...
 
 
-def _bootstrap_rng(n_clusters: int, seed: int) -> np.random.Generator:
-    if n_clusters < 1:
-        raise ValueError("the bootstrap needs at least one cluster")
-    if n_clusters >= 2**31:
-        raise ValueError("too many clusters for int32 draws")
-    return np.random.default_rng(seed)
+def ratio(num: np.ndarray, den: np.ndarray) -> np.ndarray:
+    """``num / den`` where ``den > 0``, NaN elsewhere (no warning)."""
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(den > 0, num / np.where(den > 0, den, 1), np.nan)
 
 
-def _replicate_draws(rng: np.random.Generator, n_clusters: int, rows: int) -> Iterator[tuple[int, np.ndarray]]:
-    """``rows`` replicates' cluster draws from ``rng`` as ``(first row, (k, n_clusters) int64)``
-    pieces, in stream order (the same integers as one draw call for all rows)."""
-    per_call = max(1, DRAWS_PER_CALL // n_clusters)
-    for first in range(0, rows, per_call):
-        k = min(per_call, rows - first)
-        yield first, rng.integers(0, n_clusters, size=(k, n_clusters), dtype=np.int64)
+def nanmean(values: np.ndarray) -> np.ndarray:
+    """Mean over the last axis ignoring NaN; NaN where every entry is NaN (no warning)."""
+    ok = ~np.isnan(values)
+    count = ok.sum(axis=-1)
+    total = np.where(ok, values, 0.0).sum(axis=-1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(count > 0, total / np.where(count > 0, count, 1), np.nan)
 
 
-def partition_replicates(values: np.ndarray, part: np.ndarray, n_parts: int, *, B: int, seed: int,
-                         chunk: int = 16) -> tuple[np.ndarray, np.ndarray]:
-    """Item-bootstrap replicates of per-part sums, for statistics whose cells are unions of the
-    parts of one partition of the items (C2: pooled, categories and families are unions of
-    families).
-
-    ``values`` is ``(n, m)`` (float64; every item takes part in every column), ``part`` gives
-    each item's part ``0 … n_parts−1``. Returns ``sums`` ``(B, n_parts, m)`` and ``counts``
-    ``(B, n_parts)``: replicate ``b``'s sum of column ``j`` and number of draws over part ``p``.
-    The resamples are those of :func:`resampled_cluster_counts` ``(n, B=B, seed=seed)`` with item
-    ``i`` as cluster ``i`` (same stream), so a ratio of these sums equals
-    :func:`ratio_of_sums_replicates` on the part-masked columns up to rounding: this path sums in
-    float64 (exact for counts and 0/1 values), that one in float32.
-
-    Why it is faster than masked columns: each item enters one part's product instead of every
-    column of every cell (4 columns instead of 3 × 25 for C2), the count rows are written into one
-    reused float64 buffer, the items are visited part by part as contiguous slices (in their
-    own order when the parts already form runs, otherwise through one stable sort), and the next
-    draws are taken on a worker thread while the current ones are counted."""
-    values = np.asarray(values, dtype=np.float64)
-    if values.ndim == 1:
-        values = values[:, None]
-    part = np.asarray(part, dtype=np.int64)
-    n = len(part)
-    if len(values) != n:
-        raise ValueError(f"values has {len(values)} rows but part has {n}")
-    if n and (part.min() < 0 or part.max() >= n_parts):
-        raise ValueError(f"part codes must lie in 0 … {n_parts - 1}")
-    rng = _bootstrap_rng(n, seed)
-    starts = np.flatnonzero(np.r_[True, part[1:] != part[:-1]])
-    order = None
-    if len(starts) > 4 * n_parts:  # interleaved parts: visit the items sorted by part
-        order = np.argsort(part, kind="stable")
-        part = part[order]
-        values = values[order]
-        starts = np.flatnonzero(np.r_[True, part[1:] != part[:-1]])
-    runs = [(int(a), int(b), int(part[a])) for a, b in zip(starts, np.r_[starts[1:], n])]
-    with_ones = np.column_stack([values, np.ones(n)])  # the last column counts the draws
-    m = values.shape[1]
-    sums = np.zeros((B, n_parts, m))
-    counts = np.zeros((B, n_parts))
-    buffer = np.empty((min(chunk, max(B, 1)), n))
-    done = 0
-    with _DrawnAhead(_replicate_draws(rng, n, B)) as pieces:
-        for first, draws in pieces:
-            for r in range(len(draws)):
-                drawn = np.bincount(draws[r], minlength=n)
-                buffer[(first + r) % len(buffer)] = drawn if order is None else drawn[order]
-                filled = first + r + 1 - done
-                if filled == len(buffer) or first + r + 1 == B:
-                    weights = buffer[:filled]
-                    for a, b, p in runs:
-                        block = weights[:, a:b] @ with_ones[a:b]
-                        sums[done:done + filled, p] += block[:, :m]
-                        counts[done:done + filled, p] += block[:, m]
-                    done += filled
-    return sums, counts
+def weighted_mean(x: np.ndarray, w: np.ndarray) -> float:
+    """``Σ w·x / Σ w``; NaN when the weights sum to 0."""
+    total = w.sum()
+    return float((w * x).sum() / total) if total > 0 else math.nan
 
 
-class _DrawnAhead(Generic[T]):
-    """The items of an iterator of draws (or count blocks), each next one taken on a worker thread while the
-    caller uses the current one (NumPy's draws, ``bincount`` and the products release the GIL,
-    so drawing overlaps counting on a second core). The iterator is only ever advanced by the
-    worker, one step at a time, so the stream order is kept."""
+def bootstrap_replicates(product: Product | np.ndarray, statistics: Statistics, *, B: int, seed: int,
+                         counts: Iterable[np.ndarray] | None = None, rowwise: bool = False) -> np.ndarray:
+    """``B × K`` replicates of the ``K`` statistics ``statistics(totals, counts)``.
 
-    def __init__(self, iterator: Iterator[T]) -> None:
-        from concurrent.futures import ThreadPoolExecutor
+    ``product`` is per-cluster sums ``S`` (clusters × columns, wrapped in :class:`SumsProduct`) or
+    a :class:`Product`. ``counts`` are the blocks of draw counts to use (e.g.
+    :meth:`CountsDrawnAhead.blocks`); by default those of ``resampled_cluster_counts(n_clusters,
+    B=B, seed=seed)``, drawn ahead on a worker thread. ``B = 0`` gives ``(0, K)``."""
+    if not callable(product):
+        S = np.asarray(product, dtype=np.float64)
+        product = SumsProduct(S, len(S))
+    k = product.n_clusters
+    if B <= 0:
+        width = len(statistics(product(np.ones((1, k), dtype=np.float32)),
+                               np.ones((1, k), dtype=np.float32) if rowwise else None))
+        return np.empty((0, width))
+    own = None
+    if counts is None:
+        own = DrawnAhead(resampled_cluster_counts(k, B=B, seed=seed))
+        counts = own
+    try:
+        reps = []
+        for W in counts:
+            totals = product(W)
+            reps.append(np.column_stack([np.asarray(v, dtype=np.float64)
+                                         for v in statistics(totals, W if rowwise else None)]))
+    finally:
+        if own is not None:
+            own.close()
+    return np.vstack(reps)
 
-        self._iterator = iterator
-        self._pool = ThreadPoolExecutor(1, thread_name_prefix="bootstrap-draws")
-        self._next = self._pool.submit(self._step)
 
-    def _step(self) -> T | None:
-        return next(self._iterator, None)
+class SumColumns:
+    """Per-row columns to be summed per cluster under bootstrap weights: :meth:`add` one column
+    (a value per row, 0 where the row does not count), :meth:`cells` one column per distinct
+    combination of keys. Column indices are what a :data:`Statistics` function reads."""
 
-    def __iter__(self) -> Iterator[T]:
-        while (item := self._next.result()) is not None:
-            self._next = self._pool.submit(self._step)
-            yield item
+    def __init__(self, n: int) -> None:
+        self.n = n
+        self.blocks: list[np.ndarray] = []
+        self.width = 0
+        self._factorized: dict[int, tuple[Any, np.ndarray, Any]] = {}  # id → (the key, kept alive; codes; levels)
 
-    def __enter__(self) -> _DrawnAhead[T]:
-        return self
+    def add(self, values: np.ndarray | float) -> int:
+        self.blocks.append(np.broadcast_to(np.asarray(values, dtype=np.float64), (self.n,))[:, None])
+        self.width += 1
+        return self.width - 1
 
-    def __exit__(self, *exc_info: object) -> None:
-        self._pool.shutdown(wait=True, cancel_futures=True)
+    def cells(self, values: np.ndarray | float, *keys: np.ndarray) -> tuple[np.ndarray, list[tuple[Any, ...]]]:
+        """One column per distinct combination of ``keys`` (values where the row has it, else 0);
+        returns (column index per combination, the combinations sorted by their text)."""
+        import pandas as pd
+
+        combined = np.zeros(self.n, dtype=np.int64)
+        uniques = []
+        for key in keys:
+            if id(key) not in self._factorized:  # a section passes the same keys for several cells
+                self._factorized[id(key)] = (key, *pd.factorize(pd.Series(key, dtype=object).fillna(""), sort=False))
+            _, codes, levels = self._factorized[id(key)]
+            combined = combined * (len(levels) + 1) + codes
+            uniques.append((codes, levels))
+        present, first, inverse = np.unique(combined, return_index=True, return_inverse=True)
+        combos = [tuple(levels[codes[i]] for codes, levels in uniques) for i in first]
+        rank = sorted(range(len(combos)), key=lambda j: tuple(map(str, combos[j])))
+        position = np.empty(len(combos), dtype=np.int64)
+        position[rank] = np.arange(len(combos))
+        block = np.zeros((self.n, len(combos)))
+        block[np.arange(self.n), position[inverse.ravel()]] = np.broadcast_to(
+            np.asarray(values, dtype=np.float64), (self.n,))
+        self.blocks.append(block)
+        index = np.arange(self.width, self.width + len(combos), dtype=np.int64)
+        self.width += len(combos)
+        return index, [combos[j] for j in rank]
+
+    def sums(self) -> np.ndarray:
+        """Every column's sum over the rows."""
+        return np.concatenate([block.sum(axis=0) for block in self.blocks]) if self.blocks else np.zeros(0)
+
+    def cluster_sums(self, codes: np.ndarray, k: int) -> np.ndarray:
+        """(k × columns) float64 sums of each column over each cluster's rows (``codes``), each
+        added in row order; only the non-zero entries are visited."""
+        flat, weights = [], []
+        start = 0
+        for block in self.blocks:
+            rows, cols = np.nonzero(block)
+            flat.append(codes[rows] * self.width + start + cols)
+            weights.append(block[rows, cols])
+            start += block.shape[1]
+        if not flat:
+            return np.zeros((k, 0))
+        return np.bincount(np.concatenate(flat), weights=np.concatenate(weights),
+                           minlength=k * self.width).reshape(k, self.width)
 
 
-class CountsDrawnAhead:
-    """The blocks of :func:`resampled_cluster_counts` for several bootstraps, drawn ahead on one
-    worker thread (NumPy's draws release the GIL), so that the draws overlap whatever the caller
-    does meanwhile (scoring the items, building the sums) on a second core.
+class SumsProduct:
+    """``W ↦ W @ S`` (float64 totals) for blocks ``W`` of float32 cluster counts: a dense product
+    (a sparse one, or one per group of clusters sharing their columns, measured no faster here),
+    in float32 where that is exact (:func:`exact_columns`, twice as fast) and float64 elsewhere."""
 
-    ``sizes`` maps a name (say, a task) to its number of clusters (names with none are left
-    out); the worker draws each name's
-    ``B`` rows, name after name in the order given, each from its own ``default_rng(seed)``
-    stream, so :meth:`blocks` yields exactly the blocks ``resampled_cluster_counts(size, B=B,
-    seed=seed, dtype=np.float32)`` would. Blocks wait as uint8 (a quarter of the memory: ~83 MB
-    for 1000 × 83 317 clusters) unless some count exceeds 255, and each is released once
-    yielded. The worker pauses while ``max_waiting_bytes`` are waiting, unless the caller waits
-    for a name of which no block is ready yet: then it draws past the cap until that name's next
-    block is ready, and pauses again (so reading the names in any order cannot deadlock, and
-    reading them in the order given never holds more than the cap, or one block where a block is
-    larger). Use as a context manager, or call :meth:`close`, to stop the worker early."""
+    def __init__(self, S: np.ndarray, draws: int | None = None) -> None:
+        draws = len(S) if draws is None else draws
+        self.n_clusters, self.width = S.shape
+        self.whole, self.scale, self.fraction = exact_columns(S, draws)
+        self.S32 = (S[:, self.whole] * self.scale).astype(np.float32)
+        self.S64 = S[:, self.fraction]
 
-    def __init__(self, sizes: Mapping[str, int], *, B: int, seed: int, chunk: int = REPLICATE_CHUNK,
-                 max_waiting_bytes: int = 256 << 20) -> None:
-        import threading
+    def __call__(self, W: np.ndarray) -> np.ndarray:
+        totals = np.empty((len(W), self.width))
+        totals[:, self.whole] = (W @ self.S32) / self.scale
+        if len(self.fraction):
+            totals[:, self.fraction] = W.astype(np.float64) @ self.S64
+        return totals
 
-        self.sizes = {name: size for name, size in sizes.items() if size > 0}
-        self.B, self.seed, self.chunk = B, seed, chunk
-        self.max_waiting_bytes = max_waiting_bytes
-        self.waiting_bytes = 0
-        self.peak_waiting_bytes = 0
-        #: the name the caller waits for, while it waits (None otherwise)
-        self._wanted: str | None = None
-        self._ready: dict[str, list[np.ndarray]] = {name: [] for name in self.sizes}
-        self._finished: set[str] = set()
-        self._error: BaseException | None = None
-        self._stop = threading.Event()
-        self._changed = threading.Condition()
-        self._worker = threading.Thread(target=self._draw, name="bootstrap-draws", daemon=True)
-        self._worker.start()
 
-    def _draw(self) -> None:
-        try:
-            for name, size in self.sizes.items():
-                for block in resampled_cluster_counts(size, B=self.B, seed=self.seed, chunk=self.chunk,
-                                                      dtype=np.float32):
-                    if self._stop.is_set():
-                        return
-                    compact = block.astype(np.uint8) if block.max(initial=0) <= 255 else block
-                    with self._changed:
-                        self._changed.wait_for(lambda: self._stop.is_set() or self._starved()
-                                               or self.waiting_bytes + compact.nbytes <= self.max_waiting_bytes
-                                               or self.waiting_bytes == 0)
-                        if self._stop.is_set():
-                            return
-                        self._ready[name].append(compact)
-                        self.waiting_bytes += compact.nbytes
-                        self.peak_waiting_bytes = max(self.peak_waiting_bytes, self.waiting_bytes)
-                        self._changed.notify_all()
-                with self._changed:
-                    self._finished.add(name)
-                    self._changed.notify_all()
-        except BaseException as error:  # handed to the consumer
-            with self._changed:
-                self._error = error
-                self._changed.notify_all()
+#: multipliers that make a column of per-cluster sums integral (credits 0.25 / 0.1, twelfths, …)
+_SCALES = (1, 2, 3, 4, 5, 6, 8, 10, 12, 16, 20, 24, 40, 100)
 
-    def _starved(self) -> bool:
-        """The caller waits for a name with no block ready (called holding the lock): only the
-        worker drawing past the cap can end that wait. Once that name's block is ready it is
-        False again, whether or not the caller has woken yet, so the cap holds meanwhile."""
-        wanted = self._wanted
-        return wanted is not None and not self._ready[wanted] and wanted not in self._finished
 
-    def blocks(self, name: str, n_clusters: int) -> Iterator[np.ndarray]:
-        """``name``'s float32 blocks in order, waiting for the worker where it is behind;
-        ``n_clusters`` must be the size it was given (a mismatch is a caller's bug)."""
-        if self.sizes.get(name) != n_clusters:
-            raise ValueError(f"counts for {name!r} were drawn for {self.sizes.get(name)} clusters, "
-                             f"not {n_clusters}")
-        while True:
-            with self._changed:
-                self._wanted = name
-                self._changed.notify_all()
-                self._changed.wait_for(lambda: bool(self._ready[name]) or name in self._finished
-                                       or self._error is not None)
-                self._wanted = None
-                if self._error is not None:
-                    raise self._error
-                if not self._ready[name]:
-                    return
-                block = self._ready[name].pop(0)
-                self.waiting_bytes -= block.nbytes
-                self._changed.notify_all()
-            yield block if block.dtype == np.float32 else block.astype(np.float32)
+def exact_columns(S: np.ndarray, draws: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Columns of ``S`` whose sums under any resample are exact in float32: those that some
+    multiplier in :data:`_SCALES` makes integral with every partial sum of ``draws`` draws below
+    2**23 (counts, hits, credits on a fixed grid). Returns (those columns, their multipliers, the
+    other columns), so the products take float32 BLAS (about twice as fast) where that is exact
+    and float64 elsewhere."""
+    peak = np.abs(S).max(axis=0, initial=0.0)
+    scale = np.zeros(S.shape[1])
+    head = S[:256]  # a cheap first test on a few clusters, then the full one on the survivors
+    for m in _SCALES:
+        todo = np.flatnonzero((scale == 0) & (peak * m * draws < 2.0 ** 23))
+        todo = todo[(head[:, todo] * m == np.round(head[:, todo] * m)).all(axis=0)]
+        if not len(todo):
+            continue
+        scaled = S[:, todo] * m
+        ok = (scaled == np.round(scaled)).all(axis=0)
+        scale[todo[ok]] = m
+    whole = np.flatnonzero(scale > 0)
+    return whole, scale[whole], np.flatnonzero(scale == 0)
 
-    def close(self) -> None:
-        """Stop the worker after its current block and drop what it drew."""
-        self._stop.set()
-        with self._changed:
-            self._changed.notify_all()  # a worker pausing for memory sees the stop
-        self._worker.join()
-        with self._changed:
-            for ready in self._ready.values():
-                ready.clear()
-            self.waiting_bytes = 0
 
-    def __enter__(self) -> CountsDrawnAhead:
-        return self
+class Float32Product:
+    """``W ↦ [W @ M₁ | W @ M₂ | …]`` in float32, as float64 totals: the matrices are multiplied as
+    given (transposed views included), so results keep float32 rounding (≤ 1e-6 relative) where
+    a column is not integral. The path of :func:`ratio_of_sums_replicates` (C1, BAGEL, HCA)."""
 
-    def __exit__(self, *exc_info: object) -> None:
-        self.close()
+    def __init__(self, *matrices: np.ndarray) -> None:
+        self.matrices = [np.asarray(m, dtype=np.float32) for m in matrices]
+        self.n_clusters = self.matrices[0].shape[0]
+
+    def __call__(self, W: np.ndarray) -> np.ndarray:
+        return np.hstack([(W @ m).astype(np.float64) for m in self.matrices])
+
+
+class PartitionProduct:
+    """Per-part sums for rows that each belong to one part (``(B, parts × (m + 1))``: the ``m``
+    value sums then the number of draws, part after part), for count blocks whose columns are
+    the rows in part order (``resampled_cluster_counts(..., order=order)``). Each row enters one
+    part's product, so ``m + 1`` columns per row instead of one per cell of every union of parts."""
+
+    def __init__(self, values: np.ndarray, part: np.ndarray, n_parts: int) -> None:
+        values = np.asarray(values, dtype=np.float64)
+        part = np.asarray(part, dtype=np.int64)
+        n = len(part)
+        starts = np.flatnonzero(np.r_[True, part[1:] != part[:-1]]) if n else np.zeros(0, np.int64)
+        #: None when the parts already form few runs in row order; else a stable sort by part
+        self.order: np.ndarray | None = None
+        if len(starts) > 4 * n_parts:  # interleaved parts: visit the rows sorted by part
+            self.order = np.argsort(part, kind="stable")
+            part, values = part[self.order], values[self.order]
+            starts = np.flatnonzero(np.r_[True, part[1:] != part[:-1]])
+        self.runs = [(int(a), int(b), int(part[a])) for a, b in zip(starts, np.r_[starts[1:], n])]
+        self.with_ones = np.column_stack([values, np.ones(n)])  # the last column counts the draws
+        self.m, self.n_parts, self.n_clusters = values.shape[1], n_parts, n
+
+    def __call__(self, W: np.ndarray) -> np.ndarray:
+        W = W.astype(np.float64, copy=False)
+        out = np.zeros((len(W), self.n_parts, self.m + 1))
+        for a, b, p in self.runs:
+            out[:, p] += W[:, a:b] @ self.with_ones[a:b]
+        return out.reshape(len(W), -1)
 
 
 def cluster_sums(values: np.ndarray, codes: np.ndarray, n_clusters: int) -> tuple[np.ndarray, np.ndarray]:
@@ -306,24 +278,57 @@ def ratio_of_sums_replicates(numerators: np.ndarray, denominators: np.ndarray, *
     ``numerators`` is ``(n_clusters, K)`` and ``denominators`` ``(n_clusters, D)``; statistic ``k``
     divides by denominator column ``denominator_of[k]`` (default: the same column, ``D = K``), so
     statistics sharing a denominator share its matrix product. A replicate with a zero
-    denominator gives NaN for that statistic."""
-    numerators = np.asarray(numerators, dtype=np.float32)  # views (e.g. transposed) are kept as they are
-    denominators = np.asarray(denominators, dtype=np.float32)
-    if denominator_of is None:
-        denominator_of = np.arange(numerators.shape[1])
-    n_clusters = numerators.shape[0]
-    out = np.empty((B, numerators.shape[1]), dtype=np.float64)
-    start = 0
-    # the next block is drawn on a worker thread while BLAS multiplies this one
-    with _DrawnAhead(resampled_cluster_counts(n_clusters, B=B, seed=seed)) as blocks:
-        for weights in blocks:
-            top = (weights @ numerators).astype(np.float64)
-            bottom = (weights @ denominators).astype(np.float64)[:, denominator_of]
-            with np.errstate(invalid="ignore", divide="ignore"):
-                out[start:start + len(weights)] = np.where(bottom > 0, top / np.where(bottom > 0, bottom, 1),
-                                                           np.nan)
-            start += len(weights)
-    return out
+    denominator gives NaN for that statistic. Products in float32 (:class:`Float32Product`)."""
+    product = Float32Product(numerators, denominators)
+    K = product.matrices[0].shape[1]
+    index = np.arange(K) if denominator_of is None else np.asarray(denominator_of, dtype=np.int64)
+
+    def statistics(totals: np.ndarray, _: np.ndarray | None) -> list[np.ndarray]:
+        top, bottom = totals[:, :K], totals[:, K:][:, index]
+        return list(ratio(top, bottom).T)
+
+    if B <= 0:
+        return np.empty((0, K))
+    return bootstrap_replicates(product, statistics, B=B, seed=seed)
+
+
+def partition_replicates(values: np.ndarray, part: np.ndarray, n_parts: int, *, B: int, seed: int,
+                         chunk: int = 16) -> tuple[np.ndarray, np.ndarray]:
+    """Item-bootstrap replicates of per-part sums, for statistics whose cells are unions of the
+    parts of one partition of the items (C2: pooled, categories and families are unions of
+    families).
+
+    ``values`` is ``(n, m)`` (float64; every item takes part in every column), ``part`` gives
+    each item's part ``0 … n_parts−1``. Returns ``sums`` ``(B, n_parts, m)`` and ``counts``
+    ``(B, n_parts)``: replicate ``b``'s sum of column ``j`` and number of draws over part ``p``.
+    The resamples are those of :func:`resampled_cluster_counts` ``(n, B=B, seed=seed)`` with item
+    ``i`` as cluster ``i`` (same stream), summed in float64 by :class:`PartitionProduct`
+    (:func:`bootstrap_replicates`), so a ratio of these sums equals
+    :func:`ratio_of_sums_replicates` on the part-masked columns up to that path's float32
+    rounding."""
+    values = np.asarray(values, dtype=np.float64)
+    if values.ndim == 1:
+        values = values[:, None]
+    part = np.asarray(part, dtype=np.int64)
+    n = len(part)
+    if len(values) != n:
+        raise ValueError(f"values has {len(values)} rows but part has {n}")
+    if n < 1:
+        raise ValueError("the bootstrap needs at least one cluster")
+    if part.min() < 0 or part.max() >= n_parts:
+        raise ValueError(f"part codes must lie in 0 … {n_parts - 1}")
+    product = PartitionProduct(values, part, n_parts)
+    m = values.shape[1]
+    if B <= 0:
+        return np.zeros((0, n_parts, m)), np.zeros((0, n_parts))
+    blocks = DrawnAhead(resampled_cluster_counts(n, B=B, seed=seed, chunk=chunk, dtype=np.float64,
+                                                 order=product.order))
+    try:
+        flat = bootstrap_replicates(product, lambda totals, _: list(totals.T), B=B, seed=seed, counts=blocks)
+    finally:
+        blocks.close()
+    shaped = flat.reshape(B, n_parts, m + 1)
+    return shaped[:, :, :m], shaped[:, :, m]
 
 
 def percentile_interval(replicates: np.ndarray, level: float = 0.95) -> tuple[np.ndarray, np.ndarray]:
@@ -463,3 +468,52 @@ class ClusterBootstrapPlan:
                                               np.concatenate(self.denominators, axis=0).T,
                                               B=B, seed=seed, denominator_of=index)
         return estimate, replicates
+
+
+class Bootstrap:
+    """Estimates ``{value, lo, hi, n}`` of statistics of a :class:`SumColumns` table, for one
+    bootstrap setting (``B`` replicates, seed, level). With ``draws`` (a :class:`CountsDrawnAhead`
+    holding this bootstrap's counts under ``name``) the counts are read from it, else drawn here
+    (the same stream either way)."""
+
+    def __init__(self, B: int, seed: int, level: float, draws: CountsDrawnAhead | None = None,
+                 name: str = "") -> None:
+        self.B, self.seed, self.level = B, seed, level
+        self.draws, self.name = draws, name
+
+    def named(self, name: str) -> Bootstrap:
+        """This bootstrap for ``name`` (whose counts ``draws`` holds under that name)."""
+        return Bootstrap(self.B, self.seed, self.level, self.draws, name)
+
+    def __call__(self, columns: SumColumns, fn: Statistics, clusters: Sequence[Any], n: int, *,
+                 rowwise: bool = False) -> list[dict[str, Any]]:
+        """Estimates of the statistics ``fn(totals, cluster_weights)``: ``totals`` (replicates ×
+        columns) are the weighted column sums, ``cluster_weights`` (replicates × clusters, codes of
+        :func:`~biovqa.stats.draws.cluster_codes`) is given when ``rowwise``; each statistic is
+        a vector over the replicates; ``n`` is every estimate's ``n``."""
+        from biovqa.scoring.schema import estimate
+
+        codes, k = cluster_codes(np.asarray(clusters, dtype=object)) if len(clusters) else (np.zeros(0, np.int64), 0)
+        full = np.array([float(v[0]) for v in fn(columns.sums()[None, :],
+                                                 np.ones((1, k), dtype=np.float32) if rowwise else None)])
+        lo = hi = np.full(len(full), np.nan)
+        if self.B > 0 and len(clusters):
+            counts = None if self.draws is None else self.draws.blocks(self.name, k)
+            replicates = bootstrap_replicates(SumsProduct(columns.cluster_sums(codes, k), k), fn, B=self.B,
+                                              seed=self.seed, counts=counts, rowwise=rowwise)
+            lo, hi = percentile_interval(replicates, self.level)
+            # a statistic that every replicate repeats (up to rounding in the products) keeps its
+            # value as both bounds
+            near = 1e-12 * np.maximum(1.0, np.abs(full))
+            lo = np.where(np.abs(lo - full) <= near, full, lo)
+            hi = np.where(np.abs(hi - full) <= near, full, hi)
+        return [estimate(v, None if math.isnan(a) else a, None if math.isnan(b) else b, n=n)
+                for v, a, b in zip(full, lo, hi)]
+
+
+__all__ = ["Bootstrap", "BootstrapMeans", "ClusterBootstrapPlan", "CountsDrawnAhead", "DRAWS_PER_CALL",
+           "DrawnAhead", "Float32Product", "PartitionProduct", "Product", "REPLICATE_CHUNK", "Statistics",
+           "SumColumns", "SumsProduct", "bootstrap_means", "bootstrap_replicates", "cluster_bootstrap_means",
+           "cluster_codes", "cluster_sums", "exact_columns", "item_bootstrap_means", "nanmean", "partition_replicates",
+           "percentile_interval", "ratio", "ratio_of_sums_replicates", "resampled_cluster_counts",
+           "weighted_mean"]
