@@ -46,7 +46,7 @@ import pyarrow as pa
 from biovqa.components.c3 import floors as F
 from biovqa.components.c3.kernels import (DEFAULT_VAS_WEIGHTS, box_conventions, char_accuracy, convention_means,
                                           iou, ring_steps, vas_weights, view_credit)
-from biovqa.components.c3.tasks import COUNTING_TIERS, TABLE3, TASKS, VIEWPOINT_BEARING
+from biovqa.components.c3.tasks import COUNTING_TIERS, TABLE3, VIEWPOINT_BEARING, TASK_NAMES as TASKS
 from biovqa.scoring.schema import estimate
 from biovqa.stats.bootstrap import Bootstrap, SumColumns, nanmean, ratio, weighted_mean
 from biovqa.stats.ranks import RankLayout, grouped_spearman, spearman, weighted_spearman
