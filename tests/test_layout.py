@@ -101,7 +101,7 @@ def test_the_scan_sees_function_level_relative_and_dynamic_imports() -> None:
     registration) and an ``if TYPE_CHECKING:`` import (not counted)."""
     main = IMPORTS["biovqa.cli.main"]
     assert "biovqa.scoring.pipeline" in main  # inside the score command's body
-    assert "biovqa.cli.specialist" in main  # __import__("biovqa.cli.specialist", …)
+    assert "biovqa.cli.analyze" in main  # __import__("biovqa.cli.analyze", …)
     registry = IMPORTS["biovqa.components.registry"]
     assert "biovqa.errors" in registry and "biovqa.bench" not in registry
     assert "biovqa.cli" in MODULES and "biovqa.demo" in MODULES  # the top layer is scanned too

@@ -13,15 +13,24 @@ import pytest
 
 from biovqa.components import registry
 from biovqa.errors import BiovqaError
+from fixtures.cli_runner import cli
 
 PLUGIN = '''
-from biovqa.components.registry import Component, Option
+from biovqa.components.registry import Command, Component, Option
 
 COMPONENT = Component(
     name="labx", title="Lab X counting", tasks=("count",), builder="labx_plugin:build",
     build_function="labx_plugin:build", floor="labx_plugin:floor", scorer="labx_plugin:score",
     reporter="labx_plugin:tables", score_options=(Option("tolerance", int, 0, "counts within ±k"),),
-    table3=("cnt",))
+    table3=("cnt",), commands=(Command("labx-calibrate", "labx_plugin:calibrate", "calibrate the counter"),
+                               Command("labx-ceiling", "labx_plugin:calibrate", "a ceiling", group="specialist")))
+
+
+def calibrate(strength: int = 1) -> None:
+    """Calibrate Lab X's counter."""
+    import sys
+
+    print(f"calibrated at {strength}", file=sys.stderr)
 
 
 def create(model, **options):
@@ -47,13 +56,16 @@ def fresh_registry(monkeypatch: pytest.MonkeyPatch):
 
 
 def test_a_component_from_an_installed_package(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                               fresh_registry) -> None:
+                                               fresh_registry, capsys: pytest.CaptureFixture[str]) -> None:
     install_plugin(tmp_path, "[biovqa.components]\nlabx = labx_plugin:COMPONENT\n")
     monkeypatch.syspath_prepend(str(tmp_path))
     names = [c.name for c in fresh_registry.list_components()]
     assert names == ["c1", "c2", "c3", "c4", "bagel", "hca", "labx"]  # built-ins first, then plug-ins
     labx = fresh_registry.get_component("labx")
     assert labx.resolve_score_options({"tolerance": "2"})["tolerance"] == 2
+    # the commands it declares join the command line (loaded when asked for by name)
+    assert cli(["labx-calibrate", "--strength", "3"], capsys) == (0, "calibrated at 3")
+    assert cli(["specialist", "labx-ceiling"], capsys) == (0, "calibrated at 1")
     sys.modules.pop("labx_plugin", None)
 
 
@@ -100,6 +112,9 @@ def test_a_broken_plugin_leaves_every_other_command_working(tmp_path: Path, demo
     assert version.stderr == ""  # --version loads no component, so nothing to warn about
     top_help = biovqa("--help")
     assert top_help.returncode == 0 and "score" in top_help.stdout, top_help.stderr
+    assert top_help.stderr == ""  # the command list reads the built-in declarations only
+    c4_help = biovqa("c4", "--help")  # a built-in component's own command, declared
+    assert c4_help.returncode == 0 and "embed" in c4_help.stdout and c4_help.stderr == "", c4_help.stderr
     score_help = biovqa("score", "--help")
     assert score_help.returncode == 0 and "tau=<a number>" in score_help.stdout, score_help.stderr
 
@@ -125,7 +140,7 @@ def test_a_broken_plugin_leaves_every_other_command_working(tmp_path: Path, demo
     assert backend.returncode == 2
     assert "backend 'labx-api' (labx_broken:create) failed to load: RuntimeError: labx needs a licence server" \
         in backend.stderr
-    for result in (version, top_help, score_help, scored, build, backend):
+    for result in (version, top_help, c4_help, score_help, scored, build, backend):
         assert "Traceback" not in result.stdout + result.stderr
 
 
@@ -235,7 +250,6 @@ def test_a_bad_list_option_is_refused_before_the_predictions_are_read(
     import pyarrow.parquet as pq
 
     from biovqa.bench.folder import write_bench
-    from fixtures.cli_runner import cli
 
     bench = tmp_path / "bench"
     write_bench(bench, pq.read_table(demo_bench / "items.parquet").slice(0, 3), component="c3",

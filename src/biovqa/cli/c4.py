@@ -4,7 +4,9 @@
   crops once on a machine with torch (a GPU machine for the real catalogs); ``biovqa build c4
   --embeddings FILE`` then builds anywhere, without torch.
 
-The command's module (:mod:`biovqa.components.c4.build`) is imported only when it runs.
+C4's declaration names this group (``Component.commands``); the command line imports this module
+only for ``biovqa c4 …``, and the component's module (:mod:`biovqa.components.c4.build`) only
+when the command runs.
 """
 
 from __future__ import annotations
@@ -38,9 +40,3 @@ def embed(
     stderr_console().print(f"embeddings written: {path}; build anywhere with "
                                f"`biovqa build c4 --catalog … --embeddings {path} --out BENCH`",
                                highlight=False, markup=False)
-
-
-
-def register(app: typer.Typer) -> None:
-    """Add the ``c4`` command group to the main ``biovqa`` app."""
-    app.add_typer(c4_app, name="c4")

@@ -94,6 +94,71 @@ class _ComponentBuildGroup(TyperGroup):
             formatter.write_dl(rows)
 
 
+#: the shared command groups components add commands to (``Command.group``), with their help
+SHARED_GROUPS: dict[str, str] = {
+    "specialist": "Specialist reference models (non-VLM ceilings) that write scoreable predictions.",
+}
+
+
+def _component_command(command: Any) -> Any:
+    """The click command of a component's declared :class:`~biovqa.components.registry.Command`:
+    its target imported now (a Typer app becomes a group, a function a command)."""
+    from biovqa.components.registry import load_target
+
+    target = load_target(command.target, what=f"the command {command.name!r}")
+    built: Any
+    if isinstance(target, typer.Typer):
+        built = typer.main.get_group(target)  # a group even when it holds one command
+    else:
+        single = typer.Typer(add_completion=False, rich_markup_mode=None)
+        single.command(command.name, help=target.__doc__ or command.help)(target)
+        built = typer.main.get_command(single)
+    built.name = command.name
+    readable_metavars(built)
+    return built
+
+
+def _declared_commands(group: str | None, *, plugins: bool) -> dict[str, Any]:
+    """The commands the components declare for ``group`` (None: top level), by name: the
+    built-ins' only unless ``plugins`` (listing them for help loads no plug-in)."""
+    from biovqa.components.registry import builtin_components, list_components
+
+    components = list_components() if plugins else builtin_components()
+    return {command.name: command for component in components for command in component.commands
+            if command.group == group}
+
+
+class _RootGroup(TyperGroup):
+    """The ``biovqa`` group: its own commands, then those the components declare
+    (``Component.commands``), each imported only when it runs or shows its help; the list in
+    ``biovqa --help`` reads only the built-in declarations, so no plug-in is loaded for it."""
+
+    def list_commands(self, ctx: Any) -> list[str]:
+        return sorted({*super().list_commands(ctx), *_declared_commands(None, plugins=False),
+                       *(g for g in SHARED_GROUPS)})
+
+    def get_command(self, ctx: Any, name: str) -> Any:
+        found = super().get_command(ctx, name)
+        if found is not None:
+            return found
+        if name in SHARED_GROUPS:
+            return _SharedGroup(name=name, help=SHARED_GROUPS[name], no_args_is_help=True, rich_markup_mode=None)
+        declared = _declared_commands(None, plugins=False).get(name) or _declared_commands(None, plugins=True).get(name)
+        return None if declared is None else _component_command(declared)
+
+
+class _SharedGroup(TyperGroup):
+    """A shared group (``biovqa specialist …``) whose commands the components declare."""
+
+    def list_commands(self, ctx: Any) -> list[str]:
+        return sorted(_declared_commands(self.name, plugins=False))
+
+    def get_command(self, ctx: Any, name: str) -> Any:
+        declared = _declared_commands(self.name, plugins=False).get(name) \
+            or _declared_commands(self.name, plugins=True).get(name)
+        return None if declared is None else _component_command(declared)
+
+
 def _claiming_build(name: str, function: Any) -> Any:
     """The build command ``function`` as every writing command behaves: ``--out``/``-o``, the
     output folder claimed (:func:`biovqa.bench.folder.claim_output`, ``--overwrite``)."""
@@ -134,6 +199,7 @@ def _claiming_build(name: str, function: Any) -> Any:
 
 
 app = typer.Typer(
+    cls=_RootGroup,
     name="biovqa",
     help="Bio-VQA: build, run, score and report the biological VQA benchmark.",
     no_args_is_help=True,
@@ -292,8 +358,6 @@ def _register_commands() -> None:
 
     run_commands.register(app)
     taxonomy_commands.register(taxonomy_app)
-    __import__("biovqa.cli.specialist", fromlist=["register"]).register(app)  # biovqa specialist …
-    __import__("biovqa.cli.c4", fromlist=["register"]).register(app)  # biovqa c4 embed
     __import__("biovqa.cli.analyze", fromlist=["register"]).register(app)  # biovqa analyze …
     __import__("biovqa.cli.release", fromlist=["register"]).register(app)  # export, lite, fetch
 

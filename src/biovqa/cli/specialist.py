@@ -6,7 +6,9 @@ scores like any model's (the run card says ``"kind": "specialist"``).
 * ``biovqa specialist bioclip2 BENCH --model PATH --out RUN`` — the C1 ceiling (BioCLIP-2 top-1
   species per image; paper §4.2, App. B.4).
 
-Nothing heavy is imported here; timm and torch load when the command runs.
+Each component declares its specialist (``Component.commands``, group ``specialist``) and the
+``biovqa specialist`` group lists what the declarations name; nothing heavy is imported here,
+timm and torch load when the command runs.
 """
 
 from __future__ import annotations
@@ -19,11 +21,6 @@ import typer
 from biovqa.cli._app import console
 from biovqa.cli.release import ImagesOption, bench_folder
 
-specialist_app = typer.Typer(help="Specialist reference models (non-VLM ceilings) that write scoreable predictions.",
-                             no_args_is_help=True)
-
-
-@specialist_app.command("megadescriptor")
 def megadescriptor_command(
     bench: Annotated[Path, typer.Argument(help="C4 benchmark folder (or exported folder / hf:// id)")],
     model: Annotated[Path, typer.Option("--model", help="local MegaDescriptor-L-384 folder (timm config.json + weights)")],
@@ -48,7 +45,6 @@ def megadescriptor_command(
                   f"`biovqa score {bench}{_images_flag(images)} -p {predictions} -o SCORES`")
 
 
-@specialist_app.command("bioclip2")
 def bioclip2_command(
     bench: Annotated[Path, typer.Argument(help="C1 benchmark folder (or exported folder / hf:// id)")],
     model: Annotated[Path, typer.Option("--model", help="local BioCLIP-2 folder (open_clip_config.json + weights)")],
@@ -77,7 +73,3 @@ def _images_flag(images: Path | None) -> str:
 def _fmt(value: float | None) -> str:
     return "  –  " if value is None else f"{value:.3f}"
 
-
-def register(app: typer.Typer) -> None:
-    """Add the ``specialist`` command group to the main ``biovqa`` app."""
-    app.add_typer(specialist_app, name="specialist")

@@ -302,20 +302,11 @@ class Component:
         target = getattr(self, role)
         if not target:
             raise BiovqaError(f"component {self.name!r} has no {role}")
-        module_name, _, attribute = target.partition(":")
-        try:
-            loaded = _load_target(target)
-        except ModuleNotFoundError as exc:
-            if exc.name is None or not (module_name == exc.name or module_name.startswith(exc.name + ".")):
-                raise  # a dependency of the module is missing (an optional extra): not this
-            problem = f"module {module_name!r} does not exist"
-        except AttributeError:
-            problem = f"module {module_name!r} has no {attribute!r}"
-        else:
-            return self._with_resolved_options(loaded) if role in ("scorer", "sweep") else loaded
-        raise MissingResourceError(f"component {self.name!r}: its {role} {target} cannot be loaded: {problem}",
-                          field=role, hint=f"name it in the declaration ({role}='module:function') or add it "
-                                           f"where the convention looks ({ROLE_CONVENTIONS.get(role) or OPTIONAL_ROLE_CONVENTIONS.get(role)})")
+        convention = ROLE_CONVENTIONS.get(role) or OPTIONAL_ROLE_CONVENTIONS.get(role)
+        loaded = load_target(target, what=f"component {self.name!r}: its {role}", field=role,
+                             hint=f"name it in the declaration ({role}='module:function') or add it "
+                                  f"where the convention looks ({convention})")
+        return self._with_resolved_options(loaded) if role in ("scorer", "sweep") else loaded
 
     def _with_resolved_options(self, function: Callable[..., Any]) -> Callable[..., Any]:
         """``function(bench, predictions, options)`` called with ``options`` resolved once: a
@@ -416,10 +407,22 @@ def _record_type(name: str, options: tuple[Option, ...]) -> type[ScoreOptions]:
                           bases=(ScoreOptions,), frozen=True, eq=False, slots=True)
 
 
-def _load_target(target: str) -> Any:
-    """The object a ``"module:attribute"`` target names (the one loader of declared roles)."""
+def load_target(target: str, *, what: str = "", field: str | None = None, hint: str | None = None) -> Any:
+    """The object a ``"module:attribute"`` target names (the one loader of declared roles and
+    commands). A module or attribute that does not exist is a :class:`MissingResourceError`
+    saying ``what`` could not be loaded; a missing dependency of the module (an optional extra)
+    propagates as the ImportError it is."""
     module_name, _, attribute = target.partition(":")
-    return getattr(importlib.import_module(module_name), attribute)
+    try:
+        return getattr(importlib.import_module(module_name), attribute)
+    except ModuleNotFoundError as exc:
+        if exc.name is None or not (module_name == exc.name or module_name.startswith(exc.name + ".")):
+            raise  # a dependency of the module is missing (an optional extra): not this
+        problem = f"module {module_name!r} does not exist"
+    except AttributeError:
+        problem = f"module {module_name!r} has no {attribute!r}"
+    raise MissingResourceError(f"{what or 'the target'} {target} cannot be loaded: {problem}", field=field,
+                               hint=hint or "check the declaration that names it")
 
 
 def _found(package: str, locations: tuple[str, ...]) -> str | None:
@@ -495,7 +498,7 @@ def _load_all() -> None:
         return
     _LOADED = True
     for target in BUILTIN:
-        _BUILTIN_NAMES.add(_add(_load_target(target), target.partition(":")[0]).name.lower())
+        _BUILTIN_NAMES.add(_add(load_target(target), target.partition(":")[0]).name.lower())
     from importlib.metadata import entry_points
 
     for entry in entry_points(group=ENTRY_POINT_GROUP):
@@ -506,6 +509,20 @@ def _load_all() -> None:
             # plug-in stay usable, asking for this one raises its error
             _BROKEN[entry.name.lower()] = exc
             warnings.warn(f"{exc.message}; {exc.hint}", PluginWarning, stacklevel=2)
+
+
+def builtin_components() -> tuple[Component, ...]:
+    """The components shipped with biovqa, in :data:`BUILTIN` order, without looking at any
+    installed plug-in: what the command line's own help lists (a broken plug-in cannot touch
+    ``biovqa --help``)."""
+    if _LOADED:
+        return tuple(c for c in list_components() if c.name.lower() in _BUILTIN_NAMES)
+    return _builtin_declarations()
+
+
+@functools.lru_cache(maxsize=1)
+def _builtin_declarations() -> tuple[Component, ...]:
+    return tuple(load_target(target).with_roles(target.partition(":")[0]) for target in BUILTIN)
 
 
 def plugin_errors() -> Mapping[str, BiovqaError]:
