@@ -137,7 +137,9 @@ def reference_build(catalog: Path, images: Path, per_group: int) -> int:
     import pyarrow.parquet as pq
     from PIL import Image
 
-    from biovqa.components.c1.build import GROUPS as GROUP_FILTERS, INSTRUCTIONS, NAME_TEMPLATES, RANK_TEMPLATES, TASKS
+    from biovqa.components.c1.build.options import GROUPS as GROUP_FILTERS
+    from biovqa.components.c1.prompts import INSTRUCTIONS, NAME_TEMPLATES, RANK_TEMPLATES
+    from biovqa.components.c1.tasks import TASK_NAMES as TASKS
 
     rows = pq.read_table(catalog).to_pylist()
     rows.sort(key=lambda r: r["uuid"])

@@ -38,8 +38,8 @@ import pyarrow as pa
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))  # the Backbone writer of the test fixtures
 
+from biovqa.components.c1.tasks import ASKED_DEPTH
 from biovqa.components.c1.tiers import (
-    ASKED_DEPTH,
     DEPTH_RANK,
     confusability_tiers,
     distractor_nodes,
@@ -50,7 +50,8 @@ from biovqa.components.c1.tiers import (
 from biovqa.bench import open_bench
 from biovqa.bench.folder import write_bench
 from biovqa.records import TREE_RANKS
-from biovqa.components.c1.score import TASKS, score
+from biovqa.components.c1.score import score
+from biovqa.components.c1.tasks import TASK_NAMES as TASKS
 from biovqa.taxonomy.index import TaxonomyIndex, build_index
 from biovqa.taxonomy.tree import BenchmarkTree, build_tree
 from biovqa.taxonomy.vernacular import VernacularIndex, build_vernacular_index
@@ -411,7 +412,7 @@ def reference_scores(bench_path: Path, predictions: pa.Table, epithet_last_word:
             wup = lin = 0.0
             severity = math.nan
         out.append((item["item_id"], task, int(em), int(em_soft), resolution, resolved, severity, wup, lin, choice))
-    return pd.DataFrame(out, columns=["item_id", "task", "em", "em_soft", "resolution", "resolved_node", "severity",
+    return pd.DataFrame(out, columns=["item_id", "task", "em", "em_soft", "parse_status", "resolved_node", "severity",
                                       "wup", "lin", "mcq_choice"])
 
 
@@ -458,7 +459,7 @@ def main() -> None:
         print(f"plain per-item reference (no bootstrap): {reference_seconds:6.2f} s wall, {reference_cpu:6.2f} s CPU")
 
         ours = result.items.to_pandas()
-        for column in ("item_id", "em", "em_soft", "resolution"):
+        for column in ("item_id", "em", "em_soft", "parse_status"):
             mismatch = np.flatnonzero(ours[column].to_numpy() != reference[column].to_numpy())
             assert not len(mismatch), (column, ours.iloc[mismatch[:3]].to_dict("records"),
                                        reference.iloc[mismatch[:3]].to_dict("records"))
@@ -473,8 +474,8 @@ def main() -> None:
                 assert math.isclose(block[metric]["value"], reference_means.at[task, metric], rel_tol=1e-9)
             assert math.isclose(block["severity"]["value"], reference_severity[task], rel_tol=1e-9)
         print(f"all {n_items:,} items and every per-task mean agree")
-        shares = ours["resolution"].value_counts(normalize=True).round(3).to_dict()
-        print(f"resolution mix: {shares}")
+        shares = ours["parse_status"].value_counts(normalize=True).round(3).to_dict()
+        print(f"parse status mix: {shares}")
         for B, seconds in timings.items():
             print(f"speed-up vs reference (B={B}): {reference_seconds / seconds:5.1f}× wall, "
                   f"{reference_cpu / cpu[B]:5.1f}× CPU")

@@ -119,7 +119,7 @@ def test_run_a_tiny_transformers_model_end_to_end(
 
 def test_baseline_on_the_built_demo_c1_benchmark(tmp_path: Path, demo_bench: Path) -> None:
     """The real C1 floor rules through ``biovqa run --backend baseline`` (the lead's demo path)."""
-    from biovqa.components.c1.build import floor_responses
+    from biovqa.components.c1.floor import floor_responses
     from biovqa.bench import open_bench
 
     out = tmp_path / "run"

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from biovqa.components.c1.build import INSTRUCTIONS
-from biovqa.components.c2.families import MCQ_INSTRUCTION
+from biovqa.components.c1.prompts import INSTRUCTIONS
+from biovqa.components.c2.prompts import MCQ_INSTRUCTION
 from biovqa.engine.backends.base import Request
 from biovqa.engine.presets import GEMMA_SYSTEM_MESSAGE
 

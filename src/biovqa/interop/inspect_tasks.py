@@ -6,7 +6,7 @@ benchmark item, in item order, with the item id as the sample id: the system mes
 and image biovqa's engine sends for the ``--model`` in use (its preset's wrappers, paper App.
 B.2; ``-T preset=NAME`` picks a preset outright), decoded greedily (temperature 0) under the
 item's cap on new tokens (C1 15, paper App. B.2). The scorer gives each sample the component's
-own per-item score and explanation — C1 exact match and resolution, C2 cags, C3 the task's
+own per-item score and explanation — C1 exact match and parse status, C2 cags, C3 the task's
 metric, C4 the Yes/No verdict — by running the component's scorer on that one item, so inspect's
 viewer shows what ``biovqa score`` would.
 
@@ -44,10 +44,10 @@ from biovqa.interop.prompts import HarnessRequest, harness_requests
 CAP_KEY = "max_new_tokens"
 #: The per-item columns each component's explanation shows, beside the parsed answer.
 EXPLAIN_COLUMNS: dict[str, tuple[str, ...]] = {
-    "c1": ("em", "resolution", "severity"),
+    "c1": ("em", "parse_status", "severity"),
     "c2": ("gold", "parse_status", "em", "cags"),
     "c3": ("gold",),
-    "c4": ("gold", "parse_tier", "said_yes", "correct"),
+    "c4": ("gold", "parse_status", "said_yes", "correct"),
     "hca": ("gold", "correct"),
     "bagel": ("gold", "chosen", "correct"),
 }

@@ -39,11 +39,11 @@ PAGE_SIZE = 50
 THUMB_PX = 200
 #: the long side of the copy shown when a thumbnail is clicked
 LARGE_PX = 1024
-#: per-item score columns that explain a score (C1 resolution and LCA rank, C2 kernel similarity
-#: and parse status, C3 parsed value and tolerance hits, C4 parse tier, …), shown beside each reply
-EXPLAIN_COLUMNS = ("resolution", "resolved_node", "lca_rank", "severity", "em_soft", "parse_status", "s", "b",
-                   "pred_number", "rel_err", "hit20", "iou", "vas", "steps", "box_convention", "parse_tier",
-                   "said_yes", "similarity", "chosen", "parse_ok", "level_name")
+#: per-item score columns that explain a score (C1 parse status and LCA rank, C2 kernel similarity
+#: and parse status, C3 parsed value and tolerance hits, C4 yes/no, …), shown beside each reply
+EXPLAIN_COLUMNS = ("resolved_node", "lca_rank", "severity", "em_soft", "parse_status", "s", "b",
+                   "pred_number", "rel_err", "hit20", "iou", "vas", "steps", "box_convention",
+                   "said_yes", "similarity", "chosen", "level_name")
 GROUP_COLUMNS = ("group", "family", "dataset", "species", "category")
 TIER_COLUMNS = ("tier", "condition", "prevalence_tier")
 

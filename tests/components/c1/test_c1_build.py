@@ -7,9 +7,9 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from biovqa.components.c1.build import (
-    INSTRUCTIONS, MCQ_TEMPLATE, NAME_TEMPLATES, RANK_TEMPLATES, TASKS, C1BuildOptions, build_c1,
-)
+from biovqa.components.c1.build import C1BuildOptions, build_c1
+from biovqa.components.c1.prompts import INSTRUCTIONS, MCQ_TEMPLATE, NAME_TEMPLATES, RANK_TEMPLATES
+from biovqa.components.c1.tasks import TASK_NAMES
 from biovqa.bench import open_bench
 from biovqa.text import normalize_c1
 
@@ -26,7 +26,7 @@ def test_nine_questions_per_image_eight_for_reptiles(items: list[dict]) -> None:
         assert n == (8 if groups[uuid] == "Reptiles" else 9), uuid
     reptile_tasks = {row["task"] for row in items if row["group"] == "Reptiles"}
     assert "order" not in reptile_tasks
-    assert {row["task"] for row in items} == set(TASKS)
+    assert {row["task"] for row in items} == set(TASK_NAMES)
 
 
 def test_all_ten_groups_with_per_group_quota(demo_bench: Path, items: list[dict]) -> None:
@@ -132,7 +132,7 @@ def test_image_size_from_header_matches_pil(fmt: str, options: dict) -> None:
 
     from PIL import Image
 
-    from biovqa.components.c1.build import image_size
+    from biovqa.components.c1.build.images import image_size
 
     buffer = io.BytesIO()
     Image.new("RGB", (321, 123), (10, 20, 30)).save(buffer, format=fmt, **options)

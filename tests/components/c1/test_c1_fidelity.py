@@ -347,7 +347,7 @@ def test_unselected_catalog_species_resolves(names_bench: tuple[Path, Path], tmp
     bench = open_bench(names_bench[0])
     assert "cat-cinereus" not in set(bench.items.column("source_id").to_pylist())
     [row] = _score(names_bench[0], {("img-gratiosus", "scientific_name"): "Dryophytes cinereus"}, tmp_path)
-    assert (row["em"], row["em_soft"], row["resolution"]) == (0, 0, "exact")
+    assert (row["em"], row["em_soft"], row["parse_status"]) == (0, 0, "exact")
     assert row["severity"] == 1 and row["lca_rank"] == "genus"
     assert row["wup"] == pytest.approx(5 / 6, abs=5e-5)
 

@@ -15,13 +15,8 @@ from biovqa.components.c1.floor import (
     item_weighted_score,
     recognition_recall_gap,
 )
-from biovqa.components.c1.resolve import (
-    information_content,
-    last_word,
-    lin_similarity,
-    severity_of,
-    wu_palmer,
-)
+from biovqa.components.c1.kernels import information_content, lin_similarity, severity_of, wu_palmer
+from biovqa.components.c1.parse import last_word
 from biovqa.text import normalize_c1
 
 # §2.7 green treefrog: N = 900 000; |Chordata| = 450 000; |Anura| = 7 500; |Dryophytes| = 30; species 1.

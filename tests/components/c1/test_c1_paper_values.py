@@ -80,7 +80,8 @@ def label(model: str) -> str:
 @pytest.fixture(scope="module")
 def paper_bench(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The demo catalog's rows copied (fresh uuids) until every group has 1 000 images."""
-    from biovqa.components.c1.build import C1BuildOptions, assign_groups, build_c1
+    from biovqa.components.c1.build import C1BuildOptions, build_c1
+    from biovqa.components.c1.build.candidates import assign_groups
     from biovqa.demo import demo_data_dir
     from biovqa.synthetic import draw_placeholder_images
     from biovqa.taxonomy.index import build_index

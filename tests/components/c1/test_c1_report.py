@@ -31,7 +31,7 @@ LABELS = {"gold [specialist]": "gold", "Prior-VL": "Prior-VL", "Mixed-7B [family
 def runs(demo_bench: Path, tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
     """Three scored runs of the demo benchmark: every gold answer (tagged specialist), the floor
     replies, and a mix (gold on two items of three, the floor reply on the third)."""
-    from biovqa.components.c1.build import floor_responses
+    from biovqa.components.c1.floor import floor_responses
 
     root = tmp_path_factory.mktemp("report-runs")
     items = open_bench(demo_bench).items

@@ -22,7 +22,7 @@ from biovqa.bench.folder import write_bench
 from biovqa.records import TREE_RANKS
 from biovqa.components.c1.floor import floor_answers, floor_scores
 from biovqa.components.c1.score import score
-from biovqa.components.c1.tasks import TASKS
+from biovqa.components.c1.tasks import TASK_NAMES
 from biovqa.taxonomy.index import build_index
 from biovqa.taxonomy.tree import build_tree
 from biovqa.taxonomy.vernacular import build_vernacular_index
@@ -71,7 +71,7 @@ def make_bench(root: Path, index: Path | None) -> Path:
     rows = []
     for position, image in enumerate(frame.astype(object).where(frame.notna(), None).to_dict("records")):
         leaf = int(leaves[position])
-        for task in TASKS:
+        for task in TASK_NAMES:
             if task == "order" and image["order"] is None:
                 continue
             options = option_nodes = None
@@ -156,13 +156,13 @@ TREEFROG = [
 ]
 
 
-@pytest.mark.parametrize(("image", "reply", "em", "em_soft", "resolution", "severity", "wup"), TREEFROG)
+@pytest.mark.parametrize(("image", "reply", "em", "em_soft", "parse_status", "severity", "wup"), TREEFROG)
 def test_treefrog_through_the_scorer(bench_path: Path, image: str, reply: str, em: int, em_soft: int,
-                                     resolution: str, severity: float, wup: float) -> None:
+                                     parse_status: str, severity: float, wup: float) -> None:
     replies = {f"{i}:scientific_name": r for i, r, *_ in TREEFROG}
     _, frame = run(bench_path, replies)
     row = frame.loc[f"{image}:scientific_name"]
-    assert (row["em"], row["em_soft"], row["resolution"]) == (em, em_soft, resolution)
+    assert (row["em"], row["em_soft"], row["parse_status"]) == (em, em_soft, parse_status)
     assert (math.isnan(severity) and pd.isna(row["severity"])) or row["severity"] == severity
     assert row["wup"] == pytest.approx(wup)
     assert row["resolved"]
@@ -202,10 +202,10 @@ def test_epithet_quirk_and_bare_epithets(bench_path: Path) -> None:
                "frog-3:species": "The species epithet is cinereus.", "frog-4:species": ""}
     _, frame = run(bench_path, replies)
     assert frame.loc["frog-1:species", "em"] == 1  # last word kept
-    assert frame.loc["frog-2:species", "resolution"] == "epithet"
+    assert frame.loc["frog-2:species", "parse_status"] == "epithet"
     assert frame.loc["frog-2:species", "severity"] == 1.0  # Dryophytes gratiosus: same genus
     assert frame.loc["frog-3:species", "em"] == 1
-    assert frame.loc["frog-4:species", "resolution"] == "unresolved"
+    assert frame.loc["frog-4:species", "parse_status"] == "unresolved"
     _, strict = run(bench_path, replies, epithet_last_word=False)
     assert strict.loc["frog-1:species", "em"] == 0
     assert strict.loc["frog-1:species", "em_soft"] == 1  # [DEFAULT] binomials compared for EM_soft
@@ -215,10 +215,10 @@ def test_vernacular_unresolved_and_homonyms(bench_path: Path) -> None:
     replies = {"frog-1:common_name": "barking treefrog", "frog-2:common_name": "a small brown bird",
                "gannet-1:family": "Morus", "mulberry-1:family": "Morus"}
     _, frame = run(bench_path, replies)
-    assert frame.loc["frog-1:common_name", "resolution"] == "vernacular"
+    assert frame.loc["frog-1:common_name", "parse_status"] == "vernacular"
     assert frame.loc["frog-1:common_name", "severity"] == 1.0
     row = frame.loc["frog-2:common_name"]
-    assert row["resolution"] == "unresolved" and row["wup"] == 0 and row["lin"] == 0 and pd.isna(row["severity"])
+    assert row["parse_status"] == "unresolved" and row["wup"] == 0 and row["lin"] == 0 and pd.isna(row["severity"])
     # the homonymous genus resolves to the node on the gold's lineage: severity 0 for both
     assert frame.loc["gannet-1:family", "severity"] == 0.0
     assert frame.loc["mulberry-1:family", "severity"] == 0.0
@@ -239,17 +239,17 @@ def test_mcq_option_matching(bench_path: Path) -> None:
     assert frame.loc["frog-6:common_name_mcq", "em_soft"] == 1
     assert pd.isna(frame.loc["toad-1:common_name_mcq", "mcq_choice"])  # two options named: none chosen
     assert frame.loc["toad-1:common_name_mcq", "em"] == 0
-    assert frame.loc["mouse-1:common_name_mcq", "resolution"] == "unresolved"
+    assert frame.loc["mouse-1:common_name_mcq", "parse_status"] == "unresolved"
     _, wrong = run(bench_path, {"puma-1:common_name_mcq": other[0]})
-    assert wrong.loc["puma-1:common_name_mcq", "resolution"] == "option"
+    assert wrong.loc["puma-1:common_name_mcq", "parse_status"] == "option"
     assert wrong.loc["puma-1:common_name_mcq", "em"] == 0 and wrong.loc["puma-1:common_name_mcq", "severity"] > 0
 
 
 def test_missing_and_failed_predictions_are_wrong_and_counted(bench_path: Path) -> None:
     result, frame = run(bench_path, {}, statuses={"frog-1:phylum": "failed", "frog-2:phylum": "missing"})
     assert frame["status"].value_counts().to_dict() == {"ok": len(frame) - 2, "failed": 1, "missing": 1}
-    assert frame.loc["frog-1:phylum", "resolution"] == "failed"
-    assert frame.loc["frog-2:phylum", "resolution"] == "missing"
+    assert frame.loc["frog-1:phylum", "parse_status"] == "failed"
+    assert frame.loc["frog-2:phylum", "parse_status"] == "missing"
     assert frame.loc["frog-1:phylum", "em"] == 0
     assert result.summary["tasks"]["phylum"]["unresolved"]["value"] == pytest.approx(2 / len(IMAGES))
 
@@ -258,7 +258,7 @@ def test_summary_shape_and_values_for_perfect_replies(bench_path: Path) -> None:
     result, frame = run(bench_path, {})
     summary = result.summary
     assert frame["em"].all() and frame["wup"].eq(1).all()
-    assert set(summary["tasks"]) == set(TASKS)
+    assert set(summary["tasks"]) == set(TASK_NAMES)
     assert summary["tasks"]["order"]["n"] == len(IMAGES) - 2  # reptiles have no order question
     assert summary["pooled"]["n"] == result.items.num_rows
     assert summary["pooled"]["em"] == {"value": 1.0, "lo": 1.0, "hi": 1.0, "n": result.items.num_rows}
@@ -271,7 +271,7 @@ def test_summary_shape_and_values_for_perfect_replies(bench_path: Path) -> None:
     assert set(summary["groups"]) == {row[1] for row in IMAGES}
     assert set(summary["tiers"]) == {"Easy", "Hard"}
     assert summary["task_group"]["genus"]["Birds"]["n"] == 1
-    assert summary["bootstrap"] == {"B": 50, "seed": 42, "level": 0.95, "unit": "image (source_id)"}
+    assert summary["bootstrap"] == {"B": 50, "seed": 42, "level": 0.95, "cluster": "image (source_id)"}
     json.dumps(summary, allow_nan=True)
 
 
@@ -293,7 +293,7 @@ def test_floor_answers_score_the_floor(bench_path: Path) -> None:
                                              bench.items.column("task").to_pylist())}
     result, _ = run(bench_path, replies)
     floors = floor_scores(bench.items)
-    for task in TASKS:
+    for task in TASK_NAMES:
         if task == "common_name_mcq":
             continue
         assert result.summary["tasks"][task]["em"]["value"] == pytest.approx(floors[task]), task
@@ -334,7 +334,7 @@ def test_misaligned_predictions_name_the_row(bench_path: Path) -> None:
 
 
 def test_registered_scorer_runs_on_the_built_demo_benchmark(demo_bench: Path) -> None:
-    from biovqa.components.c1.build import floor_responses
+    from biovqa.components.c1.floor import floor_responses
 
     bench = open_bench(demo_bench)
     scorer = get_component("c1").load("scorer")

@@ -1,28 +1,31 @@
 """C1 hierarchical taxonomic reasoning (TreeOfLife-200M images, GBIF Backbone taxonomy).
 
-Modules: :mod:`.tasks` (question types, templates, ranks), :mod:`.build` (selection, items,
-floor, audit), :mod:`.tiers` (prevalence and confusability tiers), :mod:`.resolve` (a reply
-to a tree node), :mod:`.hierarchy` (HCA, POR, TOR), :mod:`.score` (per-item metrics),
-:mod:`.summary` (aggregates with cluster-bootstrap intervals), :mod:`.report` (tables, plots).
+Role modules (the registry finds them by name): :mod:`.tasks` (one record per question type),
+:mod:`.prompts` (templates and instructions, paper App. K.1), :mod:`.build` (selection, items,
+naming), :mod:`.parse` (a reply to a tree node), :mod:`.floor` (image-blind floor),
+:mod:`.score` (per-item metrics), :mod:`.summary` (aggregates with image-cluster bootstrap
+intervals), :mod:`.report` (tables, plots), :mod:`.rank` (the leaderboard's rank bootstrap
+inputs), :mod:`.audit` (the benchmark's own checks). Helpers: :mod:`.kernels` (per-item taxonomic
+similarities), :mod:`.tiers` (prevalence and confusability tiers), :mod:`.hierarchy` (HCA, POR,
+TOR), :mod:`.specialist` (the BioCLIP-2 zero-shot row).
 """
 
 from pathlib import Path
 
+from biovqa.components.c1.tasks import TABLE3_COLUMNS, TASK_NAMES
 from biovqa.components.registry import AnalysisColumn, Command, Component, Option
 
 COMPONENT = Component(
     name="c1",
     title="C1 hierarchical taxonomic reasoning",
-    tasks=("phylum", "class", "order", "family", "genus", "species", "scientific_name",
-           "common_name", "common_name_mcq"),
-    auditor="biovqa.components.c1.build:audit_items",  # beside the build it checks, not in audit.py
+    tasks=TASK_NAMES,
     score_options=(
         Option("backbone", Path, None,
                "taxonomy index for EM_soft (default: the one recorded when the benchmark was built)"),
         Option("epithet_last_word", bool, True,
                "keep only the last word of a species-epithet reply (the paper's parser)"),
     ),
-    table3=("phy", "cls", "ord", "fam", "gen", "spc", "sci", "com"),
+    table3=tuple(TABLE3_COLUMNS),
     rank_columns=("item_id", "task", "source_id", "score"),
     # facts the shared stages read
     max_new_tokens=15,  # paper App. B.2

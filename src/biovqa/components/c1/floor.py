@@ -1,5 +1,7 @@
 """C1 image-blind floor (Table 3): the most frequent taxon at each rank, the MCQ option naming
-the most frequent common name; and the floor-relative quantities (headroom, recognition–recall)."""
+the most frequent common name (each question type's ``floor_rule``); :func:`floor_responses` is
+what the ``baseline`` backend answers; and the floor-relative quantities (headroom,
+recognition–recall)."""
 
 from __future__ import annotations
 
@@ -11,22 +13,22 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from biovqa.components.c1.tasks import MCQ_TASK, TASKS
+from biovqa.components.c1.tasks import MCQ_TASK, TASK_NAMES
 from biovqa.errors import InputFormatError
 from biovqa.text import Vocabulary, encode_strings, normalize_c1, normalize_c1_array
 
 
 def _task_index(column: pa.Array | pa.ChunkedArray, source: Path | None = None) -> np.ndarray:
-    """Index into :data:`TASKS` per row; an unknown task is an error naming the row."""
+    """Index into :data:`~biovqa.components.c1.tasks.TASK_NAMES` per row; an unknown task is an error naming the row."""
     codes, dictionary = encode_strings(column)
     labels = dictionary.to_pylist()
-    unknown = [label for label in labels if label not in TASKS]
+    unknown = [label for label in labels if label not in TASK_NAMES]
     if unknown or (codes < 0).any():
         bad = np.flatnonzero((codes < 0) | np.isin(codes, [labels.index(u) for u in unknown]))
         value = None if codes[bad[0]] < 0 else labels[codes[bad[0]]]
         raise InputFormatError(f"unknown C1 task {value!r}", file=source, row=int(bad[0]) + 2, field="task",
-                               hint=f"C1 tasks: {', '.join(TASKS)}")
-    return np.asarray([TASKS.index(label) for label in labels], dtype=np.int64)[codes]
+                               hint=f"C1 tasks: {', '.join(TASK_NAMES)}")
+    return np.asarray([TASK_NAMES.index(label) for label in labels], dtype=np.int64)[codes]
 
 
 def _floors(task_index: np.ndarray, answers: pa.Array | pa.ChunkedArray) -> tuple[dict[str, str], dict[str, float]]:
@@ -36,7 +38,7 @@ def _floors(task_index: np.ndarray, answers: pa.Array | pa.ChunkedArray) -> tupl
     raw_codes, raw_dictionary = encode_strings(answers)
     size = np.int64(len(vocabulary))
     valid = (gold != 0) & (raw_codes >= 0)
-    all_counts = np.bincount(task_index[valid] * size + gold[valid], minlength=len(TASKS) * int(size))
+    all_counts = np.bincount(task_index[valid] * size + gold[valid], minlength=len(TASK_NAMES) * int(size))
     keys = np.flatnonzero(all_counts)
     counts = all_counts[keys]
     frame = pd.DataFrame({"task": keys // size, "gold": keys % size, "n": counts})
@@ -51,8 +53,8 @@ def _floors(task_index: np.ndarray, answers: pa.Array | pa.ChunkedArray) -> tupl
         chosen = rows & (gold == gold_id) & (raw_codes >= 0)
         spelled, spelled_counts = np.unique(raw_codes[chosen], return_counts=True)
         options = sorted(zip(-spelled_counts, [raw_labels[c] for c in spelled]))
-        answers_out[TASKS[task]] = options[0][1]
-        scores_out[TASKS[task]] = float(chosen.sum() / rows.sum())
+        answers_out[TASK_NAMES[task]] = options[0][1]
+        scores_out[TASK_NAMES[task]] = float(chosen.sum() / rows.sum())
     return answers_out, scores_out
 
 
@@ -75,10 +77,10 @@ def floor_scores(items: pa.Table, answers: Mapping[str, str] | None = None) -> d
         gold = vocabulary.mapped_ids(items.column("answer"), normalize_c1_array)
         out = {}
         for task, answer in answers.items():
-            rows = task_index == TASKS.index(task)
+            rows = task_index == TASK_NAMES.index(task)
             if rows.any():
                 out[task] = float((gold[rows] == vocabulary.ids([normalize_c1(answer)])[0]).mean())
-    is_mcq = task_index == TASKS.index(MCQ_TASK)
+    is_mcq = task_index == TASK_NAMES.index(MCQ_TASK)
     if is_mcq.any() and "options" in items.column_names:
         options, _ = _mcq_arrays(items, is_mcq, None)
         out[MCQ_TASK] = mcq_floor(items.column("answer").take(pa.array(np.flatnonzero(is_mcq))), options)
@@ -102,6 +104,23 @@ def mcq_floor(answers: pa.Array | pa.ChunkedArray, options: pa.Array) -> float:
     option_ids = vocabulary.mapped_ids(options, normalize_c1_array).reshape(len(gold), -1)
     pick = option_ids[np.arange(len(gold)), mcq_floor_choice(answers, options)]
     return float((pick == gold).mean()) if len(gold) else float("nan")
+
+
+def floor_responses(items: pa.Table) -> pa.Array:
+    """Image-blind floor (Table 3): the most frequent taxon at each rank for every item; for the
+    MCQ, the option naming the most frequent common name (ties: first option)."""
+    answers = floor_answers(items)
+    tasks = items.column("task")
+    replies = np.asarray([answers.get(t) for t in tasks.to_pylist()], dtype=object)
+    mcq_rows = np.flatnonzero(pc.equal(tasks, MCQ_TASK).to_numpy(zero_copy_only=False))
+    if len(mcq_rows):
+        take = pa.array(mcq_rows)
+        options = items.column("options").take(take).combine_chunks()
+        flat = options.flatten()
+        choice = mcq_floor_choice(items.column("answer").take(take), flat)
+        width = len(flat) // len(mcq_rows)
+        replies[mcq_rows] = flat.take(pa.array(np.arange(len(mcq_rows)) * width + choice)).to_pylist()
+    return pa.array(replies.tolist(), pa.string())
 
 
 def item_weighted_score(scores: Mapping[str, float], counts: Mapping[str, int]) -> float:

@@ -33,13 +33,14 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from biovqa.components.c1.tiers import ASKED_DEPTH, MCQ_TASKS
+from biovqa.components.c1.kernels import lin_similarity, severity_of, wu_palmer
+from biovqa.components.c1.tasks import ASKED_DEPTH, MCQ_TASKS, SPECIES_TASK
 from biovqa.taxonomy.tree import BenchmarkTree
 from biovqa.text import Vocabulary, encode_strings, normalize_c1_array
 
-SPECIES_TASK = "species"
-#: Resolution labels of the per-item ``resolution`` column.
-RESOLUTIONS: tuple[str, ...] = ("exact", "synonym", "epithet", "vernacular", "option", "unresolved",
+#: How each reply was read (the per-item ``parse_status`` column): the step that resolved it to a
+#: tree node, ``unresolved`` when none did, ``missing`` / ``failed`` when no reply came.
+PARSE_STATUSES: tuple[str, ...] = ("exact", "synonym", "epithet", "vernacular", "option", "unresolved",
                                 "missing", "failed")
 
 
@@ -57,32 +58,6 @@ class VernacularLookup(Protocol):
     def lookup(self, names: Sequence[str]) -> np.ndarray:
         """Tree node per normalized common name, -1 where absent."""
         ...
-
-
-def wu_palmer(lca_depth: np.ndarray, predicted_depth: np.ndarray, gold_depth: np.ndarray) -> np.ndarray:
-    """Wu–Palmer similarity (Eqs. 1, 9): ``2·d(ℓ) / (d(ŷ) + d(y))``."""
-    lca_depth = np.asarray(lca_depth, dtype=np.float64)
-    total = np.asarray(predicted_depth, dtype=np.float64) + np.asarray(gold_depth, dtype=np.float64)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return np.where(total > 0, 2.0 * lca_depth / np.where(total > 0, total, 1.0), 0.0)
-
-
-def lin_similarity(lca_ic: np.ndarray, predicted_ic: np.ndarray, gold_ic: np.ndarray) -> np.ndarray:
-    """Lin similarity (Eq. 10): ``2·IC(ℓ) / (IC(ŷ) + IC(y))`` with ``IC(c) = −ln(|subtree(c)|/N)``."""
-    lca_ic = np.asarray(lca_ic, dtype=np.float64)
-    total = np.asarray(predicted_ic, dtype=np.float64) + np.asarray(gold_ic, dtype=np.float64)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return np.where(total > 0, 2.0 * lca_ic / np.where(total > 0, total, 1.0), 0.0)
-
-
-def information_content(subtree_sizes: np.ndarray, n_nodes: int) -> np.ndarray:
-    """IC(c) = −ln(|subtree(c)| / N) (Eq. 10)."""
-    return -np.log(np.asarray(subtree_sizes, dtype=np.float64) / float(n_nodes))
-
-
-def severity_of(gold_depth: np.ndarray, lca_depth: np.ndarray) -> np.ndarray:
-    """Mistake severity of one wrong, resolved reply (Eq. 8): ``d(y) − d(LCA(ŷ, y))``."""
-    return np.asarray(gold_depth, dtype=np.float64) - np.asarray(lca_depth, dtype=np.float64)
 
 
 def last_word(replies: Sequence[str]) -> list[str]:
@@ -163,7 +138,7 @@ class ReplyScores:
     em: np.ndarray  # int8
     em_soft: np.ndarray  # int8
     mcq_choice: np.ndarray  # int64, −1 where none / not MCQ
-    resolution: np.ndarray  # int8 codes into RESOLUTIONS
+    parse_status: np.ndarray  # int8 codes into PARSE_STATUSES
     resolved_node: np.ndarray  # int64, −1 unresolved
     lca_node: np.ndarray  # int64, −1 unresolved
     lca_depth: np.ndarray  # int64, −1 unresolved
@@ -256,13 +231,13 @@ def score_replies(*, task_index: np.ndarray, task_names: Sequence[str], answers:
         position = np.minimum(np.searchsorted(relation_keys, keys), len(relation_keys) - 1)
         em_soft[open_rows] |= relation_keys[position] == keys
 
-    resolution = np.full(n, RESOLUTIONS.index("unresolved"), dtype=np.int8)
-    resolution[~answered] = RESOLUTIONS.index("missing")
-    resolution[~answered & np.asarray(failed, dtype=bool)] = RESOLUTIONS.index("failed")
+    status = np.full(n, PARSE_STATUSES.index("unresolved"), dtype=np.int8)
+    status[~answered] = PARSE_STATUSES.index("missing")
+    status[~answered & np.asarray(failed, dtype=bool)] = PARSE_STATUSES.index("failed")
     resolved = np.full(n, -1, dtype=np.int64)
     resolved[em_soft] = gold[em_soft]
-    resolution[em_soft & em] = RESOLUTIONS.index("exact")
-    resolution[em_soft & ~em] = RESOLUTIONS.index("synonym")
+    status[em_soft & em] = PARSE_STATUSES.index("exact")
+    status[em_soft & ~em] = PARSE_STATUSES.index("synonym")
     pending = answered & ~em_soft & (parsed != 0)
 
     tree_name_ids = vocabulary.ids(tree.normalized_names[1:].tolist())
@@ -272,7 +247,7 @@ def score_replies(*, task_index: np.ndarray, task_names: Sequence[str], answers:
         cand_rows, cand_nodes = table.expand(rows, queries)
         chosen_rows, chosen_nodes = _choose(tree, cand_rows, cand_nodes, gold, asked_depth)
         resolved[chosen_rows] = chosen_nodes
-        resolution[chosen_rows] = RESOLUTIONS.index(label)
+        status[chosen_rows] = PARSE_STATUSES.index(label)
         pending[chosen_rows] = False
 
     if len(mcq_rows):  # the chosen option's node
@@ -280,7 +255,7 @@ def score_replies(*, task_index: np.ndarray, task_names: Sequence[str], answers:
         option_node = np.where(chose >= 0, mcq_option_nodes[np.arange(len(mcq_rows)), np.maximum(chose, 0)], -1)
         take = pending[mcq_rows] & (option_node >= 0)
         resolved[mcq_rows[take]] = option_node[take]
-        resolution[mcq_rows[take]] = RESOLUTIONS.index("option")
+        status[mcq_rows[take]] = PARSE_STATUSES.index("option")
         pending[mcq_rows[take]] = False
     rows = np.flatnonzero(pending & one_word)
     settle(rows, candidate[rows], tree_names, "epithet")
@@ -303,7 +278,7 @@ def score_replies(*, task_index: np.ndarray, task_names: Sequence[str], answers:
         found = node_of[parsed[rows]]
         hit = found >= 0
         resolved[rows[hit]] = found[hit]
-        resolution[rows[hit]] = RESOLUTIONS.index("vernacular")
+        status[rows[hit]] = PARSE_STATUSES.index("vernacular")
 
     is_resolved = resolved >= 0
     lca = np.where(is_resolved, resolved, -1).astype(np.int64)
@@ -320,5 +295,5 @@ def score_replies(*, task_index: np.ndarray, task_names: Sequence[str], answers:
     lin = np.where(same, 1.0, lin)
     severity = np.where(is_resolved & ~em_soft, severity_of(gold_depth, lca_depth), np.nan)
     return ReplyScores(parsed=vocabulary.as_arrow(parsed), em=em.astype(np.int8), em_soft=em_soft.astype(np.int8),
-                       mcq_choice=choice, resolution=resolution, resolved_node=resolved, lca_node=lca,
+                       mcq_choice=choice, parse_status=status, resolved_node=resolved, lca_node=lca,
                        lca_depth=lca_depth, severity=severity, wup=wup, lin=lin)

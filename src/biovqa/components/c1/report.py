@@ -55,15 +55,12 @@ import numpy as np
 import pandas as pd
 
 from biovqa.components.c1.hierarchy import HIERARCHICAL_METRICS
-from biovqa.components.c1.tasks import OPEN_TASKS, TASKS
+from biovqa.components.c1.tasks import OPEN_TASKS, TASK_NAMES, TASKS
 
 Summaries = list[tuple[str, dict[str, Any]]]
 
-#: Table 3 column labels of the open question types.
-SHORT: dict[str, str] = {
-    "phylum": "phy", "class": "cls", "order": "ord", "family": "fam", "genus": "gen", "species": "spc",
-    "scientific_name": "sci", "common_name": "com", "common_name_mcq": "mcq",
-}
+#: Short column label per question type: its Table 3 column, ``mcq`` for the MCQ (no Table 3 column).
+SHORT: dict[str, str] = {task.name: task.table3 or "mcq" for task in TASKS}
 #: Table 19 / 23 row labels and Table 19 order (species epithet after scientific name, MCQ before
 #: open common name).
 RANK_ROWS: tuple[tuple[str, str], ...] = (
@@ -206,7 +203,7 @@ def _by_type(summaries: Summaries, metric: str, title: str, *, pooled: bool = Tr
     rows = {}
     for label, summary in summaries:
         tasks = summary.get("tasks", {})
-        row = {SHORT[t]: _value(tasks.get(t), metric) for t in TASKS}
+        row = {SHORT[t]: _value(tasks.get(t), metric) for t in TASK_NAMES}
         if pooled:
             row["pooled"] = _value(summary.get("pooled"), metric)
         rows[label] = row
@@ -392,12 +389,12 @@ def table21(summaries: Summaries) -> pd.DataFrame:
     rows = {}
     for label, summary in summaries:
         tasks = summary.get("tasks", {})
-        rows[label] = {**{SHORT[t]: _value(tasks.get(t), "severity") for t in TASKS},
+        rows[label] = {**{SHORT[t]: _value(tasks.get(t), "severity") for t in TASK_NAMES},
                        "pooled": _value(summary.get("pooled"), "severity"),
                        "unres": _value(summary.get("pooled"), "unresolved")}
     return _frame(rows, "model", "Table 21 — mistake severity by question type (ranks between the answer and "
                                  "the gold; wrong, resolved answers only; lower is better) and the unresolved share",
-                  {**{SHORT[t]: 2 for t in TASKS}, "pooled": 3, "unres": 3})
+                  {**{SHORT[t]: 2 for t in TASK_NAMES}, "pooled": 3, "unres": 3})
 
 
 def table22(summaries: Summaries) -> pd.DataFrame:
@@ -608,13 +605,13 @@ def figures(summaries: list[tuple[str, dict[str, Any]]], out_dir: Path) -> list[
     series = []
     for label, summary in summaries:
         tasks = summary.get("tasks", {})
-        value, lo, hi = ([_value(tasks.get(t), "em", part) for t in TASKS] for part in ("value", "lo", "hi"))
+        value, lo, hi = ([_value(tasks.get(t), "em", part) for t in TASK_NAMES] for part in ("value", "lo", "hi"))
         series.append((label, value, lo, hi))
-    with figure(path, (max(8.0, 1.1 * len(TASKS) + 0.3 * len(summaries)), 4.5)) as (_, axes):
-        positions = grouped_bars(axes, [SHORT[t] for t in TASKS], series)
+    with figure(path, (max(8.0, 1.1 * len(TASK_NAMES) + 0.3 * len(summaries)), 4.5)) as (_, axes):
+        positions = grouped_bars(axes, [SHORT[t] for t in TASK_NAMES], series)
         if summaries:
             tasks = summaries[0][1].get("tasks", {})
-            floors = [_number((tasks.get(t) or {}).get("floor")) for t in TASKS]
+            floors = [_number((tasks.get(t) or {}).get("floor")) for t in TASK_NAMES]
             axes.hlines(floors, positions - 0.42, positions + 0.42, colors="black", linestyles="dashed",
                         label="floor (most frequent taxon)")
         axes.set_ylim(0, 1)

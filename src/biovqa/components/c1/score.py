@@ -1,4 +1,4 @@
-"""C1 scorer: per-item EM / EM_soft / resolution / severity / Wu–Palmer / Lin (paper App. C.1–C.3,
+"""C1 scorer: per-item EM / EM_soft / parse status / severity / Wu–Palmer / Lin (paper App. C.1–C.3,
 paper Tables 3, 18–24, 72–82); the aggregates are in :mod:`biovqa.components.c1.summary`.
 
 ``score(bench, predictions, options)`` takes the predictions *aligned* with ``bench.items`` (same
@@ -11,11 +11,11 @@ folder; default ``manifest["taxonomy_index"]``; without a usable index the score
 
 Per-item table (one row per benchmark item, in order): the score schema's core columns
 (``item_id, component, task, status, response, parsed, score`` with ``score`` = EM), then
-``group, source_id, em, em_soft, resolved, resolution, resolved_node, lca_node, lca_rank,
+``group, source_id, em, em_soft, resolved, parse_status, resolved_node, lca_node, lca_rank,
 severity, wup, lin, mcq_choice`` plus the bench's difficulty columns (``target_node,
 target_rank, reference_cell, resolution_method, exposure, log10_exposure, prevalence_percentile,
 prevalence_tier, ndd, ndd_rank, confusability, mcq_tier, tier, tier_method``). See
-:mod:`biovqa.components.c1.resolve` for the per-item rules. Repetitive string columns are Arrow
+:mod:`biovqa.components.c1.parse` for the per-item rules. Repetitive string columns are Arrow
 dictionary arrays (pandas reads them as categoricals).
 """
 
@@ -31,21 +31,21 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from biovqa.bench.folder import Bench
-from biovqa.components.c1.floor import _floors, _mcq_arrays, _task_index, mcq_floor
-from biovqa.components.c1.resolve import (
-    RESOLUTIONS,
+from biovqa.components.c1.floor import _mcq_arrays, _task_index
+from biovqa.components.c1.parse import (
+    PARSE_STATUSES,
     ReplyScores,
     SynonymIndex,
     VernacularLookup,
     score_replies,
 )
-from biovqa.components.c1.summary import _ItemArrays, summarize
-from biovqa.components.c1.tasks import MCQ_TASK, TASKS
+from biovqa.components.c1.side_files import SIDE_FOLDER, TREE_FILE, VERNACULAR_FILE
+from biovqa.components.c1.summary import summarize
+from biovqa.components.c1.tasks import MCQ_TASK, TASK_NAMES
 from biovqa.components.c1.tiers import DEPTH_RANK
 from biovqa.components.registry import ScoreResult
 from biovqa.errors import InputFormatError, MissingResourceError
 from biovqa.scoring.schema import SCORE_STATUSES, core_columns
-from biovqa.text import encode_strings
 
 #: Per-item metrics averaged over every item of a cell.
 ITEM_METRICS: tuple[str, ...] = ("em", "em_soft", "revision_lag", "unresolved", "wup", "lin")
@@ -56,9 +56,6 @@ DIFFICULTY_COLUMNS: tuple[str, ...] = (
 )
 REQUIRED_ITEM_COLUMNS: tuple[str, ...] = ("item_id", "task", "answer", "source_id", "group", "genus",
                                           "species", "target_node")
-SIDE_FOLDER = "c1"
-TREE_FILE = "tree.parquet"
-VERNACULAR_FILE = "vernacular.parquet"
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,11 +69,18 @@ class C1ScoreOptions:
     epithet_last_word: bool = True
 
     @classmethod
-    def from_mapping(cls, options: Mapping[str, Any] | None) -> C1ScoreOptions:
-        """Settings from score options, checked against the component's declarations."""
+    def from_mapping(cls, options: Any) -> C1ScoreOptions:
+        """Settings from score options (a mapping, or a record with these attributes), checked
+        against the component's declarations."""
         from biovqa.components.c1 import COMPONENT
 
-        resolved = COMPONENT.resolve_score_options(dict(options or {}))
+        if isinstance(options, cls):
+            return options
+        if options is None or isinstance(options, Mapping):
+            given = dict(options or {})
+        else:
+            given = {name: getattr(options, name) for name in cls.__dataclass_fields__ if hasattr(options, name)}
+        resolved = COMPONENT.resolve_score_options(given)
         return cls(**{name: resolved[name] for name in cls.__dataclass_fields__})
 
 
@@ -153,7 +157,7 @@ def load_resources(bench: Bench, backbone: Path | None) -> tuple[Any, SynonymInd
     return tree, synonyms, vernacular, path
 
 
-def score(bench: Bench, predictions: pa.Table, options: Mapping[str, Any] | None = None) -> ScoreResult:
+def score(bench: Bench, predictions: pa.Table, options: Any = None) -> ScoreResult:
     """Score C1 predictions aligned with ``bench.items`` (see the module docstring)."""
     settings = C1ScoreOptions.from_mapping(options)
     tree, synonyms, vernacular, index_path = load_resources(bench, settings.backbone)
@@ -198,35 +202,18 @@ def score_items(items: pa.Table, predictions: pa.Table, *, tree: Any, synonyms: 
     if len(target) and (target.min() < 0 or target.max() >= len(tree.names)):
         raise InputFormatError("target_node lies outside the benchmark tree", file=source, field="target_node",
                                hint="the tree and the items come from different builds")
-    is_mcq = task_index == TASKS.index(MCQ_TASK)
+    is_mcq = task_index == TASK_NAMES.index(MCQ_TASK)
     mcq_options, mcq_option_nodes = _mcq_arrays(items, is_mcq, source)
     result = score_replies(
-        task_index=task_index, task_names=TASKS, answers=items.column("answer"), genera=items.column("genus"),
+        task_index=task_index, task_names=TASK_NAMES, answers=items.column("answer"), genera=items.column("genus"),
         binomials=items.column("species"), target_nodes=target, replies=replies,
         answered=status == SCORE_STATUSES.index("ok"), failed=status == SCORE_STATUSES.index("failed"),
         mcq_options=mcq_options, mcq_option_nodes=mcq_option_nodes, tree=tree, synonyms=synonyms,
         vernacular=vernacular, epithet_last_word=settings.epithet_last_word)
-    group_codes, group_labels = _sorted_labels(items.column("group"))
-    if "tier" in items.column_names:
-        tier_codes, tier_labels = _sorted_labels(items.column("tier"))
-    else:
-        tier_codes, tier_labels = np.full(items.num_rows, -1, dtype=np.int64), []
-    cluster, cluster_labels = _sorted_labels(items.column("source_id"))
-    arrays = _ItemArrays(task=task_index, group=group_codes, group_labels=group_labels, tier=tier_codes,
-                         tier_labels=tier_labels, cluster=cluster, n_clusters=len(cluster_labels), status=status,
-                         scores=result)
-    answers, floors = _floors(task_index, items.column("answer"))
-    if is_mcq.any():
-        floors[MCQ_TASK] = mcq_floor(items.column("answer").take(pa.array(np.flatnonzero(is_mcq))), mcq_options)
-    summary = summarize(arrays, floors, answers, B=settings.bootstrap, seed=settings.seed, level=settings.level)
+    scored = _item_table(items, predictions, result)
+    summary = summarize(scored, items, settings)
     summary["taxonomy_index"] = None if backbone is None else str(backbone)
-    return ScoreResult(items=_item_table(items, predictions, result), summary=summary)
-
-
-def _sorted_labels(column: pa.Array | pa.ChunkedArray) -> tuple[np.ndarray, list[str]]:
-    """Codes in sorted label order (−1 where null) and the sorted labels."""
-    codes, labels = encode_strings(column, sort=True)
-    return codes, [str(label) for label in labels.to_pylist()]
+    return ScoreResult(items=scored, summary=summary)
 
 
 def _label_array(codes: np.ndarray, labels: Sequence[str]) -> pa.Array:
@@ -248,7 +235,7 @@ def _item_table(items: pa.Table, predictions: pa.Table, result: ReplyScores) -> 
         "em": pa.array(result.em, pa.int8()),
         "em_soft": pa.array(result.em_soft, pa.int8()),
         "resolved": pa.array(resolved, pa.bool_()),
-        "resolution": _label_array(result.resolution, RESOLUTIONS),
+        "parse_status": _label_array(result.parse_status, PARSE_STATUSES),
         "resolved_node": nullable(result.resolved_node, resolved, pa.int32()),
         "lca_node": nullable(result.lca_node, resolved, pa.int32()),
         "lca_rank": _label_array(result.lca_depth, DEPTH_RANK),

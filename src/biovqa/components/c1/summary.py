@@ -1,5 +1,7 @@
 """C1 aggregates: every mean of the C1 leaderboards with image-cluster bootstrap intervals
-(paper App. K.5, paper K.5), from the per-item arrays of :mod:`biovqa.components.c1.score`.
+(paper App. K.5), from the per-item score table of :mod:`biovqa.components.c1.score` and the
+benchmark items (for the image-blind floors). Aggregation only: every per-item quantity is the
+scorer's.
 
 Every estimate has the score schema's form ``{"value", "lo", "hi", "n"}``: the full-sample value,
 the percentile bootstrap bounds (B resamples of images, i.e. ``source_id`` clusters, one set of
@@ -13,23 +15,33 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+import pyarrow as pa
 
-from biovqa.components.c1.floor import headroom, item_weighted_score, recognition_recall_gap
+from biovqa.components.c1.floor import (
+    _floors,
+    _mcq_arrays,
+    _task_index,
+    headroom,
+    item_weighted_score,
+    mcq_floor,
+    recognition_recall_gap,
+)
 from biovqa.components.c1.hierarchy import (
     HIERARCHICAL_METRICS,
     hierarchical_per_image,
     per_level_accuracy,
     scaled_hca,
 )
-from biovqa.components.c1.resolve import RESOLUTIONS, ReplyScores
-from biovqa.components.c1.tasks import HIERARCHY_TASKS, MCQ_TASK, OPEN_COMMON_TASK, TABLE3_COLUMNS, TASKS
+from biovqa.components.c1.parse import PARSE_STATUSES
+from biovqa.components.c1.tasks import HIERARCHY_TASKS, MCQ_TASK, OPEN_COMMON_TASK, TABLE3_COLUMNS, TASK_NAMES
 from biovqa.errors import InputFormatError
 from biovqa.scoring.schema import estimate as _estimate
+from biovqa.text import codes_in, encode_strings
 from biovqa.stats.bootstrap import ClusterBootstrapPlan, percentile_interval
 
 @dataclass(frozen=True)
 class _ItemArrays:
-    """Per-item integer codes and scores the summary is computed from."""
+    """The per-item codes and scores the aggregates are computed from, read off the score table."""
 
     task: np.ndarray
     group: np.ndarray
@@ -38,8 +50,48 @@ class _ItemArrays:
     tier_labels: list[str]
     cluster: np.ndarray
     n_clusters: int
-    status: np.ndarray
-    scores: ReplyScores
+    em: np.ndarray
+    em_soft: np.ndarray
+    resolved: np.ndarray
+    parse_status: np.ndarray
+    severity: np.ndarray
+    wup: np.ndarray
+    lin: np.ndarray
+
+    @classmethod
+    def of(cls, scored: pa.Table) -> _ItemArrays:
+        def numbers(name: str) -> np.ndarray:  # nulls (severity) read as NaN
+            return scored.column(name).to_numpy(zero_copy_only=False).astype(np.float64)
+
+        group, group_labels = _sorted_labels(scored.column("group"))
+        if "tier" in scored.column_names:
+            tier, tier_labels = _sorted_labels(scored.column("tier"))
+        else:
+            tier, tier_labels = np.full(scored.num_rows, -1, dtype=np.int64), []
+        cluster, cluster_labels = _sorted_labels(scored.column("source_id"))
+        return cls(task=_task_index(scored.column("task")), group=group, group_labels=group_labels, tier=tier,
+                   tier_labels=tier_labels, cluster=cluster, n_clusters=len(cluster_labels), em=numbers("em"),
+                   em_soft=numbers("em_soft"),
+                   resolved=scored.column("resolved").to_numpy(zero_copy_only=False).astype(bool),
+                   parse_status=codes_in(scored.column("parse_status"), PARSE_STATUSES),
+                   severity=numbers("severity"), wup=numbers("wup"), lin=numbers("lin"))
+
+
+def _sorted_labels(column: pa.Array | pa.ChunkedArray) -> tuple[np.ndarray, list[str]]:
+    """Codes in sorted label order (−1 where null) and the sorted labels."""
+    codes, labels = encode_strings(column, sort=True)
+    return codes, [str(label) for label in labels.to_pylist()]
+
+
+def floors_of(items: pa.Table) -> tuple[dict[str, float], dict[str, str]]:
+    """The image-blind floor score φ and floor reply per question type (:mod:`.floor`)."""
+    task_index = _task_index(items.column("task"))
+    answers, floors = _floors(task_index, items.column("answer"))
+    is_mcq = task_index == TASK_NAMES.index(MCQ_TASK)
+    if is_mcq.any():
+        mcq_options, _ = _mcq_arrays(items, is_mcq, None)
+        floors[MCQ_TASK] = mcq_floor(items.column("answer").take(pa.array(np.flatnonzero(is_mcq))), mcq_options)
+    return floors, answers
 
 
 def _intervals(replicates: np.ndarray, level: float) -> tuple[np.ndarray, np.ndarray]:
@@ -50,20 +102,21 @@ def _intervals(replicates: np.ndarray, level: float) -> tuple[np.ndarray, np.nda
     return percentile_interval(replicates, level)
 
 
-def summarize(arrays: _ItemArrays, floors: Mapping[str, float], floor_replies: Mapping[str, str], *,
-              B: int = 1000, seed: int = 42, level: float = 0.95) -> dict[str, Any]:
-    """The C1 summary (module docstring) from per-item codes and scores."""
-    scores = arrays.scores
+def summarize(scored: pa.Table, items: pa.Table, options: Any) -> dict[str, Any]:
+    """The C1 summary (module docstring) from the per-item score table and the benchmark items it
+    scores (same rows, same order). ``options``: the resolved score options (``bootstrap`` = B,
+    ``seed``, ``level``)."""
+    arrays = _ItemArrays.of(scored)
+    floors, floor_replies = floors_of(items)
+    B, seed, level = int(options.bootstrap), int(options.seed), float(options.level)
     n_items = len(arrays.task)
-    em = scores.em.astype(np.float64)
-    em_soft = scores.em_soft.astype(np.float64)
-    resolved = scores.resolved_node >= 0
-    with_severity = ~np.isnan(scores.severity)
-    values = {"em": em, "em_soft": em_soft, "unresolved": (~resolved).astype(np.float64),
-              "wup": scores.wup, "lin": scores.lin}
+    em, em_soft = arrays.em, arrays.em_soft
+    with_severity = ~np.isnan(arrays.severity)
+    values = {"em": em, "em_soft": em_soft, "unresolved": (~arrays.resolved).astype(np.float64),
+              "wup": arrays.wup, "lin": arrays.lin}
     plan = ClusterBootstrapPlan(arrays.cluster, arrays.n_clusters)
     everything = np.ones(n_items, dtype=bool)
-    severity_values = np.nan_to_num(scores.severity)
+    severity_values = np.nan_to_num(arrays.severity)
 
     def full_block(cells: np.ndarray, n_cells: int) -> dict[str, int]:
         count = plan.add_denominator(everything, cells, n_cells)
@@ -75,9 +128,9 @@ def summarize(arrays: _ItemArrays, floors: Mapping[str, float], floor_replies: M
     n_groups, n_tiers = len(arrays.group_labels), len(arrays.tier_labels)
     task_codes = arrays.task
     pooled_codes = np.zeros(n_items, dtype=np.int64)
-    open_codes = np.where(task_codes != TASKS.index(MCQ_TASK), 0, -1)
+    open_codes = np.where(task_codes != TASK_NAMES.index(MCQ_TASK), 0, -1)
     blocks = {
-        "tasks": (full_block(task_codes, len(TASKS)), list(TASKS), task_codes),
+        "tasks": (full_block(task_codes, len(TASK_NAMES)), list(TASK_NAMES), task_codes),
         "pooled": (full_block(pooled_codes, 1), ["all"], pooled_codes),
         "open_pooled": (full_block(open_codes, 1), ["all"], open_codes),
         "groups": (full_block(arrays.group, n_groups), arrays.group_labels, arrays.group),
@@ -120,7 +173,7 @@ def summarize(arrays: _ItemArrays, floors: Mapping[str, float], floor_replies: M
                          r_lo[0], r_hi[0], n=n)
 
     summary: dict[str, Any] = {"n_images": int(arrays.n_clusters)}
-    summary["bootstrap"] = {"B": int(B), "seed": int(seed), "level": float(level), "unit": "image (source_id)"}
+    summary["bootstrap"] = {"B": int(B), "seed": int(seed), "level": float(level), "cluster": "image (source_id)"}
 
     def metric_blocks(key: str) -> dict[str, dict[str, Any]]:
         columns, labels, cells = blocks[key]
@@ -147,7 +200,7 @@ def summarize(arrays: _ItemArrays, floors: Mapping[str, float], floor_replies: M
         phi = float(floors.get(name, np.nan))
         block["floor"] = phi
         block["floor_answer"] = floor_replies.get(name)
-        column = em_first + TASKS.index(name)
+        column = em_first + TASK_NAMES.index(name)
         block["headroom"] = _headroom(estimate[column], replicates[:, column], phi, level, n=block["n"])
     summary["pooled"] = metric_blocks("pooled").get("all", {})
     summary["open_pooled"] = metric_blocks("open_pooled").get("all", {})
@@ -165,11 +218,11 @@ def summarize(arrays: _ItemArrays, floors: Mapping[str, float], floor_replies: M
 
     def em_cells(cells: np.ndarray, labels: list[str]) -> dict[str, dict[str, Any]]:
         """EM per (task, label) cell, point estimates (the breakdown tables)."""
-        width = len(TASKS) * max(len(labels), 1)
+        width = len(TASK_NAMES) * max(len(labels), 1)
         n = np.bincount(cells[cells >= 0], minlength=width)
         hits = np.bincount(cells[cells >= 0], weights=em[cells >= 0], minlength=width)
         out: dict[str, dict[str, Any]] = {}
-        for t_index, t_name in enumerate(TASKS):
+        for t_index, t_name in enumerate(TASK_NAMES):
             row: dict[str, Any] = {}
             for l_index, l_name in enumerate(labels):
                 cell = t_index * len(labels) + l_index
@@ -181,13 +234,14 @@ def summarize(arrays: _ItemArrays, floors: Mapping[str, float], floor_replies: M
 
     summary["task_group"] = em_cells(task_group, arrays.group_labels)
     summary["task_tier"] = em_cells(task_tier, arrays.tier_labels)
-    summary["breakdown"] = _breakdown(arrays, values, scores.severity)
-    resolution_counts = np.bincount(task_codes * len(RESOLUTIONS) + scores.resolution,
-                                    minlength=len(TASKS) * len(RESOLUTIONS)).reshape(len(TASKS), len(RESOLUTIONS))
-    summary["resolution"] = {
-        TASKS[t]: {RESOLUTIONS[r]: int(resolution_counts[t, r]) for r in np.argsort(RESOLUTIONS)
-                   if resolution_counts[t, r]}
-        for t in range(len(TASKS)) if resolution_counts[t].any()
+    summary["breakdown"] = _breakdown(arrays, values, arrays.severity)
+    n_statuses = len(PARSE_STATUSES)
+    status_counts = np.bincount(task_codes * n_statuses + arrays.parse_status,
+                                minlength=len(TASK_NAMES) * n_statuses).reshape(len(TASK_NAMES), n_statuses)
+    summary["format"] = {
+        TASK_NAMES[t]: {PARSE_STATUSES[r]: int(status_counts[t, r]) for r in np.argsort(PARSE_STATUSES)
+                        if status_counts[t, r]}
+        for t in range(len(TASK_NAMES)) if status_counts[t].any()
     }
     summary["table3"] = {column: summary["tasks"][task]["em"] for column, task in TABLE3_COLUMNS.items()
                          if task in summary["tasks"]}
@@ -209,8 +263,8 @@ def _recognition_recall(em_first: int, estimate: np.ndarray, replicates: np.ndar
     """gap = EM(MCQ) − EM(open common name); ratio = MCQ / open (§2.11)."""
     if MCQ_TASK not in n_by_task or OPEN_COMMON_TASK not in n_by_task:
         return {}
-    mcq = em_first + TASKS.index(MCQ_TASK)
-    open_ = em_first + TASKS.index(OPEN_COMMON_TASK)
+    mcq = em_first + TASK_NAMES.index(MCQ_TASK)
+    open_ = em_first + TASK_NAMES.index(OPEN_COMMON_TASK)
     with np.errstate(invalid="ignore", divide="ignore"):
         ratio_reps = np.where(replicates[:, open_] > 0, replicates[:, mcq] / replicates[:, open_], np.nan)
     gap, ratio = recognition_recall_gap(float(estimate[mcq]), float(estimate[open_]))
@@ -232,7 +286,7 @@ def _breakdown(arrays: _ItemArrays, values: dict[str, np.ndarray], severity: np.
     tier = np.where(arrays.tier >= 0, arrays.tier, n_tiers - 1)
     valid = arrays.group >= 0
     cells = (arrays.task * n_groups + arrays.group) * n_tiers + tier
-    cells, width = cells[valid], len(TASKS) * n_groups * n_tiers
+    cells, width = cells[valid], len(TASK_NAMES) * n_groups * n_tiers
     n = np.bincount(cells, minlength=width)
     has_severity = ~np.isnan(severity[valid])
     n_severity = np.bincount(cells[has_severity], minlength=width)
@@ -243,7 +297,7 @@ def _breakdown(arrays: _ItemArrays, values: dict[str, np.ndarray], severity: np.
     for cell in np.flatnonzero(n):
         task, rest = divmod(int(cell), n_groups * n_tiers)
         group, tier_code = divmod(rest, n_tiers)
-        record: dict[str, Any] = {"task": TASKS[task], "group": arrays.group_labels[group],
+        record: dict[str, Any] = {"task": TASK_NAMES[task], "group": arrays.group_labels[group],
                                   "tier": tier_labels[tier_code], "n": int(n[cell]),
                                   "n_severity": int(n_severity[cell])}
         for name, total in sums.items():
@@ -256,7 +310,7 @@ def _breakdown(arrays: _ItemArrays, values: dict[str, np.ndarray], severity: np.
 def _hierarchy_matrix(task: np.ndarray, em: np.ndarray, codes: np.ndarray, n_clusters: int,
                       group: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None:
     """Per image (cluster): EM at phylum … species, which levels it was asked, its group code."""
-    level_of_task = np.asarray([HIERARCHY_TASKS.index(t) if t in HIERARCHY_TASKS else -1 for t in TASKS])
+    level_of_task = np.asarray([HIERARCHY_TASKS.index(t) if t in HIERARCHY_TASKS else -1 for t in TASK_NAMES])
     level = level_of_task[task]
     rows = np.flatnonzero(level >= 0)
     if len(rows) == 0:

@@ -28,6 +28,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from biovqa.components.c1.tasks import MCQ_TASKS
 from biovqa.errors import InputFormatError
 from biovqa.records import TREE_RANKS
 from biovqa.taxonomy.tree import BenchmarkTree
@@ -45,7 +46,6 @@ RANK_CLASS: dict[str, str] = {
     "scientific_name": "species",
     "common_name": "species",
 }
-MCQ_TASKS: frozenset[str] = frozenset({"common_name_mcq"})
 #: Fewer distinct taxa than this make a reference cell thin (Supplement E.4).
 MIN_DISTINCT_TAXA = 6
 #: Reference-cell label of a cell pooled over all groups.
@@ -220,9 +220,3 @@ def unified_tier(tasks: np.ndarray | list[str], prevalence_tier: np.ndarray, mcq
     """The one difficulty column: MCQ tier for choice items, prevalence tier for open items."""
     is_mcq = np.isin(np.asarray(tasks, dtype=object), list(MCQ_TASKS))
     return np.where(is_mcq, np.asarray(mcq_tier, dtype=object), np.asarray(prevalence_tier, dtype=object))
-
-
-#: Question type → depth of the asked rank in the benchmark tree (common names have none).
-ASKED_DEPTH: dict[str, int] = {
-    "phylum": 1, "class": 2, "order": 3, "family": 4, "genus": 5, "species": 6, "scientific_name": 6,
-}
