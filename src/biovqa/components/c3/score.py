@@ -45,14 +45,14 @@ def score_items(items: pa.Table, predictions: pa.Table, options: Mapping[str, An
     a task an item names that no spec declares stays unparsed and scores 0)."""
     by_name = {spec.name: spec for spec in tasks}
     n = items.num_rows
-    tasks = items.column("task").to_pylist()
+    item_tasks = items.column("task").to_pylist()
     answers = items.column("answer").to_pylist()
     gold_numbers = np.asarray(items.column("gold_number").cast(pa.float64()).to_numpy(zero_copy_only=False),
                               dtype=np.float64)
     responses = predictions.column("response").to_pylist()
     statuses = predictions.column("status").to_pylist()
     rows_of: dict[str, list[int]] = {}
-    for i, task in enumerate(tasks):
+    for i, task in enumerate(item_tasks):
         rows_of.setdefault(task, []).append(i)
     out = ScoreColumns(n)
     for task, task_rows in rows_of.items():
