@@ -90,8 +90,7 @@ def write_folder(out: Path, component: str, label: str, skill: float, scale: flo
         summary["table3"] = {col: _estimate(score[tasks == task]) for col, task in TABLE3_COLUMNS.items()}
         summary["groups"] = {g: {"em": _estimate(score[group == g])} for g in C1_GROUPS}
     elif component == "c2":
-        from biovqa.components.c2.cags import CATEGORY_OF
-        from biovqa.components.c2.summary import TABLE3_COLUMNS
+        from biovqa.components.c2.tasks import CATEGORY_OF, TABLE3_COLUMNS
         spec = _counts(C2_FAMILIES, scale)
         family = np.repeat(np.array(list(spec), dtype=object), list(spec.values()))
         n = len(family)

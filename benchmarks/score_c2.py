@@ -28,25 +28,13 @@ from biovqa.records import ITEM_COLUMNS
 from biovqa.components.c2.score import kernel_config, load_context
 from biovqa.components.c2 import kernels
 from biovqa.components.c2 import naming
-from biovqa.components.c2 import parser
+from biovqa.components.c2 import parse
 from biovqa.components.c2.summary import summarize
-from biovqa.components.c2.cags import (
-    CATEGORY_OF,
-    OPEN_FAMILIES,
-    C2Context,
-    genus_class_baseline,
-    open_baseline_sample,
-    open_similarity,
-    score_items,
-)
+from biovqa.components.c2.cags import score_items
+from biovqa.components.c2.context import C2Context, genus_class_baseline, open_baseline_sample
+from biovqa.components.c2.tasks import CATEGORY_OF, FAMILY, OPEN_FAMILIES, PAPER_COUNTS
 from biovqa.text import normalize_c2
 
-PAPER_COUNTS = {
-    "attr_bare_value": 280_433, "attr_group_value": 321_073, "marker_localization": 11_788,
-    "visibility_partset": 117_880, "visibility_side": 35_364, "category_mcq": 11_191,
-    "open_common_name": 11_788, "open_scientific_name": 11_668, "open_genus": 11_728,
-    "open_kind_of": 11_191,
-}
 LETTERS = "ABCDE"
 STEMS = {
     "attr_bare_value": "What is the {pp} of this bird?",
@@ -258,7 +246,7 @@ def clear_caches() -> None:
     naming.tokens.cache_clear()
     naming.name_part_agreement.cache_clear()
     naming._matcher_for.cache_clear()
-    parser._char_counts.cache_clear()
+    parse._char_counts.cache_clear()
 
 
 # ---------------------------------------------------------------------------------------------
@@ -270,16 +258,16 @@ def reference_item(row: dict, reply: str | None, status: str, context: C2Context
     """(s, b, cags, em, parse_status) of one item, straight from the scalar definitions."""
     family = row["family"]
     question = row["question"]
-    options = parser.parse_options(question)
-    routed = parser.route_family(question, options)
+    options = parse.parse_options(question)
+    routed = parse.route_family(question, options)
     assert routed == family, (routed, family)
     has_reply = status == "ok" and reply is not None
     if options is not None:
-        gold = parser.parse_gold(row["answer"], options)
+        gold = parse.parse_gold(row["answer"], options)
         if has_reply:
-            index, parse_status = parser.resolve_reply(reply, options, prefer_text=config.prefer_text)
+            index, parse_status = parse.resolve_reply(reply, options, prefer_text=config.prefer_text)
         else:
-            index, parse_status = -1, parser.MISSING
+            index, parse_status = -1, parse.MISSING
 
         def sim(a: int) -> float:
             x, y = options[a], options[gold]
@@ -304,14 +292,14 @@ def reference_item(row: dict, reply: str | None, status: str, context: C2Context
         s = sim(index) if index >= 0 else 0.0
         em = int(index == gold and index >= 0)
     else:
-        text = parser.clean_open_reply(reply) if has_reply else ""
-        parse_status = parser.MISSING if not has_reply else (parser.PARSED if text else parser.FAILED)
+        text = parse.clean_open_reply(reply) if has_reply else ""
+        parse_status = parse.MISSING if not has_reply else (parse.PARSED if text else parse.FAILED)
         gold_text = normalize_c2(row["answer"])
         pred = text
         if family == "open_kind_of":
             gold_text = normalize_c2(row["class_name"])
             pred = naming.complete_kind_of(text, row["kind_category"]) if text else ""
-        s = open_similarity(family, pred, gold_text, context) if pred else 0.0
+        s = FAMILY[family].kernel(pred, gold_text, context) if pred else 0.0
         em = int(bool(pred) and pred == gold_text)
         if family == "open_kind_of":
             em = int(em or (bool(text) and text == normalize_c2(row["answer"])))
@@ -324,8 +312,8 @@ def reference_item(row: dict, reply: str | None, status: str, context: C2Context
         else:
             pool = list(context.open_gold_pool[family])
             sample = open_baseline_sample(family, gold_text, pool)
-            b = sum(open_similarity(family, pool[d], gold_text, context) for d in sample) / len(sample)
-    if parse_status not in parser.RECOVERED:
+            b = sum(FAMILY[family].kernel(pool[d], gold_text, context) for d in sample) / len(sample)
+    if parse_status not in parse.RECOVERED:
         return 0.0, b, 0.0, 0, parse_status
     if 1.0 - b < 1e-12:
         cags = 1.0 if s == 1.0 else 0.0
@@ -378,12 +366,12 @@ def main() -> int:
             table = score_items(items, predictions, context, config)
             score_times.append(time.perf_counter() - start)
             start = time.perf_counter()
-            summary = summarize(table, resamples=0)
+            summary = summarize(table, None, {"bootstrap": 0})
             summary_times.append(time.perf_counter() - start)
             cpu_times.append(time.process_time() - cpu)
         fast = min(score_times)
         start, cpu = time.perf_counter(), time.process_time()
-        summarize(table, resamples=args.bootstrap)
+        summarize(table, None, {"bootstrap": args.bootstrap})
         boot, boot_cpu = time.perf_counter() - start, time.process_time() - cpu
         print(f"vectorised per-item scoring: {fast:.2f} s wall (best of {args.repeats}; all {', '.join(f'{t:.2f}' for t in score_times)})")
         print(f"summary without bootstrap:   {min(summary_times):.2f} s wall")

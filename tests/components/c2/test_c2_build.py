@@ -12,14 +12,15 @@ import pyarrow as pa
 import pytest
 from PIL import Image
 
-from biovqa.components.c2 import families as fam
+from biovqa.components.c2 import questions as fam
+from biovqa.components.c2 import tasks
+from biovqa.components.c2.floor import floor_responses
+from biovqa.components.c2.parse import question_stem
 from biovqa.components.c2.build import (
     ITEM_SCHEMA,
     build_c2,
     facing_left,
     default_names_path,
-    floor_responses,
-    question_stem,
     read_name_map,
 )
 from biovqa.components.c2.render import MARKER_COLORS
@@ -49,11 +50,11 @@ def _by_family(rows: list[dict], family: str) -> list[dict]:
 def test_schema_and_categories(built) -> None:
     bench, rows, _ = built
     assert bench.items.schema.equals(ITEM_SCHEMA)
-    assert {r["task"] for r in rows} == set(fam.FAMILIES)
+    assert {r["task"] for r in rows} == set(tasks.FAMILIES)
     for r in rows:
         assert r["component"] == "c2" and r["family"] == r["task"]
-        assert r["category"] == fam.FAMILY_CATEGORY[r["task"]]
-        if r["task"] in fam.OPEN_FAMILIES:
+        assert r["category"] == tasks.CATEGORY_OF[r["task"]]
+        if r["task"] in tasks.OPEN_FAMILIES:
             assert r["options"] is None and r["answer_letter"] is None
         else:
             options = r["options"]
@@ -61,7 +62,7 @@ def test_schema_and_categories(built) -> None:
             assert options.count(r["answer"]) == 1
             assert options[fam.LETTERS.index(r["answer_letter"])] == r["answer"]
     assert len({r["item_id"] for r in rows}) == len(rows)
-    assert fam.FAMILY_CATEGORY == {
+    assert tasks.CATEGORY_OF == {
         "attr_bare_value": "morphological", "attr_group_value": "relative_salience",
         "marker_localization": "anatomical", "visibility_partset": "anatomical",
         "visibility_side": "anatomical", "category_mcq": "naming", "open_common_name": "naming",
@@ -73,12 +74,12 @@ def test_manifest_records_counts_rule_and_images(built, cub_dir: Path) -> None:
     bench, rows, cub = built
     manifest = bench.manifest
     produced = Counter(r["task"] for r in rows)
-    for family in fam.FAMILIES:
+    for family in tasks.FAMILIES:
         entry = manifest["family_counts"][family]
-        assert entry["expected_paper_count"] == fam.PAPER_COUNTS[family]
+        assert entry["expected_paper_count"] == tasks.PAPER_COUNTS[family]
         assert entry["produced"] == produced[family]
-        assert entry["difference"] == produced[family] - fam.PAPER_COUNTS[family]
-    assert sum(fam.PAPER_COUNTS.values()) == 824_104
+        assert entry["difference"] == produced[family] - tasks.PAPER_COUNTS[family]
+    assert sum(tasks.PAPER_COUNTS.values()) == 824_104
     assert manifest["parameters"]["certainty_rule"]["true_min_certainty"] == 3
     # relative to the benchmark folder (no builder path), resolving to the CUB images folder
     assert not Path(manifest["images_root"]).is_absolute()
@@ -227,7 +228,7 @@ def test_naming_families(built) -> None:
     _, rows, _ = built
     by_class: dict[int, dict[str, dict]] = {}
     for r in rows:
-        if fam.FAMILY_CATEGORY[r["task"]] == "naming":
+        if tasks.CATEGORY_OF[r["task"]] == "naming":
             by_class.setdefault(r["class_id"], {})[r["task"]] = r
     gull = by_class[59]
     assert gull["category_mcq"]["answer"] == "Gull"

@@ -10,9 +10,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from biovqa.errors import InputFormatError, MissingResourceError
-from biovqa.components.c2 import cags as cags_module
+from biovqa.components.c2 import similarity
 from biovqa.components.c2.score import load_context, score
-from biovqa.components.c2.cags import chance_adjusted, open_baseline_sample, score_items
+from biovqa.components.c2.cags import chance_adjusted, score_items
+from biovqa.components.c2.context import open_baseline_sample
 
 B_BLUE = (0.498 + 0.134 + 0.053) / 3
 
@@ -124,7 +125,7 @@ def test_open_items_naming_kernels_and_em(make_bench):
     context = load_context(bench)
     pool = context.open_gold_pool["open_common_name"]
     assert len(pool) == 5
-    expected_b = np.mean([cags_module.open_similarity("open_common_name", p, "song sparrow", context)
+    expected_b = np.mean([similarity.common_name(p, "song sparrow", context)
                           for p in pool if p != "song sparrow"])
     assert by_id["c0"]["b"] == pytest.approx(expected_b)
 

@@ -13,7 +13,7 @@ import pytest
 from fixtures.cub import BIRD_LAYOUT, write_cub, write_cub_bird_parts
 
 from biovqa.bench.folder import Bench
-from biovqa.components.c2 import kernels, parser
+from biovqa.components.c2 import kernels, parse
 from biovqa.components.c2.build import build_c2, part_layout
 from biovqa.components.c2.kernels import PartLayout
 from biovqa.scoring.pipeline import score_predictions
@@ -91,7 +91,7 @@ def test_marker_scores_use_the_built_layout(bird, tmp_path) -> None:
     for row in items:
         if row["task"] == "marker_localization":
             wrong = next(o for o in row["options"] if o != row["answer"])
-            replies.append(f"({parser.LETTERS[row['options'].index(wrong)]}) {wrong}")
+            replies.append(f"({parse.LETTERS[row['options'].index(wrong)]}) {wrong}")
             expected[row["item_id"]] = layout.part_similarity(wrong, row["answer"])
         else:
             replies.append("")
@@ -120,14 +120,14 @@ def test_pronoun_i_is_not_an_option_letter(bird, tmp_path, template, letter) -> 
         assert scored["pred_letter"][k] == letter
         assert scored["parse_status"][k] == "parsed"
     opts = ["Red", "Blue", "Green", "Black", "White"]
-    assert parser.resolve_reply(template.format(B="Blue"), opts)[0] == "ABCDE".index(letter)
+    assert parse.resolve_reply(template.format(B="Blue"), opts)[0] == "ABCDE".index(letter)
 
 
 def test_out_of_range_letter_keeps_searching() -> None:
     # "E" is out of range for three options, the later "(A)" counts
-    assert parser.resolve_reply("E. no, (A) red", ["red", "blue", "green"]) == (0, parser.PARSED)
+    assert parse.resolve_reply("E. no, (A) red", ["red", "blue", "green"]) == (0, parse.PARSED)
     # with ten options "I" is a real letter
-    assert parser.resolve_reply("I", list("abcdefghij"))[0] == 8
+    assert parse.resolve_reply("I", list("abcdefghij"))[0] == 8
 
 
 # --------------------------------------------------------------------------------------------
@@ -182,7 +182,7 @@ def _answer_table(bench: Bench, tmp_path: Path) -> dict[str, list[tuple[float, f
     for choice in range(5):
         replies = [""] * len(items)
         for k in rows:
-            replies[k] = f"({parser.LETTERS[choice]}) {items[k]['options'][choice]}"
+            replies[k] = f"({parse.LETTERS[choice]}) {items[k]['options'][choice]}"
         scored = _score(bench, replies, tmp_path / f"choice{choice}")
         for k in rows:
             gold = items[k]["answer"]

@@ -8,7 +8,7 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from biovqa.components.c2 import parser
+from biovqa.components.c2 import parse
 from biovqa.text import normalize_c2
 
 RED_BLUE = ["Red", "Blue", "Green", "Yellow", "Purple"]
@@ -21,63 +21,63 @@ def test_step1_normalize(text):
 
 def test_step2_detect_format_and_options():
     question = "What is the wing color of this bird? Options: (A) blue, (B) grey, (C) bill color: black"
-    assert parser.has_options(question)
-    assert parser.parse_options(question) == ["blue", "grey", "bill color: black"]
-    assert parser.parse_options("What is the genus of the bird?") is None
+    assert parse.has_options(question)
+    assert parse.parse_options(question) == ["blue", "grey", "bill color: black"]
+    assert parse.parse_options("What is the genus of the bird?") is None
 
 
 @pytest.mark.parametrize("gold", ["Blue", "(B) Blue", "(B)", "blue."])
 def test_step3_gold_forms(gold):
-    assert parser.parse_gold(gold, RED_BLUE) == 1
+    assert parse.parse_gold(gold, RED_BLUE) == 1
 
 
 def test_step3_gold_absent():
-    assert parser.parse_gold("Orange", RED_BLUE) == -1
+    assert parse.parse_gold("Orange", RED_BLUE) == -1
 
 
 @pytest.mark.parametrize(
     ("reply", "index", "status"),
     [
-        ("(B) Blue", 1, parser.PARSED),            # the instructed form
-        ("(B) Red", 1, parser.MISMATCH),           # Table 14: letter and text disagree → letter wins
-        ("B", 1, parser.PARSED),                   # bare letter
-        ("(b)", 1, parser.PARSED),                 # wrong case, letter only
-        ("b. blue", 1, parser.PARSED),
-        ("Option C: Green", 2, parser.PARSED),
-        ("blue", 1, parser.PARSED),                # text only
-        ("BLUE", 1, parser.PARSED),                # wrong case
-        ("**(D) Yellow**", 3, parser.PARSED),      # markdown
-        ("`(E) Purple`", 4, parser.PARSED),
-        ("The answer is (C) Green.", 2, parser.PARSED),
-        ("Answer: Yellow", 3, parser.PARSED),
-        ("Sure, the answer is: (A) Red", 0, parser.PARSED),
-        ("The wing of this bird is clearly yellow in colour.", 3, parser.PARSED),  # verbose sentence
-        ("a yellow wing", 3, parser.PARSED),       # 'a' is the article, not letter A
-        ("A yellow wing", 0, parser.MISMATCH),     # capital bare letter counts as a marker
-        ("(B) Blue\nBecause the feathers are blue.", 1, parser.PARSED),  # first line only
-        ("\n\n(C) Green", 2, parser.PARSED),
-        ("Answer:\n(C) Green", 2, parser.PARSED),
-        ("Purplle", 4, parser.FUZZY),              # near miss: ratio 12/13 ≥ 0.86
-        ("Purpel", -1, parser.FAILED),             # ratio 10/12 < 0.86
-        ("", -1, parser.FAILED),
-        ("   ", -1, parser.FAILED),
-        (None, -1, parser.FAILED),
-        ("I cannot tell from this image", -1, parser.FAILED),
-        ("(F) Orange", -1, parser.FAILED),         # letter beyond the options, text unknown
+        ("(B) Blue", 1, parse.PARSED),            # the instructed form
+        ("(B) Red", 1, parse.MISMATCH),           # Table 14: letter and text disagree → letter wins
+        ("B", 1, parse.PARSED),                   # bare letter
+        ("(b)", 1, parse.PARSED),                 # wrong case, letter only
+        ("b. blue", 1, parse.PARSED),
+        ("Option C: Green", 2, parse.PARSED),
+        ("blue", 1, parse.PARSED),                # text only
+        ("BLUE", 1, parse.PARSED),                # wrong case
+        ("**(D) Yellow**", 3, parse.PARSED),      # markdown
+        ("`(E) Purple`", 4, parse.PARSED),
+        ("The answer is (C) Green.", 2, parse.PARSED),
+        ("Answer: Yellow", 3, parse.PARSED),
+        ("Sure, the answer is: (A) Red", 0, parse.PARSED),
+        ("The wing of this bird is clearly yellow in colour.", 3, parse.PARSED),  # verbose sentence
+        ("a yellow wing", 3, parse.PARSED),       # 'a' is the article, not letter A
+        ("A yellow wing", 0, parse.MISMATCH),     # capital bare letter counts as a marker
+        ("(B) Blue\nBecause the feathers are blue.", 1, parse.PARSED),  # first line only
+        ("\n\n(C) Green", 2, parse.PARSED),
+        ("Answer:\n(C) Green", 2, parse.PARSED),
+        ("Purplle", 4, parse.FUZZY),              # near miss: ratio 12/13 ≥ 0.86
+        ("Purpel", -1, parse.FAILED),             # ratio 10/12 < 0.86
+        ("", -1, parse.FAILED),
+        ("   ", -1, parse.FAILED),
+        (None, -1, parse.FAILED),
+        ("I cannot tell from this image", -1, parse.FAILED),
+        ("(F) Orange", -1, parse.FAILED),         # letter beyond the options, text unknown
     ],
 )
 def test_step4_resolve(reply, index, status):
-    assert parser.resolve_reply(reply, RED_BLUE) == (index, status)
+    assert parse.resolve_reply(reply, RED_BLUE) == (index, status)
 
 
 def test_step4_prefer_text():
-    assert parser.resolve_reply("(B) Red", RED_BLUE, prefer_text=True) == (0, parser.MISMATCH)
-    assert parser.resolve_reply("(B) Blue", RED_BLUE, prefer_text=True) == (1, parser.PARSED)
+    assert parse.resolve_reply("(B) Red", RED_BLUE, prefer_text=True) == (0, parse.MISMATCH)
+    assert parse.resolve_reply("(B) Blue", RED_BLUE, prefer_text=True) == (1, parse.PARSED)
 
 
 def test_step4_longest_option_first():
     options = ["left wing", "wing", "beak"]
-    assert parser.resolve_reply("it is the left wing", options) == (0, parser.PARSED)
+    assert parse.resolve_reply("it is the left wing", options) == (0, parse.PARSED)
 
 
 def _ratio(a: str, b: str) -> float:
@@ -87,11 +87,11 @@ def _ratio(a: str, b: str) -> float:
 def test_fuzzy_threshold_just_above_and_below():
     options = ["under tail color: buff", "bill color: black"]
     above = "under tail colr: buf"
-    assert _ratio(above, options[0]) >= parser.FUZZY_THRESHOLD
-    assert parser.resolve_reply(above, options) == (0, parser.FUZZY)
+    assert _ratio(above, options[0]) >= parse.FUZZY_THRESHOLD
+    assert parse.resolve_reply(above, options) == (0, parse.FUZZY)
     below = "undr tl clr bf"
-    assert _ratio(normalize_c2(below), options[0]) < parser.FUZZY_THRESHOLD
-    assert parser.resolve_reply(below, options) == (-1, parser.FAILED)
+    assert _ratio(normalize_c2(below), options[0]) < parse.FUZZY_THRESHOLD
+    assert parse.resolve_reply(below, options) == (-1, parse.FAILED)
 
 
 @pytest.mark.parametrize(
@@ -103,21 +103,21 @@ def test_fuzzy_threshold_just_above_and_below():
 )
 def test_fuzzy_boundary(text, option, expected):
     ratio = _ratio(text, option)
-    assert (ratio >= parser.FUZZY_THRESHOLD) == expected
-    assert (parser.fuzzy_option(text, [option]) == 0) == expected
+    assert (ratio >= parse.FUZZY_THRESHOLD) == expected
+    assert (parse.fuzzy_option(text, [option]) == 0) == expected
 
 
 def test_fuzzy_exactly_at_threshold_counts():
     # 43 matching characters, 100 in all → ratio 0.86 exactly
     a, b = "x" * 50, "x" * 43 + "y" * 7
     assert _ratio(a, b) == pytest.approx(0.86)
-    assert parser.fuzzy_option(a, [b]) == 0
+    assert parse.fuzzy_option(a, [b]) == 0
 
 
 def test_open_reply_cleaning():
-    assert parser.clean_open_reply("**Larus californicus**\nIt is a gull.") == "larus californicus"
-    assert parser.clean_open_reply("The answer is: Larus.") == "larus"
-    assert parser.clean_open_reply(None) == ""
+    assert parse.clean_open_reply("**Larus californicus**\nIt is a gull.") == "larus californicus"
+    assert parse.clean_open_reply("The answer is: Larus.") == "larus"
+    assert parse.clean_open_reply(None) == ""
 
 
 @pytest.mark.parametrize(
@@ -140,7 +140,7 @@ def test_open_reply_cleaning():
     ],
 )
 def test_step5_routing(question, options, family):
-    assert parser.route_family(question, options) == family
-    is_side = np.array([sorted(normalize_c2(o) for o in (options or [])) == sorted(parser.SIDE_LABELS)])
-    routed = parser.route_families(pa.array([question]), is_side, np.array([bool(options)]))
+    assert parse.route_family(question, options) == family
+    is_side = np.array([sorted(normalize_c2(o) for o in (options or [])) == sorted(parse.SIDE_LABELS)])
+    routed = parse.route_families(pa.array([question]), is_side, np.array([bool(options)]))
     assert routed[0] == family

@@ -34,10 +34,10 @@ def summaries(tmp_path):
 
 def test_tables_layout_and_values(summaries):
     out = report.tables(summaries)
-    assert list(out["table3_c2"].columns) == ["model", "sal", "mrp", "loc", "nam"]
-    assert out["table3_c2"]["model"].tolist() == ["strong", "weak", "Chance (cags = 0 by construction)"]
+    assert list(out["table3"].columns) == ["model", "sal", "mrp", "loc", "nam"]
+    assert out["table3"]["model"].tolist() == ["strong", "weak", "Chance (cags = 0 by construction)"]
     strong = summaries[0][1]
-    assert out["table3_c2"].loc[0, "mrp"] == round(strong["categories"]["morphological"]["cags"]["value"], 3)
+    assert out["table3"].loc[0, "mrp"] == round(strong["categories"]["morphological"]["cags"]["value"], 3)
     lead = out["table30_leaderboard"]
     assert list(lead.columns) == ["rank", "model", "EM", "GS_raw", "cags", "ci95_lo", "ci95_hi", "severity"]
     assert lead["model"].tolist() == ["strong", "weak"] and lead["rank"].tolist() == [1, 2]
@@ -77,7 +77,7 @@ def test_a_floor_run_is_listed_in_table3_only(summaries):
     Table 30 nor averaged in a family table's mean row."""
     with_floor = [*summaries, ("floor (image-blind)", summaries[1][1])]
     out = report.tables(with_floor)
-    assert "floor (image-blind)" in out["table3_c2"]["model"].tolist()
+    assert "floor (image-blind)" in out["table3"]["model"].tolist()
     assert out["table30_leaderboard"]["model"].tolist() == ["strong", "weak"]
     assert out["table30_leaderboard"]["rank"].tolist() == [1, 2]
     for name in ("table31_em_format", "table32_categories", "table33_cags_by_family", "table35_family_difficulty"):

@@ -8,6 +8,7 @@ import pyarrow as pa
 import pytest
 
 from biovqa.components.c2 import build
+from biovqa.components.c2.floor import floor_responses
 from biovqa.components.registry import get_component
 from biovqa.bench.folder import write_parquet
 from biovqa.components.c2.score import score
@@ -15,7 +16,8 @@ from biovqa.synthetic import write_cub
 
 
 def test_registered_scorer_is_this_one():
-    assert get_component("c2").load("scorer") is score
+    """The registry hands out this scorer, wrapped so that its options are resolved once."""
+    assert get_component("c2").load("scorer").__wrapped__ is score
 
 
 @pytest.mark.slow
@@ -33,7 +35,7 @@ def test_build_then_score(tmp_path):
     assert result.summary["pooled"]["cags"]["value"] == 1.0 and result.summary["pooled"]["em"]["value"] == 1.0
     assert set(result.summary["families"]) == set(items.column("task").to_pylist())
 
-    floor = build.floor_responses(items)
+    floor = floor_responses(items)
     floor_predictions = pa.table({"item_id": items.column("item_id"), "response": floor,
                                   "status": pa.array(["ok"] * len(rows))})
     first = score(bench, floor_predictions, {"bootstrap": 100})

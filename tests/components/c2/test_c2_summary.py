@@ -39,7 +39,7 @@ def constant_family_scores(values: dict[str, float]) -> pa.Table:
 
 
 def test_item_weighted_category_and_pooled():
-    summary = summarize(constant_family_scores(QWEN32), resamples=0)
+    summary = summarize(constant_family_scores(QWEN32), None, {"bootstrap": 0})
     assert summary["pooled"]["n"] == 824_104
     assert summary["categories"]["anatomical"]["cags"]["value"] == pytest.approx(0.4754, abs=5e-5)
     assert summary["categories"]["anatomical"]["n"] == 165_032
@@ -65,7 +65,7 @@ def test_bootstrap_intervals_bracket_the_mean(make_bench):
             estimate = block[metric]
             assert estimate["lo"] <= estimate["value"] <= estimate["hi"]
             assert estimate["n"] == block["n"]
-    assert summary["bootstrap"] == {"resamples": 300, "seed": 7, "level": 0.95, "unit": "items"}
+    assert summary["bootstrap"] == {"B": 300, "seed": 7, "level": 0.95, "cluster": "item"}
     assert summary["families"]["category_mcq"]["choose_a_rate"] == pytest.approx(0.5)
     # severity: mean 1 − cags over wrong items
     fam = summary["families"]["attr_bare_value"]
@@ -146,7 +146,7 @@ def test_family_path_intervals_equal_the_masked_group_path():
     (pooled, categories, families) equals the one the masked-columns path (_masked_group_intervals)
     gives from the same resamples, to its float32 rounding. An item of no known family counts in
     the pooled group only."""
-    from biovqa.components.c2.cags import CATEGORIES, CATEGORY_OF, FAMILIES
+    from biovqa.components.c2.tasks import CATEGORIES, CATEGORY_OF, FAMILIES
 
     rng = np.random.default_rng(3)
     sizes = {"attr_bare_value": 400, "attr_group_value": 350, "marker_localization": 40,
@@ -162,7 +162,7 @@ def test_family_path_intervals_equal_the_masked_group_path():
         "pred_letter": pa.array([None] * n, pa.string()), "gold": pa.array([None] * n, pa.string()),
         "parsed": pa.array([None] * n, pa.string()),
     })
-    summary = summarize(table, resamples=300, seed=11)
+    summary = summarize(table, None, {"bootstrap": 300, "seed": 11})
     present = [f for f in FAMILIES if f in sizes]
     categories = [c for c in CATEGORIES if any(CATEGORY_OF[f] == c for f in present)]
     masks = ([np.ones(n, dtype=bool)]

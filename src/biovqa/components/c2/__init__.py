@@ -1,19 +1,22 @@
 """C2 fine-grained attribute grounding (CUB-200-2011).
 
-Modules: :mod:`.families` (the ten question families and their prompts), :mod:`.build`
-(items, floor), :mod:`.render` (part markers), :mod:`.parser` (the five-step reply parser),
-:mod:`.kernels` and :mod:`.naming` (similarity kernels), :mod:`.cags` (per-item scores),
-:mod:`.summary` (aggregates), :mod:`.sweep` (kernel sensitivity), :mod:`.report`.
+Modules: :mod:`.tasks` (one record per question family, from which every family tuple and Table 3
+column is derived), :mod:`.prompts` (the paper's prompts), :mod:`.questions` (the family
+generators), :mod:`.build` (the benchmark folder), :mod:`.render` (part markers), :mod:`.floor`
+(image-blind replies), :mod:`.parse` (the five-step reply parser), :mod:`.kernels` and
+:mod:`.naming` (pure similarity kernels), :mod:`.similarity` (each family's kernel over its items),
+:mod:`.context` (benchmark-wide scoring context, open chance baselines), :mod:`.cags` (per-item
+scores), :mod:`.score` (the scorer), :mod:`.summary` (aggregates), :mod:`.rank` (the rank
+bootstrap's inputs), :mod:`.sweep` (kernel sensitivity), :mod:`.report` (tables, figures).
 """
 
+from biovqa.components.c2.tasks import FAMILIES, TABLE3, TASKS
 from biovqa.components.registry import AnalysisColumn, Component, Option
 
 COMPONENT = Component(
     name="c2",
     title="C2 fine-grained attribute grounding",
-    tasks=("attr_bare_value", "attr_group_value", "marker_localization", "visibility_partset",
-           "visibility_side", "category_mcq", "open_common_name", "open_scientific_name",
-           "open_genus", "open_kind_of"),
+    tasks=FAMILIES,
     score_options=(
         Option("prefer_text", bool, False,
                "when an MCQ reply's letter and option text disagree, take the text (default: the letter)"),
@@ -33,7 +36,7 @@ COMPONENT = Component(
                "either way)"),
         Option("sweep_size", int, 60000, "items drawn for the kernel sweep (--sweep)", low=1),
     ),
-    table3=("sal", "mrp", "loc", "nam"),
+    table3=TABLE3,
     rank_columns=("item_id", "family", "cags"),
     # facts the shared stages read
     max_new_tokens=48,  # App. B.2 gives none for C2: biovqa's default

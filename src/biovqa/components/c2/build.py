@@ -25,7 +25,6 @@ from typing import Annotated, Any
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 import typer
 
 from biovqa.errors import InputFormatError, MissingResourceError
@@ -33,7 +32,8 @@ from biovqa.bench.folder import Bench, relative_to_bench, sha256_file, staged_bu
 from biovqa.records import ITEM_COLUMNS
 from biovqa.sources.cub import CubDataset, read_cub
 from biovqa.text import normalize_c2
-from biovqa.components.c2 import families as fam
+from biovqa.components.c2 import questions as fam
+from biovqa.components.c2.tasks import CATEGORY_OF, FAMILIES, PAPER_COUNTS
 from biovqa.components.c2.render import (
     MARKER_COLORS,
     MARKER_SHAPES,
@@ -316,9 +316,9 @@ def build_c2(
                                                "visibility_partset", "marker_localization", "naming")}
     colors = tuple(MARKER_COLORS)
 
-    rows: dict[str, list[dict[str, Any]]] = {f: [] for f in fam.FAMILIES}
-    tables: dict[str, list[pa.Table]] = {f: [] for f in fam.FAMILIES}
-    produced = dict.fromkeys(fam.FAMILIES, 0)
+    rows: dict[str, list[dict[str, Any]]] = {f: [] for f in FAMILIES}
+    tables: dict[str, list[pa.Table]] = {f: [] for f in FAMILIES}
+    produced = dict.fromkeys(FAMILIES, 0)
     jobs: list[RenderJob] = []
     marker_rows: list[dict[str, Any]] = []
     from biovqa.progress import stage as progress_stage
@@ -398,7 +398,7 @@ def build_c2(
     if marker_rows:
         tables["marker_localization"] = [_items_table(marker_rows)]
     produced["marker_localization"] = len(marker_rows)
-    ordered = [t for family in fam.FAMILIES for t in tables[family]]
+    ordered = [t for family in FAMILIES for t in tables[family]]
     table = (pa.concat_tables(ordered) if ordered else ITEM_SCHEMA.empty_table()).combine_chunks()
 
     side_dir = out / SIDE_FOLDER
@@ -409,9 +409,9 @@ def build_c2(
     write_json(side_dir / VOCABULARY_FILE, vocabulary)
 
     family_counts = {
-        f: {"expected_paper_count": fam.PAPER_COUNTS[f], "produced": produced[f],
-            "difference": produced[f] - fam.PAPER_COUNTS[f]}
-        for f in fam.FAMILIES
+        f: {"expected_paper_count": PAPER_COUNTS[f], "produced": produced[f],
+            "difference": produced[f] - PAPER_COUNTS[f]}
+        for f in FAMILIES
     }
     sources: dict[str, str | Path] = {name: path for name, path in cub.files.items()}
     sources["cub_names"] = names_path
@@ -457,7 +457,7 @@ def _items_table(rows: list[dict[str, Any]]) -> pa.Table:
     columns: dict[str, list[Any]] = {name: [] for name in ITEM_SCHEMA.names}
     for row in rows:
         family = row["task"]
-        row = {**row, "component": "c2", "family": family, "category": fam.FAMILY_CATEGORY[family]}
+        row = {**row, "component": "c2", "family": family, "category": CATEGORY_OF[family]}
         for name, values in columns.items():
             values.append(row.get(name))
     return pa.Table.from_pydict(columns, schema=ITEM_SCHEMA)
@@ -487,82 +487,12 @@ def build_command(
         console.print(f"  {family:22s} {entry['produced']:>9,}  (paper {entry['expected_paper_count']:,})")
 
 
-# --------------------------------------------------------------------------------------------
-# floor (registered in biovqa.components.registry)
-
-
-def question_stem(question: str) -> str:
-    """The question without its ``Options:`` list."""
-    head, _, _ = question.partition(" Options:")
-    return head
-
-
-def floor_responses(items: pa.Table) -> pa.Array:
-    """Image-blind baseline replies, one per item.
-
-    MCQ: among the item's options, the one most often gold across the benchmark's items of the
-    same family and question stem (the question without its options); ties go to the earlier
-    letter; the reply is ``(X) option text`` as the instruction asks. Open families: the most
-    frequent gold of the family (ties: alphabetically first).
-    """
-    n = items.num_rows
-    task = _strings(items.column("task"))
-    answer = _strings(items.column("answer"))
-    options = items.column("options").combine_chunks() if n else pa.array([], pa.list_(pa.string()))
-    stem = pc.replace_substring_regex(_strings(items.column("question")), pattern=r" Options:.*$",
-                                      replacement="", max_replacements=1)
-    replies = np.empty(n, dtype=object)
-    is_open = np.asarray(pc.is_null(options).to_numpy(zero_copy_only=False), dtype=bool)
-
-    if is_open.any():
-        open_rows = np.flatnonzero(is_open)
-        counts: dict[str, dict[str, int]] = {}
-        for t, a in zip(task.take(open_rows).to_pylist(), answer.take(open_rows).to_pylist()):
-            counts.setdefault(t, {})[a] = counts.setdefault(t, {}).get(a, 0) + 1
-        best = {t: min(c.items(), key=_most_frequent_first)[0] for t, c in counts.items()}
-        replies[open_rows] = [best[t] for t in task.take(open_rows).to_pylist()]
-
-    mcq_rows = np.flatnonzero(~is_open)
-    if mcq_rows.size:
-        separator = "\x1f"
-        prefix = pc.binary_join_element_wise(task.take(mcq_rows), stem.take(mcq_rows), "", separator)
-        gold_keys = pc.binary_join_element_wise(prefix, answer.take(mcq_rows), separator)
-        encoded = gold_keys.dictionary_encode()
-        key_counts = np.bincount(encoded.indices.to_numpy(), minlength=len(encoded.dictionary))
-        mcq_options = options.take(pa.array(mcq_rows))
-        flat = pc.list_flatten(mcq_options)
-        parent = pc.list_parent_indices(mcq_options).to_numpy()
-        offsets = mcq_options.offsets.to_numpy()
-        letter_index = np.arange(len(flat)) - (offsets[parent] - offsets[0])
-        option_keys = pc.binary_join_element_wise(prefix.take(pa.array(parent)), flat, separator)
-        found = pc.index_in(option_keys, value_set=encoded.dictionary)
-        found_np = pc.fill_null(found, -1).to_numpy()
-        option_counts = np.where(found_np >= 0, key_counts[np.maximum(found_np, 0)], 0)
-        order = np.lexsort((letter_index, -option_counts, parent))
-        first = order[np.r_[True, parent[order][1:] != parent[order][:-1]]]
-        letters = np.array(list(fam.LETTERS), dtype=object)[letter_index[first]]
-        texts = flat.take(pa.array(first)).to_pylist()
-        replies[mcq_rows[parent[first]]] = [f"({letter}) {text}" for letter, text in zip(letters, texts)]
-    return pa.array(replies.tolist(), type=pa.string())
-
-
-def _most_frequent_first(entry: tuple[str, int]) -> tuple[int, str]:
-    return -entry[1], entry[0]
-
-
-def _strings(column: pa.ChunkedArray | pa.Array) -> pa.Array:
-    array = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
-    return pc.fill_null(array.cast(pa.string()), "")
-
-
 __all__ = [
     "C2_COLUMNS",
     "ITEM_SCHEMA",
     "build_c2",
     "build_command",
     "default_names_path",
-    "floor_responses",
     "part_layout",
-    "question_stem",
     "read_name_map",
 ]

@@ -18,199 +18,28 @@ must agree with it item by item.
 
 from __future__ import annotations
 
-import hashlib
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from biovqa.components.c2.families import FAMILIES, FAMILY_CATEGORY
-from biovqa.components.c2.families import OPEN_FAMILIES as _OPEN
+from biovqa.components.c2 import naming, parse
+from biovqa.components.c2.context import (
+    C2Context, class_keys, family_codes, genus_class_baseline, open_baseline, open_gold_texts)
+from biovqa.components.c2.kernels import DEFAULT_CONFIG, KernelConfig
+from biovqa.components.c2.similarity import pair_similarities
+from biovqa.components.c2.tasks import CATEGORY_OF, FAMILIES, FAMILY, MCQ_FAMILIES, OPEN_FAMILIES
 from biovqa.errors import InputFormatError
 from biovqa.scoring.schema import core_columns
 from biovqa.text import Vocabulary, encode_strings
-from biovqa.components.c2 import kernels
-from biovqa.components.c2 import naming
-from biovqa.components.c2 import parser
-from biovqa.components.c2.kernels import DEFAULT_CONFIG, KernelConfig, PartLayout, normalize_c2
+from biovqa.components.c2.kernels import normalize_c2
 
-CATEGORIES: tuple[str, ...] = ("morphological", "relative_salience", "anatomical", "naming")
-CATEGORY_OF: dict[str, str] = FAMILY_CATEGORY
-MCQ_FAMILIES: tuple[str, ...] = tuple(f for f in FAMILIES if f not in _OPEN)
-OPEN_FAMILIES: tuple[str, ...] = tuple(f for f in FAMILIES if f in _OPEN)
-#: Size of the open-item chance sample (paper App. C.4 (Eqs. 2, 11, 12)).
-OPEN_BASELINE_SAMPLE = 40
-#: Seed of the open-item chance sample (42 + stable hash of the item id).
-OPEN_BASELINE_SEED = 42
 DEGENERATE_BASELINE = 1e-12
 
 _GOLD_LETTER_RE = re.compile(r"^\(([A-J])\)\s*(.*)$", re.DOTALL)
-
-
-# ---------------------------------------------------------------------------------------------
-# bench-level context
-
-
-@dataclass(frozen=True)
-class C2Context:
-    """What scoring needs beyond one item: the part layout, the common-name → genus index of the
-    genus lift, and each open family's distinct gold answers (the pool of the chance baseline).
-    Built from the whole benchmark, so a subsample scores every item exactly as the full run."""
-
-    layout: PartLayout | None
-    genus_index: naming.GenusIndex
-    open_gold_pool: dict[str, tuple[str, ...]] = field(default_factory=dict)
-    #: open_genus: one (class key, normalized genus) per CUB class asked a genus, sorted (the
-    #: pool of the "exact" genus baseline)
-    genus_class_pool: tuple[tuple[str, str], ...] = ()
-    #: open baselines per family and gold (naming kernels ignore the sweep's settings)
-    pool_similarity_cache: dict[str, dict[str, float]] = field(
-        default_factory=dict, compare=False, repr=False)
-
-    @classmethod
-    def from_items(cls, items: pa.Table, layout: PartLayout | None) -> C2Context:
-        codes, _unknown = family_codes(items)
-        columns = items.column_names
-        pairs: list[tuple[str | None, str | None]] = []
-        if "class_name" in columns and "genus" in columns:
-            distinct = items.select(["class_name", "genus"]).group_by(
-                ["class_name", "genus"], use_threads=False).aggregate([])
-            pairs = list(zip(distinct.column("class_name").to_pylist(),
-                             distinct.column("genus").to_pylist()))
-        genus_index = naming.GenusIndex.from_pairs(sorted(pairs, key=lambda p: (str(p[0]), str(p[1]))))
-        pool: dict[str, tuple[str, ...]] = {}
-        for family in OPEN_FAMILIES:
-            rows = np.flatnonzero(codes == FAMILIES.index(family))
-            if len(rows) == 0:
-                continue
-            golds = _open_gold_texts(items, rows, family)
-            pool[family] = tuple(sorted({g for g in golds if g}))
-        genus_rows = np.flatnonzero(codes == FAMILIES.index("open_genus"))
-        class_pool: set[tuple[str, str]] = set()
-        if len(genus_rows):
-            keys = _class_keys(items, genus_rows)
-            golds = _open_gold_texts(items, genus_rows, "open_genus")
-            class_pool = {(k, g) for k, g in zip(keys, golds) if g}
-        return cls(layout=layout, genus_index=genus_index, open_gold_pool=pool,
-                   genus_class_pool=tuple(sorted(class_pool)))
-
-
-def _class_keys(items: pa.Table, rows: np.ndarray) -> list[str]:
-    """The CUB class of each row as a string key: class_id, else class_name, else the answer."""
-    take = pa.array(rows)
-    n = len(rows)
-    ids = items.column("class_id").take(take).to_pylist() if "class_id" in items.column_names else [None] * n
-    names = items.column("class_name").take(take).to_pylist() if "class_name" in items.column_names else [None] * n
-    answers = items.column("answer").take(take).to_pylist()
-    return [f"id:{i}" if i is not None else f"name:{normalize_c2(c)}" if c else f"answer:{normalize_c2(a or '')}"
-            for i, c, a in zip(ids, names, answers)]
-
-
-def family_codes(items: pa.Table) -> tuple[np.ndarray, list[str]]:
-    """Index into FAMILIES of every item (-1 for an unknown family) and the unknown names."""
-    name = "family" if "family" in items.column_names else "task"
-    encoded = pc.dictionary_encode(items.column(name).combine_chunks())
-    names = encoded.dictionary.to_pylist()
-    lookup = np.array([FAMILIES.index(f) if f in FAMILIES else -1 for f in names] or [-1], dtype=np.int64)
-    index = encoded.indices.to_numpy(zero_copy_only=False)
-    index = np.nan_to_num(np.asarray(index, dtype=float), nan=-1).astype(np.int64) \
-        if encoded.indices.null_count else np.asarray(index, dtype=np.int64)
-    codes = np.where(index >= 0, lookup[np.maximum(index, 0)], -1)
-    unknown = sorted({str(f) for f, code in zip(names, lookup) if code < 0})
-    if encoded.indices.null_count:
-        unknown.append("None")
-    return codes, unknown
-
-
-def _open_gold_texts(items: pa.Table, rows: np.ndarray, family: str) -> list[str]:
-    """Normalized gold strings the open kernels compare against (open_kind_of: the full CUB
-    common name [DEFAULT])."""
-    answers = items.column("answer").take(pa.array(rows)).to_pylist()
-    if family == "open_kind_of" and "class_name" in items.column_names:
-        full = items.column("class_name").take(pa.array(rows)).to_pylist()
-        categories = items.column("kind_category").take(pa.array(rows)).to_pylist() \
-            if "kind_category" in items.column_names else [None] * len(rows)
-        return [normalize_c2(f) if f else naming.complete_kind_of(a or "", c)
-                for f, a, c in zip(full, answers, categories)]
-    return [normalize_c2(a) for a in answers]
-
-
-# ---------------------------------------------------------------------------------------------
-# helpers
-
-
-def stable_item_hash(item_id: str) -> int:
-    """A 64-bit hash of an item id that is the same on every machine and run."""
-    return int.from_bytes(hashlib.blake2b(item_id.encode("utf-8"), digest_size=8).digest(), "little")
-
-
-_MASK64 = (1 << 64) - 1
-
-
-def splitmix64(values: np.ndarray) -> np.ndarray:
-    """SplitMix64 finalizer on uint64 arrays (wrapping arithmetic): a fast, well-mixed hash."""
-    z = values.astype(np.uint64, copy=True)
-    with np.errstate(over="ignore"):
-        z += np.uint64(0x9E3779B97F4A7C15)
-        z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
-        z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
-    return z ^ (z >> np.uint64(31))
-
-
-def open_baseline_sample(family: str, gold: str, pool: Sequence[str],
-                         sample_size: int = OPEN_BASELINE_SAMPLE) -> list[int]:
-    """Indices into the family's sorted gold pool of the open-item chance sample for ``gold``:
-    the ``sample_size`` other golds with the smallest
-    ``splitmix64(seed 42 ⊕ hash(family, gold), pool index)`` keys — a fixed-seed sample without
-    replacement (all others when fewer exist). [DEFAULT] The sample is drawn per gold answer,
-    not per item, so items that share a gold share their chance baseline (see docs)."""
-    gold_index = list(pool).index(gold) if gold in pool else -1
-    seed = stable_item_hash(f"{family}\x1f{gold}")
-    keys = _baseline_keys(np.array([seed], dtype=np.uint64), len(pool))[0]
-    order = [int(i) for i in np.argsort(keys, kind="stable") if int(i) != gold_index]
-    return order[:sample_size]
-
-
-def open_baseline(family: str, gold: str, context: C2Context) -> float:
-    """b of an open item: mean s(d, gold) over the gold's chance sample (paper App. C.4 (Eqs. 2, 11, 12))."""
-    cache = context.pool_similarity_cache.setdefault(family, {})
-    if gold not in cache:
-        pool = context.open_gold_pool.get(family, ())
-        sample = open_baseline_sample(family, gold, pool)
-        cache[gold] = (sum(open_similarity(family, pool[d], gold, context) for d in sample)
-                       / len(sample)) if sample else 0.0
-    return cache[gold]
-
-
-def genus_class_baseline(class_key: str, gold: str, context: C2Context,
-                         sample_size: int = OPEN_BASELINE_SAMPLE) -> float:
-    """b of an open_genus item under ``genus_baseline="exact"``: the share of a fixed-seed
-    sample of 40 *other CUB classes* (one gold each; congeneric classes included) whose genus is
-    the gold genus — the chance of naming the right genus by answering another class's genus
-    (paper b ≈ 0.01 on CUB; docs/c2-paper-constraints.md)."""
-    cache = context.pool_similarity_cache.setdefault("open_genus:exact", {})
-    key = f"{class_key}\x1f{gold}"
-    if key not in cache:
-        pool = context.genus_class_pool
-        others = [i for i, (k, _g) in enumerate(pool) if k != class_key]
-        if not others:
-            cache[key] = 0.0
-        else:
-            seed = stable_item_hash(f"open_genus\x1f{class_key}")
-            keys = _baseline_keys(np.array([seed], dtype=np.uint64), len(pool))[0]
-            order = sorted(others, key=lambda i: (int(keys[i]), i))[:sample_size]
-            cache[key] = sum(1.0 for i in order if pool[i][1] == gold) / len(order)
-    return cache[key]
-
-
-def _baseline_keys(item_hashes: np.ndarray, pool_size: int) -> np.ndarray:
-    seeded = splitmix64(item_hashes.astype(np.uint64) ^ np.uint64(OPEN_BASELINE_SEED))
-    columns = splitmix64(np.arange(pool_size, dtype=np.uint64))
-    return splitmix64(seeded[:, None] ^ columns[None, :])
 
 
 def chance_adjusted(s: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -222,24 +51,6 @@ def chance_adjusted(s: np.ndarray, b: np.ndarray) -> np.ndarray:
     safe = np.where(degenerate, 1.0, denominator)
     out = (s - b) / safe
     return np.where(degenerate, np.where(s == 1.0, 1.0, 0.0), out)
-
-
-def pair_similarities(a_keys: np.ndarray, b_keys: np.ndarray,
-                      evaluate: Callable[[int, int], float]) -> np.ndarray:
-    """s for each (a, b) key pair, calling ``evaluate`` once per distinct pair. Keys are
-    non-negative integers; pairs with a negative key get NaN."""
-    a = np.asarray(a_keys, dtype=np.int64).ravel()
-    b = np.asarray(b_keys, dtype=np.int64).ravel()
-    out = np.full(a.shape, np.nan)
-    valid = (a >= 0) & (b >= 0)
-    if not valid.any():
-        return out.reshape(np.shape(a_keys))
-    base = int(max(a[valid].max(), b[valid].max())) + 1
-    combined = a[valid] * base + b[valid]
-    unique, inverse = np.unique(combined, return_inverse=True)
-    values = np.array([evaluate(int(k // base), int(k % base)) for k in unique], dtype=float)
-    out[valid] = values[inverse]
-    return out.reshape(np.shape(a_keys))
 
 
 def _encode_strings(values: pa.ChunkedArray | pa.Array, transform: Callable[[str], Any]
@@ -275,15 +86,15 @@ def _gold_indices(items: pa.Table, option_ids: np.ndarray, counts: np.ndarray,
                   vocab: Vocabulary, mcq: np.ndarray) -> np.ndarray:
     """Step 3 for every MCQ row: the gold's option index (from ``(A) text`` or a bare value,
     falling back on ``answer_letter``)."""
-    def parse(text: str) -> tuple[int, int]:
+    def parse_gold(text: str) -> tuple[int, int]:
         match = _GOLD_LETTER_RE.match(text.strip())
         letter = -1
         if match:
-            letter = parser.LETTERS.index(match.group(1))
+            letter = parse.LETTERS.index(match.group(1))
             text = match.group(2)
         return vocab.get(normalize_c2(text)), letter
 
-    index, parsed = _encode_strings(items.column("answer"), parse)
+    index, parsed = _encode_strings(items.column("answer"), parse_gold)
     gold_ids = np.array([p[0] for p in parsed] or [-1], dtype=np.int64)[np.maximum(index, 0)]
     gold_letters = np.array([p[1] for p in parsed] or [-1], dtype=np.int64)[np.maximum(index, 0)]
     gold_ids[index < 0] = -1
@@ -296,8 +107,8 @@ def _gold_indices(items: pa.Table, option_ids: np.ndarray, counts: np.ndarray,
         letters = items.column("answer_letter").to_pylist()
         for row in np.flatnonzero(mcq & (gold < 0)):
             letter = letters[row]
-            if letter and letter in parser.LETTERS and parser.LETTERS.index(letter) < counts[row]:
-                gold[row] = parser.LETTERS.index(letter)
+            if letter and letter in parse.LETTERS and parse.LETTERS.index(letter) < counts[row]:
+                gold[row] = parse.LETTERS.index(letter)
     bad = np.flatnonzero(mcq & (gold < 0))
     if len(bad):
         first_bad = int(bad[0])
@@ -310,7 +121,7 @@ def _gold_indices(items: pa.Table, option_ids: np.ndarray, counts: np.ndarray,
     return gold
 
 
-def _check_predictions(items: pa.Table, predictions: pa.Table) -> None:
+def check_predictions(items: pa.Table, predictions: pa.Table) -> None:
     if predictions.num_rows != items.num_rows:
         raise InputFormatError(
             f"predictions have {predictions.num_rows} rows, the benchmark has {items.num_rows}",
@@ -331,14 +142,14 @@ def _check_predictions(items: pa.Table, predictions: pa.Table) -> None:
 def _check_routing(items: pa.Table, families: np.ndarray, option_ids: np.ndarray,
                    counts: np.ndarray, vocab: Vocabulary) -> None:
     """Step 5: the template phrases must route every question to the family it is stored as."""
-    side_ids = np.sort([vocab.get(label) for label in parser.SIDE_LABELS])
+    side_ids = np.sort([vocab.get(label) for label in parse.SIDE_LABELS])
     width = option_ids.shape[1]
     if width >= 4 and (side_ids >= 0).all():
         first4 = np.sort(option_ids[:, :4], axis=1)
         is_side = (counts == 4) & (first4 == side_ids[None, :]).all(axis=1)
     else:
         is_side = np.zeros(len(families), dtype=bool)
-    routed, has_token = parser.route_and_detect(items.column("question"), is_side, counts > 0)
+    routed, has_token = parse.route_and_detect(items.column("question"), is_side, counts > 0)
     wrong = np.flatnonzero((routed != families) | (has_token != (counts > 0)))
     if len(wrong):
         row = int(wrong[0])
@@ -360,7 +171,7 @@ def score_items(items: pa.Table, predictions: pa.Table, context: C2Context,
     pred_letter, parse_status, em (0/1), s, b, cags, severity (1 − cags on EM = 0 items, else
     null).
     """
-    _check_predictions(items, predictions)
+    check_predictions(items, predictions)
     n = items.num_rows
     codes, unknown = family_codes(items)
     if unknown:
@@ -376,7 +187,7 @@ def score_items(items: pa.Table, predictions: pa.Table, context: C2Context,
 
     # replies: analyzed once per distinct string
     status = pc.fill_null(predictions.column("status"), "missing")
-    reply_index, reply_parts = _encode_strings(predictions.column("response"), parser.analyze_reply)
+    reply_index, reply_parts = _encode_strings(predictions.column("response"), parse.analyze_reply)
     is_ok = np.asarray(pc.equal(status, "ok").to_numpy(zero_copy_only=False), dtype=bool)
     has_reply = is_ok & (reply_index >= 0)
     parts_text = [p.text for p in reply_parts]
@@ -384,7 +195,7 @@ def score_items(items: pa.Table, predictions: pa.Table, context: C2Context,
     safe_reply = np.maximum(reply_index, 0)
 
     pred_idx = np.full(n, -1, dtype=np.int64)
-    parse_code = np.full(n, _CODE[parser.MISSING], dtype=np.int8)
+    parse_code = np.full(n, _CODE[parse.MISSING], dtype=np.int8)
 
     # MCQ resolution: common cases with arrays, the rest through the scalar resolver
     rows = np.flatnonzero(mcq & has_reply)
@@ -397,7 +208,7 @@ def score_items(items: pa.Table, predictions: pa.Table, context: C2Context,
         eq_idx = np.where(has_eq, eq.argmax(axis=1), -1)
         empty = empty_of[ridx]
         chosen = np.full(len(rows), -1, dtype=np.int64)
-        code = np.full(len(rows), _CODE[parser.FAILED], dtype=np.int8)
+        code = np.full(len(rows), _CODE[parse.FAILED], dtype=np.int8)
         agree = has_eq & valid_letter & (eq_idx == letter)
         disagree = has_eq & valid_letter & (eq_idx != letter)
         text_only = has_eq & ~valid_letter
@@ -405,8 +216,8 @@ def score_items(items: pa.Table, predictions: pa.Table, context: C2Context,
         chosen[agree | text_only] = eq_idx[agree | text_only]
         chosen[letter_only] = letter[letter_only]
         chosen[disagree] = eq_idx[disagree] if config.prefer_text else letter[disagree]
-        code[agree | text_only | letter_only] = _CODE[parser.PARSED]
-        code[disagree] = _CODE[parser.MISMATCH]
+        code[agree | text_only | letter_only] = _CODE[parse.PARSED]
+        code[disagree] = _CODE[parse.MISMATCH]
         slow = np.flatnonzero(~empty & ~(agree | disagree | text_only | letter_only))
         if len(slow):
             _resolve_slow_rows(rows[slow], slow, option_ids, counts, reply_index, reply_parts,
@@ -416,10 +227,10 @@ def score_items(items: pa.Table, predictions: pa.Table, context: C2Context,
 
     # open items: the cleaned reply is the prediction
     open_rows = np.flatnonzero(~mcq & has_reply)
-    parse_code[open_rows] = np.where(empty_of[safe_reply[open_rows]], _CODE[parser.FAILED],
-                                     _CODE[parser.PARSED])
+    parse_code[open_rows] = np.where(empty_of[safe_reply[open_rows]], _CODE[parse.FAILED],
+                                     _CODE[parse.PARSED])
     recovered = np.zeros(n, dtype=bool)
-    for name in parser.RECOVERED:
+    for name in parse.RECOVERED:
         recovered |= parse_code == _CODE[name]
 
     s = np.zeros(n)
@@ -431,8 +242,9 @@ def score_items(items: pa.Table, predictions: pa.Table, context: C2Context,
         frows = np.flatnonzero((codes == FAMILIES.index(family)) & mcq)
         if len(frows) == 0:
             continue
-        sims = _mcq_similarities(family, items, frows, option_ids, counts, gold_idx, vocab,
-                                 context, config)
+        opt = option_ids[frows]
+        gold = opt[np.arange(len(frows)), gold_idx[frows]]
+        sims = FAMILY[family].kernel(items, frows, opt, gold, vocab.texts, context, config)
         k = counts[frows]
         valid = np.arange(sims.shape[1])[None, :] < k[:, None]
         gold_sim = sims[np.arange(len(frows)), gold_idx[frows]]
@@ -447,7 +259,7 @@ def score_items(items: pa.Table, predictions: pa.Table, context: C2Context,
         frows = np.flatnonzero(codes == FAMILIES.index(family))
         if len(frows) == 0:
             continue
-        golds = _open_gold_texts(items, frows, family)
+        golds = open_gold_texts(items, frows, family)
         _score_open_family(family, items, frows, golds, reply_index, parts_text, has_reply,
                            context, s, b, em, open_pred_text, config)
 
@@ -459,7 +271,7 @@ def score_items(items: pa.Table, predictions: pa.Table, context: C2Context,
     severity = np.where(em == 0, 1.0 - cags, np.nan)
 
     gold_text, pred_text = _display_texts(items, mcq, counts, gold_idx, pred_idx, open_pred_text)
-    letters = pa.array(list(parser.LETTERS))
+    letters = pa.array(list(parse.LETTERS))
     gold_letter = letters.take(pa.array(np.clip(gold_idx, 0, len(letters) - 1), mask=~mcq))
     pred_letter = letters.take(pa.array(np.clip(pred_idx, 0, len(letters) - 1), mask=~mcq | (pred_idx < 0)))
     family_array = pa.array(list(FAMILIES)).take(pa.array(codes))
@@ -483,12 +295,12 @@ def score_items(items: pa.Table, predictions: pa.Table, context: C2Context,
 
 
 def _markers_in_range(reply_rows: np.ndarray, n_options: np.ndarray,
-                      reply_parts: Sequence[parser.ReplyParts], vocab: Vocabulary
+                      reply_parts: Sequence[parse.ReplyParts], vocab: Vocabulary
                       ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Step 4b per MCQ row: the first letter marker of the reply within the row's option range
-    (:meth:`parser.ReplyParts.for_options`), once per distinct (reply, option count). Returns
+    (:meth:`parse.ReplyParts.for_options`), once per distinct (reply, option count). Returns
     (letter or -1, vocabulary id of the remainder or -1, remainder empty)."""
-    width = len(parser.LETTERS) + 1
+    width = len(parse.LETTERS) + 1
     keys = reply_rows.astype(np.int64) * width + np.minimum(n_options, width - 1)
     distinct, inverse = np.unique(keys, return_inverse=True)
     letters = np.empty(len(distinct), dtype=np.int64)
@@ -506,18 +318,18 @@ def _markers_in_range(reply_rows: np.ndarray, n_options: np.ndarray,
 
 def _resolve_slow_rows(rows: np.ndarray, local: np.ndarray, option_ids: np.ndarray,
                        counts: np.ndarray, reply_index: np.ndarray,
-                       reply_parts: Sequence[parser.ReplyParts], letter: np.ndarray,
+                       reply_parts: Sequence[parse.ReplyParts], letter: np.ndarray,
                        valid_letter: np.ndarray, vocab: Vocabulary, config: KernelConfig,
                        chosen: np.ndarray, code: np.ndarray) -> None:
     """Steps 4c–4f for MCQ rows whose remainder is not verbatim an option: the longest option
     contained in the reply (word runs, found once per distinct reply), reconciliation with the
     letter, then the fuzzy fallback once per distinct (reply, option) pair. Writes ``chosen`` and
-    ``code`` at positions ``local``; agrees with :func:`parser.resolve_parts` row by row."""
+    ``code`` at positions ``local``; agrees with :func:`parse.resolve_parts` row by row."""
     size = max(len(vocab.texts), 1)
     longest = max((len(text.split()) for text in vocab.texts), default=1)
     contained: list[int] = []
     for rid in np.unique(reply_index[rows]):
-        for phrase in set(parser.word_ngrams(reply_parts[rid].text, longest)):
+        for phrase in set(parse.word_ngrams(reply_parts[rid].text, longest)):
             vid = vocab.get(phrase)
             if vid >= 0:
                 contained.append(int(rid) * size + vid)
@@ -530,19 +342,19 @@ def _resolve_slow_rows(rows: np.ndarray, local: np.ndarray, option_ids: np.ndarr
     text_idx = np.where(present.any(axis=1), weighted.argmax(axis=1), -1)
 
     pick = np.full(len(rows), -1, dtype=np.int64)
-    status = np.full(len(rows), _CODE[parser.FAILED], dtype=np.int8)
+    status = np.full(len(rows), _CODE[parse.FAILED], dtype=np.int8)
     both = valid_letter & (text_idx >= 0)
     agree = both & (text_idx == letter)
     disagree = both & (text_idx != letter)
     pick[agree] = letter[agree]
     pick[disagree] = text_idx[disagree] if config.prefer_text else letter[disagree]
-    status[agree] = _CODE[parser.PARSED]
-    status[disagree] = _CODE[parser.MISMATCH]
+    status[agree] = _CODE[parse.PARSED]
+    status[disagree] = _CODE[parse.MISMATCH]
     letter_only = valid_letter & (text_idx < 0)
     text_only = ~valid_letter & (text_idx >= 0)
     pick[letter_only] = letter[letter_only]
     pick[text_only] = text_idx[text_only]
-    status[letter_only | text_only] = _CODE[parser.PARSED]
+    status[letter_only | text_only] = _CODE[parse.PARSED]
 
     fuzzy_rows = np.flatnonzero(~valid_letter & (text_idx < 0))
     if len(fuzzy_rows):
@@ -550,13 +362,13 @@ def _resolve_slow_rows(rows: np.ndarray, local: np.ndarray, option_ids: np.ndarr
         texts = vocab.texts
         ratios = pair_similarities(
             np.repeat(reply_index[rows][fuzzy_rows][:, None], fopts.shape[1], axis=1), fopts,
-            lambda rid, vid: parser.bounded_ratio(reply_parts[rid].text, texts[vid]))
+            lambda rid, vid: parse.bounded_ratio(reply_parts[rid].text, texts[vid]))
         ratios = np.where(np.isnan(ratios), -1.0, ratios)
         best = ratios.argmax(axis=1)
         best_ratio = ratios[np.arange(len(fuzzy_rows)), best]
-        hit = best_ratio >= parser.FUZZY_THRESHOLD
+        hit = best_ratio >= parse.FUZZY_THRESHOLD
         pick[fuzzy_rows[hit]] = best[hit]
-        status[fuzzy_rows[hit]] = _CODE[parser.FUZZY]
+        status[fuzzy_rows[hit]] = _CODE[parse.FUZZY]
     chosen[local] = pick
     code[local] = status
 
@@ -579,192 +391,15 @@ def _display_texts(items: pa.Table, mcq: np.ndarray, counts: np.ndarray, gold_id
             pc.if_else(mask, pred_from_options, open_pred))
 
 
-_STATUS_BY_CODE = parser.PARSE_STATUSES
+_STATUS_BY_CODE = parse.PARSE_STATUSES
 _CODE = {name: code for code, name in enumerate(_STATUS_BY_CODE)}
-
-
-def _side_part(value: Any) -> str:
-    text = normalize_c2(value or "")
-    return text[:-1] if text in ("eyes", "legs", "wings") else text
-
-
-def attribute_group_of(group: Any, part: Any, prop: Any) -> str:
-    """The CUB attribute group of an attr_bare_value item (``attribute_group``, or rebuilt from
-    ``part`` and ``property``)."""
-    if group:
-        return str(group)
-    words = [w for w in (normalize_c2(part or ""), normalize_c2(prop or "")) if w]
-    return "has_" + "_".join(" ".join(words).split())
-
-
-def _row_codes(items: pa.Table, rows: np.ndarray, columns: Sequence[str],
-               derive: Callable[..., str]) -> tuple[list[str], np.ndarray]:
-    """``derive(*column values)`` for the given rows, computed once per distinct combination:
-    (sorted distinct results, code of each row into them)."""
-    n = len(rows)
-    take = pa.array(rows)
-    key = np.zeros(n, dtype=np.int64)
-    dictionaries: list[list[Any]] = []
-    for column in columns:
-        if column in items.column_names:
-            encoded = pc.dictionary_encode(items.column(column).take(take).combine_chunks())
-            values = [None, *encoded.dictionary.to_pylist()]
-            codes = pc.fill_null(encoded.indices, -1).to_numpy(zero_copy_only=False).astype(np.int64) + 1
-        else:
-            values, codes = [None], np.zeros(n, dtype=np.int64)
-        key = key * len(values) + codes
-        dictionaries.append(values)
-    distinct, inverse = np.unique(key, return_inverse=True)
-    derived = []
-    for combined in distinct.tolist():
-        parts = []
-        for values in reversed(dictionaries):
-            combined, code = divmod(combined, len(values))
-            parts.append(values[code])
-        derived.append(derive(*reversed(parts)))
-    names = sorted(set(derived))
-    position = np.array([names.index(d) for d in derived], dtype=np.int64)
-    return names, position[inverse.ravel()]
-
-
-def _mcq_similarities(family: str, items: pa.Table, rows: np.ndarray, option_ids: np.ndarray,
-                      counts: np.ndarray, gold_idx: np.ndarray, vocab: Vocabulary,
-                      context: C2Context, config: KernelConfig) -> np.ndarray:
-    """(len(rows), K) matrix of s(option_j, gold) for one MCQ family (NaN beyond the options)."""
-    opt = option_ids[rows]
-    gold = opt[np.arange(len(rows)), gold_idx[rows]]
-    texts = vocab.texts
-    width = opt.shape[1]
-    if family == "attr_bare_value":
-        group_names, group_id = _row_codes(
-            items, rows, ("attribute_group", "part", "property"),
-            lambda g, p, q: attribute_group_of(g, p, q))
-        return _grouped_similarities(opt, gold, group_id, group_names, texts,
-                                     lambda group, a, g: kernels.value_similarity(group, a, g, config))
-    if family == "attr_group_value":
-        layout = _require_layout(context, family)
-        local = np.unique(opt[opt >= 0])
-        matrix = kernels.paired_attribute_matrix([texts[v] for v in local], layout, config)
-        position = np.searchsorted(local, np.maximum(opt, 0))
-        gold_position = np.searchsorted(local, gold)
-        return np.where(opt >= 0, matrix[position, gold_position[:, None]], np.nan)
-    if family == "marker_localization":
-        layout = _require_layout(context, family)
-
-        def evaluate(a: int, g: int) -> float:
-            return layout.part_similarity(texts[a], texts[g])
-        return pair_similarities(opt, np.repeat(gold[:, None], width, axis=1), evaluate)
-    if family == "category_mcq":
-        return np.where(opt >= 0, (opt == gold[:, None]).astype(float), np.nan)
-    if family == "visibility_side":
-        part_names, part_id = _row_codes(items, rows, ("part",), _side_part)
-        size = len(texts)
-        keys = np.where(opt >= 0, part_id[:, None] * size + opt, -1)
-        gold_keys = part_id * size + gold
-
-        def evaluate(a: int, g: int) -> float:
-            part = part_names[a // size]
-            kappa = kernels.visibility_element_similarity(context.layout, config, part or None)
-            return kernels.soft_jaccard(kernels.side_option_set(texts[a % size]),
-                                        kernels.side_option_set(texts[g % size]), kappa)
-        return pair_similarities(keys, np.repeat(gold_keys[:, None], width, axis=1), evaluate)
-    if family == "visibility_partset":
-        return _partset_similarities(opt, gold, texts, context, config)
-    raise AssertionError(family)
-
-
-def _grouped_similarities(opt: np.ndarray, gold: np.ndarray, group_id: np.ndarray,
-                          group_names: Sequence[str], texts: Sequence[str],
-                          kernel: Callable[[str, str, str], float]) -> np.ndarray:
-    """s(option, gold) where the kernel depends on the row's group: one small matrix per group
-    over the values it offers, gathered into a (rows, K) array (NaN beyond the options)."""
-    n_groups, size = len(group_names), len(texts)
-    present = np.zeros((n_groups, size + 1), dtype=bool)
-    present[np.repeat(group_id, opt.shape[1]), np.where(opt >= 0, opt, size).ravel()] = True
-    present[:, size] = False
-    local = np.cumsum(present, axis=1) - 1
-    widest = int(present.sum(axis=1).max()) if n_groups else 0
-    table = np.zeros((n_groups, max(widest, 1), max(widest, 1)))
-    for g, name in enumerate(group_names):
-        values = np.flatnonzero(present[g])
-        for i, a in enumerate(values):
-            for j, b in enumerate(values):
-                table[g, i, j] = kernel(name, texts[int(a)], texts[int(b)])
-    rows_group = group_id[:, None]
-    option_local = local[rows_group, np.maximum(opt, 0)]
-    gold_local = local[group_id, gold][:, None]
-    return np.where(opt >= 0, table[rows_group, option_local, gold_local], np.nan)
-
-
-def _partset_similarities(opt: np.ndarray, gold: np.ndarray, texts: Sequence[str],
-                          context: C2Context, config: KernelConfig) -> np.ndarray:
-    """visibility_partset: options as bit masks over the offered parts (None = ∅, All three =
-    the row's three parts), soft Jaccard per distinct (mask, mask) pair."""
-    special = {"none", "all three"}
-    used = sorted({texts[v] for v in np.unique(opt[opt >= 0])} - special)
-    if len(used) > 62:
-        raise InputFormatError(f"visibility_partset offers {len(used)} distinct parts (max 62)",
-                               file="items.parquet", field="options")
-    bit = np.zeros(len(texts) + 1, dtype=np.int64)
-    for index, name in enumerate(used):
-        bit[_text_id(texts, name)] = 1 << index
-    all_three_id = _text_id(texts, "all three")
-    safe = np.where(opt >= 0, opt, len(texts))
-    masks = bit[safe]
-    row_all = np.bitwise_or.reduce(masks, axis=1)
-    is_all = opt == all_three_id if all_three_id >= 0 else np.zeros_like(opt, dtype=bool)
-    masks = np.where(is_all, row_all[:, None], masks)
-    masks = np.where(opt >= 0, masks, -1)
-    gold_masks = masks[np.arange(len(opt)), (opt == gold[:, None]).argmax(axis=1)]
-
-    def members(mask: int) -> list[str]:
-        return [name for index, name in enumerate(used) if mask >> index & 1]
-
-    kappa = kernels.visibility_element_similarity(context.layout, config)
-
-    # masks can use 62 bits, so pair them through their distinct values
-    distinct, inverse = np.unique(np.concatenate([masks.ravel(), gold_masks]), return_inverse=True)
-    mask_keys = inverse[: masks.size].reshape(masks.shape)
-    gold_keys = inverse[masks.size:]
-    mask_keys = np.where(masks >= 0, mask_keys, -1)
-
-    def evaluate(a: int, g: int) -> float:
-        return kernels.soft_jaccard(members(int(distinct[a])), members(int(distinct[g])), kappa)
-    return pair_similarities(mask_keys, np.repeat(gold_keys[:, None], opt.shape[1], axis=1), evaluate)
-
-
-def _text_id(texts: Sequence[str], text: str) -> int:
-    try:
-        return texts.index(text)
-    except ValueError:
-        return -1
-
-
-def _require_layout(context: C2Context, family: str) -> PartLayout:
-    if context.layout is None:
-        from biovqa.errors import MissingResourceError
-
-        raise MissingResourceError(
-            f"{family} items need the part layout c2/part_layout.json",
-            file="c2/part_layout.json", hint="re-build the benchmark with `biovqa build c2`")
-    return context.layout
-
-
-def open_similarity(family: str, prediction: str, gold: str, context: C2Context) -> float:
-    """s of one open item (prediction already normalized; kind_of prediction completed)."""
-    if family in ("open_common_name", "open_kind_of"):
-        return naming.common_name_similarity(prediction, gold, context.genus_index)
-    if family == "open_scientific_name":
-        return naming.scientific_name_similarity(prediction, gold)
-    if family == "open_genus":
-        return naming.genus_similarity(prediction, gold)
-    raise AssertionError(family)
 
 
 def _score_open_family(family: str, items: pa.Table, rows: np.ndarray, golds: list[str],
                        reply_index: np.ndarray, parts_text: list[str], has_reply: np.ndarray,
                        context: C2Context, s: np.ndarray, b: np.ndarray, em: np.ndarray,
                        pred_text: np.ndarray, config: KernelConfig = DEFAULT_CONFIG) -> None:
+    kernel = FAMILY[family].kernel
     take = pa.array(rows)
     answers = [normalize_c2(a) for a in items.column("answer").take(take).to_pylist()]
     categories = (items.column("kind_category").take(take).to_pylist()
@@ -783,7 +418,7 @@ def _score_open_family(family: str, items: pa.Table, rows: np.ndarray, golds: li
     gold_keys = np.array([strings.add(g) for g in golds], dtype=np.int64)
     texts = strings.texts
     s[rows] = pair_similarities(pred_keys, gold_keys,
-                                lambda a, g: open_similarity(family, texts[a], texts[g], context)
+                                lambda a, g: kernel(texts[a], texts[g], context)
                                 if texts[a] else 0.0)
     matched = np.array([p == g and bool(p) for p, g in zip(preds, golds)], dtype=bool)
     if family == "open_common_name" and config.english_names and "gold_set" in items.column_names:
@@ -796,7 +431,7 @@ def _score_open_family(family: str, items: pa.Table, rows: np.ndarray, golds: li
             has = english_keys >= 0
             alt = np.zeros(len(rows))
             alt[has] = pair_similarities(pred_keys[has], english_keys[has],
-                                         lambda a, g: open_similarity(family, texts[a], texts[g], context)
+                                         lambda a, g: kernel(texts[a], texts[g], context)
                                          if texts[a] else 0.0)
             s[rows] = np.maximum(s[rows], alt)
             matched |= np.array([bool(p) and p == e for p, e in zip(preds, english)], dtype=bool)
@@ -811,7 +446,7 @@ def _score_open_family(family: str, items: pa.Table, rows: np.ndarray, golds: li
         raise InputFormatError(f"{family} gold {missing[0]!r} is not in the benchmark's gold pool",
                                hint="build the scoring context from the whole benchmark")
     if family == "open_genus" and config.genus_baseline == "exact":
-        keys = _class_keys(items, rows)
+        keys = class_keys(items, rows)
         b[rows] = [genus_class_baseline(k, g, context) for k, g in zip(keys, golds)]
         return
     baseline = {g: open_baseline(family, g, context) for g in set(golds)}

@@ -315,8 +315,9 @@ def parse_gold(answer: str, options: Sequence[str]) -> int:
 
 
 def question_stem(question: str) -> str:
-    """The question without its ``Options:`` list (the template part that routing reads)."""
-    return question.split(OPTIONS_TOKEN, 1)[0]
+    """The question without its ``Options:`` list (the template part that routing reads and the
+    floor groups by), trailing space removed."""
+    return question.split(OPTIONS_TOKEN, 1)[0].rstrip()
 
 
 def route_family(question: str, options: Sequence[str] | None) -> str | None:

@@ -1,4 +1,4 @@
-"""The ten C2 question families (paper Table 7, paper App. K.2).
+"""The question generators of the ten C2 families (paper Table 7, paper App. K.2).
 
 Each generator takes the parsed CUB archive (:class:`biovqa.sources.cub.CubDataset`), the
 derived per-image truth (:class:`AttributeTruth`), naming facts and a seeded generator, and
@@ -26,82 +26,9 @@ from typing import Any
 
 import numpy as np
 
+from biovqa.components.c2.prompts import LETTERS, MCQ_INSTRUCTION, TEMPLATES, mcq_question, open_instruction
 from biovqa.sources.cub import CubDataset
 
-# --------------------------------------------------------------------------------------------
-# prompts (paper App. K.2, verbatim)
-
-MCQ_INSTRUCTION = (
-    "[CRITICAL INSTRUCTIONS - NO VIOLATIONS ALLOWED]:\n"
-    "1. Locate the 'Options:' section in the question above.\n"
-    "2. Identify the single correct choice from that list.\n"
-    "3. Output ONLY the matching option letter in parentheses and its exact trailing text string. "
-    "For example, if the correct option is '(X) alpha bravo charlie', your entire response must be "
-    "exactly: (X) alpha bravo charlie\n"
-    "4. DO NOT truncate the response to just the option letter (e.g., do not output just '(X)').\n"
-    "5. DO NOT invent, hallucinate, or insert any placeholder words from external examples. "
-    "Absolutely DO NOT output any word unless it is explicitly written inside the chosen option "
-    "string above.\n"
-    "6. Output exactly zero extra words, zero markdown formatting, and zero punctuation outside the "
-    "option string."
-)
-OPEN_INSTRUCTIONS: dict[str, str] = {
-    "open_scientific_name": "Answer with ONLY the scientific name of the bird. Do not write full sentences.",
-    "open_genus": "Answer with ONLY the capitalized Genus name of the bird. Do not write full sentences.",
-    "open_common_name": "Answer with ONLY the everyday English common name of the bird. Do not write full sentences.",
-    "open_kind_of": "Answer with ONLY the everyday English common name of the bird. Do not write full sentences.",
-}
-OPEN_FALLBACK_INSTRUCTION = (
-    "Answer directly and concisely with only the exact terms requested. Do not write full sentences."
-)
-#: System message for Gemma models on C1 and C2 (paper App. B.2); applied by the run stage.
-GEMMA_SYSTEM_MESSAGE = "You are a precise taxonomy expert. Reply with only the requested term."
-
-#: Question stems of Table 69 (the MCQ stems are followed by " Options: (A) …").
-TEMPLATES: dict[str, str] = {
-    "attr_bare_value": "What is the {part_property} of this bird?",
-    "attr_group_value": "Which of the following is the most prominently visible physical trait of the bird in this image?",
-    "marker_localization": "What is the body part of this bird marked with the {color} {shape}?",
-    "visibility_partset": "Which of the following parts of the bird are visible in this image?",
-    "visibility_side": "Which of the {side_part}s of the bird are visible in this image?",
-    "category_mcq": "What type of bird is this in the image?",
-    "open_common_name": "What is the common name of the bird?",
-    "open_scientific_name": "What is the scientific name of the bird?",
-    "open_genus": "What is the genus of the bird?",
-    "open_kind_of": "What kind of {category} is the bird in this image?",
-}
-
-FAMILIES: tuple[str, ...] = tuple(TEMPLATES)
-OPEN_FAMILIES: frozenset[str] = frozenset(
-    {"open_common_name", "open_scientific_name", "open_genus", "open_kind_of"}
-)
-FAMILY_CATEGORY: dict[str, str] = {
-    "attr_bare_value": "morphological",
-    "attr_group_value": "relative_salience",
-    "marker_localization": "anatomical",
-    "visibility_partset": "anatomical",
-    "visibility_side": "anatomical",
-    "category_mcq": "naming",
-    "open_common_name": "naming",
-    "open_scientific_name": "naming",
-    "open_genus": "naming",
-    "open_kind_of": "naming",
-}
-#: Table 7 counts on the full CUB-200-2011 [PAPER].
-PAPER_COUNTS: dict[str, int] = {
-    "attr_bare_value": 280_433,
-    "attr_group_value": 321_073,
-    "marker_localization": 11_788,
-    "visibility_partset": 117_880,
-    "visibility_side": 35_364,
-    "category_mcq": 11_191,
-    "open_common_name": 11_788,
-    "open_scientific_name": 11_668,
-    "open_genus": 11_728,
-    "open_kind_of": 11_191,
-}
-
-LETTERS = "ABCDEFGHIJ"
 SIDE_LABELS: tuple[str, ...] = ("Left", "Right", "Both", "None")
 SIDE_PARTS: tuple[str, ...] = ("eye", "leg", "wing")
 PARTSET_NONE = "None"
@@ -125,15 +52,6 @@ CERTAINTY_RULE: dict[str, Any] = {
     "attr_group_value_gold": "one item per true trait of the image",
     "true_min_certainty": TRUE_MIN_CERTAINTY,
 }
-
-
-def format_options(options: list[str]) -> str:
-    """``Options: (A) v1, (B) v2, …`` (paper App. K.2 (Table 69))."""
-    return "Options: " + ", ".join(f"({LETTERS[i]}) {text}" for i, text in enumerate(options))
-
-
-def mcq_question(stem: str, options: list[str]) -> str:
-    return f"{stem} {format_options(options)}"
 
 
 def split_group(group: str) -> tuple[str | None, str]:
@@ -259,7 +177,7 @@ def _open_row(family: str, question: str, gold: str, **fields: Any) -> dict[str,
     return {
         "task": family,
         "question": question,
-        "instruction": OPEN_INSTRUCTIONS.get(family, OPEN_FALLBACK_INSTRUCTION),
+        "instruction": open_instruction(family),
         "options": None,
         "answer": gold,
         "answer_letter": None,

@@ -6,8 +6,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from biovqa.components.c2.cags import CATEGORY_OF
-from biovqa.components.c2.summary import TABLE3_COLUMNS
+from biovqa.components.c2.tasks import CATEGORY_OF, TABLE3_COLUMNS
 from biovqa.reporting.replicates import ColumnItems, mean_statistic
 
 METHOD = "bootstrap, shared draws: items resampled; category cags recomputed (as scored)"

@@ -5,7 +5,7 @@
 (shape documented in :mod:`biovqa.components.c2.score`; NaN may arrive as ``None`` from JSON) and returns
 named pandas DataFrames:
 
-* ``table3_c2`` — cags of the four categories in Table 3's order: sal (relative salience), mrp
+* ``table3`` — cags of the four categories in Table 3's order: sal (relative salience), mrp
   (morphological), loc (anatomical), nam (naming); models in the given order, then the floor (0);
 * ``table30_leaderboard`` — EM, GS_raw, pooled cags with its 95 % CI and severity, ranked by cags;
 * ``table31_em_format`` — EM over all / MCQ / open items, parse rate, letter–text mismatch rate,
@@ -33,28 +33,16 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from biovqa.components.c2.cags import CATEGORIES, FAMILIES, MCQ_FAMILIES
+from biovqa.components.c2.tasks import CATEGORY_SPECS, FAMILIES, MCQ_FAMILIES, TASKS
 
 #: Table 33/34 column labels of the families.
-FAMILY_SHORT: dict[str, str] = {
-    "attr_bare_value": "attr_bare", "attr_group_value": "attr_group", "category_mcq": "cat_mcq",
-    "marker_localization": "marker", "open_common_name": "common", "open_genus": "genus",
-    "open_kind_of": "kind_of", "open_scientific_name": "sci", "visibility_partset": "vis_set",
-    "visibility_side": "vis_side",
-}
-#: Table 33's column order.
-FAMILY_COLUMNS: tuple[str, ...] = (
-    "attr_bare_value", "attr_group_value", "category_mcq", "marker_localization", "open_common_name",
-    "open_genus", "open_kind_of", "open_scientific_name", "visibility_partset", "visibility_side",
-)
+FAMILY_SHORT: dict[str, str] = {f.name: f.short for f in TASKS}
+#: Table 33's column order (alphabetical, as printed).
+FAMILY_COLUMNS: tuple[str, ...] = tuple(sorted(FAMILIES))
 #: Table 3's C2 block: label → category.
-TABLE3_COLUMNS: tuple[tuple[str, str], ...] = (
-    ("sal", "relative_salience"), ("mrp", "morphological"), ("loc", "anatomical"), ("nam", "naming"),
-)
+TABLE3_COLUMNS: tuple[tuple[str, str], ...] = tuple((c.table3_column, c.name) for c in CATEGORY_SPECS)
 #: Category names as the paper's Table 7 spells them (figure labels).
-CATEGORY_TITLE: dict[str, str] = {"relative_salience": "relative salience\n(sal)",
-                                  "morphological": "morphological\n(mrp)", "anatomical": "anatomical\n(loc)",
-                                  "naming": "naming\n(nam)"}
+CATEGORY_TITLE: dict[str, str] = {c.name: f"{c.title}\n({c.table3_column})" for c in CATEGORY_SPECS}
 TABLE32_COLUMNS: tuple[tuple[str, str], ...] = (
     ("anatomical", "anatomical"), ("morphological", "morphological"), ("salience", "relative_salience"),
     ("naming", "naming"),
@@ -99,7 +87,7 @@ def _family_frame(summaries: list[tuple[str, dict]], metric: str) -> pd.DataFram
 
 def tables(summaries: list[tuple[str, dict]]) -> dict[str, pd.DataFrame]:
     """The C2 report tables (see the module docstring). Image-blind floor runs appear in
-    ``table3_c2`` only, below the models; every other table ranks and averages models only."""
+    ``table3`` only, below the models; every other table ranks and averages models only."""
     from biovqa.reporting.leaderboard import without_floors
 
     out: dict[str, pd.DataFrame] = {}
@@ -115,7 +103,7 @@ def tables(summaries: list[tuple[str, dict]]) -> dict[str, pd.DataFrame]:
     # scores 0 by construction. An image-blind prior (the baseline backend) can do better; its
     # own score folder is the measured floor the leaderboard shows.
     rows.append({"model": "Chance (cags = 0 by construction)", **{short: 0.0 for short, _ in TABLE3_COLUMNS}})
-    out["table3_c2"] = pd.DataFrame(rows, columns=["model", *(s for s, _ in TABLE3_COLUMNS)]).round(DECIMALS)
+    out["table3"] = pd.DataFrame(rows, columns=["model", *(s for s, _ in TABLE3_COLUMNS)]).round(DECIMALS)
 
     rows = []
     for label, summary in summaries:
@@ -163,7 +151,6 @@ def tables(summaries: list[tuple[str, dict]]) -> dict[str, pd.DataFrame]:
                          "max": float(np.max(values)), "format": "MCQ" if family in MCQ_FAMILIES else "open"})
     frame = pd.DataFrame(rows, columns=["family", "mean", "min", "max", "format"])
     out["table35_family_difficulty"] = frame.sort_values("mean", kind="stable").reset_index(drop=True).round(DECIMALS)
-    assert set(CATEGORIES) == {cat for _, cat in TABLE3_COLUMNS}
     return out
 
 

@@ -25,7 +25,7 @@ percentile bootstrap over items)::
       "laterality": {n_lateral, n_mirror_offered, mirror_confusion_rate, mirror_baseline,
                      n_part_named, laterality_given_part, laterality_chance,
                      laterality_p_below_chance, laterality_below_chance},
-      "bootstrap":  {resamples, seed, level, unit: "items"}
+      "bootstrap":  {B, seed, level, cluster: "item"}
     }
 
 Rates are fractions in [0, 1] (reports print percentages); families without items are absent.
@@ -41,9 +41,10 @@ import pyarrow as pa
 
 from biovqa.components.registry import ScoreResult
 from biovqa.bench.folder import Bench
-from biovqa.components.c2.summary import summarize
-from biovqa.components.c2.cags import C2Context, score_items
+from biovqa.components.c2.cags import score_items
+from biovqa.components.c2.context import C2Context
 from biovqa.components.c2.kernels import KernelConfig, PartLayout
+from biovqa.components.c2.summary import summarize
 
 PART_LAYOUT_FILE = Path("c2") / "part_layout.json"
 
@@ -56,11 +57,12 @@ def kernel_config(options: Mapping[str, Any] | None = None) -> KernelConfig:
     return KernelConfig(**{name: resolved[name] for name in KernelConfig.__dataclass_fields__})
 
 
-def resolve_options(options: Mapping[str, Any] | None) -> dict[str, Any]:
-    """Every C2 score option, checked against the component's declarations."""
+def resolve_options(options: Mapping[str, Any] | None) -> Mapping[str, Any]:
+    """Every C2 score option, checked against the component's declarations (a record the
+    registry already resolved passes through as it is)."""
     from biovqa.components.c2 import COMPONENT
 
-    return COMPONENT.resolve_score_options(dict(options or {}))
+    return COMPONENT.resolve_score_options(options if options is not None else {})
 
 
 def load_context(bench: Bench) -> C2Context:
@@ -74,26 +76,5 @@ def score(bench: Bench, predictions: pa.Table, options: Mapping[str, Any] | None
           ) -> ScoreResult:
     """Score C2 predictions (aligned with ``bench.items``): per-item table + summary."""
     options = resolve_options(options)
-    config = kernel_config(options)
-    resamples, seed, level = options["bootstrap"], options["seed"], options["level"]
-    items = bench.items
-    context = load_context(bench)
-    table = score_items(items, predictions, context, config)
-    option_lists = None
-    if "marker_localization" in set(table.column("family").unique().to_pylist()):
-        option_lists = _marker_options(items, table)
-    summary = summarize(table, options=option_lists, resamples=resamples, seed=seed, level=level)
-    return ScoreResult(items=table, summary=summary)
-
-
-def _marker_options(items: pa.Table, table: pa.Table) -> list[Any]:
-    """Option lists of marker_localization rows (None elsewhere) for the laterality analysis."""
-    import numpy as np
-    import pyarrow.compute as pc
-
-    mask = pc.equal(table.column("family"), "marker_localization").to_numpy(zero_copy_only=False)
-    rows = np.flatnonzero(mask)
-    out: list[Any] = [None] * items.num_rows
-    for row, opts in zip(rows, items.column("options").take(pa.array(rows)).to_pylist()):
-        out[row] = opts
-    return out
+    table = score_items(bench.items, predictions, load_context(bench), kernel_config(options))
+    return ScoreResult(items=table, summary=summarize(table, bench.items, options))

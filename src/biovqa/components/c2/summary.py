@@ -13,22 +13,19 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from biovqa.components.c2 import parser
-from biovqa.components.c2.cags import CATEGORIES, CATEGORY_OF, FAMILIES, MCQ_FAMILIES
+from biovqa.components.c2 import parse
+from biovqa.components.c2.tasks import CATEGORIES, CATEGORY_OF, CLUSTER_UNIT, FAMILIES, MCQ_FAMILIES, TABLE3_COLUMNS
 from biovqa.scoring.schema import estimate
 from biovqa.text import codes_in
 
 CI_LEVEL = 0.95
-#: Table 3's C2 columns: cags per category.
-TABLE3_COLUMNS: dict[str, str] = {"sal": "relative_salience", "mrp": "morphological",
-                                  "loc": "anatomical", "nam": "naming"}
 METRICS = ("cags", "em", "gs_raw")
 
 
@@ -56,7 +53,7 @@ def group_summary(cags: np.ndarray, em: np.ndarray, s: np.ndarray,
 
 
 def family_intervals(cags: np.ndarray, em: np.ndarray, s: np.ndarray, family: np.ndarray,
-                     groups: Sequence[Sequence[int]], *, resamples: int, seed: int,
+                     groups: Sequence[Sequence[int]], *, B: int, seed: int,
                      level: float = CI_LEVEL) -> list[tuple[np.ndarray, np.ndarray] | None]:
     """Bootstrap CIs of (cags, EM, GS_raw) for groups that are unions of families, as every C2 group is
     (pooled, a category, a family): ``groups`` lists each group's family codes (``-1`` stands
@@ -67,13 +64,13 @@ def family_intervals(cags: np.ndarray, em: np.ndarray, s: np.ndarray, family: np
     rounding (≤ 1e-6 relative), at a fraction of its cost (every item in 75 masked columns)."""
     from biovqa.stats.bootstrap import partition_replicates, percentile_interval
 
-    if resamples <= 0 or len(cags) == 0:
+    if B <= 0 or len(cags) == 0:
         return [None] * len(groups)
     n_parts = len(FAMILIES) + 1
     part = np.where(family >= 0, family, len(FAMILIES))
-    sums, counts = partition_replicates(np.column_stack([cags, em, s]), part, n_parts, B=resamples,
+    sums, counts = partition_replicates(np.column_stack([cags, em, s]), part, n_parts, B=B,
                                         seed=seed)
-    replicates = np.empty((resamples, 3 * len(groups)))
+    replicates = np.empty((B, 3 * len(groups)))
     for g, members in enumerate(groups):
         parts = [len(FAMILIES) if code < 0 else code for code in members]
         top = sums[:, parts].sum(axis=1)
@@ -89,27 +86,27 @@ def _rate(numerator: int, denominator: int) -> float | None:
     return numerator / denominator if denominator else None
 
 
-_PARSE = {name: code for code, name in enumerate(parser.PARSE_STATUSES)}
+_PARSE = {name: code for code, name in enumerate(parse.PARSE_STATUSES)}
 
 
 def format_diagnostics(parse_status: np.ndarray, response_status: np.ndarray,
                        letters: tuple[np.ndarray, np.ndarray], mcq: bool) -> dict[str, Any]:
     """Parse rate over replies, letter–text mismatch rate over replies, choose-A rate over
     recovered MCQ answers, and the counts of missing replies and failed requests (§3.11).
-    ``parse_status``/``response_status`` are codes (parser.PARSE_STATUSES / ok, failed, missing);
+    ``parse_status``/``response_status`` are codes (parse.PARSE_STATUSES / ok, failed, missing);
     ``letters`` = (an option was chosen, option A was chosen) per item."""
-    replies = parse_status != _PARSE[parser.MISSING]
+    replies = parse_status != _PARSE[parse.MISSING]
     n_replies = int(replies.sum())
     recovered = np.zeros(len(parse_status), dtype=bool)
-    for name in parser.RECOVERED:
+    for name in parse.RECOVERED:
         recovered |= parse_status == _PARSE[name]
     out: dict[str, Any] = {
         "n_replies": n_replies,
-        "n_missing": int((parse_status == _PARSE[parser.MISSING]).sum()),
+        "n_missing": int((parse_status == _PARSE[parse.MISSING]).sum()),
         "n_failed_requests": int((response_status == 1).sum()),
-        "n_parse_failed": int((parse_status == _PARSE[parser.FAILED]).sum()),
-        "n_fuzzy": int((parse_status == _PARSE[parser.FUZZY]).sum()),
-        "n_mismatch": int((parse_status == _PARSE[parser.MISMATCH]).sum()),
+        "n_parse_failed": int((parse_status == _PARSE[parse.FAILED]).sum()),
+        "n_fuzzy": int((parse_status == _PARSE[parse.FUZZY]).sum()),
+        "n_mismatch": int((parse_status == _PARSE[parse.MISMATCH]).sum()),
         "parse_rate": _rate(int(recovered.sum()), n_replies),
     }
     if mcq:
@@ -179,15 +176,21 @@ def laterality(gold: Sequence[Any], pred: Sequence[Any], options: Sequence[Seque
     return out
 
 
-def summarize(scores: pa.Table, *, options: Sequence[Sequence[str] | None] | None = None,
-              resamples: int = 1000, seed: int = 42, level: float = CI_LEVEL) -> dict[str, Any]:
-    """The C2 summary dict from per-item scores (see :mod:`biovqa.components.c2.score` for its shape).
-    ``options`` (per item, aligned) feeds the laterality analysis."""
+def summarize(scored: pa.Table, items: pa.Table | None = None,
+              options: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """The C2 summary dict from per-item scores (see :mod:`biovqa.components.c2.score` for its
+    shape). ``items`` (aligned with ``scored``) gives the option lists the laterality analysis
+    reads; ``options`` holds ``bootstrap`` (B), ``seed`` and ``level`` (defaults 1000, 42, 0.95)."""
+    options = options or {}
+    B = int(options.get("bootstrap", 1000))
+    seed = int(options.get("seed", 42))
+    level = float(options.get("level", CI_LEVEL))
+    scores = scored
     family = codes_in(scores.column("family"), FAMILIES)
     cags = scores.column("cags").to_numpy()
     em = scores.column("em").to_numpy().astype(float)
     s = scores.column("s").to_numpy()
-    parse_status = codes_in(scores.column("parse_status"), parser.PARSE_STATUSES)
+    parse_status = codes_in(scores.column("parse_status"), parse.PARSE_STATUSES)
     response_status = codes_in(scores.column("status"), ("ok", "failed", "missing"))
     chose_a = np.asarray(pc.fill_null(pc.equal(scores.column("pred_letter"), "A"), False)
                          .to_numpy(zero_copy_only=False), dtype=bool)
@@ -208,8 +211,7 @@ def summarize(scores: pa.Table, *, options: Sequence[Sequence[str] | None] | Non
     group_families = ([[-1, *range(len(FAMILIES))]]
                       + [[family_code[f] for f in FAMILIES if CATEGORY_OF[f] == c] for c in present_categories]
                       + [[family_code[f]] for f in present_families])
-    intervals = family_intervals(cags, em, s, family, group_families, resamples=resamples, seed=seed,
-                                 level=level)
+    intervals = family_intervals(cags, em, s, family, group_families, B=B, seed=seed, level=level)
     pooled = group_summary(cags, em, s, intervals[0])
     categories: dict[str, Any] = {}
     for offset, category in enumerate(present_categories, start=1):
@@ -237,14 +239,15 @@ def summarize(scores: pa.Table, *, options: Sequence[Sequence[str] | None] | Non
     fmt["n_mcq"] = int(mcq_mask.sum())
     fmt["n_open"] = int(open_mask.sum())
     if "response" in scores.column_names:
-        fmt["n_replies_truncated"] = parser.count_truncated(scores.column("response"))
+        fmt["n_replies_truncated"] = parse.count_truncated(scores.column("response"))
 
     marker = masks["marker_localization"]
     if marker.any():
         rows = np.flatnonzero(marker)
         gold = scores.column("gold").take(pa.array(rows)).to_pylist()
         pred = scores.column("parsed").take(pa.array(rows)).to_pylist()
-        offered = [options[int(r)] for r in rows] if options is not None else [None] * len(rows)
+        offered = (items.column("options").take(pa.array(rows)).to_pylist()
+                   if items is not None and "options" in items.column_names else [None] * len(rows))
         lat = laterality(gold, pred, offered, em[rows])
     else:
         lat = laterality([], [], [], np.zeros(0))
@@ -256,6 +259,5 @@ def summarize(scores: pa.Table, *, options: Sequence[Sequence[str] | None] | Non
         "families": families,
         "format": fmt,
         "laterality": lat,
-        "bootstrap": {"resamples": int(resamples), "seed": int(seed), "level": float(level),
-                      "unit": "items"},
+        "bootstrap": {"B": B, "seed": seed, "level": level, "cluster": CLUSTER_UNIT},
     }

@@ -22,7 +22,9 @@ import numpy as np
 import pyarrow as pa
 
 from biovqa.bench.folder import Bench
-from biovqa.components.c2.cags import FAMILIES, _check_predictions, family_codes, score_items
+from biovqa.components.c2.cags import check_predictions, score_items
+from biovqa.components.c2.context import family_codes
+from biovqa.components.c2.tasks import FAMILIES
 from biovqa.components.c2.kernels import KernelConfig
 
 SUBSAMPLE_SIZE = 60_000
@@ -68,9 +70,9 @@ def stratified_subsample(family_code: np.ndarray, size: int, seed: int = 42) -> 
 
 def _ranks(scores: Sequence[float] | np.ndarray) -> np.ndarray:
     """Rank 1 = highest score; tied models share the average of their positions."""
-    from scipy.stats import rankdata
+    from biovqa.stats.ranks import descending_ranks
 
-    return rankdata(-np.asarray(scores, dtype=float), method="average")
+    return descending_ranks(np.asarray(scores, dtype=float))
 
 
 def rank_agreement(default_scores: Sequence[float], config_scores: Sequence[float],
@@ -121,7 +123,7 @@ def run_sweep(bench: Bench, predictions_by_model: Mapping[str, pa.Table],
     seed = int(options.get("seed", 42))
     items = bench.items
     for predictions in predictions_by_model.values():
-        _check_predictions(items, predictions)
+        check_predictions(items, predictions)
     codes, _unknown = family_codes(items)
     rows = stratified_subsample(codes, size, seed)
     take = pa.array(rows)
