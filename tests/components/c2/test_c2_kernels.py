@@ -51,12 +51,48 @@ def test_colour_science_leaves_numpy_printing_as_it_was():
     code = ("import numpy as np\n"
             "from biovqa.components.c2 import kernels\n"
             "before = np.get_printoptions()\n"
-            "kernels.colour_delta_e_table()\n"
+            "kernels.computed_colour_delta_e_table()\n"
             "assert np.get_printoptions() == before, np.get_printoptions()\n"
             "print(str(np.float64(0.8055555555555556)))\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "0.8055555555555556"
+
+
+def test_shipped_colour_table_equals_colour_science_bit_for_bit():
+    """The ΔE00 table the kernel reads is the one colour-science computes from the anchors,
+    every float identical (so shipping it changes no score)."""
+    pytest.importorskip("colour")
+    assert kernels.colour_delta_e_table() == kernels.computed_colour_delta_e_table()
+    assert set(kernels.colour_delta_e_table()) == {(a, b) for a in kernels.COLOUR_ANCHORS_SRGB
+                                                   for b in kernels.COLOUR_ANCHORS_SRGB}
+
+
+def test_colour_kernel_does_not_import_colour_science():
+    import subprocess
+    import sys
+
+    code = ("import sys\n"
+            "from biovqa.components.c2 import kernels\n"
+            "print(kernels.colour_similarity('blue', 'purple'), 'colour' in sys.modules)\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    value, imported = out.stdout.split()
+    assert float(value) == pytest.approx(math.exp(-20.926285807408657 / 30)) and imported == "False"
+
+
+def test_colour_table_for_other_anchors_is_refused(monkeypatch):
+    from biovqa.errors import MissingResourceError
+
+    monkeypatch.setitem(kernels.COLOUR_ANCHORS_SRGB, "blue", (0, 0, 255))
+    kernels.colour_delta_e_table.cache_clear()
+    try:
+        with pytest.raises(MissingResourceError, match="other colour anchors") as raised:
+            kernels.colour_delta_e_table()
+        assert "colour_delta_e00.json" in str(raised.value) and "anchors_srgb" in str(raised.value)
+    finally:
+        monkeypatch.undo()
+        kernels.colour_delta_e_table.cache_clear()
 
 
 def test_iridescent_is_exact_only_and_gray_spelling():

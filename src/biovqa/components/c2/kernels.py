@@ -159,11 +159,44 @@ def ciede2000(lab1: Iterable[float], lab2: Iterable[float]) -> float:
                                 method="CIE 2000"))
 
 
-@lru_cache(maxsize=1)
-def colour_delta_e_table() -> dict[tuple[str, str], float]:
-    """ΔE00 between every pair of anchored colour words (computed once)."""
+#: The ΔE00 table of the anchor colours, shipped as package data (``biovqa/data/cub``): importing
+#: colour-science to recompute 14 × 14 numbers cost more than scoring 800K items (≈ 2–5 s).
+COLOUR_TABLE_RESOURCE = ("cub", "colour_delta_e00.json")
+
+
+def computed_colour_delta_e_table() -> dict[tuple[str, str], float]:
+    """ΔE00 between every pair of anchored colour words, computed with colour-science (the
+    reference the shipped table is written from and tested against)."""
     labs = {name: srgb_to_lab(rgb) for name, rgb in COLOUR_ANCHORS_SRGB.items()}
     return {(a, b): ciede2000(labs[a], labs[b]) for a in labs for b in labs}
+
+
+def colour_table_document(table: Mapping[tuple[str, str], float]) -> dict[str, Any]:
+    """The shipped file's content for ``table``: the anchors it was computed from and ΔE00 per
+    pair (``delta_e00[a][b]``), floats written exactly (JSON keeps every bit of a float)."""
+    names = list(COLOUR_ANCHORS_SRGB)
+    return {"about": "CIEDE2000 (kL = kC = kH = 1) between the sRGB anchors of the C2 colour kernel, "
+                     "through CIE-Lab (D65), computed with colour-science",
+            "anchors_srgb": {name: list(COLOUR_ANCHORS_SRGB[name]) for name in names},
+            "delta_e00": {a: {b: table[(a, b)] for b in names} for a in names}}
+
+
+@lru_cache(maxsize=1)
+def colour_delta_e_table() -> dict[tuple[str, str], float]:
+    """ΔE00 between every pair of anchored colour words, read from the shipped table (written by
+    :func:`computed_colour_delta_e_table`; a test recomputes it bit for bit). A table computed for
+    other anchors than :data:`COLOUR_ANCHORS_SRGB` is refused."""
+    from importlib import resources
+
+    folder, name = COLOUR_TABLE_RESOURCE
+    document = json.loads(resources.files("biovqa").joinpath("data", folder, name).read_text(encoding="utf-8"))
+    anchors = {key: tuple(value) for key, value in document.get("anchors_srgb", {}).items()}
+    if anchors != COLOUR_ANCHORS_SRGB:
+        raise MissingResourceError(
+            "the shipped colour table was computed for other colour anchors than the kernel's",
+            file=f"biovqa/data/{folder}/{name}", field="anchors_srgb",
+            hint="rewrite it from kernels.computed_colour_delta_e_table() (see its test)")
+    return {(a, b): float(value) for a, row in document["delta_e00"].items() for b, value in row.items()}
 
 
 @lru_cache(maxsize=1)
