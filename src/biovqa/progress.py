@@ -235,5 +235,73 @@ def track(values: Iterable[T], description: str, *, total: int | None = None,
             step.advance()
 
 
-__all__ = ["Stage", "StageSequence", "show_progress", "stage", "stage_sequence", "stderr_console", "track",
+
+class LiveLine:
+    """One status line of a long loop whose total is known but whose news is more than a count
+    (``biovqa run``: items, rates, failures, ETA), drawn by the same console as the stages.
+
+    On a terminal the line is redrawn in place at most every ``interval_s`` (inside the running
+    stage's live display when there is one, else its own) and left behind once when it closes;
+    elsewhere it is written as a new line at most every ``log_every_s``, so that a batch job's log
+    stays short. ``enabled=False`` draws nothing. ``stream`` (a file) replaces the stderr console.
+    """
+
+    def __init__(self, *, stream: Any = None, enabled: bool = True, interval_s: float = 0.5,
+                 log_every_s: float = 30.0) -> None:
+        self.enabled = enabled
+        self._console = stderr_console() if stream is None else _file_console(stream)
+        self.is_terminal = bool(self._console.is_terminal)
+        self.interval_s = interval_s if self.is_terminal else log_every_s
+        self._last_draw: float | None = None
+        self._display: Any = None
+        self._own_display = False
+        self._task: Any = None
+
+    def due(self) -> bool:
+        """Whether :meth:`draw` would be seen now (the first call always is)."""
+        return self.enabled and (self._last_draw is None
+                                 or time.monotonic() - self._last_draw >= self.interval_s)
+
+    def draw(self, text: str) -> None:
+        if not self.enabled:
+            return
+        from rich.markup import escape
+
+        self._last_draw = time.monotonic()
+        if not self.is_terminal:
+            self._console.print(escape(text), highlight=False)
+            return
+        if self._display is None:
+            self._display = _LIVE.get()
+            if self._display is None:
+                from rich.progress import Progress, SpinnerColumn, TextColumn
+
+                self._display = Progress(SpinnerColumn(), TextColumn("{task.description}"),
+                                         console=self._console, transient=True)
+                self._display.start()
+                self._own_display = True
+            self._task = self._display.add_task(escape(text), total=None)
+        else:
+            self._display.update(self._task, description=escape(text))
+
+    def close(self, final: str | None = None) -> None:
+        """End the line; ``final`` (the last news) is written once, on a terminal or in a log."""
+        if self._display is not None:
+            self._display.remove_task(self._task)
+            if self._own_display:
+                self._display.stop()
+            self._display = None
+        if self.enabled and final is not None:
+            from rich.markup import escape
+
+            self._console.print(escape(final), highlight=False)
+
+
+def _file_console(stream: Any) -> Any:
+    from rich.console import Console
+
+    return Console(file=stream, soft_wrap=True)
+
+
+__all__ = ["LiveLine", "Stage", "StageSequence", "show_progress", "stage", "stage_sequence", "stderr_console", "track",
            "without_stage_lines"]

@@ -79,7 +79,7 @@ def test_plan_rejects_bad_numbers(tmp_path: Path, kwargs: dict) -> None:
 
 def test_plan_image_tokens_follow_each_models_rules(tmp_path: Path,
                                                     tiny_model_dir) -> None:
-    from biovqa.engine.presets import openai_tile_tokens
+    from biovqa.engine.image_tokens import openai_tile_tokens
 
     bench = make_bench(tmp_path / "b", n_images=4)  # 24×16 images
     llava = plan_run(bench.root, str(tiny_model_dir("llava")))

@@ -21,15 +21,8 @@ import pyarrow as pa
 
 from biovqa.errors import BiovqaError
 from biovqa.bench import Bench, open_bench
-from biovqa.engine.runner import (
-    CHARS_PER_TOKEN,
-    DEFAULT_IMAGE_SIZE,
-    Selection,
-    build_requests,
-    image_keys,
-    resolve_preset,
-    select_items,
-)
+from biovqa.engine.requests import CHARS_PER_TOKEN, DEFAULT_IMAGE_SIZE, build_requests, resolve_preset
+from biovqa.engine.selection import Selection, image_keys, select_items
 
 #: Items per second per GPU assumed when ``--throughput`` is not given [DEFAULT]: a 7–8B VLM on
 #: one H100-class GPU with prefix caching answers C1-length questions at roughly this rate.

@@ -11,7 +11,7 @@ the replies it had not flushed yet, and those are simply asked again on resume.
 
 Each row's ``key`` is ``sha256`` over the item's content (id, question, instruction, options, image
 hash or path), the exact prompt the model saw (system message and wrapped user text), the model id
-and revision, and the decoding settings (see :func:`biovqa.engine.runner.request_key`). Resuming skips
+and revision, and the decoding settings (see :func:`biovqa.engine.requests.request_key`). Resuming skips
 keys already answered, whatever the shard layout or number of GPUs that answered them; merging
 stores refuses stores whose headers disagree.
 
