@@ -19,7 +19,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from biovqa.engine.image_tokens import (
     QWEN2_5_VL_PIXELS,
@@ -29,23 +29,37 @@ from biovqa.engine.image_tokens import (
 )
 from biovqa.errors import BiovqaError, did_you_mean
 
+if TYPE_CHECKING:
+    from biovqa.components.registry import Component
+
 #: paper App. B.2 [PAPER]: the system message of Gemma-3-12B and Gemma-4-12B on C1 and C2.
 GEMMA_SYSTEM_MESSAGE = "You are a precise taxonomy expert. Reply with only the requested term."
 #: paper App. B.2 [PAPER]: the user-text prefix of InternVL3-8B, InternVL3-38B, InternVL3.5-38B.
 INTERNVL_ENGLISH_PREFIX = "Please answer in English."
-#: Max new tokens per component: C1 15 [PAPER]; C2 48, C3 48, C4 8 [DEFAULT] (paper App. B.2);
-#: BAGEL 5 (BAGEL paper's protocol: ``generate(prompt, max_new_tokens≈5, greedy)``; one capital letter is
-#: asked for); HCA 10 (HCA paper §2.4: ``max_new_tokens`` 5–10 [code]; the upper end, so that a
-#: reply such as "B. Anseriformes" or "The answer is B." reaches the strict parser whole). Items
-#: that carry their own cap (the HCA chain-of-thought variant) override these.
-MAX_NEW_TOKENS: Mapping[str, int] = {"c1": 15, "c2": 48, "c3": 48, "c4": 8, "bagel": 5, "hca": 10}
-#: [DEFAULT] cap for components the paper does not cover (text-only suites, new components).
+#: [DEFAULT] cap on new tokens for a component that declares none (text-only suites, new
+#: components); each built-in declares its own (:attr:`biovqa.components.registry.Component.max_new_tokens`).
 DEFAULT_MAX_NEW_TOKENS = 48
+
+
+def declared_component(name: str) -> Component | None:
+    """The registered component ``name`` (its declaration holds the facts the engine reads: token
+    cap, request mode parameter, whether a preset's system message applies); None for a name no
+    component declares (an ad-hoc suite's items get the engine's defaults). A plug-in that failed
+    to load raises its own error rather than running its items with defaults."""
+    from biovqa.components.registry import get_component, list_components, plugin_errors
+
+    key = name.lower()
+    for component in list_components():
+        if component.name.lower() == key:
+            return component
+    if key in plugin_errors():
+        get_component(name)  # raises the plug-in's load error
+    return None
 
 
 @dataclass(frozen=True, slots=True)
 class ModelPreset:
-    """How the benchmark talks to one model (paper App. B.1–B.2, paper App. B.2)."""
+    """How the benchmark talks to one model (paper App. B.1–B.2)."""
 
     key: str
     display_name: str
@@ -55,24 +69,24 @@ class ModelPreset:
     revision: str | None = None
     dtype: str = "bfloat16"
     system_message_text: str | None = None
-    system_message_components: frozenset[str] = frozenset()
     user_prefix_text: str | None = None
     user_prefix_components: frozenset[str] | None = None  # None = every component
     min_pixels: int | None = None
     max_pixels: int | None = None
     trust_remote_code: bool = False
-    max_new_tokens_by_component: tuple[tuple[str, int], ...] = tuple(MAX_NEW_TOKENS.items())
     aliases: tuple[str, ...] = field(default=())
     notes: str = ""
 
     def system_message(self, component: str) -> str | None:
         """The system message for ``component`` (None: the checkpoint's own default, if any).
 
-        Only Gemma-3-12B and Gemma-4-12B set one, on C1 and C2; C4 never has one (paper App. B.2).
+        Only Gemma-3-12B and Gemma-4-12B set one, and only components that declare
+        ``preset_system_message`` get it (paper App. B.2: C1 and C2; C4 never has one).
         """
         if self.system_message_text is None:
             return None
-        return self.system_message_text if component.lower() in self.system_message_components else None
+        declared = declared_component(component)
+        return self.system_message_text if declared is not None and declared.preset_system_message else None
 
     def user_prefix(self, component: str) -> str | None:
         """Text put before the user prompt (InternVL3-8B/38B, InternVL3.5-38B: the English prefix)."""
@@ -83,9 +97,11 @@ class ModelPreset:
         return None
 
     def max_new_tokens(self, component: str) -> int:
-        """Hard cap on generated tokens: C1 15 [PAPER], C2 48, C3 48, C4 8, BAGEL 5, HCA 10,
-        others 48 [DEFAULT] (see :data:`MAX_NEW_TOKENS`)."""
-        return dict(self.max_new_tokens_by_component).get(component.lower(), DEFAULT_MAX_NEW_TOKENS)
+        """Hard cap on generated tokens: the component's declared ``max_new_tokens`` (paper
+        App. B.2: C1 15; C4 8), else :data:`DEFAULT_MAX_NEW_TOKENS`."""
+        declared = declared_component(component)
+        cap = declared.max_new_tokens if declared is not None else None
+        return DEFAULT_MAX_NEW_TOKENS if cap is None else int(cap)
 
     def image_tokens(self, width: int, height: int) -> int:
         """Prompt tokens one ``width``×``height`` image costs this model (markers included)."""
@@ -129,9 +145,7 @@ def _make(display_name: str, checkpoint: str, family: str, rule: str, **fields: 
     )
 
 
-_GEMMA = {
-    "system_message_text": GEMMA_SYSTEM_MESSAGE, "system_message_components": frozenset({"c1", "c2"})
-}
+_GEMMA = {"system_message_text": GEMMA_SYSTEM_MESSAGE}
 _INTERNVL_PREFIX = {"user_prefix_text": INTERNVL_ENGLISH_PREFIX}
 _QWEN25 = {"min_pixels": QWEN2_5_VL_PIXELS[0], "max_pixels": QWEN2_5_VL_PIXELS[1]}
 _QWEN3 = {"min_pixels": QWEN3_VL_PIXELS[0], "max_pixels": QWEN3_VL_PIXELS[1]}

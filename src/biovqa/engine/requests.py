@@ -22,7 +22,7 @@ import pyarrow.compute as pc
 
 from biovqa.bench import Bench
 from biovqa.engine.backends.base import Request
-from biovqa.engine.presets import ModelPreset
+from biovqa.engine.presets import ModelPreset, declared_component
 from biovqa.engine.selection import image_keys, order_image_first
 from biovqa.errors import BiovqaError
 
@@ -74,7 +74,8 @@ ITEM_CAP_COLUMN = "max_new_tokens"
 
 def item_modes(bench: Bench, items: pa.Table) -> list[str]:
     """Request mode of every row: the ``prompt_mode`` column, else the manifest's
-    ``parameters.prompt_mode`` (or a BAGEL manifest's ``parameters.mode``), else "chat"."""
+    ``parameters.prompt_mode`` (or the parameter the benchmark's component declares as its
+    ``request_mode_parameter``: BAGEL's builds record ``mode``), else "chat"."""
     from biovqa.engine.backends.base import REQUEST_MODES
 
     if ITEM_MODE_COLUMN in items.column_names:
@@ -82,8 +83,10 @@ def item_modes(bench: Bench, items: pa.Table) -> list[str]:
     else:
         parameters = bench.manifest.get("parameters") or {}
         mode = parameters.get("prompt_mode")
-        if mode is None and bench.manifest.get("component") == "bagel":
-            mode = parameters.get("mode")
+        component = bench.manifest.get("component")
+        declared = declared_component(component) if mode is None and isinstance(component, str) else None
+        if declared is not None and declared.request_mode_parameter:
+            mode = parameters.get(declared.request_mode_parameter)
         modes = [str(mode or "chat")] * items.num_rows
     bad = sorted(set(modes) - set(REQUEST_MODES))
     if bad:
