@@ -163,6 +163,39 @@ def test_item_caps_override_the_preset_and_the_run_option_overrides_both(
     assert not {r.key for r in cot_plan.requests} & {r.key for r in forced.requests}
 
 
+
+# -- component facts come from the declaration ----------------------------------------------------
+def test_a_plugin_components_declared_facts_reach_its_requests(tmp_path: Path, monkeypatch) -> None:
+    """Token cap, request-mode parameter and the preset system message are read from the
+    component's declaration, for a plug-in as for a built-in; an undeclared name gets defaults."""
+    import importlib
+
+    from biovqa.bench import write_bench
+    from biovqa.engine.presets import GEMMA_SYSTEM_MESSAGE
+
+    from fixtures.engine_helpers import make_items
+
+    registry = importlib.import_module("biovqa.components.registry")
+    registry.list_components()
+    lab = registry.Component(
+        name="labx", title="a lab's suite", tasks=("order",), builder="labx:b",
+        build_function="labx:b", floor="labx:f", scorer="labx:s", reporter="labx:r",
+        max_new_tokens=7, request_mode_parameter="style", preset_system_message=True)
+    monkeypatch.setitem(registry._REGISTRY, "labx", lab)
+    gemma, wrap = resolve_preset("Gemma-3-12B")
+    plans = {}
+    for component in ("labx", "adhoc"):
+        (tmp_path / component / "images").mkdir(parents=True)
+        items = make_items(2, ("order",), component, tmp_path / component / "images")
+        bench = write_bench(tmp_path / component, items, component=component, generator="test",
+                            seed=1, sources={}, parameters={"style": "raw"},
+                            extra={"images_root": "images"})
+        plans[component] = build_requests(bench, bench.items, gemma, wrap, "m", "r").requests
+    assert {(r.max_new_tokens, r.mode, r.system) for r in plans["labx"]} == {
+        (7, "raw", GEMMA_SYSTEM_MESSAGE)}
+    assert {(r.max_new_tokens, r.mode, r.system) for r in plans["adhoc"]} == {(48, "chat", None)}
+
+
 # -- openai: the completions endpoint ------------------------------------------------------------
 def test_raw_requests_go_to_the_completions_endpoint() -> None:
     raw = Request(key="k", item_id="i", prompt="Question: q\nAnswer:", max_new_tokens=5, mode="raw")
