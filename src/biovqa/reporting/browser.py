@@ -28,8 +28,11 @@ import hashlib
 import json
 import math
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any, Sequence
 
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from biovqa.errors import BiovqaError
@@ -53,30 +56,13 @@ def _js_json(value: Any) -> str:
     return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
 
 
-def _first(value: Callable[[str], Any], names: Sequence[str]) -> str:
-    """The first of the columns ``names`` with a value (``value(name)``), as text."""
-    for name in names:
-        found = value(name)
+def _first_text(columns: Sequence[list[Any]], i: int) -> str:
+    """The first of ``columns`` with a value for item ``i``, as text."""
+    for column in columns:
+        found = column[i]
         if found not in (None, ""):
             return str(found)
     return ""
-
-
-def _reply(scores: "_Columns | None", item_id: str) -> list[Any] | None:
-    """[status, raw reply, parsed reply, score, {column: value} explaining the score] of one
-    model, None when it has no row."""
-    row = scores.row.get(item_id) if scores is not None else None
-    if scores is None or row is None:
-        return None
-    explain = {}
-    for name in EXPLAIN_COLUMNS:
-        value = scores.get(row, name)
-        if value is None or isinstance(value, float) and not math.isfinite(value):
-            continue
-        explain[name] = round(value, 3) if isinstance(value, float) else (
-            value if isinstance(value, (bool, int)) else str(value))
-    return [str(scores.get(row, "status") or ""), scores.get(row, "response"), scores.get(row, "parsed"),
-            _score(scores.get(row, "score")), explain]
 
 
 def _score(value: Any) -> float | None:
@@ -87,31 +73,66 @@ def _score(value: Any) -> float | None:
     return out if math.isfinite(out) else None
 
 
-class _Columns:
-    """A table held column-wise (one Python list per column) with each item's row: far less memory
-    than one dict per row at 1.86 M items × many models. A repeated item id keeps its last row."""
+def _explained(value: Any) -> Any:
+    """A score-explaining value as the page shows it (None: not shown)."""
+    if value is None or isinstance(value, float) and not math.isfinite(value):
+        return None
+    return round(value, 3) if isinstance(value, float) else (value if isinstance(value, (bool, int)) else str(value))
 
-    def __init__(self, table: Any) -> None:
-        self.columns: dict[str, list[Any]] = {name: table.column(name).to_pylist() for name in table.column_names}
-        self.row = {item_id: k for k, item_id in enumerate(self.columns["item_id"])}
 
-    def get(self, row: int | None, name: str) -> Any:
-        if row is None or name not in self.columns:
+def _last_rows(ids: pa.Array, table: pa.Table) -> np.ndarray:
+    """Per id of ``ids``, its row in ``table`` (-1 where absent); a repeated id keeps its last row."""
+    column = table.column("item_id")
+    n = len(column)
+    backwards = column.take(pa.array(np.arange(n - 1, -1, -1, dtype=np.int64)))
+    found = pc.index_in(ids, value_set=backwards.cast(pa.string()))
+    at = np.asarray(found.fill_null(-1).to_numpy(zero_copy_only=False), dtype=np.int64)
+    return np.where(at < 0, -1, n - 1 - at)
+
+
+def _taken(table: pa.Table, name: str, rows: np.ndarray) -> list[Any]:
+    """Column ``name`` of ``table`` at ``rows`` as Python values (None at -1 or without the column)."""
+    if name not in table.column_names:
+        return [None] * len(rows)
+    return table.column(name).take(pa.array(rows, mask=rows < 0)).to_pylist()
+
+
+class _Replies:
+    """One model's score rows lined up with the component's items: per item, the browser's
+    [status, raw reply, parsed reply, score, {column: value} explaining the score], None where the
+    model has no row."""
+
+    def __init__(self, table: pa.Table, ids: pa.Array) -> None:
+        self.rows = _last_rows(ids, table)
+        self.status = _taken(table, "status", self.rows)
+        self.response = _taken(table, "response", self.rows)
+        self.parsed = _taken(table, "parsed", self.rows)
+        self.score = _taken(table, "score", self.rows)
+        self.explain = [(name, _taken(table, name, self.rows)) for name in EXPLAIN_COLUMNS
+                        if name in table.column_names]
+
+    def reply(self, i: int) -> list[Any] | None:
+        if self.rows[i] < 0:
             return None
-        return self.columns[name][row]
+        explain = {}
+        for name, values in self.explain:
+            value = _explained(values[i])
+            if value is not None:
+                explain[name] = value
+        return [str(self.status[i] or ""), self.response[i], self.parsed[i], _score(self.score[i]), explain]
 
 
-def _read_scores(run: Run) -> _Columns | None:
+def _read_scores(run: Run) -> pa.Table | None:
     path = (run.path / "items.parquet") if run.path is not None else None
     if path is None or not path.is_file():
         return None
     names = pq.read_schema(path).names
     wanted = [c for c in ("item_id", "task", "status", "response", "parsed", "score", "gold",
                           *GROUP_COLUMNS, *TIER_COLUMNS, *EXPLAIN_COLUMNS) if c in names]
-    return _Columns(pq.read_table(path, columns=wanted))
+    return pq.read_table(path, columns=wanted)
 
 
-def _read_bench(runs: Sequence[Run]) -> tuple[_Columns | None, Any]:
+def _read_bench(runs: Sequence[Run]) -> tuple[pa.Table | None, Any]:
     """Benchmark items of the first run whose recorded benchmark folder still exists."""
     from biovqa.bench.folder import open_bench
 
@@ -122,57 +143,53 @@ def _read_bench(runs: Sequence[Run]) -> tuple[_Columns | None, Any]:
                 bench = open_bench(root, verify=False)
                 keep = [c for c in ("item_id", "task", "question", "options", "answer", "image",
                                     *GROUP_COLUMNS, *TIER_COLUMNS) if c in bench.items.column_names]
-                rows = _Columns(bench.items.select(keep))
+                rows = bench.items.select(keep)
             except Exception:  # the browser still works from the score files alone
                 continue
             return rows, bench
     return None, None
 
 
-class _Item:
-    """One item as the browser shows it: benchmark columns where the benchmark has them, else the
-    first score folder's."""
+class _Items:
+    """A component's items as the browser shows them, one position per item id (sorted): each
+    column from the benchmark where the benchmark has it for the item, else from the first score
+    folder that has the item."""
 
-    def __init__(self, item_id: str, base: _Columns | None, present: Sequence[_Columns]) -> None:
-        self.id = item_id
+    def __init__(self, ids: pa.Array, base: pa.Table | None, present: Sequence[pa.Table]) -> None:
+        self.n = len(ids)
         self.base = base
-        self.b = base.row.get(item_id) if base is not None else None
-        self.first = next(s for s in present if item_id in s.row)
-        self.f = self.first.row[item_id]
+        self.base_rows = _last_rows(ids, base) if base is not None else np.full(self.n, -1, dtype=np.int64)
+        self.present = present
+        self.present_rows = [_last_rows(ids, table) for table in present]
+        self.first_of = np.full(self.n, -1, dtype=np.int64)  # which score folder is the item's first
+        for k, rows in enumerate(self.present_rows):
+            self.first_of[(self.first_of < 0) & (rows >= 0)] = k
 
-    def value(self, name: str) -> Any:
-        if self.base is not None and self.b is not None and name in self.base.columns:
-            return self.base.columns[name][self.b]
-        return self.first.get(self.f, name)
+    def first(self, name: str) -> list[Any]:
+        """Column ``name`` from each item's first score folder (None where that folder lacks it)."""
+        values: list[Any] = [None] * self.n
+        for k, (table, rows) in enumerate(zip(self.present, self.present_rows)):
+            if name not in table.column_names:
+                continue
+            where = np.flatnonzero(self.first_of == k)
+            for i, value in zip(where.tolist(), table.column(name).take(pa.array(rows[where])).to_pylist()):
+                values[i] = value
+        return values
 
-    def task(self) -> str:
-        return str(self.value("task") or "")
+    def bench(self, name: str) -> list[Any]:
+        """Column ``name`` of the benchmark (None where it lacks the item or the column)."""
+        if self.base is None:
+            return [None] * self.n
+        return _taken(self.base, name, self.base_rows)
 
-    def tier(self) -> str:
-        """The tier, in one spelling (C1 writes ``Easy``, C3 ``easy``: one filter value)."""
-        return _first(self.value, TIER_COLUMNS).lower()
-
-    def entry(self, task: str, scores: Sequence[_Columns | None], bench: Any, out: Path,
-              cache: dict[str, str | None]) -> dict[str, Any]:
-        bench_value = (lambda name: self.base.get(self.b, name)) if self.base is not None else (lambda name: None)
-        answer = bench_value("answer")
-        question = str(bench_value("question") or "")
-        options = [str(o) for o in (bench_value("options") or [])]
-        if options and all(o in question for o in options):
-            options = []  # the question already lists them (C2): shown once
-        image = str(bench_value("image") or "")
-        return {
-            "id": self.id,
-            "task": task,
-            "group": _first(self.value, GROUP_COLUMNS),
-            "tier": self.tier(),
-            "question": question,
-            "options": options,
-            "gold": str(answer if answer is not None else self.first.get(self.f, "gold") or ""),
-            "image": _thumbnail(bench, image, out, cache),
-            "large": _thumbnail(bench, image, out, cache, size=LARGE_PX, folder="large"),
-            "replies": [_reply(s, self.id) for s in scores],
-        }
+    def value(self, name: str) -> list[Any]:
+        """The benchmark's value where it has the column and the item, else the first folder's."""
+        values = self.first(name)
+        if self.base is not None and name in self.base.column_names:
+            where = np.flatnonzero(self.base_rows >= 0)
+            for i, value in zip(where.tolist(), self.base.column(name).take(pa.array(self.base_rows[where])).to_pylist()):
+                values[i] = value
+        return values
 
 
 def _thumbnail(bench: Any, image: str, out: Path, cache: dict[str, str | None], *, size: int = THUMB_PX,
@@ -215,6 +232,15 @@ def page_file(no: int) -> str:
     return f"browser/page-{no:05d}.js"
 
 
+def _sorted_ids(tables: Sequence[pa.Table]) -> pa.Array:
+    """Every item id of ``tables``, once each, in code-point order (UTF-8 byte order is the same)."""
+    if not tables:
+        return pa.array([], pa.string())
+    ids = pc.unique(pa.chunked_array([t.column("item_id").cast(pa.string()) for t in tables]).combine_chunks())
+    ids = ids.drop_null()
+    return ids.take(pc.sort_indices(ids))
+
+
 def write_browser(runs: Sequence[Run], out: Path) -> dict[str, Any]:
     """Write the browser's sidecar files into ``out/browser``; returns the index (``index.js``)."""
     folder = out / "browser"
@@ -229,27 +255,52 @@ def write_browser(runs: Sequence[Run], out: Path) -> dict[str, Any]:
     for component in sorted(by_component):
         comp_runs = by_component[component]
         models[component] = [r.label for r in comp_runs]
-        scores = [_read_scores(r) for r in comp_runs]
-        present = [s for s in scores if s is not None]
+        tables = [_read_scores(r) for r in comp_runs]
+        present = [t for t in tables if t is not None]
         base, bench = _read_bench(comp_runs)
-        ids = sorted(set().union(*[s.row.keys() for s in present]))
+        ids = _sorted_ids(present)
+        items = _Items(ids, base, present)
+        replies = [None if t is None else _Replies(t, ids) for t in tables]
+        item_ids = ids.to_pylist()
+        tasks = [str(v or "") for v in items.value("task")]
+        groups = [items.value(name) for name in GROUP_COLUMNS]
+        tiers = [items.value(name) for name in TIER_COLUMNS]
+        questions = [str(v or "") for v in items.bench("question")]
+        options = items.bench("options")
+        answers, golds = items.bench("answer"), items.first("gold")
+        images = [str(v or "") for v in items.bench("image")]
         # items sorted into cells (ids sorted within), then written page by page: only one page of
         # entries is held at a time
-        by_cell: dict[tuple[str, str, str], list[str]] = {}
-        for item_id in ids:
-            item = _Item(item_id, base, present)
-            key = (item.task(), _first(item.value, GROUP_COLUMNS), item.tier())
-            by_cell.setdefault(key, []).append(item_id)
+        by_cell: dict[tuple[str, str, str], list[int]] = {}
+        for i in range(items.n):
+            by_cell.setdefault((tasks[i], _first_text(groups, i), _first_text(tiers, i).lower()), []).append(i)
+
+        def entry(i: int, task: str, group: str, tier: str) -> dict[str, Any]:
+            listed = [str(o) for o in (options[i] or [])]
+            if listed and all(o in questions[i] for o in listed):
+                listed = []  # the question already lists them (C2): shown once
+            return {
+                "id": item_ids[i],
+                "task": task,
+                "group": group,
+                "tier": tier,
+                "question": questions[i],
+                "options": listed,
+                "gold": str(answers[i] if answers[i] is not None else golds[i] or ""),
+                "image": _thumbnail(bench, images[i], out, cache),
+                "large": _thumbnail(bench, images[i], out, cache, size=LARGE_PX, folder="large"),
+                "replies": [None if r is None else r.reply(i) for r in replies],
+            }
+
         for (task, group, tier) in sorted(by_cell):
-            cell_ids = by_cell[(task, group, tier)]
+            cell = by_cell[(task, group, tier)]
             first = page_no + 1
-            for start in range(0, len(cell_ids), PAGE_SIZE):
-                chunk = [_Item(item_id, base, present).entry(task, scores, bench, out, cache)
-                         for item_id in cell_ids[start:start + PAGE_SIZE]]
+            for start in range(0, len(cell), PAGE_SIZE):
+                chunk = [entry(i, task, group, tier) for i in cell[start:start + PAGE_SIZE]]
                 page_no += 1
                 (out / page_file(page_no)).write_text(f"biovqaPage({page_no},{_js_json(chunk)});\n",
                                                       encoding="utf-8")
-            cells.append((component, task, group, tier, first, page_no - first + 1, len(cell_ids)))
+            cells.append((component, task, group, tier, first, page_no - first + 1, len(cell)))
     counts: dict[str, dict[str, int]] = {k: {} for k in FACETS}
     for cell in cells:
         for k, value in zip(FACETS, cell[:4]):
