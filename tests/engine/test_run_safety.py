@@ -26,7 +26,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from fixtures.engine_helpers import make_bench
 
-from biovqa.engine.secrets import Redactor, redact_url
+from biovqa.engine.secrets import Redactor
 from biovqa.engine.store import LOCK_FILE, RunLock
 from biovqa.errors import BiovqaError
 
@@ -143,4 +143,4 @@ def test_redactor_masks_known_secrets_and_credential_shapes() -> None:
     assert redactor.text("see https://bob:pw@host/v1") == "see https://***@host/v1"
     # a model's reply keeps its words; only a known secret is masked there
     assert redactor.known("Basic structures of the bearer") == "Basic structures of the bearer"
-    assert redact_url("http://u:p@h:1/v1?x=1") == "http://***@h:1/v1?x=1"
+    assert redactor.text("http://u:p@h:1/v1?x=1") == "http://***@h:1/v1?x=1"

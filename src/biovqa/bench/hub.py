@@ -152,8 +152,11 @@ def _release_table(bench: "Bench", console: Any | None) -> pa.Table:
     kinds = ["rendered" if (image or "").startswith(RENDERED_PREFIX) else "source" for image in images]
     payload: list[dict[str, Any] | None] = []
     cache: dict[str, bytes] = {}
-    for item_id, image, digest, kind in _progress(zip(ids, images, digests, kinds), len(ids),
-                                                   f"{bench.component}: rendered images", console):
+    from biovqa.progress import track
+
+    for item_id, image, digest, kind in track(zip(ids, images, digests, kinds),
+                                              f"{bench.component}: rendered images",
+                                              total=len(ids), console=console):
         if kind != "rendered":
             payload.append(None)
             continue
@@ -262,12 +265,6 @@ def dataset_card(benches: dict[str, "Bench"], release: dict[str, Any], features:
             lines.append(f"| {info.title} | {info.licence} | {info.attribution} |")
     lines += ["", "## Citation", "", "```bibtex", CITATION, "```", ""]
     return "\n".join(lines)
-
-
-def _progress(iterable: Iterable[Any], total: int, label: str, console: Any | None) -> Iterable[Any]:
-    from biovqa.progress import track
-
-    return track(iterable, label, total=total, console=console)
 
 
 # ----------------------------------------------------------------------------------------------

@@ -70,7 +70,6 @@ class ModelPreset:
     dtype: str = "bfloat16"
     system_message_text: str | None = None
     user_prefix_text: str | None = None
-    user_prefix_components: frozenset[str] | None = None  # None = every component
     min_pixels: int | None = None
     max_pixels: int | None = None
     trust_remote_code: bool = False
@@ -90,11 +89,7 @@ class ModelPreset:
 
     def user_prefix(self, component: str) -> str | None:
         """Text put before the user prompt (InternVL3-8B/38B, InternVL3.5-38B: the English prefix)."""
-        if self.user_prefix_text is None:
-            return None
-        if self.user_prefix_components is None or component.lower() in self.user_prefix_components:
-            return self.user_prefix_text
-        return None
+        return self.user_prefix_text  # on every component (paper App. B.2)
 
     def max_new_tokens(self, component: str) -> int:
         """Hard cap on generated tokens: the component's declared ``max_new_tokens`` (paper

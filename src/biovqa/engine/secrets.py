@@ -17,7 +17,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import replace
 from typing import Any
-from urllib.parse import unquote, urlsplit, urlunsplit
+from urllib.parse import unquote, urlsplit
 
 from biovqa.engine.backends.base import Reply
 
@@ -27,15 +27,6 @@ MASK = "***"
 SHORT_SECRET_LENGTH = 16
 _AUTH_PATTERN = re.compile(r"(?i)\b(bearer|basic)(\s+|%20)[A-Za-z0-9._~+/=\-]{4,}")
 _URL_USERINFO = re.compile(r"(?i)\b([a-z][a-z0-9+.\-]*://)[^/\s@'\"]+@")
-
-
-def redact_url(url: str) -> str:
-    """``url`` with any ``user:password@`` replaced by ``***@``."""
-    parts = urlsplit(url)
-    if "@" not in parts.netloc:
-        return url
-    host = parts.netloc.rsplit("@", 1)[1]
-    return urlunsplit((parts.scheme, f"{MASK}@{host}", parts.path, parts.query, parts.fragment))
 
 
 def url_secrets(url: str | None) -> list[str]:

@@ -92,12 +92,6 @@ TARGET_COLUMNS: tuple[str, ...] = ("name", "accepted", "accepted_name", "rank", 
 # building
 
 
-def _progress_console(console: Any) -> Any:
-    from biovqa.progress import stage_sequence
-
-    return stage_sequence(unit="bytes", console=console)
-
-
 def _parse_ids(column: pa.Array, *, file: str, field: str, first_line: int,
                required: bool) -> pa.Array:
     """Cast an id column (strings) to int64; a non-integer (or a missing required id) raises
@@ -385,7 +379,9 @@ def build_index(backbone: str | Path, out: str | Path, *, console: Any = None) -
     out = Path(out)
     _check_out(out)
     started = time.perf_counter()
-    with _progress_console(console) as progress:
+    from biovqa.progress import stage_sequence
+
+    with stage_sequence(unit="bytes", console=console) as progress:
         rows = _read_taxon_rows(archive, progress)
         read_seconds = time.perf_counter() - started
         taxa, names, id_to_accepted, counts = _build_tables(rows)
