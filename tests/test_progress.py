@@ -12,7 +12,7 @@ from pathlib import Path
 
 from rich.console import Console
 
-from biovqa.progress import show_progress, stage, stage_sequence, track
+from biovqa.progress import LiveLine, show_progress, stage, stage_sequence, track
 
 
 def _log_console() -> tuple[Console, io.StringIO]:
@@ -92,3 +92,34 @@ def test_report_logs_each_stage_once_and_draws_bars_on_a_terminal(tmp_path: Path
     assert on_terminal.wait(timeout=300) == 0
     text = seen.decode(errors="replace")
     assert "━" in text and "✓" in text and "report: item browser" in text  # a live bar, then its line
+
+
+def test_a_live_line_in_a_log_is_written_when_due_and_its_final_news_once() -> None:
+    buffer = io.StringIO()
+    line = LiveLine(stream=buffer, log_every_s=3600)
+    assert not line.is_terminal and line.due()
+    line.draw("3/9 items")
+    assert not line.due()  # the next line only after log_every_s
+    line.close("9/9 items")
+    assert buffer.getvalue().splitlines() == ["3/9 items", "9/9 items"]
+    silent = io.StringIO()
+    off = LiveLine(stream=silent, enabled=False)
+    assert not off.due()
+    off.draw("1/1 items")
+    off.close("1/1 items")
+    assert silent.getvalue() == ""
+
+
+def test_a_live_line_on_a_terminal_is_redrawn_and_leaves_its_final_news() -> None:
+    class Terminal(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    screen = Terminal()
+    line = LiveLine(stream=screen, interval_s=0)
+    assert line.is_terminal
+    line.draw("1/2 items [x]")  # brackets are text, not rich markup
+    line.draw("2/2 items [x]")
+    line.close("2/2 items [x] | ETA 00:00:00")
+    assert screen.getvalue().rstrip().endswith("2/2 items [x] | ETA 00:00:00")
+
