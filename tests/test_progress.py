@@ -1,4 +1,4 @@
-"""biovqa.progress, the one progress helper (issue 24): live bars on a terminal, one line per stage
+"""biovqa.progress, the one progress helper: live bars on a terminal, one line per stage
 in a log, never a repeated line, silent for library callers."""
 
 from __future__ import annotations

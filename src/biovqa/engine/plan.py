@@ -62,9 +62,9 @@ def image_sizes(bench: Bench, items: pa.Table) -> tuple[pa.Table, str]:
         return items, "items table"
     from PIL import Image
 
-    sizes: dict[str | None, tuple[int, int] | None] = {}  # [issue 14] None: a text-only item
+    sizes: dict[str | None, tuple[int, int] | None] = {}  # None: a text-only item
     for image in set(items.column("image").to_pylist()):
-        if image is None:  # [text-only items, issue 14] no image to measure
+        if image is None:  # a text-only item: no image to measure
             sizes[image] = None
             continue
         path = bench.resolve_image(image)
@@ -102,7 +102,7 @@ def plan_run(bench_path: str | Path, model: str, selection: Selection | None = N
     preset, wrap = resolve_preset(model, force_preset)
     items, sizes_from = image_sizes(bench, items)
     missing = sum(not bench.resolve_image(image).is_file()
-                  for image in set(items.column("image").to_pylist()) if image is not None)  # [issue 14]
+                  for image in set(items.column("image").to_pylist()) if image is not None)  # text-only items have none
     requests = build_requests(bench, items, preset, wrap, model, "plan",
                               max_new_tokens=max_new_tokens)
     text_tokens = int(sum(

@@ -240,7 +240,7 @@ def build_requests(bench: Bench, items: pa.Table, preset: ModelPreset, wrap: Wra
                          column["question"])
     system, user = _wrapped_prompts(preset, wrap, column["component"], prompts)
     if ITEM_SYSTEM_COLUMN in items.column_names:
-        # [issue 14] an item's own system prompt replaces the preset's (SYSTEM_RULE)
+        # an item's own system prompt (HCA items carry one) replaces the preset's (SYSTEM_RULE)
         own = items.column(ITEM_SYSTEM_COLUMN).combine_chunks()
         has_own = pc.fill_null(pc.not_equal(own, ""), False)
         system = pc.if_else(has_own, own, system)
@@ -250,7 +250,7 @@ def build_requests(bench: Bench, items: pa.Table, preset: ModelPreset, wrap: Wra
                          for c in set(components)}
     caps = [caps_by_component[c] for c in components]
     if ITEM_CAP_COLUMN in items.column_names and not max_new_tokens:
-        # [issue 14] an item's own cap (e.g. the HCA chain-of-thought variant) wins over the preset's
+        # an item's own cap (e.g. the HCA chain-of-thought variant) wins over the component's
         caps = [cap if own is None else int(own)
                 for cap, own in zip(caps, items.column(ITEM_CAP_COLUMN).to_pylist())]
     tails = {(cap, m): f"{_decoding_field(cap, m)}|{_field(model)}|{_field(revision)}"
@@ -277,7 +277,7 @@ def build_requests(bench: Bench, items: pa.Table, preset: ModelPreset, wrap: Wra
     for row, (image, image_key, width, height) in enumerate(
             zip(images, image_key_list, widths, heights)):
         if image not in resolved:
-            # [text-only items, issue 14] a null image is a request without an image
+            # a text-only item (null image: the text suites) is a request without an image
             resolved[image] = None if image is None else bench.resolve_image(image)
         tokens = 0 if image is None else tokens_by_image.get(image_key)
         if tokens is None:

@@ -61,7 +61,7 @@ def image_keys(items: pa.Table) -> pa.Array:
         sha = items.column("image_sha256").combine_chunks()
         has_sha = pc.and_(pc.is_valid(sha), pc.not_equal(pc.fill_null(sha, ""), ""))
         keys = pc.if_else(has_sha, sha, path)
-    # [text-only items, issue 14] no image: each item is its own group, keyed by its id
+    # a text-only item (no image) is its own group, keyed by its id
     if keys.null_count:
         text_keys = pc.binary_join_element_wise("text-only:", items.column("item_id").combine_chunks(), "")
         keys = pc.if_else(pc.is_valid(keys), keys, text_keys)

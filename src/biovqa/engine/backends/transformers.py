@@ -52,7 +52,7 @@ KNOWN_OPTIONS = (
     "attn_implementation",
     "preset",
     "shared_prefix",
-    "text_only",  # [issue 14]
+    "text_only",  # a causal LM for text-only benches
 )
 
 _DTYPE_NAMES = ("auto", "float32", "float16", "bfloat16")
@@ -86,12 +86,12 @@ class TransformersBackend:
         max_pixels: int | None = None,
         attn_implementation: str | None = None,
         shared_prefix: bool = False,
-        text_only: bool = False,  # [issue 14]
+        text_only: bool = False,
         ignored_options: dict[str, Any] | None = None,
     ) -> None:
         import torch
         import transformers
-        from transformers import AutoModelForCausalLM, AutoModelForImageTextToText  # [issue 14]
+        from transformers import AutoModelForCausalLM, AutoModelForImageTextToText
 
         from biovqa.engine.backends.processors import load_processor
 
@@ -134,7 +134,7 @@ class TransformersBackend:
             model_options: dict[str, Any] = dict(load_options, dtype=getattr(torch, dtype))
             if attn_implementation:
                 model_options["attn_implementation"] = attn_implementation
-            # [text-only LMs, issue 14] text_only=true: a causal-LM checkpoint (no vision tower)
+            # text_only=true: a causal-LM checkpoint (no vision tower)
             # answers text-only items
             self.text_only = bool(text_only)
             model_class: Any = AutoModelForCausalLM if self.text_only else AutoModelForImageTextToText
@@ -155,7 +155,7 @@ class TransformersBackend:
                 "(HF_HUB_OFFLINE=1 needs the files on disk)",
             ) from error
         self.model: Any = loaded.to(device).eval()
-        # [text-only LMs, issue 14] their "processor" is the tokenizer itself
+        # a text-only LM's "processor" is the tokenizer itself
         tokenizer = self.processor if self.text_only else getattr(self.processor, "tokenizer", None)
         if tokenizer is None:
             raise BiovqaError(f"the processor of {model!r} has no tokenizer", field="model")
@@ -470,7 +470,7 @@ def create(model: str, **options: Any) -> TransformersBackend:
     on CPU), ``device`` (auto|cpu|cuda|cuda:N), ``batch_size`` (default 8, a cap inside the
     engine's batch), ``revision``, ``trust_remote_code``, ``min_pixels``/``max_pixels`` (override
     the preset), ``attn_implementation``; ``preset`` (a ModelPreset) overrides the lookup;
-    ``text_only`` (default false; issue 14) loads a text-only causal LM for text-only benches.
+    ``text_only`` (default false) loads a text-only causal LM for text-only benches.
     """
     preset = options.pop("preset", None) or get_preset(model)
     ignored = {key: options.pop(key) for key in list(options) if key not in KNOWN_OPTIONS}
