@@ -1,5 +1,5 @@
 """Batched and shared-prefix decoding equal one request per call, greedy, on C1- and C2-shaped
-items with the real prompt wording (prompts.md §2.4 instructions, the C2 MCQ instruction block):
+items with the real prompt wording (the paper's §2.4 C1 instructions, the C2 MCQ instruction block):
 prompts of very different lengths in one left-padded batch, an item system prompt, caps 15 and 48.
 
 This is the check behind benchmarks/gpu's ``equal_to_per_request`` column: on the tiny random
@@ -27,7 +27,7 @@ PARTS = ("bill", "wing", "tail", "breast", "crown", "nape")
 
 
 def c1_requests(images: list[Path], system: str | None) -> list[Request]:
-    """Nine questions for each of two images (prompts.md §2: one per rank, then the MCQ)."""
+    """Nine questions for each of two images (the paper's §2.4: one per rank, then the MCQ)."""
     requests = []
     for i, image in enumerate(images[:2]):
         for rank in C1_RANKS:

@@ -1,4 +1,4 @@
-"""Model presets: the paper's 18 models, their wrappers (prompts.md §1), caps and image-token rules."""
+"""Model presets: the paper's 18 models, their wrappers (paper App. B.2), caps and image-token rules."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from biovqa.engine.presets import (
     get_preset,
 )
 
-#: components.md §5: display name → checkpoint.
+#: paper App. B.1: display name → checkpoint.
 PAPER_MODELS = {
     "Qwen2.5-VL-3B": "Qwen/Qwen2.5-VL-3B-Instruct",
     "Qwen2.5-VL-7B": "Qwen/Qwen2.5-VL-7B-Instruct",
@@ -63,7 +63,7 @@ def test_lookup_by_key_name_or_checkpoint(name: str) -> None:
 
 @pytest.mark.parametrize("display_name", sorted(PAPER_MODELS))
 @pytest.mark.parametrize("component", COMPONENTS)
-def test_wrappers_follow_prompts_section_1(display_name: str, component: str) -> None:
+def test_wrappers_follow_appendix_b2(display_name: str, component: str) -> None:
     preset = get_preset(display_name)
     system, user_text = apply_wrappers(preset, component, "What is the order?")
     if display_name in GEMMA_MODELS and component in ("c1", "c2"):
