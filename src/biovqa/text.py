@@ -202,9 +202,11 @@ class Vocabulary:
         distinct = dictionary if transform is None else transform(dictionary)
         distinct = pc.fill_null(distinct.cast(pa.string()), "")
         found = pc.index_in(distinct, value_set=self.array)
-        if found.null_count:  # new strings: appended in bulk (Arrow does the hashing)
-            for text in pc.unique(distinct.filter(pc.is_null(found))).to_pylist():
-                self.add(text)
+        if found.null_count:  # new strings: appended in bulk (Arrow does the hashing, dict.update the rest)
+            new = pc.unique(distinct.filter(pc.is_null(found))).to_pylist()
+            start = len(self.texts)
+            self.texts.extend(new)
+            self._index.update(zip(new, range(start, start + len(new))))
             found = pc.index_in(distinct, value_set=self.array)
         ids = found.to_numpy(zero_copy_only=False).astype(np.int64) if len(distinct) else np.zeros(1, np.int64)
         empty = self.add("") if len(codes) and codes.min() < 0 else 0

@@ -275,6 +275,25 @@ def test_summary_shape_and_values_for_perfect_replies(bench_path: Path) -> None:
     json.dumps(summary, allow_nan=True)
 
 
+def test_cell_intervals_only_where_asked_and_the_same_resamples(bench_path: Path) -> None:
+    """By default the group, tier and per-group hierarchy cells are point estimates (null bounds);
+    ``cell_intervals`` bootstraps them too, and every other number stays the same."""
+    replies = {"frog-3:species": "gratiosus", "lizard-1:family": "Colubridae", "frog-1:genus": "Hyla"}
+    plain, _ = run(bench_path, replies)
+    every, _ = run(bench_path, replies, cell_intervals=True)
+    birds, reptiles = plain.summary["groups"]["Birds"], plain.summary["hierarchy"]["groups"]["Reptiles"]
+    assert birds["em"]["lo"] is None and birds["em"]["hi"] is None and birds["em"]["value"] is not None
+    assert reptiles["hca"]["lo"] is None and plain.summary["tiers"]["Easy"]["wup"]["hi"] is None
+    assert every.summary["groups"]["Birds"]["em"]["lo"] is not None
+    assert every.summary["hierarchy"]["groups"]["Reptiles"]["hca"]["hi"] is not None
+    for section in ("tasks", "pooled", "open_pooled", "recognition_recall", "table3"):
+        assert plain.summary[section] == every.summary[section], section
+    assert plain.summary["hierarchy"]["pooled"] == every.summary["hierarchy"]["pooled"]
+    for label, block in every.summary["groups"].items():  # same values, bounds added
+        assert {k: v["value"] for k, v in block.items() if isinstance(v, dict)} == \
+            {k: v["value"] for k, v in plain.summary["groups"][label].items() if isinstance(v, dict)}
+
+
 def test_hierarchical_consistency_per_group(bench_path: Path) -> None:
     # lizard-1: right everywhere but family → HCA 0, leaf right; no order level for reptiles
     result, _ = run(bench_path, {"lizard-1:family": "Colubridae"})

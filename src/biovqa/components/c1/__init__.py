@@ -24,6 +24,9 @@ COMPONENT = Component(
                "taxonomy index for EM_soft (default: the one recorded when the benchmark was built)"),
         Option("epithet_last_word", bool, True,
                "keep only the last word of a species-epithet reply (the paper's parser)"),
+        Option("cell_intervals", bool, False,
+               "bootstrap intervals also for every group, tier and per-group hierarchy cell (by default "
+               "those get point estimates: the tables print intervals only per question type and pooled)"),
     ),
     table3=tuple(TABLE3_COLUMNS),
     rank_columns=("item_id", "task", "source_id", "score"),

@@ -87,22 +87,25 @@ def floor_scores(items: pa.Table, answers: Mapping[str, str] | None = None) -> d
     return out
 
 
-def mcq_floor_choice(answers: pa.Array | pa.ChunkedArray, options: pa.Array) -> np.ndarray:
-    """Image-blind MCQ rule: per item the index of the option naming the most frequent gold
-    answer of the MCQ items (ties: the first option). ``options`` is flattened, k per item."""
+def _mcq_ids(answers: pa.Array | pa.ChunkedArray, options: pa.Array) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Gold ids (n,), option ids (n × k) and each item's floor choice (ties: the first option)."""
     vocabulary = Vocabulary()
     gold = vocabulary.mapped_ids(answers, normalize_c1_array)
     option_ids = vocabulary.mapped_ids(options, normalize_c1_array).reshape(len(gold), -1)
     frequency = np.bincount(gold, minlength=len(vocabulary))
-    return frequency[option_ids].argmax(axis=1)
+    return gold, option_ids, frequency[option_ids].argmax(axis=1)
+
+
+def mcq_floor_choice(answers: pa.Array | pa.ChunkedArray, options: pa.Array) -> np.ndarray:
+    """Image-blind MCQ rule: per item the index of the option naming the most frequent gold
+    answer of the MCQ items (ties: the first option). ``options`` is flattened, k per item."""
+    return _mcq_ids(answers, options)[2]
 
 
 def mcq_floor(answers: pa.Array | pa.ChunkedArray, options: pa.Array) -> float:
     """The share of MCQ items where :func:`mcq_floor_choice` picks the gold."""
-    vocabulary = Vocabulary()
-    gold = vocabulary.mapped_ids(answers, normalize_c1_array)
-    option_ids = vocabulary.mapped_ids(options, normalize_c1_array).reshape(len(gold), -1)
-    pick = option_ids[np.arange(len(gold)), mcq_floor_choice(answers, options)]
+    gold, option_ids, choice = _mcq_ids(answers, options)
+    pick = option_ids[np.arange(len(gold)), choice]
     return float((pick == gold).mean()) if len(gold) else float("nan")
 
 

@@ -40,11 +40,12 @@ from biovqa.components.c1.parse import (
     score_replies,
 )
 from biovqa.components.c1.side_files import SIDE_FOLDER, TREE_FILE, VERNACULAR_FILE
-from biovqa.components.c1.summary import summarize
+from biovqa.components.c1.summary import DRAWS_NAME, summarize
 from biovqa.components.c1.tasks import MCQ_TASK, TASK_NAMES
 from biovqa.components.c1.tiers import DEPTH_RANK
 from biovqa.components.registry import ScoreResult
 from biovqa.errors import InputFormatError, MissingResourceError
+from biovqa.stats.draws import CountsDrawnAhead
 from biovqa.scoring.schema import SCORE_STATUSES, core_columns
 
 #: Per-item metrics averaged over every item of a cell.
@@ -67,6 +68,7 @@ class C1ScoreOptions:
     seed: int = 42
     level: float = 0.95
     epithet_last_word: bool = True
+    cell_intervals: bool = False
 
     @classmethod
     def from_mapping(cls, options: Any) -> C1ScoreOptions:
@@ -204,14 +206,17 @@ def score_items(items: pa.Table, predictions: pa.Table, *, tree: Any, synonyms: 
                                hint="the tree and the items come from different builds")
     is_mcq = task_index == TASK_NAMES.index(MCQ_TASK)
     mcq_options, mcq_option_nodes = _mcq_arrays(items, is_mcq, source)
-    result = score_replies(
-        task_index=task_index, task_names=TASK_NAMES, answers=items.column("answer"), genera=items.column("genus"),
-        binomials=items.column("species"), target_nodes=target, replies=replies,
-        answered=status == SCORE_STATUSES.index("ok"), failed=status == SCORE_STATUSES.index("failed"),
-        mcq_options=mcq_options, mcq_option_nodes=mcq_option_nodes, tree=tree, synonyms=synonyms,
-        vernacular=vernacular, epithet_last_word=settings.epithet_last_word)
-    scored = _item_table(items, predictions, result)
-    summary = summarize(scored, items, settings)
+    # the image resamples are drawn on a worker thread while the replies are scored (same stream)
+    n_images = int(pc.count_distinct(items.column("source_id")).as_py()) if settings.bootstrap > 0 else 0
+    with CountsDrawnAhead({DRAWS_NAME: n_images}, B=settings.bootstrap, seed=settings.seed) as draws:
+        result = score_replies(
+            task_index=task_index, task_names=TASK_NAMES, answers=items.column("answer"), genera=items.column("genus"),
+            binomials=items.column("species"), target_nodes=target, replies=replies,
+            answered=status == SCORE_STATUSES.index("ok"), failed=status == SCORE_STATUSES.index("failed"),
+            mcq_options=mcq_options, mcq_option_nodes=mcq_option_nodes, tree=tree, synonyms=synonyms,
+            vernacular=vernacular, epithet_last_word=settings.epithet_last_word)
+        scored = _item_table(items, predictions, result)
+        summary = summarize(scored, items, settings, draws=draws)
     summary["taxonomy_index"] = None if backbone is None else str(backbone)
     return ScoreResult(items=scored, summary=summary)
 

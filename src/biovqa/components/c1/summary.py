@@ -10,7 +10,7 @@ resamples for all), and the number of items (images for hierarchy metrics) behin
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -37,7 +37,17 @@ from biovqa.components.c1.tasks import HIERARCHY_TASKS, MCQ_TASK, OPEN_COMMON_TA
 from biovqa.errors import InputFormatError
 from biovqa.scoring.schema import estimate as _estimate
 from biovqa.text import codes_in, encode_strings
-from biovqa.stats.bootstrap import ClusterBootstrapPlan, percentile_interval
+from biovqa.stats.bootstrap import (
+    ClusterBootstrapPlan,
+    Float32Product,
+    bootstrap_replicates,
+    percentile_interval,
+    ratio,
+)
+from biovqa.stats.draws import CountsDrawnAhead
+
+#: The name the image counts are drawn under (:class:`~biovqa.stats.draws.CountsDrawnAhead`).
+DRAWS_NAME = "images"
 
 @dataclass(frozen=True)
 class _ItemArrays:
@@ -94,6 +104,36 @@ def floors_of(items: pa.Table) -> tuple[dict[str, float], dict[str, str]]:
     return floors, answers
 
 
+def _run_plans(plans: Sequence[ClusterBootstrapPlan], columns_of: Sequence[tuple[int, int]], B: int, seed: int,
+               draws: CountsDrawnAhead | None) -> tuple[np.ndarray, np.ndarray]:
+    """Full-sample value and ``B`` replicates of every summary column: the first plan's columns
+    bootstrapped on the image resamples (``ClusterBootstrapPlan.run``'s float32 products, so the
+    same numbers), the second plan's point estimates only (NaN replicates: null bounds)."""
+    estimates = [plan.run(0, seed)[0] if plan.full_numerators else np.empty(0) for plan in plans]
+    plan_of = np.asarray([p for p, _ in columns_of], dtype=np.int64)
+    position = np.asarray([c for _, c in columns_of], dtype=np.int64)
+    estimate = np.empty(len(columns_of))
+    replicates = np.full((B, len(columns_of)), np.nan)
+    for which, plan in enumerate(plans):
+        mine = plan_of == which
+        estimate[mine] = estimates[which][position[mine]]
+    bootstrapped = plans[0]
+    if B > 0 and bootstrapped.numerators:
+        index = np.asarray(bootstrapped.denominator_of, dtype=np.int64)
+        product = Float32Product(np.concatenate(bootstrapped.numerators, axis=0).T,
+                                 np.concatenate(bootstrapped.denominators, axis=0).T)
+        width = len(index)
+
+        def means(totals: np.ndarray, _: np.ndarray | None) -> list[np.ndarray]:
+            return list(ratio(totals[:, :width], totals[:, width:][:, index]).T)
+
+        counts = None if draws is None else draws.blocks(DRAWS_NAME, bootstrapped.n_clusters)
+        reps = bootstrap_replicates(product, means, B=B, seed=seed, counts=counts)
+        mine = plan_of == 0
+        replicates[:, mine] = reps[:, position[mine]]
+    return estimate, replicates
+
+
 def _intervals(replicates: np.ndarray, level: float) -> tuple[np.ndarray, np.ndarray]:
     """Percentile bounds per column; NaN when no bootstrap ran (B = 0)."""
     if replicates.shape[0] == 0:
@@ -102,10 +142,13 @@ def _intervals(replicates: np.ndarray, level: float) -> tuple[np.ndarray, np.nda
     return percentile_interval(replicates, level)
 
 
-def summarize(scored: pa.Table, items: pa.Table, options: Any) -> dict[str, Any]:
+def summarize(scored: pa.Table, items: pa.Table, options: Any, *,
+              draws: CountsDrawnAhead | None = None) -> dict[str, Any]:
     """The C1 summary (module docstring) from the per-item score table and the benchmark items it
     scores (same rows, same order). ``options``: the resolved score options (``bootstrap`` = B,
-    ``seed``, ``level``)."""
+    ``seed``, ``level``, ``cell_intervals``). ``draws``: the image counts already being drawn
+    (under :data:`DRAWS_NAME`, for ``n_images`` images; the scorer starts them before it reads
+    the replies), else they are drawn here — the same resamples either way."""
     arrays = _ItemArrays.of(scored)
     floors, floor_replies = floors_of(items)
     B, seed, level = int(options.bootstrap), int(options.seed), float(options.level)
@@ -114,45 +157,60 @@ def summarize(scored: pa.Table, items: pa.Table, options: Any) -> dict[str, Any]
     with_severity = ~np.isnan(arrays.severity)
     values = {"em": em, "em_soft": em_soft, "unresolved": (~arrays.resolved).astype(np.float64),
               "wup": arrays.wup, "lin": arrays.lin}
-    plan = ClusterBootstrapPlan(arrays.cluster, arrays.n_clusters)
+    # Two plans on the same image clusters: the cells the leaderboards print with intervals (per
+    # question type, pooled, open pooled, pooled hierarchy) are bootstrapped; the group, tier and
+    # per-group hierarchy cells get point estimates unless ``cell_intervals`` asks for their
+    # intervals too (they are two thirds of the matrix products, and no table prints them).
+    every_cell = bool(getattr(options, "cell_intervals", False))
+    plans = (ClusterBootstrapPlan(arrays.cluster, arrays.n_clusters),
+             ClusterBootstrapPlan(arrays.cluster, arrays.n_clusters))
     everything = np.ones(n_items, dtype=bool)
     severity_values = np.nan_to_num(arrays.severity)
+    columns_of: list[tuple[int, int]] = []  # summary column → (plan, its column there)
 
-    def full_block(cells: np.ndarray, n_cells: int) -> dict[str, int]:
+    def column(plan_index: int, first: int) -> int:
+        columns_of.append((plan_index, first))
+        return len(columns_of) - 1
+
+    def full_block(cells: np.ndarray, n_cells: int, bootstrapped: bool) -> dict[str, list[int]]:
+        which = 0 if bootstrapped or every_cell else 1
+        plan = plans[which]
         count = plan.add_denominator(everything, cells, n_cells)
         count_severity = plan.add_denominator(with_severity, cells, n_cells)
-        columns = {name: plan.add_mean(v, everything, cells, n_cells, count) for name, v in values.items()}
-        columns["severity"] = plan.add_mean(severity_values, with_severity, cells, n_cells, count_severity)
-        return columns
+        firsts = {name: plan.add_mean(v, everything, cells, n_cells, count) for name, v in values.items()}
+        firsts["severity"] = plan.add_mean(severity_values, with_severity, cells, n_cells, count_severity)
+        return {name: [column(which, first + cell) for cell in range(n_cells)] for name, first in firsts.items()}
 
     n_groups, n_tiers = len(arrays.group_labels), len(arrays.tier_labels)
     task_codes = arrays.task
     pooled_codes = np.zeros(n_items, dtype=np.int64)
     open_codes = np.where(task_codes != TASK_NAMES.index(MCQ_TASK), 0, -1)
     blocks = {
-        "tasks": (full_block(task_codes, len(TASK_NAMES)), list(TASK_NAMES), task_codes),
-        "pooled": (full_block(pooled_codes, 1), ["all"], pooled_codes),
-        "open_pooled": (full_block(open_codes, 1), ["all"], open_codes),
-        "groups": (full_block(arrays.group, n_groups), arrays.group_labels, arrays.group),
-        "tiers": (full_block(arrays.tier, n_tiers), arrays.tier_labels, arrays.tier),
+        "tasks": (full_block(task_codes, len(TASK_NAMES), True), list(TASK_NAMES), task_codes),
+        "pooled": (full_block(pooled_codes, 1, True), ["all"], pooled_codes),
+        "open_pooled": (full_block(open_codes, 1, True), ["all"], open_codes),
+        "groups": (full_block(arrays.group, n_groups, False), arrays.group_labels, arrays.group),
+        "tiers": (full_block(arrays.tier, n_tiers, False), arrays.tier_labels, arrays.tier),
     }
     task_group = np.where(arrays.group >= 0, task_codes * max(n_groups, 1) + arrays.group, -1)
     task_tier = np.where(arrays.tier >= 0, task_codes * max(n_tiers, 1) + arrays.tier, -1)
 
     hierarchy_inputs = _hierarchy_matrix(task_codes, em, arrays.cluster, arrays.n_clusters, arrays.group)
-    hierarchy_columns: dict[str, int] = {}
+    hierarchy_columns: dict[str, list[int]] = {}
     if hierarchy_inputs is not None:
         correct, present, image_rows, image_group = hierarchy_inputs
         per_image = hierarchical_per_image(correct, present)
         every_image = np.ones(len(image_rows), dtype=bool)
         for scope, cells, width in (("pooled", np.zeros(len(image_rows), dtype=np.int64), 1),
                                     ("groups", image_group, n_groups)):
+            which = 0 if scope == "pooled" or every_cell else 1
+            plan = plans[which]
             count = plan.add_denominator(every_image, cells, width, codes=image_rows)
             for metric in HIERARCHICAL_METRICS:
-                hierarchy_columns[f"{scope}:{metric}"] = plan.add_mean(per_image[metric], every_image, cells,
-                                                                       width, count, codes=image_rows)
+                first = plan.add_mean(per_image[metric], every_image, cells, width, count, codes=image_rows)
+                hierarchy_columns[f"{scope}:{metric}"] = [column(which, first + cell) for cell in range(width)]
 
-    estimate, replicates = plan.run(B, seed)
+    estimate, replicates = _run_plans(plans, columns_of, B, seed, draws)
     lo, hi = _intervals(replicates, level)
 
     def interval(column: int, n: int) -> dict[str, Any]:
@@ -186,21 +244,21 @@ def summarize(scored: pa.Table, items: pa.Table, options: Any) -> dict[str, Any]
             block: dict[str, Any] = {"n": int(n[position]), "n_severity": int(n_severity[position])}
             items = int(n[position])
             for name in ("em", "em_soft"):
-                block[name] = interval(columns[name] + position, items)
-            block["revision_lag"] = difference(columns["em_soft"] + position, columns["em"] + position, items)
+                block[name] = interval(columns[name][position], items)
+            block["revision_lag"] = difference(columns["em_soft"][position], columns["em"][position], items)
             for name in ("unresolved", "wup", "lin"):
-                block[name] = interval(columns[name] + position, items)
-            block["severity"] = interval(columns["severity"] + position, int(n_severity[position]))
+                block[name] = interval(columns[name][position], items)
+            block["severity"] = interval(columns["severity"][position], int(n_severity[position]))
             out[label] = block
         return out
 
     summary["tasks"] = metric_blocks("tasks")
-    em_first = blocks["tasks"][0]["em"]
+    em_columns = blocks["tasks"][0]["em"]
     for name, block in summary["tasks"].items():
         phi = float(floors.get(name, np.nan))
         block["floor"] = phi
         block["floor_answer"] = floor_replies.get(name)
-        column = em_first + TASK_NAMES.index(name)
+        column = em_columns[TASK_NAMES.index(name)]
         block["headroom"] = _headroom(estimate[column], replicates[:, column], phi, level, n=block["n"])
     summary["pooled"] = metric_blocks("pooled").get("all", {})
     summary["open_pooled"] = metric_blocks("open_pooled").get("all", {})
@@ -208,11 +266,11 @@ def summarize(scored: pa.Table, items: pa.Table, options: Any) -> dict[str, Any]
         n_by_task = {t: b["n"] for t, b in summary["tasks"].items()}
         phi = item_weighted_score({t: float(floors.get(t, 0.0)) for t in n_by_task}, n_by_task)
         summary["pooled"]["floor"] = float(phi)
-        column = blocks["pooled"][0]["em"]
+        column = blocks["pooled"][0]["em"][0]
         summary["pooled"]["headroom"] = _headroom(estimate[column], replicates[:, column], phi, level,
                                                    n=summary["pooled"]["n"])
     summary["recognition_recall"] = _recognition_recall(
-        em_first, estimate, replicates, level, n_by_task={t: b["n"] for t, b in summary["tasks"].items()})
+        em_columns, estimate, replicates, level, n_by_task={t: b["n"] for t, b in summary["tasks"].items()})
     summary["groups"] = metric_blocks("groups")
     summary["tiers"] = metric_blocks("tiers")
 
@@ -258,13 +316,13 @@ def _headroom(estimate: float, replicates: np.ndarray, phi: float, level: float,
     return _estimate(headroom(estimate, phi), lo[0], hi[0], n=n)
 
 
-def _recognition_recall(em_first: int, estimate: np.ndarray, replicates: np.ndarray, level: float,
+def _recognition_recall(em_columns: list[int], estimate: np.ndarray, replicates: np.ndarray, level: float,
                         n_by_task: Mapping[str, int]) -> dict[str, Any]:
     """gap = EM(MCQ) − EM(open common name); ratio = MCQ / open (§2.11)."""
     if MCQ_TASK not in n_by_task or OPEN_COMMON_TASK not in n_by_task:
         return {}
-    mcq = em_first + TASK_NAMES.index(MCQ_TASK)
-    open_ = em_first + TASK_NAMES.index(OPEN_COMMON_TASK)
+    mcq = em_columns[TASK_NAMES.index(MCQ_TASK)]
+    open_ = em_columns[TASK_NAMES.index(OPEN_COMMON_TASK)]
     with np.errstate(invalid="ignore", divide="ignore"):
         ratio_reps = np.where(replicates[:, open_] > 0, replicates[:, mcq] / replicates[:, open_], np.nan)
     gap, ratio = recognition_recall_gap(float(estimate[mcq]), float(estimate[open_]))
@@ -332,7 +390,7 @@ def _hierarchy_matrix(task: np.ndarray, em: np.ndarray, codes: np.ndarray, n_clu
 
 
 def _hierarchy_summary(inputs: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None,
-                       columns: dict[str, int], interval: Any, ratio: Any,
+                       columns: dict[str, list[int]], interval: Any, ratio: Any,
                        group_labels: list[str]) -> dict[str, Any]:
     """HCA family per scope (pooled, per group): the means of :data:`HIERARCHICAL_METRICS` over
     images, ``hca_scaled`` = HCA / Acc_leaf (HCA paper §2.2, App. B.2 item 9: the share of leaf-correct
@@ -345,8 +403,8 @@ def _hierarchy_summary(inputs: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndar
     def block(scope: str, position: int, mask: np.ndarray) -> dict[str, Any]:
         out: dict[str, Any] = {"n_images": int(mask.sum())}
         for name in HIERARCHICAL_METRICS:
-            out[name] = interval(columns[f"{scope}:{name}"] + position, int(mask.sum()))
-        out["hca_scaled"] = ratio(columns[f"{scope}:hca"] + position, columns[f"{scope}:acc_leaf"] + position,
+            out[name] = interval(columns[f"{scope}:{name}"][position], int(mask.sum()))
+        out["hca_scaled"] = ratio(columns[f"{scope}:hca"][position], columns[f"{scope}:acc_leaf"][position],
                                   int(mask.sum()))
         accuracy = per_level_accuracy(correct[mask], present[mask])
         out["per_level"] = {level: float(acc) for level, acc in zip(levels, accuracy)}
