@@ -168,7 +168,7 @@ def summarize(scored: pa.Table, items: pa.Table, options: Any, *,
     severity_values = np.nan_to_num(arrays.severity)
     columns_of: list[tuple[int, int]] = []  # summary column → (plan, its column there)
 
-    def column(plan_index: int, first: int) -> int:
+    def register(plan_index: int, first: int) -> int:
         columns_of.append((plan_index, first))
         return len(columns_of) - 1
 
@@ -179,7 +179,7 @@ def summarize(scored: pa.Table, items: pa.Table, options: Any, *,
         count_severity = plan.add_denominator(with_severity, cells, n_cells)
         firsts = {name: plan.add_mean(v, everything, cells, n_cells, count) for name, v in values.items()}
         firsts["severity"] = plan.add_mean(severity_values, with_severity, cells, n_cells, count_severity)
-        return {name: [column(which, first + cell) for cell in range(n_cells)] for name, first in firsts.items()}
+        return {name: [register(which, first + cell) for cell in range(n_cells)] for name, first in firsts.items()}
 
     n_groups, n_tiers = len(arrays.group_labels), len(arrays.tier_labels)
     task_codes = arrays.task
@@ -208,7 +208,7 @@ def summarize(scored: pa.Table, items: pa.Table, options: Any, *,
             count = plan.add_denominator(every_image, cells, width, codes=image_rows)
             for metric in HIERARCHICAL_METRICS:
                 first = plan.add_mean(per_image[metric], every_image, cells, width, count, codes=image_rows)
-                hierarchy_columns[f"{scope}:{metric}"] = [column(which, first + cell) for cell in range(width)]
+                hierarchy_columns[f"{scope}:{metric}"] = [register(which, first + cell) for cell in range(width)]
 
     estimate, replicates = _run_plans(plans, columns_of, B, seed, draws)
     lo, hi = _intervals(replicates, level)
