@@ -262,12 +262,6 @@ class OpenClipModel:
         return torch.nn.functional.normalize(features.float(), dim=-1).cpu().numpy()
 
 
-def _progress(enabled: bool) -> Any:
-    from biovqa.progress import stage_sequence
-
-    return stage_sequence(enabled=enabled)
-
-
 def _embed_texts(model: Any, texts: Sequence[str], batch: int, bar: Any, label: str) -> np.ndarray:
     task = bar.add_task(label, total=len(texts))
     parts = []
@@ -331,7 +325,9 @@ def run_bioclip2(bench_path: str | Path, model: str | Path | Any, out: str | Pat
     image_vectors: dict[str, np.ndarray] = {}  # the MCQ reuses the images' embeddings
     started = time.perf_counter()
     top1: dict[str, int | None] = {}
-    with _progress(progress) as bar:
+    from biovqa.progress import stage_sequence
+
+    with stage_sequence(enabled=progress) as bar:
         if given_vectors is not None:
             label_vectors = given_vectors
         else:
