@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -24,6 +25,35 @@ def test_demo_runs_end_to_end(tmp_path: Path) -> None:
     assert report.exists() and str(report) in result.stderr.replace("\n", "")
     html = report.read_text()
     assert "<table" in html and "data:image/png;base64," in html
+    # one step per built-in component with a demo, then the report
+    from biovqa.components.registry import builtin_components
+
+    titles = [c.title for c in builtin_components() if c.demo]
+    steps = [line for line in result.stderr.splitlines() if line[:1].isdigit() and "/" in line[:4]]
+    assert steps[:-1] == [f"{k}/{len(titles) + 1} {title}" for k, title in enumerate(titles, 1)]
+    # the marker names exactly what the demo wrote, so a re-run replaces that and nothing else
+    marker = json.loads((tmp_path / "demo" / ".biovqa-demo.json").read_text())
+    assert marker["complete"] is True
+    assert sorted(marker["entries"]) == sorted(p.name for p in (tmp_path / "demo").iterdir()
+                                               if p.name != ".biovqa-demo.json")
+
+
+def test_a_demo_marker_never_reaches_outside_its_folder(tmp_path: Path) -> None:
+    """A damaged or edited marker naming paths outside the folder (or hidden entries) removes
+    none of them; the demo's own entries are removed."""
+    from biovqa.demo import MARKER_FILE, prepare_demo_folder
+
+    out = tmp_path / "demo"
+    (out / "bench-c1").mkdir(parents=True)
+    (tmp_path / "precious").mkdir()
+    (out / ".hidden").write_text("keep")
+    (out / MARKER_FILE).write_text(json.dumps({"written_by": "biovqa demo", "complete": True,
+                                               "entries": ["bench-c1", "../precious", str(tmp_path / "precious"),
+                                                           ".hidden", "..", "a/../../precious"]}))
+    prepare_demo_folder(out)
+    assert (tmp_path / "precious").is_dir() and (out / ".hidden").read_text() == "keep"
+    assert not (out / "bench-c1").exists()
+    assert json.loads((out / MARKER_FILE).read_text())["entries"] == []
 
 
 def test_audit_failure_exits_non_zero_without_traceback(bench_copy: Path) -> None:

@@ -238,6 +238,24 @@ class Command:
 
 
 @dataclass(frozen=True, slots=True)
+class DemoContext:
+    """What a component's ``run_demo(context) -> list[Path]`` (its part of ``biovqa demo``)
+    gets: the demo folder, the bundled demo data, a way to say one line, the benchmarks built
+    so far by component name (the hierarchical suite builds from C1's), ``folder(name)``, which
+    claims an entry of the demo folder before the component writes it (a later demo replaces
+    only what was claimed), and ``score_baseline(bench, name, label=…)``, which audits a built
+    benchmark, runs the image-blind baseline on it and scores it (``run-baseline-<name>``,
+    ``scores-baseline-<name>``), returning the score folder."""
+
+    out: Path
+    data: Path
+    say: Callable[[str], Any]
+    folder: Callable[[str], Path]
+    score_baseline: Callable[..., Path]
+    benches: dict[str, Path] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
 class Component:
     """A benchmark component: its tasks, the callables of each stage, its score options.
 

@@ -7,7 +7,10 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
+
+if TYPE_CHECKING:
+    from biovqa.components.registry import DemoContext
 
 _FLAMINGO = {"scientific_name": "Phoenicoparrus andinus", "taxon_class": "Aves"}
 #: The paper's Appendix B (the bioRxiv item's stem and distractors are ours: the paper prints only its gold).
@@ -77,4 +80,13 @@ def demo_bagel(out: Path, say: Callable[[str], Any], step: str) -> Path:
     return score_dir
 
 
-__all__ = ["DEMO_ITEMS", "demo_bagel", "write_demo_items"]
+def run_demo(context: DemoContext) -> list[Path]:
+    """BAGEL's part of ``biovqa demo`` (:func:`demo_bagel`)."""
+    for name in ("bagel-items", "bench-bagel", "run-baseline-bagel", "scores-baseline-bagel"):
+        context.folder(name)
+    score_dir = demo_bagel(context.out, context.say, "   ")
+    context.benches["bagel"] = context.out / "bench-bagel"
+    return [score_dir]
+
+
+__all__ = ["DEMO_ITEMS", "demo_bagel", "run_demo", "write_demo_items"]

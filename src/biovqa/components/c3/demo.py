@@ -16,9 +16,12 @@ import json
 import uuid
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from biovqa.components.registry import DemoContext
 
 BEETLE_COLUMNS = ("pictureID", "scalebar", "cm_pix", "individual", "structure", "lying_flat", "coords_pix",
                   "dist_pix", "dist_cm", "scientificName", "NEON_sampleID", "siteID", "site_name", "plotID",
@@ -263,5 +266,15 @@ def build_demo(out: Path, sources_dir: Path) -> Any:
                     counting_partners=2, grids_per_anchor=2, complete_counts=("gzcd",))
 
 
-__all__ = ["build_demo", "voc_xml", "write_bees", "write_beetles", "write_demo_sources", "write_depondfi",
+def run_demo(context: DemoContext) -> list[Path]:
+    """C3's part of ``biovqa demo``: the tiny sources, the small benchmark (:func:`build_demo`),
+    the baseline scored; returns the score folder."""
+    bench = build_demo(context.folder("bench-c3"), context.folder("c3-sources"))
+    context.say(f"    built {bench.manifest['counts']['total']} questions from tiny WAID/Boxes-on-Bees/DePondFi/"
+                f"beetle/GZCD sources → {bench.root}")
+    context.benches["c3"] = bench.root
+    return [context.score_baseline(bench.root, "c3")]
+
+
+__all__ = ["build_demo", "run_demo", "voc_xml", "write_bees", "write_beetles", "write_demo_sources", "write_depondfi",
            "write_gzcd", "write_waid"]

@@ -14,9 +14,12 @@ from __future__ import annotations
 import importlib.util
 import uuid
 from pathlib import Path
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from biovqa.components.registry import DemoContext
 
 DEMO_CATALOG = "whaleshark"
 DEMO_YEAR = 2020
@@ -156,5 +159,14 @@ def demo_c4(out: Path, say: Callable[[str], Any], step: str, embeddings: Path) -
     return score_dir
 
 
-__all__ = ["TINY_DINOV2", "build_tiny_dinov2", "demo_c4", "models_available", "write_demo_catalog",
+def run_demo(context: DemoContext) -> list[Path]:
+    """C4's part of ``biovqa demo`` (:func:`demo_c4` on the shipped ``c4-embeddings.parquet``)."""
+    for name in ("c4-catalog", "bench-c4", "run-baseline-c4", "scores-baseline-c4"):
+        context.folder(name)
+    score_dir = demo_c4(context.out, context.say, "   ", context.data / "c4-embeddings.parquet")
+    context.benches["c4"] = context.out / "bench-c4"
+    return [score_dir]
+
+
+__all__ = ["TINY_DINOV2", "build_tiny_dinov2", "demo_c4", "run_demo", "models_available", "write_demo_catalog",
            "write_demo_embeddings", "write_synthetic_catalog"]

@@ -5,7 +5,10 @@ image replaced by the binomial), each answered by the always-"A" floor and score
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
+
+if TYPE_CHECKING:
+    from biovqa.components.registry import DemoContext
 
 
 def demo_hca(out: Path, bench_c1: Path, say: Callable[[str], Any], step: str) -> list[Path]:
@@ -29,4 +32,16 @@ def demo_hca(out: Path, bench_c1: Path, say: Callable[[str], Any], step: str) ->
     return scores
 
 
-__all__ = ["demo_hca"]
+def run_demo(context: DemoContext) -> list[Path]:
+    """The hierarchical suite's part of ``biovqa demo`` (:func:`demo_hca`), built from the demo's
+    C1 benchmark (none built: nothing to do)."""
+    bench_c1 = context.benches.get("c1")
+    if bench_c1 is None:
+        return []
+    for name in ("bench-hca", "bench-hca-text", "run-baseline-hca", "run-baseline-hca-text", "scores-baseline-hca",
+                 "scores-baseline-hca-text"):
+        context.folder(name)
+    return demo_hca(context.out, bench_c1, context.say, "   ")
+
+
+__all__ = ["demo_hca", "run_demo"]
