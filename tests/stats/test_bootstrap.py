@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -7,8 +9,18 @@ from hypothesis import strategies as st
 
 import biovqa.stats.draws as draws_module
 from biovqa.stats.bootstrap import (
+    Bootstrap,
     CountsDrawnAhead,
+    PartitionProduct,
+    SparseProduct,
+    SumColumns,
+    SumsProduct,
     bootstrap_means,
+    bootstrap_replicates,
+    exact_columns,
+    nanmean,
+    ratio,
+    weighted_mean,
     cluster_bootstrap_means,
     cluster_codes,
     item_bootstrap_means,
@@ -230,3 +242,124 @@ def test_bounds_are_ordered_and_within_the_data(values: list[float], seed: int) 
     data = np.asarray(values)
     lo, hi = item_bootstrap_means(data, B=50, seed=seed)
     assert data.min() - 1e-6 <= lo[0] <= hi[0] <= data.max() + 1e-6
+
+
+# --------------------------------------------------------------------------- the shared engine
+
+
+def _plain_replicates(S: np.ndarray, statistic, B: int, seed: int) -> np.ndarray:  # type: ignore[no-untyped-def]
+    """Replicate by replicate: resampled counts from one int32 draw call each, totals ``w @ S``."""
+    rng = np.random.default_rng(seed)
+    k = len(S)
+    rows = []
+    for _ in range(B):
+        w = np.bincount(rng.integers(0, k, size=k, dtype=np.int32), minlength=k).astype(float)
+        rows.append([float(v[0]) for v in statistic((w @ S)[None, :], w[None, :])])
+    return np.array(rows)
+
+
+def test_bootstrap_replicates_of_a_custom_statistic_equal_a_plain_loop() -> None:
+    rng = np.random.default_rng(11)
+    S = np.column_stack([rng.random(30), rng.integers(1, 4, 30), rng.integers(0, 3, 30) * 0.25])
+
+    def statistic(T: np.ndarray, W: np.ndarray | None) -> list[np.ndarray]:
+        assert W is not None and W.shape[1] == 30  # rowwise: the counts themselves
+        return [T[:, 0] / T[:, 1], np.sqrt(T[:, 2]), W.max(axis=1)]
+
+    got = bootstrap_replicates(S, statistic, B=90, seed=4, rowwise=True)
+    np.testing.assert_allclose(got, _plain_replicates(S, statistic, 90, 4), rtol=1e-12)
+    assert bootstrap_replicates(S, statistic, B=0, seed=4, rowwise=True).shape == (0, 3)
+    again = bootstrap_replicates(S, statistic, B=90, seed=4, rowwise=True)
+    np.testing.assert_array_equal(got, again)  # same seed, same numbers
+    other = bootstrap_replicates(S, statistic, B=90, seed=5, rowwise=True)
+    assert not np.array_equal(got, other)
+
+
+def test_counts_drawn_ahead_give_the_same_replicates_as_own_draws() -> None:
+    S = np.random.default_rng(0).random((25, 2))
+    stat = lambda T, _: [T[:, 0] / T[:, 1]]  # noqa: E731
+    with CountsDrawnAhead({"a": 7, "b": 25}, B=70, seed=9) as draws:
+        shared = bootstrap_replicates(S, stat, B=70, seed=9, counts=draws.blocks("b", 25))
+    np.testing.assert_array_equal(shared, bootstrap_replicates(S, stat, B=70, seed=9))
+
+
+def test_sums_product_is_exact_where_float32_is_and_float64_elsewhere() -> None:
+    rng = np.random.default_rng(2)
+    S = np.column_stack([rng.integers(0, 5, 50), rng.integers(0, 9, 50) / 4, rng.random(50) / 3])
+    W = rng.integers(0, 4, (6, 50)).astype(np.float32)
+    product = SumsProduct(S)
+    assert product.whole.tolist() == [0, 1] and product.fraction.tolist() == [2]
+    np.testing.assert_array_equal(product(W)[:, :2], W.astype(float) @ S[:, :2])
+    np.testing.assert_allclose(product(W), W.astype(float) @ S, rtol=1e-13)
+    whole, scale, fraction = exact_columns(S, 50)
+    assert scale.tolist() == [1.0, 4.0] and fraction.tolist() == [2]
+
+
+def test_ratio_of_sums_keeps_the_float32_products_of_the_old_path() -> None:
+    """Scheme and arithmetic unchanged: each replicate is (w @ num) / (w @ den) in float32
+    products on the shared counts (the loop the engine replaced, written out)."""
+    rng = np.random.default_rng(8)
+    num, den = rng.random((40, 5)), rng.integers(0, 2, (40, 2)).astype(float)
+    index = np.array([0, 1, 1, 0, 1])
+    expected = []
+    for block in resampled_cluster_counts(40, B=130, seed=6):
+        top = (block @ num.astype(np.float32)).astype(np.float64)
+        bottom = (block @ den.astype(np.float32)).astype(np.float64)[:, index]
+        with np.errstate(invalid="ignore", divide="ignore"):
+            expected.append(np.where(bottom > 0, top / np.where(bottom > 0, bottom, 1), np.nan))
+    got = ratio_of_sums_replicates(num, den, B=130, seed=6, denominator_of=index)
+    np.testing.assert_array_equal(got, np.vstack(expected))
+    assert ratio_of_sums_replicates(num, den, B=0, seed=6, denominator_of=index).shape == (0, 5)
+
+
+def test_partition_and_sparse_products_equal_the_dense_product() -> None:
+    from scipy import sparse
+
+    rng = np.random.default_rng(3)
+    values = rng.random((60, 2))
+    part = rng.integers(0, 4, 60)
+    part[part == 2] = 3  # part 2 holds no rows: its sums and counts stay 0
+    product = PartitionProduct(values, part, 4)
+    order = np.arange(60) if product.order is None else product.order
+    W = rng.integers(0, 3, (5, 60)).astype(np.float64)
+    dense = np.zeros((60, 4, 3))
+    dense[np.arange(60), part, :2] = values
+    dense[np.arange(60), part, 2] = 1
+    np.testing.assert_allclose(product(W[:, order]), W @ dense.reshape(60, -1), rtol=1e-12)
+    sums, counts = partition_replicates(values, part, 4, B=20, seed=1)
+    assert (counts[:, 2] == 0).all() and (sums[:, 2] == 0).all() and (counts.sum(axis=1) == 60).all()
+    assert [a.shape for a in partition_replicates(values, part, 4, B=0, seed=1)] == [(0, 4, 2), (0, 4)]
+    M = sparse.random(7, 60, density=0.1, random_state=1, format="csr")
+    np.testing.assert_allclose(SparseProduct(M, M)(W), np.hstack([W @ M.T.toarray()] * 2), rtol=1e-12)
+
+
+def test_the_bootstrap_gives_schema_estimates_and_null_bounds_at_b_zero() -> None:
+    rng = np.random.default_rng(4)
+    n = 80
+    hit, parsed = (rng.random(n) < 0.4).astype(float), rng.random(n) < 0.8
+    clusters = rng.integers(0, 20, n).astype(str)
+    columns = SumColumns(n)
+    i_hit, i_one, i_parsed = columns.add(hit * parsed), columns.add(1.0), columns.add(parsed.astype(float))
+
+    def stats(T: np.ndarray, _: np.ndarray | None) -> list[np.ndarray]:
+        return [ratio(T[:, i_hit], T[:, i_parsed]), ratio(T[:, i_one], T[:, i_one]),
+                nanmean(np.column_stack([ratio(T[:, i_hit], T[:, i_one]), np.full(len(T), np.nan)]))]
+
+    rate, one, mean = Bootstrap(200, 3, 0.9)(columns, stats, clusters, n)
+    assert rate["value"] == pytest.approx((hit * parsed).sum() / parsed.sum())
+    assert rate["lo"] < rate["value"] < rate["hi"] and rate["n"] == n
+    assert one == {"value": 1.0, "lo": 1.0, "hi": 1.0, "n": n}  # constant: its value as both bounds
+    assert mean["value"] == pytest.approx(hit[parsed].sum() / n)
+    with CountsDrawnAhead({"task": 20}, B=200, seed=3) as draws:
+        assert Bootstrap(200, 3, 0.9, draws).named("task")(columns, stats, clusters, n)[0] == rate
+    none = Bootstrap(0, 3, 0.9)(columns, stats, clusters, n)
+    assert [(e["lo"], e["hi"]) for e in none] == [(None, None)] * 3
+    assert weighted_mean(np.array([1.0, 3.0]), np.array([1.0, 3.0])) == 2.5
+    assert math.isnan(weighted_mean(np.array([1.0]), np.array([0.0])))
+
+
+def test_resampled_counts_in_a_given_column_order_are_the_permuted_counts() -> None:
+    order = np.random.default_rng(0).permutation(30)
+    plain = np.vstack(list(resampled_cluster_counts(30, B=10, seed=2)))
+    permuted = np.vstack(list(resampled_cluster_counts(30, B=10, seed=2, order=order, dtype=np.float64)))
+    np.testing.assert_array_equal(permuted, plain[:, order])

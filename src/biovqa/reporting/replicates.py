@@ -35,6 +35,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
+from biovqa.stats.ranks import rank_distribution
+
 #: Replicates of the rank bootstrap and its level
 RANK_B = 1000
 RANK_LEVEL = 0.95
@@ -134,7 +136,7 @@ def column_replicates(inputs: Mapping[str, Mapping[str, ColumnItems]], columns: 
     out for that model."""
     from scipy import sparse
 
-    from biovqa.stats.bootstrap import resampled_cluster_counts
+    from biovqa.stats.bootstrap import SparseProduct, bootstrap_replicates
 
     plan: list[tuple[str, str, np.ndarray, np.ndarray, np.ndarray, int, Statistic]] = []
     shared_clusters: list[np.ndarray] = []
@@ -174,14 +176,10 @@ def column_replicates(inputs: Mapping[str, Mapping[str, ColumnItems]], columns: 
         width += n_cells
     sums_t = sparse.hstack(sums_blocks, format="csr").T.tocsr()   # K × clusters
     counts_t = sparse.hstack(count_blocks, format="csr").T.tocsr()
-    resampled_sums = np.empty((B, width))
-    resampled_counts = np.empty((B, width))
-    start = 0
-    for weights in resampled_cluster_counts(n_clusters, B=B, seed=seed):
-        w = weights.T.astype(np.float64)                                # clusters × chunk
-        resampled_sums[start:start + weights.shape[0]] = (sums_t @ w).T
-        resampled_counts[start:start + weights.shape[0]] = (counts_t @ w).T
-        start += weights.shape[0]
+    # the shared bootstrap loop: every model and column resampled with the same cluster counts
+    resampled = bootstrap_replicates(SparseProduct(sums_t, counts_t), lambda totals, _: list(totals.T),
+                                     B=B, seed=seed)
+    resampled_sums, resampled_counts = resampled[:, :width], resampled[:, width:]
     full_sums = np.asarray(sums_t.sum(axis=1)).T                       # 1 × K
     full_counts = np.asarray(counts_t.sum(axis=1)).T
     out: dict[str, tuple[list[str], np.ndarray, np.ndarray]] = {}
@@ -191,16 +189,6 @@ def column_replicates(inputs: Mapping[str, Mapping[str, ColumnItems]], columns: 
         estimate = statistic(full_sums[:, a:b], full_counts[:, a:b])
         out[column] = (names + [model], np.hstack([reps, value]), np.concatenate([full, estimate]))
     return out
-
-
-def rank_distribution(replicates: np.ndarray, level: float = RANK_LEVEL) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(rank lo, rank hi, P(best)) per model from ``B × models`` replicates: ranks 1 = highest
-    value, ties share the better rank, a NaN replicate ranks last."""
-    values = np.where(np.isnan(replicates), -np.inf, replicates)
-    ranks = 1 + (values[:, None, :] > values[:, :, None]).sum(axis=2)  # B × models
-    lo = np.quantile(ranks, (1 - level) / 2, axis=0, method="lower")
-    hi = np.quantile(ranks, (1 + level) / 2, axis=0, method="higher")
-    return lo.astype(float), hi.astype(float), (ranks == 1).mean(axis=0)
 
 
 def bootstrap_ranks(runs: Sequence[Run], generalists: Sequence[str], columns: Mapping[str, Sequence[str]], *,

@@ -3,13 +3,13 @@
 Pure functions over arrays, no I/O:
 
 * :func:`spearman_p` — two-sided p of a Spearman ρ from the t approximation
-  ``t = ρ·sqrt(n−2)/sqrt(1−ρ²)``, df = n − 2 (§6.3);
+  ``t = ρ·sqrt(n−2)/sqrt(1−ρ²)``, df = n − 2 (§6.3; :mod:`biovqa.stats.ranks`);
 * :func:`holm` — Holm step-down adjusted p-values and rejections at family-wise α (§6.3);
 * :func:`alpha_std` — standardized Cronbach α ``k·r̄/(1+(k−1)·r̄)`` (§6.5);
 * :func:`within_across_gap` / :func:`permutation_gap_p` — mean task-pair ρ within vs across
   components and the label-permutation p ``(1 + #{gap ≥ observed})/(B + 1)`` (§6.4);
 * :func:`pca_share` — PC1 share and loadings of the z-scored matrix (§6.6);
-* :func:`spearman_matrix` — average-rank Spearman between columns (§6.2);
+* :func:`spearman_matrix` — average-rank Spearman between columns (§6.2; :mod:`biovqa.stats.ranks`);
 * :func:`fisher_ci` — Fisher-z interval with the Bonett–Wright variance (§6.8).
 """
 
@@ -20,17 +20,7 @@ from typing import Sequence
 
 import numpy as np
 
-
-def spearman_p(rho: float, n: int) -> float:
-    """Two-sided p-value of Spearman ``rho`` over ``n`` cases (t approximation, df = n − 2)."""
-    from scipy import stats
-
-    if n < 3 or not math.isfinite(rho):
-        return math.nan
-    if abs(rho) >= 1.0:
-        return 0.0
-    t = rho * math.sqrt(n - 2) / math.sqrt(1.0 - rho * rho)
-    return float(2.0 * stats.t.sf(abs(t), df=n - 2))
+from biovqa.stats.ranks import spearman_matrix, spearman_p
 
 
 def holm(p_values: Sequence[float], alpha: float = 0.05) -> tuple[np.ndarray, np.ndarray]:
@@ -56,19 +46,6 @@ def holm(p_values: Sequence[float], alpha: float = 0.05) -> tuple[np.ndarray, np
 def alpha_std(mean_r: float, k: int) -> float:
     """Standardized Cronbach α of ``k`` items with mean inter-item correlation ``mean_r``."""
     return k * mean_r / (1.0 + (k - 1) * mean_r)
-
-
-def _ranks(matrix: np.ndarray) -> np.ndarray:
-    from scipy.stats import rankdata
-
-    return np.column_stack([rankdata(matrix[:, j]) for j in range(matrix.shape[1])])
-
-
-def spearman_matrix(matrix: np.ndarray) -> np.ndarray:
-    """Spearman ρ (average ranks) between the columns of a complete ``cases × columns`` matrix."""
-    ranks = _ranks(np.asarray(matrix, dtype=float))
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return np.atleast_2d(np.corrcoef(ranks, rowvar=False))
 
 
 def within_across_gap(rho: np.ndarray, blocks: Sequence[str]) -> tuple[float, float]:
@@ -120,3 +97,7 @@ def fisher_ci(rho: float, n: int, level: float = 0.95) -> tuple[float, float]:
     z = math.atanh(rho)
     half = float(norm.ppf(0.5 + level / 2)) * math.sqrt((1 + rho * rho / 2) / (n - 3))
     return math.tanh(z - half), math.tanh(z + half)
+
+
+__all__ = ["alpha_std", "fisher_ci", "holm", "pca_share", "permutation_gap_p", "spearman_matrix", "spearman_p",
+           "within_across_gap"]

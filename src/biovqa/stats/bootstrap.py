@@ -9,7 +9,8 @@ replacement multiplies each cluster's sums by how often it was drawn, so with pe
 gives every column's resampled totals as ``W @ S``. :func:`bootstrap_replicates` runs that loop
 once for any set of statistics: a *product* turns ``W`` into totals (:class:`SumsProduct`, dense
 ``W @ S``, float32 where exact; :class:`Float32Product`, the float32 products of given matrices;
-:class:`PartitionProduct`, per-part sums when every row belongs to one part) and a
+:class:`PartitionProduct`, per-part sums when every row belongs to one part; :class:`SparseProduct`,
+sparse sums) and a
 :data:`Statistics` function turns totals (and, for rank statistics, ``W`` itself) into one vector
 per statistic. The counts come from :func:`biovqa.stats.draws.resampled_cluster_counts` (one
 ``default_rng(seed)`` stream, clusters in sorted label order), drawn ahead on a worker thread.
@@ -224,6 +225,20 @@ class Float32Product:
 
     def __call__(self, W: np.ndarray) -> np.ndarray:
         return np.hstack([(W @ m).astype(np.float64) for m in self.matrices])
+
+
+class SparseProduct:
+    """``W ↦ [(M₁ @ Wᵀ)ᵀ | (M₂ @ Wᵀ)ᵀ | …]`` in float64 for sparse ``columns × clusters``
+    matrices (SciPy CSR): for many columns that each hold few clusters' sums (the leaderboard's
+    rank bootstrap: every model's items in every Table 3 column)."""
+
+    def __init__(self, *matrices: Any) -> None:
+        self.matrices = matrices
+        self.n_clusters = int(matrices[0].shape[1])
+
+    def __call__(self, W: np.ndarray) -> np.ndarray:
+        w = W.T.astype(np.float64)
+        return np.hstack([np.asarray(m @ w).T for m in self.matrices])
 
 
 class PartitionProduct:
@@ -513,7 +528,7 @@ class Bootstrap:
 
 __all__ = ["Bootstrap", "BootstrapMeans", "ClusterBootstrapPlan", "CountsDrawnAhead", "DRAWS_PER_CALL",
            "DrawnAhead", "Float32Product", "PartitionProduct", "Product", "REPLICATE_CHUNK", "Statistics",
-           "SumColumns", "SumsProduct", "bootstrap_means", "bootstrap_replicates", "cluster_bootstrap_means",
+           "SparseProduct", "SumColumns", "SumsProduct", "bootstrap_means", "bootstrap_replicates", "cluster_bootstrap_means",
            "cluster_codes", "cluster_sums", "exact_columns", "item_bootstrap_means", "nanmean", "partition_replicates",
            "percentile_interval", "ratio", "ratio_of_sums_replicates", "resampled_cluster_counts",
            "weighted_mean"]

@@ -33,6 +33,8 @@ def spearman(x: np.ndarray, y: np.ndarray) -> float:
 def group_ranks(values: np.ndarray, groups: np.ndarray) -> np.ndarray:
     """1-based average ranks (ties share their mean rank) of ``values`` within each group code."""
     n = len(values)
+    if n == 0:
+        return np.zeros(0)
     order = np.lexsort((values, groups))
     sg, sv = groups[order], values[order]
     new_group = np.r_[True, sg[1:] != sg[:-1]]
@@ -66,9 +68,12 @@ def grouped_spearman(x: np.ndarray, y: np.ndarray, groups: np.ndarray, min_size:
 
 
 def average_ranks(values: np.ndarray) -> np.ndarray:
-    """1-based average ranks of ``values`` (ties share their mean rank), as ``scipy.stats.rankdata``
-    with ``method="average"`` gives them for values without NaN."""
+    """1-based average ranks of ``values`` (ties share their mean rank), as
+    ``scipy.stats.rankdata(values)`` gives them: a NaN anywhere makes every rank NaN (an
+    incomplete ranking has no ranks)."""
     values = np.asarray(values, dtype=np.float64)
+    if np.isnan(values).any():
+        return np.full(len(values), np.nan)
     return group_ranks(values, np.zeros(len(values), dtype=np.int64))
 
 
