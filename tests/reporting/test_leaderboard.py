@@ -10,7 +10,7 @@ import pandas as pd
 
 from biovqa.components.registry import get_component
 from biovqa.reporting.leaderboard import (FLOOR, GENERALIST, MEAN_ROW, SPECIALIST, Run, build_leaderboard,
-                                          leaderboard_table, read_label)
+                                          leaderboard_table, parse_label, read_label)
 from biovqa.reporting.stats import holm, spearman_p
 
 def test_table3_mean_row_reproduces_the_paper(paper_blocks: list[pd.DataFrame], paper_runs: list[Run]) -> None:
@@ -53,6 +53,20 @@ def test_label_kinds() -> None:
     assert read_label("Floor rule [group=baseline]") == ("Floor rule", FLOOR)
     assert read_label("floor (image-blind)") == ("floor (image-blind)", FLOOR)
     assert read_label("Qwen3-VL-8B [vlm; params=8]") == ("Qwen3-VL-8B", GENERALIST)
+
+
+def test_one_label_reader_for_the_leaderboard_and_the_component_tables() -> None:
+    from biovqa.components.c1.report import model_info
+    from biovqa.components.c4.report import _is_specialist, _plain
+
+    label = "MegaDescriptor  [group=specialist, params=0.2B] (zebra) [seed=1]"
+    parsed = parse_label(label)
+    assert parsed.name == "MegaDescriptor (zebra)"
+    assert parsed.tags == (("group", "specialist"), ("params", "0.2B"), ("seed", "1"))
+    assert parse_label("Qwen3-VL-8B [vlm]").tags == (("vlm", None),)
+    assert read_label(label)[1] == SPECIALIST and _is_specialist(label)
+    assert _plain(label) == parsed.name == model_info(label).name
+    assert (model_info(label).group, model_info(label).params) == ("specialist", 0.2)
 
 
 def test_table4_holm_markers_from_the_printed_rhos(paper_blocks: list[pd.DataFrame]) -> None:

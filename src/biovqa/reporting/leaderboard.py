@@ -76,15 +76,35 @@ class Run:
         object.__setattr__(self, "kind", kind)
 
 
-def read_label(label: str, summary: dict[str, Any] | None = None) -> tuple[str, str]:
-    """(model name without tags, row kind) of a score label."""
-    tags: set[str] = set()
+@dataclass(frozen=True)
+class ModelLabel:
+    """A score label read once (``biovqa score --label "Qwen2.5-VL-7B [specialist; params=7B]"``):
+    the model's name without its bracketed tag blocks, and the tags in the order written — each
+    ``(key, value)`` with the key in lower case and ``value`` None for a bare tag (``[specialist]``)."""
+
+    name: str
+    tags: tuple[tuple[str, str | None], ...]
+
+
+def parse_label(label: str) -> ModelLabel:
+    """The one reader of a score label's name and ``[tag; key=value, …]`` blocks (every report
+    and component table reads labels through it)."""
+    tags: list[tuple[str, str | None]] = []
     for block in _TAGS.findall(label):
         for tag in re.split(r"[;,]", block):
-            key, _, value = tag.partition("=")
+            key, sep, value = tag.partition("=")
             key = key.strip().lower()
-            tags.add(f"{key}={value.strip().lower()}" if value.strip() else key)
+            if key:
+                tags.append((key, value.strip() if sep else None))
     name = re.sub(r"\s+", " ", _TAGS.sub(" ", label)).strip() or label
+    return ModelLabel(name=name, tags=tuple(tags))
+
+
+def read_label(label: str, summary: dict[str, Any] | None = None) -> tuple[str, str]:
+    """(model name without tags, row kind) of a score label."""
+    parsed = parse_label(label)
+    tags = {f"{key}={value.lower()}" if value else key for key, value in parsed.tags}
+    name = parsed.name
     lowered = name.lower()
     if (tags & {"floor", "baseline", "group=baseline", "group=floor"}
             or lowered.startswith(("floor", "baseline")) or _baseline_backend(summary)):

@@ -86,7 +86,6 @@ SPECIALIST_GROUP = "specialist"
 # --------------------------------------------------------------------------------------------
 # model labels and groups
 
-_TAGS = re.compile(r"\s*\[([^\[\]]*)\]")
 _SIZE = re.compile(r"(?<![A-Za-z0-9.])(\d+(?:\.\d+)?)B(?![A-Za-z0-9])")
 
 
@@ -102,20 +101,16 @@ class ModelInfo:
 
 def model_info(label: str) -> ModelInfo:
     """Name, group, family and parameter count (billions, NaN if unknown) of a labelled model."""
+    from biovqa.reporting.leaderboard import parse_label
+
+    parsed = parse_label(label)
     tags: dict[str, str] = {}
-    for block in _TAGS.findall(label):
-        for tag in re.split(r"[;,]", block):
-            key, sep, value = tag.partition("=")
-            key = key.strip().lower()
-            if not key:
-                continue
-            if sep:
-                tags[key] = value.strip()
-            elif key in (SPECIALIST_GROUP, VLM_GROUP, "generalist"):
-                tags["group"] = VLM_GROUP if key == "generalist" else key
-            else:
-                tags["group"] = key
-    name = re.sub(r"\s+", " ", _TAGS.sub(" ", label)).strip() or label
+    for key, value in parsed.tags:
+        if value is not None:
+            tags[key] = value
+        else:  # a bare tag names the group
+            tags["group"] = VLM_GROUP if key == "generalist" else key
+    name = parsed.name
     group = tags.get("group", VLM_GROUP).lower()
     if group == "generalist":
         group = VLM_GROUP
