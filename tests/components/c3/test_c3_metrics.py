@@ -272,6 +272,6 @@ def test_bootstrap_defaults_follow_the_papers_resample_counts(tmp_path: Path) ->
     result = CliRunner().invoke(app, ["score", str(bench), "-p", str(predictions), "-o", str(tmp_path / "s")])
     assert result.exit_code == 0, result.output
     s = summary(tmp_path / "s")
-    assert s["options"]["bootstrap"] == 2000 and s["bootstrap"]["resamples"] == 2000
+    assert s["options"]["bootstrap"] == 2000 and s["bootstrap"]["B"] == 2000
     assert s["viewpoint"]["em"]["lo"] <= s["viewpoint"]["em"]["value"] <= s["viewpoint"]["em"]["hi"]
-    assert cli_score(bench, predictions, tmp_path / "none")["bootstrap"]["resamples"] == 0
+    assert cli_score(bench, predictions, tmp_path / "none")["bootstrap"]["B"] == 0

@@ -9,10 +9,12 @@ import pytest
 
 from biovqa.components.c3 import COMPONENT
 from biovqa.components.c3 import kernels as K
+from biovqa.components.c3 import report as R
+from biovqa.components.c3 import sections as S
 from biovqa.components.c3.build.items import items_table, payload
 from biovqa.components.c3.floor import floor_responses
 from biovqa.components.c3.report import tables
-from biovqa.components.c3.score import resolve_options, score_items
+from biovqa.components.c3.score import resolve_options, score_items, score_tables
 from biovqa.components.c3.tasks import ITEM_CLUSTER, TABLE3, TASK_NAMES, TASKS, Table38Row, TaskSpec
 
 
@@ -37,7 +39,7 @@ def _yes_no(reply: str | None, options: object) -> str | None:
 #: and floored by the majority answer
 PRESENCE = TaskSpec(
     "presence", "prs", "Answer yes or no.", parse=_yes_no, kernel=K.score_choice, floor=K.floor_majority,
-    cluster=ITEM_CLUSTER, headline="balanced_accuracy", metric="bal. acc.", floor_metric="balanced_accuracy",
+    section=S.relative_distance_section, cluster=ITEM_CLUSTER, headline="balanced_accuracy", metric="bal. acc.", floor_metric="balanced_accuracy",
     macro_over="gold", table38=Table38Row("Presence", "accuracy", "balanced_accuracy", "chance"), paper_count=0)
 
 
@@ -79,3 +81,23 @@ def test_every_parser_reads_only_declared_options(spec: TaskSpec) -> None:
     options = resolve_options({})
     assert spec.parse(None, options) is None
     assert spec.parse("", options) is None
+
+
+def test_a_task_added_as_one_spec_record_is_summarised_and_reported(monkeypatch: pytest.MonkeyPatch) -> None:
+    rows = [{"task": "presence", "answer": a} for a in ("yes", "yes", "yes", "no")]
+    items = _items(rows)
+    extended = (*TASKS, PRESENCE)
+    _, summary = score_tables(items, _predictions(["yes", "no", "yes", "no"]), {"bootstrap": 50}, tasks=extended)
+    section = summary["presence"]
+    assert section["accuracy"]["value"] == 0.75
+    assert section["balanced_accuracy"]["value"] == (2 / 3 + 1) / 2  # recall of yes, recall of no
+    assert summary["table3"]["prs"] == section["balanced_accuracy"]  # its headline, under its column
+    assert summary["format"]["presence"]["n_parsed"] == 4
+    assert summary["bootstrap"]["cluster"]["presence"] == "item" and summary["bootstrap"]["B"] == 50
+    assert summary["table3"]["cnt"]["value"] is None  # the eight keep their columns, empty here
+    # the report takes its columns and floor row from the records
+    monkeypatch.setattr(R, "TASKS", extended)
+    frame = R.tables([("m", summary)])["table3"]
+    assert list(frame.columns) == ["model", *TABLE3, "prs"]
+    assert frame.loc[0, "prs"] == round(section["balanced_accuracy"]["value"], 3)
+    assert frame.loc[1, "model"] == "Floor" and frame.loc[1, "prs"] == 0.25

@@ -23,8 +23,6 @@ from biovqa.components.c3.tasks import (ABSOLUTE_DISTANCE, COUNTING, LOCALIZATIO
                                         RELATIVE_DISTANCE, RELATIVE_POSITION, TASKS, VIEWPOINT, TaskSpec)
 
 DECIMALS = 3
-#: Table 3 column → its task
-_BY_COLUMN: dict[str, TaskSpec] = {t.column: t for t in TASKS}
 #: the paper's row order of Table 38 (a task not listed comes after these)
 TABLE38_ORDER: tuple[TaskSpec, ...] = (COUNTING, VIEWPOINT, ABSOLUTE_DISTANCE, RELATIVE_DISTANCE, RELATIVE_COUNTING,
                                        LOCALIZATION, RELATIVE_POSITION, OCR)
@@ -47,7 +45,7 @@ def _get(summary: dict[str, Any], *path: str) -> float:
 
 def floor_value(summary: dict[str, Any], column: str) -> float:
     """The floor a summary fitted for the task of Table 3 ``column`` (the Floor row's entry)."""
-    spec = _BY_COLUMN[column]
+    spec = next(t for t in TASKS if t.column == column)
     return _get(summary, spec.name, "floor", spec.floor_metric)
 
 

@@ -6,8 +6,8 @@ per-item kernel, the floor rule, the bootstrap cluster, the headline metric of i
 and the rank bootstrap's macro groups. Every task-keyed tuple and table of the component is derived
 from :data:`TASKS` (the declaration's task names and Table 3 columns, the scorer's dispatch, the
 floor replies, the summary's sections and Table 3, the report's columns, the rank inputs), so
-adding a task is one record here plus its parser (:mod:`.parse`), its kernel (:mod:`.kernels`) and
-its summary section (docs/c3.md, "Adding a task").
+adding a task is one record here plus its parser (:mod:`.parse`), its kernel (:mod:`.kernels`) and,
+unless an existing one fits, its summary section (:mod:`.sections`; docs/c3.md, "Adding a task").
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from typing import Any
 from biovqa.components.c3 import kernels as K
 from biovqa.components.c3 import parse as P
 from biovqa.components.c3 import prompts as Q
-from biovqa.components.c3.prompts import COUNTING_TIERS, VIEWPOINT_BEARING  # noqa: F401  (read by the summary)
+from biovqa.components.c3 import sections as S
 
 #: what the bootstrap resamples for a task whose items share source photographs / plates
 SOURCE_CLUSTER = "cluster"
@@ -45,7 +45,9 @@ class TaskSpec:
     ``parse(reply, options)`` recovers the answer of one reply (None: unparsed) under the resolved
     score options; ``kernel(rows, out)`` scores every row of the task at once
     (:class:`~biovqa.components.c3.kernels.TaskRows` → :class:`~biovqa.components.c3.kernels.ScoreColumns`);
-    ``floor(rows)`` is the image-blind reply to each item (the ``baseline`` backend). ``cluster``
+    ``floor(rows)`` is the image-blind reply to each item (the ``baseline`` backend);
+    ``section(rows, parsed, boot, clusters, settings)`` is the task's summary section
+    (:mod:`.sections`). ``cluster``
     is the items-table column the bootstrap resamples (the source photograph / plate where items
     share one, else the item); ``headline`` is the key of the summary section's Table 3 metric,
     ``floor_metric`` the key inside its ``floor`` printed on Table 3's Floor row, ``macro_over``
@@ -58,6 +60,7 @@ class TaskSpec:
     parse: Callable[[str | None, Mapping[str, Any]], Any]
     kernel: Callable[[K.TaskRows, K.ScoreColumns], None]
     floor: Callable[[Sequence[Mapping[str, Any]]], list[str]]
+    section: Callable[..., dict[str, Any]]
     cluster: str
     headline: str
     metric: str
@@ -79,50 +82,50 @@ class TaskSpec:
 COUNTING = TaskSpec(
     "counting", "cnt", Q.INSTRUCTION_COUNTING,
     parse=lambda reply, options: P.parse_integer(reply, number_words=bool(options["number_words"])),
-    kernel=K.score_count, floor=K.floor_modal_count, cluster=SOURCE_CLUSTER,
+    kernel=K.score_count, floor=K.floor_modal_count, section=S.counting_section, cluster=SOURCE_CLUSTER,
     headline="macro_cas", metric="macro cas", floor_metric="cas", macro_over="subset",
     table38=Table38Row("Counting", "macro_cas", "cas", "modal count"), paper_count=53498)
 RELATIVE_COUNTING = TaskSpec(
     "relative_counting", "rcnt", Q.INSTRUCTION_RELATIVE_COUNTING,
     parse=lambda reply, options: P.parse_letter(reply, "image"),
-    kernel=K.score_choice, floor=K.floor_letter, cluster=ITEM_CLUSTER,
+    kernel=K.score_choice, floor=K.floor_letter, section=S.relative_counting_section, cluster=ITEM_CLUSTER,
     headline="balanced_accuracy", metric="bal. acc.", floor_metric="balanced_accuracy", macro_over="gold",
     table38=Table38Row("Relative counting", "margin", "balanced_accuracy", "chance .250"), paper_count=42412)
 ABSOLUTE_DISTANCE = TaskSpec(
     "absolute_distance", "adst", Q.INSTRUCTION_ABSOLUTE_DISTANCE,
     parse=lambda reply, options: P.parse_centimetres(reply, unit_words=bool(options["unit_words"])),
-    kernel=K.score_distance, floor=K.floor_constant_length, cluster=SOURCE_CLUSTER,
+    kernel=K.score_distance, floor=K.floor_constant_length, section=S.absolute_distance_section, cluster=SOURCE_CLUSTER,
     headline="acc20", metric="acc@20", floor_metric="acc20", macro_over=None,
     table38=Table38Row("Absolute distance", "rho_within", "acc20", "per-type constant (acc@20)"),
     paper_count=14108)
 RELATIVE_DISTANCE = TaskSpec(
     "relative_distance", "rdst", Q.INSTRUCTION_RELATIVE_DISTANCE,
     parse=lambda reply, options: P.parse_letter(reply, "beetle"),
-    kernel=K.score_choice, floor=K.floor_letter, cluster=ITEM_CLUSTER,
+    kernel=K.score_choice, floor=K.floor_letter, section=S.relative_distance_section, cluster=ITEM_CLUSTER,
     headline="balanced_accuracy", metric="bal. acc.", floor_metric="balanced_accuracy", macro_over="gold",
     table38=Table38Row("Relative distance", "balanced_accuracy", "balanced_accuracy", "chance"), paper_count=3976)
 LOCALIZATION = TaskSpec(
     "localization", "lcl", Q.INSTRUCTION_LOCALIZATION,
     parse=lambda reply, options: P.parse_box(reply),
-    kernel=K.score_box, floor=K.floor_mean_box, cluster=ITEM_CLUSTER,
+    kernel=K.score_box, floor=K.floor_mean_box, section=S.localization_section, cluster=ITEM_CLUSTER,
     headline="miou_all", metric="mean IoU", floor_metric="miou", macro_over=None,
     table38=Table38Row("Localization", "miou_all", "miou", "mean gold box"), paper_count=3988)
 RELATIVE_POSITION = TaskSpec(
     "relative_position", "rpos", Q.INSTRUCTION_RELATIVE_POSITION,
     parse=lambda reply, options: P.parse_direction(reply, synonyms=bool(options["direction_synonyms"])),
-    kernel=K.score_direction, floor=K.floor_option, cluster=ITEM_CLUSTER,
+    kernel=K.score_direction, floor=K.floor_option, section=S.relative_position_section, cluster=ITEM_CLUSTER,
     headline="balanced_accuracy", metric="bal. acc.", floor_metric="chance", macro_over="gold",
     table38=Table38Row("Relative position", "accuracy", "majority8", "majority direction"), paper_count=1000)
 VIEWPOINT = TaskSpec(
     "viewpoint", "view", Q.INSTRUCTION_VIEWPOINT,
     parse=lambda reply, options: P.parse_viewpoint(reply, synonyms=bool(options["viewpoint_synonyms"])),
-    kernel=K.score_view, floor=K.floor_majority, cluster=ITEM_CLUSTER,
+    kernel=K.score_view, floor=K.floor_majority, section=S.viewpoint_section, cluster=ITEM_CLUSTER,
     headline="macro_vas", metric="macroVAS", floor_metric="macro_vas", macro_over="gold",
     table38=Table38Row("Viewpoint", "kappa_vas", "em", "majority, kappa_VAS 0"), paper_count=13000)
 OCR = TaskSpec(
     "ocr", "ocr", Q.INSTRUCTION_OCR,
     parse=lambda reply, options: P.parse_code(reply),
-    kernel=K.score_code, floor=K.floor_constant_code, cluster=ITEM_CLUSTER,
+    kernel=K.score_code, floor=K.floor_constant_code, section=S.ocr_section, cluster=ITEM_CLUSTER,
     headline="em", metric="EM", floor_metric="em", macro_over=None,
     table38=Table38Row("OCR (control)", "suffix_char_acc", "suffix_char_acc", "constant string"), paper_count=522)
 
