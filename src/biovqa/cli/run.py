@@ -51,7 +51,7 @@ def parse_backend_options(pairs: list[str] | None) -> dict[str, Any]:
 
 def _selection(components: list[str] | None, tasks: list[str] | None, limit: int | None,
                seed: int, shard: str | None) -> Any:
-    from biovqa.engine.runner import Selection, parse_shard
+    from biovqa.engine.selection import Selection, parse_shard
 
     return Selection(components=_split_list(components), tasks=_split_list(tasks), limit=limit,
                      seed=seed, shard=None if shard is None else parse_shard(shard))
@@ -161,7 +161,7 @@ def merge_command(
     missing, a run unfinished) the coverage is printed and the exit status is 1 unless
     --allow-partial."""
     from biovqa.engine.card import build_merge_card, write_card
-    from biovqa.engine.runner import merge_coverage
+    from biovqa.engine.selection import merge_coverage
     from biovqa.engine.store import merge_runs
 
     from biovqa.bench.folder import claim_output

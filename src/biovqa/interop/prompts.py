@@ -1,6 +1,6 @@
 """The requests a harness sends: exactly those of biovqa's engine, in benchmark order.
 
-Every harness task is built from :func:`biovqa.engine.runner.build_requests`, the function the
+Every harness task is built from :func:`biovqa.engine.requests.build_requests`, the function the
 engine itself calls, so a sample carries the same user text (question + instruction through the
 model preset's wrappers: Gemma's system message on C1/C2, InternVL's "Please answer in English."
 prefix, paper App. B.2), the same system message (an item's own replaces the preset's), the same
@@ -36,7 +36,7 @@ def harness_requests(bench: Bench, model: str, *, preset: str | None = None) -> 
 
     A raw-completion item (BAGEL's raw mode) cannot be a chat sample and is refused.
     """
-    from biovqa.engine.runner import build_requests, resolve_preset
+    from biovqa.engine.requests import build_requests, resolve_preset
 
     chosen, wrap = resolve_preset(model, preset)
     plan = build_requests(bench, bench.items, chosen, wrap, model, revision="")

@@ -224,7 +224,7 @@ def run_subset(bench: Bench, predictions_path: str | Path) -> dict[str, Any] | N
         return None
     if isinstance(selection.get("item_ids"), list):
         return _listed_subset(bench, selection, card_path)
-    from biovqa.engine.runner import Selection, parse_shard, select_items
+    from biovqa.engine.selection import Selection, parse_shard, select_items
 
     def names(key: str) -> tuple[str, ...] | None:
         value = selection.get(key)
