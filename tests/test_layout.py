@@ -170,3 +170,60 @@ def test_status_and_file_name_constants_are_defined_once() -> None:
                     homes.setdefault(target.id, []).append(name)
     assert {constant: modules for constant, modules in homes.items() if len(modules) > 1} == {}
     assert homes["PREDICTION_STATUSES"] == ["biovqa.records"]
+
+
+#: shared modules allowed to spell a built-in component's name, each with the reason it is not a
+#: component fact living in the wrong place
+NAMES_ALLOWED = {
+    "biovqa.interop.inspect_tasks":
+        "inspect_ai finds a task by its function's name: one @task function per built-in component, "
+        "the harness's entry points (as cli/c4.py is the command line's)",
+    "biovqa.reporting.glossary": "its keys are Table 3 column names, and 'bagel' and 'hca' name columns too",
+    "biovqa.stats.hierarchy": "'hca' is the hierarchical consistent accuracy metric, not the component",
+}
+#: the command line's per-component command modules (named in the declarations' ``commands``)
+COMMAND_MODULES = ("biovqa.cli.c4", "biovqa.cli.specialist")
+
+
+def _builtin_names() -> set[str]:
+    from biovqa.components.registry import builtin_components
+
+    return {component.name for component in builtin_components()}
+
+
+def test_no_shared_stage_names_a_builtin_component() -> None:
+    """A component's facts (token caps, request mode, Lite strata, sources, analysis columns,
+    commands, demo) live in its declaration: no module outside ``components/`` (the per-component
+    command modules and the allowances above excepted) holds a string literal that is exactly a
+    built-in component's name (``"c1"``, ``"bagel"``…). Prose and examples inside longer strings
+    do not count."""
+    names = _builtin_names()
+    offenders = []
+    for name, path in MODULES.items():
+        if stage_of(name) == "components" or name in COMMAND_MODULES or name in NAMES_ALLOWED:
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value.lower() in names:
+                offenders.append(f"{name}:{node.lineno} {node.value!r}")
+    assert offenders == []
+    assert sorted(set(NAMES_ALLOWED) - set(MODULES)) == []  # an allowance for a module that is gone goes too
+
+
+def test_declared_targets_stay_in_their_component() -> None:
+    """The ``"module:attribute"`` targets a declaration names are imports the registry makes for
+    it, so they follow the layering too: every role of a built-in lives in its own package, and a
+    declared command in its package or in one of the command line's per-component modules."""
+    from biovqa.components.registry import OPTIONAL_ROLE_CONVENTIONS, ROLE_CONVENTIONS, builtin_components
+
+    offenders = []
+    for component in builtin_components():
+        package = component.package or ""
+        for role in (*ROLE_CONVENTIONS, *OPTIONAL_ROLE_CONVENTIONS):
+            target = getattr(component, role)
+            if target and not target.startswith(package + "."):
+                offenders.append(f"{component.name}.{role} = {target}")
+        for command in component.commands:
+            module = command.target.partition(":")[0]
+            if not (module.startswith(package + ".") or module in COMMAND_MODULES):
+                offenders.append(f"{component.name} command {command.name} = {command.target}")
+    assert offenders == []

@@ -309,6 +309,9 @@ class Component:
     analysis_columns: tuple[AnalysisColumn, ...] = ()
     #: commands this component adds to the command line (``biovqa c4 embed``, a specialist)
     commands: tuple[Command, ...] = ()
+    #: the score-table columns a harness explanation shows beside the parsed answer (an
+    #: inspect_ai sample's score explanation)
+    explain_columns: tuple[str, ...] = ()
     #: the package whose modules the roles are found in (the registry fills it in from the
     #: declaration's module: ``biovqa.components.c1``, a plug-in's entry-point module)
     package: str | None = None

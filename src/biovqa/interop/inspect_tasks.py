@@ -37,20 +37,12 @@ from inspect_ai.scorer import Score, Scorer, Target, mean, scorer
 from inspect_ai.solver import Generate, Solver, TaskState, solver
 
 from biovqa.bench.folder import Bench, open_bench
+from biovqa.components.registry import get_component
 from biovqa.errors import BiovqaError
 from biovqa.interop.prompts import HarnessRequest, harness_requests
 
 #: Sample metadata key holding the item's cap on new tokens (the solver reads it).
 CAP_KEY = "max_new_tokens"
-#: The per-item columns each component's explanation shows, beside the parsed answer.
-EXPLAIN_COLUMNS: dict[str, tuple[str, ...]] = {
-    "c1": ("em", "parse_status", "severity"),
-    "c2": ("gold", "parse_status", "em", "cags"),
-    "c3": ("gold",),
-    "c4": ("gold", "parse_status", "said_yes", "correct"),
-    "hca": ("gold", "correct"),
-    "bagel": ("gold", "chosen", "correct"),
-}
 
 
 def _sample(request: HarnessRequest, manifest_sha256: str) -> Sample:
@@ -88,7 +80,6 @@ def item_score(bench: Bench, item_id: str, reply: str) -> dict[str, Any]:
     table (``score``, ``parsed`` and the component's columns), bootstrap off."""
     import pyarrow as pa
 
-    from biovqa.components.registry import get_component
     from biovqa.scoring.predictions import subset_bench
 
     component = get_component(bench.component)
@@ -103,7 +94,7 @@ def item_score(bench: Bench, item_id: str, reply: str) -> dict[str, Any]:
 
 def _explanation(component: str, row: dict[str, Any]) -> str:
     parts = [f"parsed: {row.get('parsed')!r}"]
-    for column in EXPLAIN_COLUMNS.get(component, ()):
+    for column in get_component(component).explain_columns:
         if column in row and row[column] is not None:
             parts.append(f"{column}: {row[column]}")
     return "; ".join(parts)
@@ -119,7 +110,7 @@ def biovqa_scorer(bench: str) -> Scorer:
         row = item_score(opened, str(state.sample_id), reply)
         value = row.get("score")
         numeric = 0.0 if value is None or (isinstance(value, float) and math.isnan(value)) else float(value)
-        shown = {k: row[k] for k in ("parsed", *EXPLAIN_COLUMNS.get(opened.component, ()))
+        shown = {k: row[k] for k in ("parsed", *get_component(opened.component).explain_columns)
                  if k in row and isinstance(row[k], (str, int, float, bool, type(None)))}
         return Score(value=numeric, answer=None if row.get("parsed") is None else str(row["parsed"]),
                      explanation=_explanation(opened.component, row), metadata=shown)

@@ -26,4 +26,5 @@ COMPONENT = Component(
     # facts the shared stages read
     max_new_tokens=5,  # the BAGEL paper's protocol: one capital letter, greedy, about 5 new tokens
     request_mode_parameter="mode",  # BAGEL builds record the request mode as parameters.mode
+    explain_columns=("gold", "chosen", "correct"),  # shown beside the parsed answer in a harness explanation
 )

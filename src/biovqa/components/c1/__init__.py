@@ -41,4 +41,5 @@ COMPONENT = Component(
         ("Mamm", "Mammals"), ("Rept", "Reptiles"))),  # App. J.1: EM per organismal group (Table 75)
     commands=(Command("bioclip2", "biovqa.cli.specialist:bioclip2_command", group="specialist",
                       help="C1 ceiling: BioCLIP-2 top-1 species per image answers every rank"),),
+    explain_columns=("em", "parse_status", "severity"),  # shown beside the parsed answer in a harness explanation
 )

@@ -48,4 +48,5 @@ COMPONENT = Component(
     analysis_columns=(*(AnalysisColumn(label, ("table3", label))
                         for label in ("cnt", "rcnt", "adst", "rdst", "lcl", "rpos", "view")),
                       AnalysisColumn("ocr", ("table3", "ocr"), control=True)),
+    explain_columns=("gold",),  # shown beside the parsed answer in a harness explanation
 )

@@ -31,4 +31,5 @@ COMPONENT = Component(
                       help="C4 re-identification: embed catalogs once for `biovqa build c4 --embeddings`."),
               Command("megadescriptor", "biovqa.cli.specialist:megadescriptor_command", group="specialist",
                       help="C4 ceiling: MegaDescriptor cosine similarity, threshold fitted on random")),
+    explain_columns=("gold", "parse_status", "said_yes", "correct"),  # shown beside the parsed answer in a harness explanation
 )
