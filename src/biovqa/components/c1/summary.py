@@ -104,20 +104,56 @@ def floors_of(items: pa.Table) -> tuple[dict[str, float], dict[str, str]]:
     return floors, answers
 
 
-def _run_plans(plans: Sequence[ClusterBootstrapPlan], columns_of: Sequence[tuple[int, int]], B: int, seed: int,
+class _PointSums:
+    """The full-sample half of :class:`~biovqa.stats.bootstrap.ClusterBootstrapPlan` (same
+    ``add_denominator`` / ``add_mean`` calls, same sums, so the same values) for cells whose
+    intervals are not wanted: no per-cluster sums are built."""
+
+    def __init__(self) -> None:
+        self.full_numerators: list[np.ndarray] = []
+        self.full_denominators: list[np.ndarray] = []
+        self.denominator_of: list[int] = []
+        self._denominator_width = 0
+
+    def add_denominator(self, mask: np.ndarray, cells: np.ndarray, n_cells: int,
+                        codes: np.ndarray | None = None) -> int:
+        keep = np.flatnonzero(mask & (cells >= 0))
+        self.full_denominators.append(np.bincount(cells[keep], minlength=n_cells).astype(np.float64))
+        first = self._denominator_width
+        self._denominator_width += n_cells
+        return first
+
+    def add_mean(self, values: np.ndarray, mask: np.ndarray, cells: np.ndarray, n_cells: int,
+                 denominator_first: int, codes: np.ndarray | None = None) -> int:
+        keep = np.flatnonzero(mask & (cells >= 0))
+        weights = np.asarray(values, dtype=np.float64)[keep]
+        self.full_numerators.append(np.bincount(cells[keep], weights=weights, minlength=n_cells))
+        self.denominator_of.extend(range(denominator_first, denominator_first + n_cells))
+        return sum(len(block) for block in self.full_numerators) - n_cells
+
+    def estimate(self) -> np.ndarray:
+        if not self.full_numerators:
+            return np.empty(0)
+        top = np.concatenate(self.full_numerators)
+        bottom = np.concatenate(self.full_denominators)[np.asarray(self.denominator_of, dtype=np.int64)]
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return np.where(bottom > 0, top / np.where(bottom > 0, bottom, 1), np.nan)
+
+
+def _run_plans(plans: tuple[ClusterBootstrapPlan, _PointSums], columns_of: Sequence[tuple[int, int]], B: int, seed: int,
                draws: CountsDrawnAhead | None) -> tuple[np.ndarray, np.ndarray]:
     """Full-sample value and ``B`` replicates of every summary column: the first plan's columns
     bootstrapped on the image resamples (``ClusterBootstrapPlan.run``'s float32 products, so the
     same numbers), the second plan's point estimates only (NaN replicates: null bounds)."""
-    estimates = [plan.run(0, seed)[0] if plan.full_numerators else np.empty(0) for plan in plans]
+    bootstrapped, points = plans
+    estimates = [bootstrapped.run(0, seed)[0] if bootstrapped.full_numerators else np.empty(0), points.estimate()]
     plan_of = np.asarray([p for p, _ in columns_of], dtype=np.int64)
     position = np.asarray([c for _, c in columns_of], dtype=np.int64)
     estimate = np.empty(len(columns_of))
     replicates = np.full((B, len(columns_of)), np.nan)
-    for which, plan in enumerate(plans):
+    for which in (0, 1):
         mine = plan_of == which
         estimate[mine] = estimates[which][position[mine]]
-    bootstrapped = plans[0]
     if B > 0 and bootstrapped.numerators:
         index = np.asarray(bootstrapped.denominator_of, dtype=np.int64)
         product = Float32Product(np.concatenate(bootstrapped.numerators, axis=0).T,
@@ -162,8 +198,7 @@ def summarize(scored: pa.Table, items: pa.Table, options: Any, *,
     # per-group hierarchy cells get point estimates unless ``cell_intervals`` asks for their
     # intervals too (they are two thirds of the matrix products, and no table prints them).
     every_cell = bool(getattr(options, "cell_intervals", False))
-    plans = (ClusterBootstrapPlan(arrays.cluster, arrays.n_clusters),
-             ClusterBootstrapPlan(arrays.cluster, arrays.n_clusters))
+    plans = (ClusterBootstrapPlan(arrays.cluster, arrays.n_clusters), _PointSums())
     everything = np.ones(n_items, dtype=bool)
     severity_values = np.nan_to_num(arrays.severity)
     columns_of: list[tuple[int, int]] = []  # summary column → (plan, its column there)
@@ -174,7 +209,7 @@ def summarize(scored: pa.Table, items: pa.Table, options: Any, *,
 
     def full_block(cells: np.ndarray, n_cells: int, bootstrapped: bool) -> dict[str, list[int]]:
         which = 0 if bootstrapped or every_cell else 1
-        plan = plans[which]
+        plan: ClusterBootstrapPlan | _PointSums = plans[which]
         count = plan.add_denominator(everything, cells, n_cells)
         count_severity = plan.add_denominator(with_severity, cells, n_cells)
         firsts = {name: plan.add_mean(v, everything, cells, n_cells, count) for name, v in values.items()}
@@ -204,10 +239,10 @@ def summarize(scored: pa.Table, items: pa.Table, options: Any, *,
         for scope, cells, width in (("pooled", np.zeros(len(image_rows), dtype=np.int64), 1),
                                     ("groups", image_group, n_groups)):
             which = 0 if scope == "pooled" or every_cell else 1
-            plan = plans[which]
-            count = plan.add_denominator(every_image, cells, width, codes=image_rows)
+            scope_plan: ClusterBootstrapPlan | _PointSums = plans[which]
+            count = scope_plan.add_denominator(every_image, cells, width, codes=image_rows)
             for metric in HIERARCHICAL_METRICS:
-                first = plan.add_mean(per_image[metric], every_image, cells, width, count, codes=image_rows)
+                first = scope_plan.add_mean(per_image[metric], every_image, cells, width, count, codes=image_rows)
                 hierarchy_columns[f"{scope}:{metric}"] = [register(which, first + cell) for cell in range(width)]
 
     estimate, replicates = _run_plans(plans, columns_of, B, seed, draws)
