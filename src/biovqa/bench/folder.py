@@ -621,6 +621,14 @@ class Bench:
     def items(self) -> pa.Table:
         return read_parquet(self.items_path, what="benchmark items")
 
+    def item_columns(self, names: Iterable[str]) -> pa.Table:
+        """The items' columns ``names`` (those the items have): from :attr:`items` once it is read
+        (or set, as a subset bench does), else only those columns from the file, so a stage that
+        needs a few columns of a wide bench (the scoring pipeline: ``item_id``) skips the rest."""
+        if "items" in self.__dict__:
+            return self.items.select([name for name in names if name in self.items.column_names])
+        return read_parquet(self.items_path, what="benchmark items", columns=names)
+
     def iter_items(self, batch_size: int = 4096) -> Iterator[Item]:
         """The benchmark's questions as :class:`~biovqa.records.Item` records, in order, read in
         batches (component-specific columns go to ``Item.extra``)."""

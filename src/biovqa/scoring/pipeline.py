@@ -84,7 +84,7 @@ def score_predictions(
     head = {
         "component": component.name,
         "label": label,
-        "n_items": bench.items.num_rows,
+        "n_items": aligned.num_rows,  # one row per benchmark item (the scorer may not read them all)
         "statuses": statuses,
         "n_truncated": int(pc.sum(items.column("truncated")).as_py() or 0),
         "options": resolved.as_json(),

@@ -130,7 +130,7 @@ def align_predictions(bench: Bench, predictions: pa.Table, *, source: str | Path
     ``row`` column, as :func:`read_predictions` numbers them; by position when absent).
 
     One hash lookup of the replies' ids in the benchmark's gives both checks and the order."""
-    bench_ids = bench.items.column("item_id")
+    bench_ids = bench.item_columns(["item_id"]).column("item_id")  # not every column of a wide bench
     reply_ids = predictions.column("item_id")
     rows = (predictions.column("row") if "row" in predictions.column_names
             else pa.array(np.arange(1, predictions.num_rows + 1, dtype=np.int64)))
@@ -145,7 +145,7 @@ def align_predictions(bench: Bench, predictions: pa.Table, *, source: str | Path
             hint=f"were these replies made for another benchmark? this one is {bench.root}",
         )
     item_of_reply = np.asarray(position.to_numpy(), dtype=np.int64)
-    n_items = bench.items.num_rows
+    n_items = len(bench_ids)
     replies_per_item = np.bincount(item_of_reply, minlength=n_items)
     if replies_per_item.max(initial=0) > 1:
         raise InputFormatError(_duplicates_message(reply_ids, rows, item_of_reply, replies_per_item),
