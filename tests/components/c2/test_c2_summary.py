@@ -181,3 +181,25 @@ def test_family_path_intervals_equal_the_masked_group_path():
             assert entry[metric]["lo"] == pytest.approx(lo[k], rel=1e-6)
             assert entry[metric]["hi"] == pytest.approx(hi[k], rel=1e-6)
     assert summary["pooled"]["n"] == n
+
+
+@pytest.mark.parametrize(("k", "n"), [(0, 1), (7, 15), (4, 15), (12, 30), (40, 100), (5_400, 12_000), (6_000, 12_000),
+                                      (12_000, 12_000)])
+def test_laterality_p_value_is_the_exact_binomial_tail(k, n):
+    """The laterality test's p-value is P(X ≤ k), X ~ Bin(n, 1/2), summed exactly and rounded once:
+    scipy's binomtest agrees to its own rounding (1e-16 near the middle, 1e-12 deep in the tail),
+    the exact fractions bit for bit."""
+    from fractions import Fraction
+    from math import comb
+
+    from scipy.stats import binomtest
+
+    from biovqa.components.c2.summary import binomial_half_lower_tail
+
+    p = binomial_half_lower_tail(k, n)
+    if n <= 100:
+        assert p == float(Fraction(sum(comb(n, i) for i in range(k + 1)), 2 ** n))
+    assert p == pytest.approx(binomtest(k, n, 0.5, alternative="less").pvalue, rel=1e-11, abs=1e-300)
+    assert binomial_half_lower_tail(n, n) == 1.0
+    with pytest.raises(ValueError):
+        binomial_half_lower_tail(n + 1, n)
