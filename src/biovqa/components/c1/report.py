@@ -56,6 +56,7 @@ import pandas as pd
 
 from biovqa.components.c1.hierarchy import HIERARCHICAL_METRICS
 from biovqa.components.c1.tasks import OPEN_TASKS, TASK_NAMES, TASKS
+from biovqa.scoring.schema import estimate_value
 
 Summaries = list[tuple[str, dict[str, Any]]]
 
@@ -143,16 +144,9 @@ def _named(summaries: Summaries) -> tuple[Summaries, dict[str, ModelInfo]]:
 # helpers
 
 
-def _number(value: Any) -> float:
-    return float("nan") if value is None else float(value)
-
-
 def _value(block: dict[str, Any] | None, metric: str, part: str = "value") -> float:
-    """A metric of a summary block (NaN where absent or null)."""
-    if not block or metric not in block or block[metric] is None:
-        return float("nan")
-    entry = block[metric]
-    return _number(entry.get(part)) if isinstance(entry, dict) else _number(entry)
+    """``part`` of a metric of a summary block (NaN where absent or null)."""
+    return estimate_value((block or {}).get(metric), part)
 
 
 def round_half_up(values: Any, decimals: int) -> Any:
@@ -212,7 +206,7 @@ def _pool(summaries: Summaries, blocks: list[dict[str, Any] | None], metric: str
     values, weights = [], []
     for block in blocks:
         value = _value(block, metric)
-        count = _number((block or {}).get(weight))
+        count = estimate_value((block or {}).get(weight))
         if np.isfinite(value) and np.isfinite(count) and count > 0:
             values.append(value)
             weights.append(count)
@@ -234,7 +228,7 @@ def table3(summaries: Summaries, floor_from: Summaries | None = None) -> pd.Data
     floor_from = summaries if floor_from is None else floor_from
     if floor_from:
         tasks = floor_from[0][1].get("tasks", {})
-        rows["Floor"] = {SHORT[t]: _number((tasks.get(t) or {}).get("floor")) for t in OPEN_TASKS}
+        rows["Floor"] = {SHORT[t]: estimate_value((tasks.get(t) or {}).get("floor")) for t in OPEN_TASKS}
     return _frame(rows, "model", "Table 3 — C1 exact match by open question type, with the image-blind floor")
 
 
@@ -606,7 +600,7 @@ def figures(summaries: list[tuple[str, dict[str, Any]]], out_dir: Path) -> list[
         positions = grouped_bars(axes, [SHORT[t] for t in TASK_NAMES], series)
         if summaries:
             tasks = summaries[0][1].get("tasks", {})
-            floors = [_number((tasks.get(t) or {}).get("floor")) for t in TASK_NAMES]
+            floors = [estimate_value((tasks.get(t) or {}).get("floor")) for t in TASK_NAMES]
             axes.hlines(floors, positions - 0.42, positions + 0.42, colors="black", linestyles="dashed",
                         label="floor (most frequent taxon)")
         axes.set_ylim(0, 1)
