@@ -1,8 +1,10 @@
 """Batches: image-ordered requests cut into half-open ranges that keep an image's questions together.
 
 A batch is bounded by a token budget (the requests' estimates) and a request count; the bounds
-come from ``--batch-tokens``/``--max-batch-items``, else the backend's own hints, else
-:data:`BACKEND_BATCH_DEFAULTS`, else the engine's defaults.
+come from ``--batch-tokens``/``--max-batch-items``, else the backend's own ``batch_tokens`` and
+``max_batch_items`` attributes (vLLM schedules its own continuous batches and gains from whole
+image-grouped shards; an endpoint keeps ``concurrency`` requests in flight; the model-free
+backends have nothing to bound), else the engine's defaults.
 """
 
 from __future__ import annotations
@@ -12,18 +14,10 @@ from typing import Any
 
 import numpy as np
 
+#: [DEFAULT] bounds for a backend that declares none (the transformers backend declares its
+#: ``batch_size`` as ``max_batch_items``)
 DEFAULT_BATCH_TOKENS = 32_768
 DEFAULT_MAX_BATCH_ITEMS = 64
-#: Batch bounds per backend where the backend declares none [DEFAULT]: vLLM schedules its own
-#: continuous batches and gains from seeing whole image-grouped shards at once; an endpoint keeps
-#: ``concurrency`` requests in flight and only stalls at batch ends; the model-free backends have
-#: nothing to bound.
-BACKEND_BATCH_DEFAULTS: dict[str, tuple[int, int]] = {
-    "vllm": (4_000_000, 8192),
-    "openai": (1_000_000, 512),
-    "baseline": (1 << 40, 65_536),
-    "echo": (1 << 40, 4096),
-}
 
 
 def make_batches(image_keys_in_order: Sequence[str], token_estimates: np.ndarray, *,
@@ -67,10 +61,10 @@ def make_batches(image_keys_in_order: Sequence[str], token_estimates: np.ndarray
     return batches
 
 
-def batch_bounds(backend: str, hints: Mapping[str, Any], *, batch_tokens: int | None = None,
+def batch_bounds(hints: Mapping[str, Any], *, batch_tokens: int | None = None,
                  max_batch_items: int | None = None) -> tuple[int, int]:
     """``(batch_tokens, max_batch_items)`` of a run: the run's own settings, else the backend's
-    hints (``executor.batch_hints()``), else :data:`BACKEND_BATCH_DEFAULTS`, else the defaults."""
-    fallback = BACKEND_BATCH_DEFAULTS.get(backend, (DEFAULT_BATCH_TOKENS, DEFAULT_MAX_BATCH_ITEMS))
-    return (int(batch_tokens or hints.get("batch_tokens") or fallback[0]),
-            int(max_batch_items or hints.get("max_batch_items") or fallback[1]))
+    hints (``executor.batch_hints()``), else :data:`DEFAULT_BATCH_TOKENS` and
+    :data:`DEFAULT_MAX_BATCH_ITEMS`."""
+    return (int(batch_tokens or hints.get("batch_tokens") or DEFAULT_BATCH_TOKENS),
+            int(max_batch_items or hints.get("max_batch_items") or DEFAULT_MAX_BATCH_ITEMS))

@@ -288,7 +288,7 @@ def _run_locked(bench_path: str | Path, out: str | Path, options: RunOptions,
         done = store.done_keys(retry_failed=options.retry_failed)
         todo = plan.subset(np.array([r.key not in done for r in plan.requests], dtype=bool))
         batch_tokens, max_batch_items = batch_bounds(
-            options.backend, executor.batch_hints(), batch_tokens=options.batch_tokens,
+            executor.batch_hints(), batch_tokens=options.batch_tokens,
             max_batch_items=options.max_batch_items)
         ranges = make_batches(todo.image_keys, todo.token_estimates, batch_tokens=batch_tokens,
                               max_batch_items=max_batch_items)

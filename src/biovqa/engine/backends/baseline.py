@@ -32,6 +32,9 @@ class BaselineBackend:
     """Replies with the component floor rules: ``floor(items) -> pa.Array`` per component."""
 
     name = "baseline"
+    #: no model, nothing to bound: one batch holds a whole image-grouped benchmark
+    batch_tokens = 1 << 40
+    max_batch_items = 65_536
 
     def __init__(self, bench: Any, floor: Callable[[pa.Table], pa.Array] | None = None) -> None:
         if isinstance(bench, (str, Path)):
@@ -117,6 +120,9 @@ class EchoBackend:
     """Deterministic diagnostic backend: ``text = "echo-" + sha256(system, prompt, image)[:16]``."""
 
     name = "echo"
+    #: no model, nothing to bound
+    batch_tokens = 1 << 40
+    max_batch_items = 4096
 
     def __init__(self, delay_s: float = 0.0, fail_every: int = 0, fail_salt: str = "",
                  revision: str = "echo-1") -> None:
