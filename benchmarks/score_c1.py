@@ -503,7 +503,7 @@ def per_item_scores(bench_path: Path, predictions: pa.Table) -> pa.Table:
     target = items.column("target_node").to_numpy(zero_copy_only=False).astype(np.int64)
     is_mcq = task_index == TASKS.index(scorer.MCQ_TASK)
     mcq_options, mcq_option_nodes = scorer._mcq_arrays(items, is_mcq, None)
-    ok, failed = scorer.PREDICTION_STATUSES.index("ok"), scorer.PREDICTION_STATUSES.index("failed")
+    ok, failed = scorer.SCORE_STATUSES.index("ok"), scorer.SCORE_STATUSES.index("failed")
     result = scorer.score_replies(
         task_index=task_index, task_names=TASKS, answers=items.column("answer"), genera=items.column("genus"),
         binomials=items.column("species"), target_nodes=target, replies=replies, answered=status == ok,

@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -337,19 +338,24 @@ def test_missing_synonym_index_is_an_error(tmp_path: Path) -> None:
         score(bench, predictions_for(bench_path, {}), {"bootstrap": 10, "backbone": tmp_path / "nowhere"})
 
 
-def test_misaligned_predictions_name_the_row(bench_path: Path) -> None:
-    bench = open_bench(bench_path)
-    predictions = predictions_for(bench_path, {})
-    swapped = predictions.take([1, 0, *range(2, predictions.num_rows)])
-    with pytest.raises(InputFormatError) as error:
-        score(bench, swapped, {"bootstrap": 10})
-    assert error.value.row == 2 and error.value.field == "item_id"
-    with pytest.raises(InputFormatError):
-        score(bench, predictions.slice(1), {"bootstrap": 10})
-    bad_status = predictions.set_column(2, "status", pa.array(["ok", "weird"] + ["ok"] * (predictions.num_rows - 2)))
-    with pytest.raises(InputFormatError) as error:
-        score(bench, bad_status, {"bootstrap": 10})
-    assert error.value.row == 3 and error.value.field == "status"
+def test_predictions_in_any_order_score_alike_and_a_short_table_is_refused(bench_path: Path, tmp_path: Path) -> None:
+    """The pipeline aligns the replies (and checks ids and statuses once, naming the file's rows);
+    the scorer takes them aligned and refuses a table of the wrong length."""
+    from biovqa.bench.folder import write_parquet
+    from biovqa.scoring.pipeline import score_predictions
+
+    predictions = predictions_for(bench_path, {"frog-1:genus": "Hyla", "lizard-1:family": "Colubridae"})
+    order = list(range(predictions.num_rows))[::-1]
+    write_parquet(predictions, tmp_path / "in-order.parquet")
+    write_parquet(predictions.take(order), tmp_path / "reversed.parquet")
+    outs = [score_predictions(bench_path, tmp_path / f"{name}.parquet", tmp_path / name, options={"bootstrap": 10})
+            for name in ("in-order", "reversed")]
+    first, second = (pq.read_table(out / "items.parquet") for out in outs)
+    assert first.equals(second)
+    assert json.loads((outs[0] / "summary.json").read_text())["tasks"] == \
+        json.loads((outs[1] / "summary.json").read_text())["tasks"]
+    with pytest.raises(InputFormatError, match="predictions have"):
+        score(open_bench(bench_path), predictions.slice(1), {"bootstrap": 10})
 
 
 def test_registered_scorer_runs_on_the_built_demo_benchmark(demo_bench: Path) -> None:
