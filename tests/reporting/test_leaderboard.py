@@ -106,6 +106,34 @@ def test_paired_differences_on_shared_items(tmp_path) -> None:  # type: ignore[n
     assert second["verdict"] == "tie"
 
 
+def test_paired_pairs_drawn_together_get_their_own_intervals(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """Adjacent pairs over the same number of shared items share one bootstrap call; each gets the
+    interval it gets alone. A repeated item id counts once (its first row); a NaN score drops the item."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from biovqa.reporting.paired import paired_differences
+
+    rng = np.random.default_rng(3)
+
+    def run(name: str, ids: list[str], scores: list[float]) -> Run:
+        folder = tmp_path / name
+        folder.mkdir()
+        pq.write_table(pa.table({"item_id": ids, "score": scores}), folder / "items.parquet")
+        return Run(name, "c1", {"table3": {}}, folder)
+
+    ids = [f"i{k}" for k in range(300)]
+    a = run("a", ids + ["i0"], [*(rng.random(300) < 0.7).astype(float), 0.0])  # i0 again: ignored
+    b = run("b", ids, list((rng.random(300) < 0.6).astype(float)))
+    c = run("c", ids, list((rng.random(300) < 0.5).astype(float)))
+    d = run("d", ids, [np.nan, *(rng.random(299) < 0.4).astype(float)])  # i0 unscored for d
+    together = paired_differences([a, b, c, d], ["a", "b", "c", "d"], B=300)
+    alone = pd.concat([paired_differences([x, y], [x.name, y.name], B=300) for x, y in ((a, b), (b, c), (c, d))],
+                      ignore_index=True)
+    pd.testing.assert_frame_equal(together, alone)
+    assert together["items"].tolist() == [300, 300, 299]
+
+
 def test_a_text_only_control_is_its_own_row_never_the_visual_one() -> None:
     """The HCA text-only control (image replaced by the leaf label) reaches Acc_leaf 1.0 by design:
     it must not fill the model's visual row, nor be ranked or averaged."""

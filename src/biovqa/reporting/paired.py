@@ -14,25 +14,50 @@ from typing import Sequence
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
 
 from biovqa.reporting.leaderboard import GENERALIST, Run
 
 
-def _scores(run: Run) -> pd.Series | None:
-    import pyarrow.parquet as pq
-
+def _scores(run: Run) -> tuple[pa.Array, np.ndarray] | None:
+    """A run's item ids and headline scores, the first row of a repeated id only (in file order)."""
     if run.path is None or not (run.path / "items.parquet").is_file():
         return None
     table = pq.read_table(run.path / "items.parquet", columns=["item_id", "score"])
-    series = pd.Series(table.column("score").to_numpy(zero_copy_only=False), dtype=float,
-                       index=table.column("item_id").to_pylist())
-    return series[~series.index.duplicated()]
+    ids = table.column("item_id").cast(pa.string()).combine_chunks()
+    score = np.asarray(table.column("score").to_numpy(zero_copy_only=False), dtype=float)
+    first = np.asarray(pc.index_in(ids, value_set=ids).to_numpy(zero_copy_only=False)) == np.arange(len(ids))
+    if not first.all():
+        ids, score = ids.filter(pa.array(first)), score[first]
+    return ids, score
+
+
+def _shared_difference(a: tuple[pa.Array, np.ndarray], b: tuple[pa.Array, np.ndarray]) -> np.ndarray:
+    """``a − b`` over the items both have, in ``a``'s order, without items either scored NaN."""
+    (ids_a, score_a), (ids_b, score_b) = a, b
+    in_b = pc.index_in(ids_a, value_set=ids_b)
+    shared = np.asarray(pc.is_valid(in_b).to_numpy(zero_copy_only=False), dtype=bool)
+    rows_b = np.asarray(in_b.drop_null().to_numpy(), dtype=np.int64)
+    diff = score_a[shared] - score_b[rows_b]
+    return diff[~np.isnan(diff)]
+
+
+def _whole(diff: np.ndarray) -> bool:
+    """Whole numbers whose every resampled sum (at most ``n × max |d|``) float32 holds exactly."""
+    return bool(np.all(diff == np.round(diff))) and float(np.abs(diff).max()) * len(diff) < 2**24
 
 
 def paired_differences(runs: Sequence[Run], order: Sequence[str], *, B: int = 1000, seed: int = 42,
                        level: float = 0.95) -> pd.DataFrame:
     """One row per component and adjacent pair of generalists (in ``order``): shared items, mean
-    difference ``a − b`` of the item scores, its paired bootstrap interval and a verdict."""
+    difference ``a − b`` of the item scores, its paired bootstrap interval and a verdict.
+
+    The pairs of a component whose differences are whole numbers (0/1 scores) over the same number
+    of items are bootstrapped together, one column each: the resamples depend only on that number
+    and the seed, and sums of whole numbers are exact in the bootstrap's float32 products, so each
+    pair gets the interval it gets alone, from draws made once."""
     from biovqa.stats.bootstrap import item_bootstrap_means
 
     rows = []
@@ -40,16 +65,24 @@ def paired_differences(runs: Sequence[Run], order: Sequence[str], *, B: int = 10
         by_name = {r.name: r for r in runs if r.component == component and r.kind == GENERALIST}
         names = [m for m in order if m in by_name]
         scores = {m: _scores(by_name[m]) for m in names}
+        pairs: list[tuple[str, str, np.ndarray]] = []
         for a, b in zip(names, names[1:]):
             sa, sb = scores[a], scores[b]
             if sa is None or sb is None:
                 continue
-            shared = sa.index.intersection(sb.index)
-            diff = (sa.loc[shared] - sb.loc[shared]).dropna().to_numpy()
-            if len(diff) == 0:
-                continue
-            lo, hi = item_bootstrap_means(diff, B=B, seed=seed, level=level)
-            d_lo, d_hi = float(lo[0]), float(hi[0])
+            diff = _shared_difference(sa, sb)
+            if len(diff):
+                pairs.append((a, b, diff))
+        batches: dict[tuple[int, int], list[int]] = {}  # (items, k) → the pairs drawn together
+        for k, (_, _, diff) in enumerate(pairs):
+            batches.setdefault((len(diff), -1 if _whole(diff) else k), []).append(k)
+        bounds: dict[int, tuple[float, float]] = {}
+        for members in batches.values():
+            lo, hi = item_bootstrap_means(np.column_stack([pairs[k][2] for k in members]), B=B, seed=seed,
+                                          level=level)
+            bounds.update({k: (float(lo[j]), float(hi[j])) for j, k in enumerate(members)})
+        for k, (a, b, diff) in enumerate(pairs):
+            d_lo, d_hi = bounds[k]
             verdict = "—" if math.isnan(d_lo) else ("tie" if d_lo <= 0 <= d_hi else ("a better" if d_lo > 0 else "b better"))
             rows.append({"component": component.upper(), "model_a": a, "model_b": b, "items": len(diff),
                          "difference": float(np.mean(diff)), "lo": d_lo, "hi": d_hi, "verdict": verdict})
