@@ -363,3 +363,36 @@ def test_resampled_counts_in_a_given_column_order_are_the_permuted_counts() -> N
     plain = np.vstack(list(resampled_cluster_counts(30, B=10, seed=2)))
     permuted = np.vstack(list(resampled_cluster_counts(30, B=10, seed=2, order=order, dtype=np.float64)))
     np.testing.assert_array_equal(permuted, plain[:, order])
+
+
+def test_counts_drawn_ahead_into_a_reused_buffer_are_the_same_stream() -> None:
+    plain = [block.copy() for block in resampled_cluster_counts(40, B=37, seed=8, chunk=16)]
+    reused = [block.copy() for block in resampled_cluster_counts(40, B=37, seed=8, chunk=16, draw_ahead=True,
+                                                                 reuse=True)]
+    assert [len(b) for b in reused] == [16, 16, 5]
+    np.testing.assert_array_equal(np.vstack(reused), np.vstack(plain))
+
+
+def test_class_draws_are_one_multinomial_over_identical_rows_per_replicate() -> None:
+    """The ``classes`` path: the same resampling distribution as drawing items (every replicate
+    draws n items), drawn as one multinomial over the distinct (part, values) rows in sorted
+    order, so it does not depend on the row order; written out here as the reference."""
+    rng = np.random.default_rng(12)
+    n = 900
+    values = np.column_stack([rng.integers(0, 2, n), rng.integers(0, 3, n) / 2]).astype(float)
+    part = rng.integers(0, 3, n)
+    sums, counts = partition_replicates(values, part, 4, B=150, seed=2, classes=True)
+    keys, size = np.unique(np.column_stack([part, values]), axis=0, return_counts=True)
+    draws = np.random.default_rng(2).multinomial(n, size / n, size=150).astype(float)
+    for p in range(3):
+        mine = keys[:, 0] == p
+        np.testing.assert_allclose(sums[:, p], draws[:, mine] @ keys[mine, 1:], rtol=1e-12)
+        np.testing.assert_array_equal(counts[:, p], draws[:, mine].sum(axis=1))
+    assert (counts[:, 3] == 0).all()  # an empty part
+    order = rng.permutation(n)
+    shuffled = partition_replicates(values[order], part[order], 4, B=150, seed=2, classes=True)
+    np.testing.assert_array_equal(shuffled[0], sums)
+    items = partition_replicates(values, part, 4, B=150, seed=2)
+    assert not np.array_equal(items[0], sums)  # another stream …
+    pooled = [s[:, :, 0].sum(axis=1) / c.sum(axis=1) for s, c in (items, (sums, counts))]
+    assert abs(pooled[0].std() - pooled[1].std()) < 0.3 * pooled[0].std()  # … the same distribution

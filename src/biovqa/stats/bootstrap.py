@@ -308,7 +308,7 @@ def ratio_of_sums_replicates(numerators: np.ndarray, denominators: np.ndarray, *
 
 
 def partition_replicates(values: np.ndarray, part: np.ndarray, n_parts: int, *, B: int, seed: int,
-                         chunk: int = 16) -> tuple[np.ndarray, np.ndarray]:
+                         chunk: int = 16, classes: bool = False) -> tuple[np.ndarray, np.ndarray]:
     """Item-bootstrap replicates of per-part sums, for statistics whose cells are unions of the
     parts of one partition of the items (C2: pooled, categories and families are unions of
     families).
@@ -320,7 +320,14 @@ def partition_replicates(values: np.ndarray, part: np.ndarray, n_parts: int, *, 
     ``i`` as cluster ``i`` (same stream), summed in float64 by :class:`PartitionProduct`
     (:func:`bootstrap_replicates`), so a ratio of these sums equals
     :func:`ratio_of_sums_replicates` on the part-masked columns up to that path's float32
-    rounding."""
+    rounding.
+
+    With ``classes`` the items that agree in part and every value are one class, and replicate
+    ``b`` draws how many of its ``n`` items fall in each class as one multinomial over the
+    classes' shares (:func:`resampled_class_counts` with one stratum; the classes in part-then-value
+    order): the same resampling distribution of every sum, from a different stream, so the
+    bounds differ from the default path's by Monte Carlo noise only. It pays where classes are
+    few against items (0/1 scores, a few credit levels; ``benchmarks/stats_item_bootstrap.py``)."""
     values = np.asarray(values, dtype=np.float64)
     if values.ndim == 1:
         values = values[:, None]
@@ -332,16 +339,44 @@ def partition_replicates(values: np.ndarray, part: np.ndarray, n_parts: int, *, 
         raise ValueError("the bootstrap needs at least one cluster")
     if part.min() < 0 or part.max() >= n_parts:
         raise ValueError(f"part codes must lie in 0 … {n_parts - 1}")
-    product = PartitionProduct(values, part, n_parts)
     m = values.shape[1]
     if B <= 0:
         return np.zeros((0, n_parts, m)), np.zeros((0, n_parts))
-    blocks = DrawnAhead(resampled_cluster_counts(n, B=B, seed=seed, chunk=chunk, dtype=np.float64,
-                                                 order=product.order))
-    try:
-        flat = bootstrap_replicates(product, lambda totals, _: list(totals.T), B=B, seed=seed, counts=blocks)
-    finally:
-        blocks.close()
+    if classes:
+        return _class_partition_replicates(values, part, n_parts, B=B, seed=seed, chunk=max(chunk, 64))
+    product = PartitionProduct(values, part, n_parts)
+    # the draws on a worker thread, their counts and the light per-part products here
+    blocks = resampled_cluster_counts(n, B=B, seed=seed, chunk=chunk, dtype=np.float64, order=product.order,
+                                      draw_ahead=True, reuse=True)
+    flat = bootstrap_replicates(product, lambda totals, _: list(totals.T), B=B, seed=seed, counts=blocks)
+    shaped = flat.reshape(B, n_parts, m + 1)
+    return shaped[:, :, :m], shaped[:, :, m]
+
+
+def _class_partition_replicates(values: np.ndarray, part: np.ndarray, n_parts: int, *, B: int, seed: int,
+                                chunk: int) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`partition_replicates` with ``classes``: one multinomial over the classes of identical
+    (part, values) rows per replicate, ``chunk`` replicates per call from one ``default_rng(seed)``
+    stream (the same numbers as one call for all ``B``)."""
+    import pandas as pd
+
+    # one code per distinct (part, values) row, numbered in part-then-value order: each column's
+    # sorted codes folded into the running code and renumbered (so no code exceeds the row count)
+    code = part.astype(np.int64)
+    for column in values.T:
+        levels, level_of = pd.factorize(column, sort=True)
+        code = pd.factorize(code * len(level_of) + levels, sort=True)[0]
+    first = np.unique(code, return_index=True)[1]
+    size = np.bincount(code)
+    product = PartitionProduct(values[first], part[first], n_parts)
+    n = int(size.sum())
+    shares = size / n
+    rng = np.random.default_rng(seed)
+    m = values.shape[1]
+    flat = np.empty((B, n_parts * (m + 1)))
+    for start in range(0, B, chunk):
+        rows = min(chunk, B - start)
+        flat[start:start + rows] = product(rng.multinomial(n, shares, size=rows).astype(np.float64))
     shaped = flat.reshape(B, n_parts, m + 1)
     return shaped[:, :, :m], shaped[:, :, m]
 

@@ -33,11 +33,18 @@ def cluster_codes(clusters: np.ndarray | list) -> tuple[np.ndarray, int]:
 
 
 def resampled_cluster_counts(n_clusters: int, *, B: int, seed: int, chunk: int = REPLICATE_CHUNK,
-                             dtype: type = np.float32, order: np.ndarray | None = None) -> Iterator[np.ndarray]:
+                             dtype: type = np.float32, order: np.ndarray | None = None,
+                             draw_ahead: bool = False, reuse: bool = False) -> Iterator[np.ndarray]:
     """Yield ``(≤chunk, n_clusters)`` blocks of draw counts (``dtype``), ``B`` rows in all: row
     ``b`` counts how often each cluster was drawn in replicate ``b`` (``n_clusters`` uniform draws
     with replacement, replicate after replicate from one ``default_rng(seed)`` stream). With
     ``order`` (a permutation of the clusters) column ``j`` counts cluster ``order[j]`` instead.
+    With ``draw_ahead`` the raw draws are taken on a worker thread and counted on the caller's
+    (for callers whose own work per block is light: drawing and counting then share two cores;
+    wrap the iterator in :class:`DrawnAhead` instead to move the counting to the worker too).
+    With ``reuse`` every block is written into one buffer, valid until the next block is asked
+    for (a fresh 100 MB block per 16 replicates of 824K clusters costs more in page faults than
+    the counting).
 
     NumPy draws a bounded integer whose range fits 32 bits with the same 32-bit Lemire step
     whatever the output type and however the draws are split into calls, from one buffered
@@ -47,16 +54,33 @@ def resampled_cluster_counts(n_clusters: int, *, B: int, seed: int, chunk: int =
     most of it page-faulting a fresh ~400 MB array in for every block; 64-bit draws feed
     ``bincount`` without an int32 → intp copy."""
     rng = _bootstrap_rng(n_clusters, seed)
-    done = 0
-    while done < B:
-        rows = min(chunk, B - done)
-        block: np.ndarray = np.empty((rows, n_clusters), dtype=dtype)
-        for first, draws in _replicate_draws(rng, n_clusters, rows):
+
+    def pieces() -> Iterator[tuple[int, np.ndarray]]:
+        """(first replicate, its draws) in stream order, a block's draws split as ever."""
+        done = 0
+        while done < B:
+            rows = min(chunk, B - done)
+            for first, draws in _replicate_draws(rng, n_clusters, rows):
+                yield done + first, draws
+            done += rows
+
+    stream = DrawnAhead(pieces()) if draw_ahead else None
+    try:
+        block: np.ndarray = np.empty((0, n_clusters), dtype=dtype)
+        for start, draws in (pieces() if stream is None else stream):
             for r in range(len(draws)):
+                row = start + r
+                if row % chunk == 0:
+                    rows = min(chunk, B - row)
+                    block = (block[:rows] if reuse and len(block) >= rows
+                             else np.empty((rows, n_clusters), dtype=dtype))
                 drawn = np.bincount(draws[r], minlength=n_clusters)
-                block[first + r] = drawn if order is None else drawn[order]
-        done += rows
-        yield block
+                block[row % chunk] = drawn if order is None else drawn[order]
+                if row % chunk == len(block) - 1:
+                    yield block
+    finally:
+        if stream is not None:
+            stream.close()
 
 
 #: Draws taken per call (a few replicates' worth, 16 MB of int64): small enough for the
