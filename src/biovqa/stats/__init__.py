@@ -19,9 +19,11 @@ The contract (the paper's Appendix L.3 for the bootstrap; Appendix C and §6 for
   The special forms are uses of that loop, with unchanged numbers: ``ratio_of_sums_replicates``
   (means as ratios, float32 products), ``ClusterBootstrapPlan`` (many cell means on one plan),
   ``partition_replicates`` (item bootstrap of per-part sums), ``bootstrap_means`` /
-  ``cluster_bootstrap_means`` / ``item_bootstrap_means``. ``percentile_interval(replicates,
-  level)`` is the one interval (NaN replicates ignored). ``B = 0`` gives no replicates and null
-  bounds everywhere.
+  ``cluster_bootstrap_means`` / ``item_bootstrap_means``; the leaderboard's rank bootstrap runs
+  the same loop on sparse sums (``SparseProduct``). ``partition_replicates(..., classes=True)``
+  draws one multinomial over classes of identical rows instead of n items per replicate (the same
+  distribution, another stream; opt-in). ``percentile_interval(replicates, level)`` is the one
+  interval (NaN replicates ignored). ``B = 0`` gives no replicates and null bounds everywhere.
 * **Ranks** (:mod:`biovqa.stats.ranks`) — ``average_ranks``, ``group_ranks``,
   ``descending_ranks``, ``spearman``, ``spearman_p``, ``spearman_matrix``, ``grouped_spearman``,
   ``weighted_spearman`` (+ ``RankLayout``), ``rank_distribution``.
