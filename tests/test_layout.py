@@ -218,7 +218,7 @@ def test_declared_targets_stay_in_their_component() -> None:
     offenders = []
     for component in builtin_components():
         package = component.package or ""
-        for role in (*ROLE_CONVENTIONS, *OPTIONAL_ROLE_CONVENTIONS):
+        for role in (*ROLE_CONVENTIONS, *OPTIONAL_ROLE_CONVENTIONS, "figures"):
             target = getattr(component, role)
             if target and not target.startswith(package + "."):
                 offenders.append(f"{component.name}.{role} = {target}")

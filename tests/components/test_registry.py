@@ -178,7 +178,8 @@ def test_every_role_of_every_registered_component_resolves() -> None:
     """Each role of each registered component, found by convention or named, imports: the
     callables are callable, ``task_specs`` is the tuple of the component's spec records."""
     for component in registry.list_components():
-        roles = [*registry.ROLE_CONVENTIONS, *(r for r in registry.OPTIONAL_ROLE_CONVENTIONS if getattr(component, r))]
+        roles = [*registry.ROLE_CONVENTIONS,
+                 *(r for r in (*registry.OPTIONAL_ROLE_CONVENTIONS, "figures") if getattr(component, r))]
         for role in roles:
             loaded = component.load(role)
             if role == "task_specs":
@@ -193,6 +194,7 @@ def test_every_role_of_every_registered_component_resolves() -> None:
     assert by_name["hca"].build_function == "biovqa.components.hca.build:build_hca"
     assert by_name["c2"].sweep == "biovqa.components.c2.sweep:run_sweep" and by_name["c1"].sweep is None
     assert [c.name for c in registry.list_components() if c.rank_inputs] == ["c1", "c2", "c3", "c4"]
+    assert by_name["c2"].figures == "biovqa.components.c2.report:figures"  # beside the reporter
 
 
 def test_a_role_module_without_the_role_is_not_taken_for_it(

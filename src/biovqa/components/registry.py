@@ -287,6 +287,9 @@ class Component:
     summarizer: str | None = None
     #: ``TASKS``: the component's frozen spec records, one per task / family / question type
     task_specs: str | None = None
+    #: ``figures(summaries, out_dir) -> list[Path]``: found beside the reporter (its module's
+    #: ``figures``) when the declaration does not name it
+    figures: str | None = None
     #: ``run_demo(context) -> list[Path]``: this component's part of ``biovqa demo``
     #: (:class:`biovqa.demo.DemoContext`), the score folders it wrote
     demo: str | None = None
@@ -357,6 +360,10 @@ class Component:
         for role, convention in OPTIONAL_ROLE_CONVENTIONS.items():
             if getattr(self, role) is None and package is not None:
                 filled[role] = _found(package, (convention, *LEGACY_ROLE_LOCATIONS.get(role, ())))
+        if self.figures is None:
+            reporter_module = (filled.get("reporter") or self.reporter).partition(":")[0]
+            if "figures" in _top_level_names(reporter_module):
+                filled["figures"] = f"{reporter_module}:figures"
         return replace(self, **filled)
 
     def all_score_options(self) -> tuple[Option, ...]:

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import base64
 import html
-import importlib
 import re
 import warnings
 from collections import defaultdict
@@ -251,9 +250,8 @@ def _write_into(out: Path, runs: list[Run], *, with_paper: bool = False) -> None
         with progress_stage(f"report: {component_name.upper()} tables and figures"):
             tables = component.load("reporter")(summaries)
             figures: list[Path] = []
-            figure_fn = _figures_function(component.reporter)
-            if figure_fn is not None:
-                figures = list(figure_fn(summaries, out))
+            if component.figures:
+                figures = list(component.load("figures")(summaries, out))
         written = []
         for name, frame in tables.items():
             if len(frame) == 0:  # an empty table is not written, nor shown
@@ -273,12 +271,6 @@ def _write_into(out: Path, runs: list[Run], *, with_paper: bool = False) -> None
     paired_frame = dict(headline).get("paired_differences")
     (out / "index.html").write_text(_index_html(sections, board, analysis_frames, runs, paired_frame,
                                                 analysis_figures, lite_frame), encoding="utf-8")
-
-
-def _figures_function(reporter: str) -> Any:
-    module_name, _, _ = reporter.partition(":")
-    module = importlib.import_module(module_name)
-    return getattr(module, "figures", None)
 
 
 #: columns that hold whole numbers (ranks, counts): printed as integers when every value is one
