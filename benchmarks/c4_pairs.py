@@ -18,7 +18,8 @@ os.environ.setdefault("OMP_NUM_THREADS", str(os.cpu_count() or 1))
 
 import numpy as np
 
-from biovqa.components.c4.pairs import CONDITIONS, build_pairs
+from biovqa.components.c4.pairs import build_pairs
+from biovqa.components.c4.tasks import CONDITIONS
 
 
 def pair_search(n: int, dim: int, seed: int = 0) -> None:

@@ -8,7 +8,9 @@ The contract (the paper's Appendix L.3 for the bootstrap; Appendix C and §6 for
   clusters, float32) of how often each cluster was drawn, replicate after replicate from one
   ``numpy.random.default_rng(seed)`` stream. Same seed and labels → same numbers, whatever the
   row order or chunking. ``CountsDrawnAhead({name: n_clusters}, B=, seed=)`` draws several such
-  streams ahead on a worker thread (one per task, say).
+  streams ahead on a worker thread (one per task, say). ``resampled_class_counts(counts, B=,
+  seed=)`` is the stratified item bootstrap of statistics that see an item only through its class
+  (C4's six answer × truth cells): one multinomial per stratum and replicate.
 * **The bootstrap** (:mod:`biovqa.stats.bootstrap`) — every interval is a statistic of
   per-cluster sums on those counts: ``bootstrap_replicates(S_or_product, statistics, B=, seed=,
   counts=None, rowwise=False) -> (B × K)``. ``S`` is ``clusters × columns`` (build it from per-row

@@ -246,5 +246,23 @@ class CountsDrawnAhead:
         self.close()
 
 
+def resampled_class_counts(counts: np.ndarray, *, B: int, seed: int) -> np.ndarray:
+    """``B × strata × classes`` counts of a stratified item bootstrap whose statistics see an item
+    only through its class (C4: same/different pair × answered yes/no/unparsed): within every
+    stratum (a row of ``counts``: items per class) its ``n`` items are drawn with replacement,
+    which is one multinomial draw of ``n`` over the stratum's class shares per replicate. The
+    strata are drawn in row order, each its ``B`` replicates at once, from one
+    ``numpy.random.default_rng(seed)`` stream, so the result depends on the seed and the counts
+    only; an empty stratum stays zero."""
+    counts = np.asarray(counts, dtype=np.int64)
+    rng = np.random.default_rng(seed)
+    out = np.zeros((B, *counts.shape), dtype=np.int64)
+    for s, row in enumerate(counts):
+        n = int(row.sum())
+        if n:
+            out[:, s, :] = rng.multinomial(n, row / n, size=B)
+    return out
+
+
 __all__ = ["CountsDrawnAhead", "DRAWS_PER_CALL", "DrawnAhead", "REPLICATE_CHUNK", "cluster_codes",
-           "resampled_cluster_counts"]
+           "resampled_class_counts", "resampled_cluster_counts"]

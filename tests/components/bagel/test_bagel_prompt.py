@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from biovqa.components.bagel.prompt import parse_letter, render_prompt
+from biovqa.components.bagel.parse import parse_letter
+from biovqa.components.bagel.prompts import render_prompt
 
 OPTIONS = ("Galliformes", "Anseriformes", "Passeriformes", "Strigiformes")
 

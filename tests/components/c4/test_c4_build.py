@@ -14,7 +14,7 @@ from conftest import PAIRS
 from PIL import Image
 
 import biovqa
-from biovqa.components.c4.parser import C4_PROMPT
+from biovqa.components.c4.prompts import C4_PROMPT
 from biovqa.errors import BiovqaError
 
 pytestmark = pytest.mark.slow

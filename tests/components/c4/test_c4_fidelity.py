@@ -106,7 +106,7 @@ def test_easy_and_hard_pairs_are_rule_partners_under_reuse_pressure(tmp_path: Pa
     assert code == 0, err
     import dataclasses
 
-    from biovqa.components.c4.build import audit_items
+    from biovqa.components.c4.audit import audit_items
 
     walked = [dict(i) for i in items]  # what walking down the list gave: a hard pair off its rule
     first_hard = next(i for i in walked if i["condition"] == "hard" and i["same"])
@@ -245,7 +245,7 @@ def test_specialist_on_one_dataset_is_scored_and_reported_on_it(tmp_path: Path,
     assert code == 0, err
     import pandas as pd
 
-    table3 = pd.read_csv(tmp_path / "report" / "c4_table3_c4.csv")
+    table3 = pd.read_csv(tmp_path / "report" / "c4_table3.csv")
     specialist = table3[table3["model"] == "MegaDescriptor-L-384"].iloc[0]
     assert specialist["scored_on"] == "Grevy's zebra only"
     assert specialist["dprime"] == pytest.approx(round(np.sqrt(2) * norm.ppf(random_auc), 3))

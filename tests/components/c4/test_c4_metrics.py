@@ -7,6 +7,7 @@ import json
 import math
 from pathlib import Path
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
@@ -14,8 +15,9 @@ from scipy.stats import norm
 
 from biovqa.bench.folder import write_bench
 from biovqa.components.c4.build import ITEM_SCHEMA
-from biovqa.components.c4.parser import C4_INSTRUCTION, C4_QUESTION
-from biovqa.components.c4.summary import auc_to_dprime, statistics, verdict, wald_difference
+from biovqa.components.c4.prompts import C4_INSTRUCTION, C4_QUESTION
+from biovqa.components.c4.metrics import auc_to_dprime, statistics, verdict, wald_difference, weighted_auc
+from biovqa.components.c4.pairs import auc
 from biovqa.scoring.pipeline import score_predictions
 
 
@@ -106,11 +108,12 @@ def test_unparsed_counts_as_no_and_wrong(tmp_path: Path) -> None:
     assert (cell["hits"], cell["misses"], cell["same_unparsed"]) == (1, 0, 1)
     assert (cell["false_alarms"], cell["correct_rejections"], cell["different_unparsed"]) == (0, 1, 1)
     assert cell["acc"]["value"] == pytest.approx(0.5)
-    assert summary["parse"]["tiers"]["refusal"] == 1 and summary["parse"]["tiers"]["loose"] == 1
-    assert summary["parse"]["parse_rate"] == pytest.approx(0.5)
+    assert summary["format"]["parse_status"]["refusal"] == 1 and summary["format"]["parse_status"]["loose"] == 1
+    assert summary["format"]["parse_rate"] == pytest.approx(0.5)
     items = pq.read_table(tmp_path / "scores" / "items.parquet")
     assert items.column("score").to_pylist() == [0.0, 1.0, 0.0, 1.0]
     assert items.column("parsed").to_pylist() == [None, "yes", None, "no"]
+    assert items.column("parse_status").to_pylist() == ["refusal", "loose", "unparsed", "strict"]
 
 
 @pytest.mark.parametrize(("dprime", "balanced"), [(0.0, 0.5000), (0.5, 0.5987), (1.0, 0.6915), (2.0, 0.8413),
@@ -153,7 +156,7 @@ def test_bootstrap_is_seeded_and_stratified(tmp_path: Path) -> None:
     first = score_with(tmp_path / "a", bench, replies, bootstrap=300)
     second = score_with(tmp_path / "b", bench, replies, bootstrap=300)
     assert first["pooled"]["random"]["acc"] == second["pooled"]["random"]["acc"]
-    assert first["bootstrap"]["resamples"] == 300
+    assert first["bootstrap"] == {"B": 300, "seed": 42, "level": 0.95, "cluster": "items within dataset × condition"}
     assert first["pooled"]["random"]["acc"]["n"] == 100
 
 
@@ -162,3 +165,25 @@ def test_default_bootstrap_is_2000() -> None:
 
     assert COMPONENT.resolve_score_options({})["bootstrap"] == 2000
     assert COMPONENT.table3 == ("dprime", "acc")
+
+
+def test_stratified_bootstrap_keeps_every_stratum_size_and_is_seeded() -> None:
+    from biovqa.stats.draws import resampled_class_counts
+
+    counts = np.array([[5, 3, 0, 1, 7, 2], [0, 0, 0, 0, 0, 0], [40, 0, 0, 0, 0, 60]])
+    draws = resampled_class_counts(counts, B=400, seed=3)
+    assert draws.shape == (400, 3, 6)
+    assert (draws.sum(axis=2) == counts.sum(axis=1)).all()  # a stratum keeps its number of items
+    assert (draws[:, 1] == 0).all() and (draws[:, 0, 2] == 0).all()  # nothing drawn from an empty cell
+    assert (draws == resampled_class_counts(counts, B=400, seed=3)).all()
+    assert np.abs(draws[:, 2, 0].mean() - 40) < 2  # the resampled share centres on the observed one
+
+
+def test_weighted_auc_is_the_auc_of_the_resampled_items() -> None:
+    rng = np.random.default_rng(0)
+    scores, positive = np.round(rng.random(60), 1), rng.random(60) < 0.4  # ties on purpose
+    weights = rng.multinomial(60, np.full(60, 1 / 60), size=5)
+    expanded = [auc(scores[np.repeat(np.arange(60), w)], positive[np.repeat(np.arange(60), w)]) for w in weights]
+    assert weighted_auc(scores, positive, weights) == pytest.approx(expanded, abs=1e-12)
+    assert weighted_auc(scores, positive, np.ones(60))[0] == pytest.approx(auc(scores, positive), abs=1e-12)
+    assert np.isnan(weighted_auc(scores, np.ones(60, bool), weights)).all()  # one class only

@@ -1,10 +1,11 @@
-"""The C4 prompt (K.4, verbatim) and the yes/no parser tiers (appendix H.1)."""
+"""The C4 prompt (K.4, verbatim) and the yes/no parser's rules, each its parse status (appendix H.1)."""
 
 from __future__ import annotations
 
 import pytest
 
-from biovqa.components.c4.parser import C4_PROMPT, parse_reply
+from biovqa.components.c4.parse import parse_reply
+from biovqa.components.c4.prompts import C4_PROMPT
 
 PAPER_PROMPT = """This image shows two images placed side by side. Is the main subject in the left image the very same individual animal as the main subject in the right image?
 - The image shows two photographs placed side by side.
@@ -31,5 +32,5 @@ def test_prompt_is_verbatim() -> None:
     ("Maybe", None, "unparsed"), ("", None, "unparsed"), (None, None, "missing"),
     ("nope", None, "unparsed"), ("yesterday", None, "unparsed"),
 ])
-def test_tiers(reply: str | None, answer: str | None, tier: str) -> None:
+def test_parse_status(reply: str | None, answer: str | None, tier: str) -> None:
     assert parse_reply(reply) == (answer, tier)

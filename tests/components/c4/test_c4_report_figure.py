@@ -18,7 +18,7 @@ from fixtures.cli_runner import cli
 
 import biovqa
 from biovqa.components.c4 import report
-from biovqa.components.c4.pairs import CONDITIONS
+from biovqa.components.c4.tasks import CONDITIONS
 
 VLMS = (("Sharp-VL", 0.85), ("Dull-VL", 0.6))
 

@@ -11,7 +11,8 @@ import pytest
 from fixtures.hca_data import LEVELS, TAXONOMY, write_images, write_taxonomy
 
 from biovqa.components.hca.build import build_hca
-from biovqa.components.hca.prompts import TEMPLATES, VISUAL_CLOSING, parse_choice
+from biovqa.components.hca.parse import parse_choice
+from biovqa.components.hca.prompts import TEMPLATES, VISUAL_CLOSING
 from biovqa.errors import BiovqaError, InputFormatError
 
 

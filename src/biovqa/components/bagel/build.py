@@ -24,7 +24,7 @@ import typer
 
 from biovqa.bench.folder import staged_build
 from biovqa.components.bagel.items import LETTERS, BagelItem, load_items, parse_source
-from biovqa.components.bagel.prompt import MODES, PROMPT_STYLES, render_prompt
+from biovqa.components.bagel.prompts import MODES, PROMPT_STYLES, render_prompt
 from biovqa.errors import BiovqaError
 from biovqa.records import ITEM_COLUMNS
 
@@ -126,16 +126,4 @@ def build_command(
                                f"{counts.get('by_task', {})} → {bench.root}")
 
 
-def floor_responses(items: pa.Table) -> pa.Array:
-    """The empirical random guess: one uniform letter per item, seeded by its id (the BAGEL paper's random baseline)."""
-    return pa.array([random_letter(item_id, 0) for item_id in items.column("item_id").to_pylist()], pa.string())
-
-
-def random_letter(item_id: str, seed: int) -> str:
-    """A uniform random letter for ``item_id`` under ``seed`` (independent of item order)."""
-    digest = hashlib.sha256(f"random-guess:{seed}:{item_id}".encode()).digest()
-    return LETTERS[digest[0] % 4]
-
-
-__all__ = ["BAGEL_COLUMNS", "ITEM_SCHEMA", "build_bagel", "build_command", "floor_responses", "items_table",
-           "permutation_for", "random_letter"]
+__all__ = ["BAGEL_COLUMNS", "ITEM_SCHEMA", "build_bagel", "build_command", "items_table", "permutation_for"]

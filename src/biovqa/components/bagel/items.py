@@ -16,17 +16,14 @@ from pathlib import Path
 from typing import Any
 
 from biovqa.bench.folder import iter_json_lines
+from biovqa.components.bagel.tasks import DOMAINS, TASKS
 from biovqa.errors import InputFormatError
 
 LETTERS: tuple[str, ...] = ("A", "B", "C", "D")
-#: The four domains (tracks), in the paper's Table 4 column order.
-DOMAINS: tuple[str, ...] = ("GloBI", "Wikipedia", "bioRxiv", "Xeno-canto")
 #: Domain sizes of the released benchmark (the paper's dataset statistics).
-DOMAIN_SIZES: dict[str, int] = {"GloBI": 3500, "Wikipedia": 1927, "bioRxiv": 2183, "Xeno-canto": 4242}
-DOMAIN_ALIASES: dict[str, str] = {
-    "globi": "GloBI", "wiki": "Wikipedia", "wikipedia": "Wikipedia", "biorxiv": "bioRxiv",
-    "xeno-canto": "Xeno-canto", "xeno_canto": "Xeno-canto", "xenocanto": "Xeno-canto",
-}
+DOMAIN_SIZES: dict[str, int] = {domain.name: domain.size for domain in TASKS}
+#: The spellings of each domain the released files use, case-insensitively.
+DOMAIN_ALIASES: dict[str, str] = {alias: domain.name for domain in TASKS for alias in domain.aliases}
 LEVELS: tuple[str, ...] = ("easy", "medium", "hard")
 GOLD_FIELDS: tuple[str, ...] = ("answer", "correct_answer", "gold", "label", "answer_index", "answer_idx")
 _KNOWN = {"id", "item_id", "domain", "dimension", "question", "stem", "options", "level", "meta", *GOLD_FIELDS}

@@ -1,70 +1,47 @@
-"""BAGEL scoring (BAGEL paper, Shen et al. 2026: the output format it asks for and Table 4; the parser and the robustness check are biovqa's).
+"""BAGEL per-item scoring (BAGEL paper, Shen et al. 2026: the output format it asks for; the parser
+is biovqa's). Aggregation is :mod:`.summary`'s.
 
-``score(bench, predictions, options) -> ScoreResult`` is registered as
-``biovqa.components.bagel.score:score``.
+``score(bench, predictions, options) -> ScoreResult`` (found by the registry's convention).
 
 Per-item table: the core columns (``parsed`` = the letter recovered, ``score`` = correct 0/1;
 an unparseable or missing reply is wrong), then domain, dimension, level, gold, chosen (the
-option text of the parsed letter), parse_ok, correct.
-
-Summary sections (every accuracy item-weighted; every estimate ``{value, lo, hi, n}`` with a
-percentile bootstrap over items)::
-
-    {
-      "table3":     {bagel: overall, globi, wiki, biorxiv, xeno: domain accuracies},
-      "overall":    estimate,
-      "domains":    {<domain>: estimate},
-      "dimensions": {"<domain> / <dimension>": estimate},
-      "levels":     {easy|medium|hard: estimate},
-      "groups":     {<meta key>: {<value>: estimate}},
-      "format":     {parse_failure_rate: estimate, letter_histogram: {A..D: fraction of parsed},
-                     n_parsed, n_unparsed, n_missing, n_failed_requests},
-      "gold_positions": {A..D: fraction of items},
-      "random_baseline": {analytic: 0.25, empirical: estimate (one seeded uniform letter per item),
-                          domains: {<domain>: estimate}, seed},
-      "robustness": {reference, accuracy, reference_accuracy, delta, agreement, n}   (with -O reference=…)
-      "bootstrap":  {resamples, seed, level, unit: "items"}
-    }
+option text of the parsed letter), parse_status (``parsed``, ``unparsed``: a reply the parser
+could not read; ``failed`` / ``missing``: no reply), correct.
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pyarrow as pa
 
 from biovqa.bench.folder import Bench
-from biovqa.components.bagel.build import random_letter
-from biovqa.components.bagel.items import DOMAINS, LETTERS
-from biovqa.components.bagel.metrics import (ANALYTIC_RANDOM_BASELINE, gold_positions, letter_histogram,
-                                             permutation_agreement)
-from biovqa.components.bagel.prompt import parse_letter
+from biovqa.components.bagel.items import LETTERS
+from biovqa.components.bagel.summary import summarize
+from biovqa.components.bagel.tasks import TASKS
 from biovqa.components.registry import ScoreResult
-from biovqa.errors import BiovqaError
-from biovqa.scoring.schema import core_columns, estimate
-from biovqa.stats.bootstrap import bootstrap_means
-
-#: Table 3 column of each domain.
-DOMAIN_COLUMNS: dict[str, str] = {"GloBI": "globi", "Wikipedia": "wiki", "bioRxiv": "biorxiv", "Xeno-canto": "xeno"}
-#: meta keys with more distinct values than this are not grouped unless asked for.
-MAX_AUTO_GROUP_VALUES = 50
+from biovqa.scoring.schema import core_columns
 
 
 def score_items(items: pa.Table, predictions: pa.Table) -> pa.Table:
-    """The per-item table (see the module docstring)."""
+    """The per-item table (see the module docstring), each item by its domain's parser and kernel."""
+    specs = {spec.name: spec for spec in TASKS}
     options = items.column("options").to_pylist()
     gold = items.column("answer").to_pylist()
+    domains = items.column("domain").to_pylist()
     statuses = predictions.column("status").to_pylist()
     responses = predictions.column("response").to_pylist()
     parsed: list[str | None] = []
-    for status, response, opts in zip(statuses, responses, options):
-        parsed.append(parse_letter(response, opts) if status == "ok" else None)
-    correct = [p is not None and p == g for p, g in zip(parsed, gold)]
+    correct: list[bool] = []
+    for status, response, opts, domain, answer in zip(statuses, responses, options, domains, gold):
+        spec = specs.get(domain, TASKS[0])
+        letter = spec.parser(response, opts) if status == "ok" else None
+        parsed.append(letter)
+        correct.append(spec.kernel(letter, answer))
     chosen = [None if p is None else opts[LETTERS.index(p)] for p, opts in zip(parsed, options)]
+    parse_status = [("parsed" if p is not None else "unparsed") if s == "ok" else
+                    ("failed" if s == "failed" else "missing") for p, s in zip(parsed, statuses)]
     columns = core_columns(items, predictions, component="bagel", parsed=pa.array(parsed, pa.string()),
                            score=[float(c) for c in correct])
     columns.update({
@@ -73,150 +50,17 @@ def score_items(items: pa.Table, predictions: pa.Table) -> pa.Table:
         "level": items.column("level"),
         "gold": items.column("answer"),
         "chosen": pa.array(chosen, pa.string()),
-        "parse_ok": pa.array([p is not None for p in parsed], pa.bool_()),
+        "parse_status": pa.array(parse_status, pa.string()),
         "correct": pa.array(correct, pa.bool_()),
     })
     return pa.table(columns)
 
 
-def _groups(items: pa.Table, wanted: list[str]) -> dict[str, list[str | None]]:
-    metas = [json.loads(text) if text else {} for text in items.column("meta").to_pylist()]
-    keys = sorted({key for meta in metas for key in meta})
-    out: dict[str, list[str | None]] = {}
-    for key in wanted or keys:
-        values = [None if meta.get(key) is None else str(meta[key]) for meta in metas]
-        if wanted and key not in keys:
-            raise BiovqaError(f"no item has the meta key {key!r}", field="group_by",
-                              hint="meta keys present: " + (", ".join(keys) or "none"))
-        if not wanted and len({v for v in values if v is not None}) > MAX_AUTO_GROUP_VALUES:
-            continue
-        out[key] = values
-    return out
+def score(bench: Bench, predictions: pa.Table, options: Mapping[str, Any]) -> ScoreResult:
+    """Score BAGEL predictions (aligned with ``bench.items``): per-item table + summary. ``options``
+    are resolved once, by the registry's scorer (``get_component("bagel").load("scorer")``)."""
+    table = score_items(bench.items, predictions)
+    return ScoreResult(items=table, summary=summarize(table, bench.items, options))
 
 
-def summarize(table: pa.Table, items: pa.Table, *, group_by: list[str], random_seed: int, resamples: int,
-              seed: int, level: float) -> dict[str, Any]:
-    correct = np.asarray(table.column("correct").to_pylist(), dtype=np.float64)
-    n = len(correct)
-    statuses = table.column("status").to_pylist()
-    parse_ok = table.column("parse_ok").to_pylist()
-    unparsed = np.array([1.0 if s == "ok" and not p else 0.0 for s, p in zip(statuses, parse_ok)])
-    item_ids = items.column("item_id").to_pylist()
-    gold = items.column("answer").to_pylist()
-    guess = np.array([float(random_letter(i, random_seed) == g) for i, g in zip(item_ids, gold)])
-    # every statistic is a column of one matrix (NaN = item not in it): one bootstrap for all
-    names: list[tuple[str, ...]] = []
-    columns: list[np.ndarray] = []
-
-    def add(name: tuple[str, ...], values: np.ndarray, mask: np.ndarray | None = None) -> None:
-        names.append(name)
-        columns.append(values if mask is None else np.where(mask, values, np.nan))
-
-    add(("overall",), correct)
-    replied = np.array([s == "ok" for s in statuses])
-    add(("parse_failure_rate",), unparsed, replied)
-    add(("random",), guess)
-    domain = np.array(table.column("domain").to_pylist(), dtype=object)
-    present = [d for d in DOMAINS if d in set(domain)]
-    for d in present:
-        add(("domains", d), correct, domain == d)
-        add(("random_domains", d), guess, domain == d)
-    dimension = table.column("dimension").to_pylist()
-    for pair in sorted({(d, m) for d, m in zip(domain, dimension) if m is not None}):
-        add(("dimensions", f"{pair[0]} / {pair[1]}"), correct,
-            np.array([(d, m) == pair for d, m in zip(domain, dimension)]))
-    levels = np.array(table.column("level").to_pylist(), dtype=object)
-    for stratum in ("easy", "medium", "hard"):
-        if stratum in set(levels):
-            add(("levels", stratum), correct, levels == stratum)
-    for meta_key, meta_values in _groups(items, group_by).items():
-        array = np.array(meta_values, dtype=object)
-        for meta_value in sorted({v for v in meta_values if v is not None}):
-            add(("groups", meta_key, meta_value), correct, array == meta_value)
-    matrix = np.column_stack(columns) if n else np.empty((0, len(columns)))
-    counts = (~np.isnan(matrix)).sum(axis=0)
-    if resamples > 0 and n:
-        result = bootstrap_means(matrix, np.arange(n), B=resamples, seed=seed, level=level)
-        values, lows, highs = result.estimate, result.lo, result.hi
-    else:
-        with np.errstate(invalid="ignore"):
-            values = np.nanmean(matrix, axis=0) if n else np.full(len(columns), np.nan)
-        lows = highs = np.full(len(columns), np.nan)
-    estimates = {name: estimate(v, lo if resamples else None, hi if resamples else None, n=int(k))
-                 for name, v, lo, hi, k in zip(names, values, lows, highs, counts)}
-
-    def section(prefix: str) -> dict[str, Any]:
-        return {name[1]: est for name, est in estimates.items() if name[0] == prefix and len(name) == 2}
-
-    groups: dict[str, dict[str, Any]] = {}
-    for stat, est in estimates.items():
-        if stat[0] == "groups":
-            groups.setdefault(stat[1], {})[stat[2]] = est
-    domains = section("domains")
-    parsed_letters = table.column("parsed").to_pylist()
-    return {
-        "table3": {"bagel": estimates[("overall",)],
-                   **{DOMAIN_COLUMNS[d]: domains.get(d, estimate(float("nan"), n=0)) for d in DOMAINS}},
-        "overall": estimates[("overall",)],
-        "domains": domains,
-        "dimensions": section("dimensions"),
-        "levels": section("levels"),
-        "groups": groups,
-        "format": {
-            "parse_failure_rate": estimates[("parse_failure_rate",)],
-            "letter_histogram": letter_histogram(parsed_letters),
-            "n_parsed": int(sum(1 for p in parse_ok if p)),
-            "n_unparsed": int(unparsed.sum()),
-            "n_missing": statuses.count("missing"),
-            "n_failed_requests": statuses.count("failed"),
-        },
-        "gold_positions": gold_positions(gold),
-        "random_baseline": {"analytic": ANALYTIC_RANDOM_BASELINE, "empirical": estimates[("random",)],
-                            "domains": section("random_domains"), "seed": random_seed},
-        "bootstrap": {"resamples": resamples, "seed": seed, "level": level, "unit": "items"},
-    }
-
-
-def robustness(table: pa.Table, items: pa.Table, reference: Path) -> dict[str, Any]:
-    """Compare with the reference score folder (the same model on the unpermuted bench): accuracy
-    delta and the share of items on which both runs chose the same option text (biovqa's option-permutation check)."""
-    import pyarrow.parquet as pq
-
-    from biovqa.scoring.pipeline import SCORE_ITEMS_FILE
-
-    path = reference / SCORE_ITEMS_FILE if reference.is_dir() else reference
-    if not path.is_file():
-        raise BiovqaError("no BAGEL score items here (score the unpermuted run first)", file=path,
-                          field="reference")
-    ref = pq.read_table(path, columns=["item_id", "component", "chosen", "correct"])
-    if set(ref.column("component").to_pylist()) != {"bagel"}:
-        raise BiovqaError("not a BAGEL score folder", file=path, field="reference")
-    by_id = dict(zip(ref.column("item_id").to_pylist(), zip(ref.column("chosen").to_pylist(),
-                                                            ref.column("correct").to_pylist())))
-    sources = items.column("source_id").to_pylist()
-    missing = [s for s in sources if s not in by_id]
-    if missing:
-        raise BiovqaError(f"{len(missing)} items are not in the reference run (first {missing[0]!r})",
-                          file=path, field="reference")
-    chosen = table.column("chosen").to_pylist()
-    reference_chosen = [by_id[s][0] for s in sources]
-    accuracy = float(np.mean(table.column("correct").to_pylist()))
-    reference_accuracy = float(np.mean([by_id[s][1] for s in sources]))
-    return {"reference": str(reference), "accuracy": accuracy, "reference_accuracy": reference_accuracy,
-            "delta": accuracy - reference_accuracy,
-            "agreement": permutation_agreement(chosen, reference_chosen), "n": len(sources)}
-
-
-def score(bench: Bench, predictions: pa.Table, options: Mapping[str, Any] | None = None) -> ScoreResult:
-    """Score BAGEL predictions (aligned with ``bench.items``): per-item table + summary."""
-    from biovqa.components.bagel import COMPONENT
-
-    options = COMPONENT.resolve_score_options(dict(options or {}))
-    items = bench.items
-    table = score_items(items, predictions)
-    group_by = [key.strip() for key in options["group_by"].split(",") if key.strip()]
-    summary = summarize(table, items, group_by=group_by, random_seed=options["random_seed"],
-                        resamples=options["bootstrap"], seed=options["seed"], level=options["level"])
-    if options["reference"]:
-        summary["robustness"] = robustness(table, items, Path(options["reference"]))
-    return ScoreResult(items=table, summary=summary)
+__all__ = ["score", "score_items"]

@@ -1,24 +1,26 @@
 """C4 individual re-identification (Wild Me / LILA catalogs and GZCD).
 
-Modules: :mod:`.build` (catalogs → pairs → canvases → items, floor), :mod:`.embed` (crops,
-DINOv2 embeddings, the per-crop cache), :mod:`.pairs` (pair construction, AUC), :mod:`.render`
-(side-by-side canvases), :mod:`.parser` (the C4 prompt and the yes/no parser), :mod:`.summary`
-(d′, c, accuracy, balanced accuracy, MCC, κ, stratified bootstrap), :mod:`.score`,
-:mod:`.report`, :mod:`.specialist` (MegaDescriptor), :mod:`.demo`.
+Role modules: :mod:`.tasks` (the three conditions and five catalogs as records), :mod:`.prompts`
+(the C4 prompt), :mod:`.build` (catalogs → pairs → canvases → items), :mod:`.parse` (the yes/no
+parser), :mod:`.floor`, :mod:`.score` (per item), :mod:`.summary` (signal detection per dataset ×
+condition, pooled, stratified bootstrap), :mod:`.report`, :mod:`.rank`, :mod:`.audit`,
+:mod:`.demo`; beside them :mod:`.metrics` (d′, c, accuracy, balanced accuracy, MCC, κ from
+counts), :mod:`.embed` (crops, DINOv2 embeddings, the per-crop cache), :mod:`.pairs` (pair
+construction, AUC), :mod:`.render` (side-by-side canvases), :mod:`.specialist` (MegaDescriptor).
 """
 
+from biovqa.components.c4.tasks import TABLE3, TASKS
 from biovqa.components.registry import AnalysisColumn, Command, Component, Option
 
 COMPONENT = Component(
     name="c4",
     title="C4 individual re-identification",
-    tasks=("easy", "random", "hard"),
-    auditor="biovqa.components.c4.build:audit_items",  # beside the build it checks, not in audit.py
+    tasks=tuple(spec.name for spec in TASKS),
     score_options=(
         Option("bootstrap", int, 2000,
                "bootstrap resamples within each dataset x condition (C4 default 2000; 0: none)", low=0),
     ),
-    table3=("dprime", "acc"),
+    table3=tuple(TABLE3),
     rank_columns=("item_id", "condition", "same", "said_yes", "score"),
     # facts the shared stages read
     max_new_tokens=8,  # App. B.2

@@ -32,13 +32,13 @@ from biovqa.errors import BiovqaError, InputFormatError
 from biovqa.records import ITEM_COLUMNS
 from biovqa.sources.validate import count_exclusion
 from biovqa.sources.wildlife import CATALOG_SPECIES, READERS, read_wildlife_catalog
-from biovqa.components.c4.pairs import CONDITIONS, PairResult, auc, build_pairs
-from biovqa.components.c4.parser import C4_INSTRUCTION, C4_QUESTION
+from biovqa.components.c4.metrics import construction_checks
+from biovqa.components.c4.pairs import PairResult, build_pairs
+from biovqa.components.c4.prompts import C4_INSTRUCTION, C4_QUESTION
 from biovqa.components.c4.render import GUTTER, PANEL_HEIGHT
+from biovqa.components.c4.tasks import CONDITIONS, DATASETS
 
 GENERATOR = "biovqa.components.c4.build"
-#: The five C4 catalogs, in report order (Table 52 / 86 use their species names).
-DATASETS: tuple[str, ...] = ("whaleshark", "hyena", "leopard", "gzcd", "beluga")
 RENDER_FOLDER = "rendered/c4"
 PAIRS_PER_KIND = 500
 EXCLUDED_UNKNOWN_IDENTITY = "unknown identity"
@@ -94,21 +94,6 @@ def _codes(values: Sequence[Any]) -> np.ndarray:
     labels = sorted({v for v in values if v is not None})
     index = {v: i for i, v in enumerate(labels)}
     return np.array([index[v] if v is not None else -1 for v in values], dtype=np.int64)
-
-
-def construction_checks(similarity: np.ndarray, same: np.ndarray) -> dict[str, Any]:
-    """AUC of the similarity for same-ID vs different-ID pairs and the margin (appendix H.7, Table 54; the
-    beluga margin of H.5)."""
-    same = np.asarray(same, dtype=bool)
-    similarity = np.asarray(similarity, dtype=float)
-    mean_same = float(similarity[same].mean()) if same.any() else None
-    mean_diff = float(similarity[~same].mean()) if (~same).any() else None
-    margin = None if mean_same is None or mean_diff is None else mean_same - mean_diff
-    value = auc(similarity, same)
-    return {"auc": None if np.isnan(value) else round(value, 6),
-            "mean_similarity_same": None if mean_same is None else round(mean_same, 6),
-            "mean_similarity_different": None if mean_diff is None else round(mean_diff, 6),
-            "margin": None if margin is None else round(margin, 6), "n": int(len(same))}
 
 
 def check_catalog_form(name: str, path: str | Path) -> None:
@@ -428,30 +413,5 @@ def _report_embedding(name: str, stats: dict[str, Any]) -> None:
                                f"cached {stats['cached']:,}, {stats['crops_per_s']} crops/s")
 
 
-def audit_items(bench: Bench) -> list[str]:
-    """C4's own audit: every easy and hard pair is its anchor's rule partner, i.e. its stored
-    similarity is the anchor's pool maximum (easy same-ID, hard different-ID) or minimum (hard
-    same-ID, easy different-ID). Random pairs have no similarity rule to check."""
-    columns = ["item_id", "condition", "same", "similarity", "pool_min_similarity", "pool_max_similarity"]
-    wrong = []
-    for row in bench.items.select(columns).to_pylist():
-        if row["condition"] not in ("easy", "hard"):
-            continue
-        most_similar = (row["condition"] == "easy") == row["same"]
-        extreme = row["pool_max_similarity"] if most_similar else row["pool_min_similarity"]
-        if row["similarity"] is None or extreme is None or abs(row["similarity"] - extreme) > 1e-6:
-            wrong.append(row["item_id"])
-    if not wrong:
-        return []
-    return [f"{len(wrong)} easy/hard pair(s) are not their anchor's rule partner (similarity is not the anchor's "
-            f"pool maximum or minimum): {', '.join(wrong[:5])}"]
-
-
-def floor_responses(items: pa.Table) -> pa.Array:
-    """Image-blind baseline: "Yes" to every pair (accuracy floor .500, d′ 0; the paper's C4 floors)."""
-    return pa.array(["Yes"] * items.num_rows, pa.string())
-
-
-__all__ = ["C4_COLUMNS", "DATASETS", "ITEM_SCHEMA", "audit_items", "build_c4", "build_command", "check_catalog_form",
-           "construction_checks", "embed_catalogs", "floor_responses", "parse_catalogs",
-           "read_catalogs"]
+__all__ = ["C4_COLUMNS", "ITEM_SCHEMA", "build_c4", "build_command", "check_catalog_form", "embed_catalogs",
+           "parse_catalogs", "read_catalogs"]

@@ -34,7 +34,8 @@ from typing import Iterator
 
 import numpy as np
 
-CONDITIONS: tuple[str, ...] = ("easy", "random", "hard")
+from biovqa.components.c4.tasks import CONDITIONS
+
 #: Anchors whose similarity rows are computed in one matrix product.
 ANCHOR_BLOCK = 512
 

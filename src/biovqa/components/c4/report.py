@@ -4,7 +4,7 @@
 ``tables(summaries)`` takes ``[(model label, summary dict), …]`` as written by ``biovqa score``
 (shape in :mod:`biovqa.components.c4.score`) and returns:
 
-* ``table3_c4`` — random condition pooled over datasets: dprime, acc; then the floor (0, .500);
+* ``table3`` — random condition pooled over datasets: dprime, acc; then the floor (0, .500);
 * ``table49_dprime`` — d′ pooled over datasets per condition and the verdict, sorted by random d′;
 * ``table50_criterion_mean_species`` — c per condition as the mean of per-dataset c (Table 50's
   reading); ``table85_criterion_pooled`` — c from summed counts (Table 85's);
@@ -16,7 +16,7 @@
 * ``table86_dprime_random_by_species`` — per model the random-condition d′ of every dataset;
 * ``table87_random_agreement`` — random condition: acc, balanced acc, MCC, κ, each the mean over
   datasets;
-* ``table3_c4`` carries ``scored_on``: ``all``, or the species a run was scored on (a specialist
+* ``table3`` carries ``scored_on``: ``all``, or the species a run was scored on (a specialist
   run on Grevy's zebra only, as in the paper, is scored on that subset, not counted wrong elsewhere);
 * ``table53_specialist`` — specialist runs (labelled ``[specialist]`` or whose replies carry their
   similarity): per condition the AUC, d′ = √2·z(AUC) and the thresholded accuracy, as Table 53;
@@ -39,22 +39,14 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from biovqa.components.c4.pairs import CONDITIONS
+from biovqa.components.c4.tasks import CONDITIONS, DATASETS, SPECIES_LABEL
+from biovqa.scoring.schema import estimate_value
 
-SPECIES_LABEL: dict[str, str] = {"whaleshark": "Whale shark", "hyena": "Spotted hyena", "leopard": "Leopard",
-                                 "gzcd": "Grevy's zebra", "beluga": "Beluga whale"}
 DECIMALS = 3
 
 
-def _value(value: Any) -> float:
-    if isinstance(value, dict):
-        value = value.get("value")
-    return float("nan") if value is None else float(value)
-
 
 def _datasets(summaries: list[tuple[str, dict]]) -> list[str]:
-    from biovqa.components.c4.build import DATASETS
-
     seen: set[str] = set()
     for _, summary in summaries:
         seen.update(summary.get("cells", {}))
@@ -63,7 +55,9 @@ def _datasets(summaries: list[tuple[str, dict]]) -> list[str]:
 
 def _is_specialist(label: str, summary: dict | None = None) -> bool:
     """A specialist run: labelled ``[specialist]``, or its replies carried their decision variable."""
-    return "[specialist]" in label.lower() or bool((summary or {}).get("decision_variable"))
+    from biovqa.reporting.leaderboard import SPECIALIST, read_label
+
+    return read_label(label)[1] == SPECIALIST or bool((summary or {}).get("decision_variable"))
 
 
 def _scored_on(summary: dict, datasets: list[str]) -> str:
@@ -76,7 +70,9 @@ def _scored_on(summary: dict, datasets: list[str]) -> str:
 
 
 def _plain(label: str) -> str:
-    return label.split("[")[0].strip() or label
+    from biovqa.reporting.leaderboard import parse_label
+
+    return parse_label(label).name
 
 
 def tables(summaries: list[tuple[str, dict]]) -> dict[str, pd.DataFrame]:
@@ -84,21 +80,21 @@ def tables(summaries: list[tuple[str, dict]]) -> dict[str, pd.DataFrame]:
     out: dict[str, pd.DataFrame] = {}
     datasets = _datasets(summaries)
 
-    rows = [{"model": _plain(label), "dprime": _value(s.get("table3", {}).get("dprime")),
-             "acc": _value(s.get("table3", {}).get("acc")), "scored_on": _scored_on(s, datasets)}
+    rows = [{"model": _plain(label), "dprime": estimate_value(s.get("table3", {}).get("dprime")),
+             "acc": estimate_value(s.get("table3", {}).get("acc")), "scored_on": _scored_on(s, datasets)}
             for label, s in summaries]
     rows.append({"model": "Floor", "dprime": 0.0, "acc": 0.5, "scored_on": "all"})
     frame = pd.DataFrame(rows, columns=["model", "dprime", "acc", "scored_on"]).round(DECIMALS)
     frame.attrs["title"] = ("Table 3, C4 — random condition pooled over the datasets a run was scored on "
                             "(scored_on); a specialist's d′ is √2·z(AUC), every other run's the d′ of its Yes/No replies")
-    out["table3_c4"] = frame
+    out["table3"] = frame
 
     # Tables 49-52 and 55 compare the VLMs; the specialist has its own Table 53
     models = [(label, s) for label, s in summaries if not _is_specialist(label, s)]
     rows = []
     for label, s in models:
         pooled = s.get("pooled", {})
-        rows.append({"model": _plain(label), **{c: _value(pooled.get(c, {}).get("dprime")) for c in CONDITIONS},
+        rows.append({"model": _plain(label), **{c: estimate_value(pooled.get(c, {}).get("dprime")) for c in CONDITIONS},
                      "verdict": s.get("verdict")})
     frame = pd.DataFrame(rows, columns=["model", *CONDITIONS, "verdict"])
     out["table49_dprime"] = frame.sort_values("random", ascending=False, kind="stable").reset_index(drop=True).round(DECIMALS)
@@ -107,16 +103,16 @@ def tables(summaries: list[tuple[str, dict]]) -> dict[str, pd.DataFrame]:
         rows = []
         for label, s in models:
             pooled = s.get("pooled", {})
-            rows.append({"model": _plain(label), **{f"c_{c}": _value(pooled.get(c, {}).get(key)) for c in CONDITIONS}})
+            rows.append({"model": _plain(label), **{f"c_{c}": estimate_value(pooled.get(c, {}).get(key)) for c in CONDITIONS}})
         out[name] = pd.DataFrame(rows, columns=["model", *(f"c_{c}" for c in CONDITIONS)]).round(DECIMALS)
 
     rows = []
     for label, s in models:
         pooled = s.get("pooled", {})
         diff = s.get("ordering", {}).get("easy_minus_hard_acc") or {}
-        rows.append({"model": _plain(label), "acc_easy": _value(pooled.get("easy", {}).get("acc")),
-                     "acc_hard": _value(pooled.get("hard", {}).get("acc")), "difference": _value(diff.get("difference")),
-                     "ci95_lo": _value(diff.get("lo")), "ci95_hi": _value(diff.get("hi"))})
+        rows.append({"model": _plain(label), "acc_easy": estimate_value(pooled.get("easy", {}).get("acc")),
+                     "acc_hard": estimate_value(pooled.get("hard", {}).get("acc")), "difference": estimate_value(diff.get("difference")),
+                     "ci95_lo": estimate_value(diff.get("lo")), "ci95_hi": estimate_value(diff.get("hi"))})
     frame = pd.DataFrame(rows, columns=["model", "acc_easy", "acc_hard", "difference", "ci95_lo", "ci95_hi"])
     frame = frame.sort_values("difference", ascending=False, kind="stable").reset_index(drop=True).round(DECIMALS)
     frame.attrs["title"] = ("Tables 51/88 — easy − hard accuracy with its Wald 95% interval "
@@ -127,7 +123,7 @@ def tables(summaries: list[tuple[str, dict]]) -> dict[str, pd.DataFrame]:
     for dataset in datasets:
         means = {}
         for condition in CONDITIONS:
-            values = [_value(s.get("cells", {}).get(dataset, {}).get(condition, {}).get("dprime")) for _, s in models]
+            values = [estimate_value(s.get("cells", {}).get(dataset, {}).get(condition, {}).get("dprime")) for _, s in models]
             values = [v for v in values if not np.isnan(v)]
             means[condition] = float(np.mean(values)) if values else float("nan")
         rows.append({"species": SPECIES_LABEL.get(dataset, dataset), **means,
@@ -138,7 +134,7 @@ def tables(summaries: list[tuple[str, dict]]) -> dict[str, pd.DataFrame]:
     rows = []
     for label, s in models:
         cells = s.get("cells", {})
-        rows.append({"model": _plain(label), **{d: _value(cells.get(d, {}).get("random", {}).get("dprime"))
+        rows.append({"model": _plain(label), **{d: estimate_value(cells.get(d, {}).get("random", {}).get("dprime"))
                                                  for d in datasets}})
     out["table86_dprime_random_by_species"] = pd.DataFrame(rows, columns=["model", *datasets]).round(DECIMALS)
 
@@ -147,7 +143,7 @@ def tables(summaries: list[tuple[str, dict]]) -> dict[str, pd.DataFrame]:
         cells = s.get("cells", {})
         row: dict[str, Any] = {"model": _plain(label)}
         for stat, column in (("acc", "acc"), ("balanced_acc", "balanced_acc"), ("mcc", "MCC"), ("kappa", "cohen_kappa")):
-            values = [_value(cells.get(d, {}).get("random", {}).get(stat)) for d in datasets]
+            values = [estimate_value(cells.get(d, {}).get("random", {}).get(stat)) for d in datasets]
             values = [v for v in values if not np.isnan(v)]
             row[column] = float(np.mean(values)) if values else float("nan")
         rows.append(row)
@@ -161,8 +157,8 @@ def tables(summaries: list[tuple[str, dict]]) -> dict[str, pd.DataFrame]:
         for condition in CONDITIONS:
             cell = s.get("pooled", {}).get(condition, {})
             rows.append({"model": _plain(label), "scored_on": _scored_on(s, datasets), "condition": condition,
-                         "AUC": _value(cell.get("auc")), "dprime": _value(cell.get("dprime_auc")),
-                         "acc": _value(cell.get("acc"))})
+                         "AUC": estimate_value(cell.get("auc")), "dprime": estimate_value(cell.get("dprime_auc")),
+                         "acc": estimate_value(cell.get("acc"))})
     frame = pd.DataFrame(rows, columns=["model", "scored_on", "condition", "AUC", "dprime", "acc"]).round(DECIMALS)
     frame.attrs["title"] = ("Table 53 — specialist: AUC of its similarity, d′ = √2·z(AUC), and the accuracy of "
                             "the threshold fitted on random (easy and hard out of fit)")
@@ -174,15 +170,15 @@ def tables(summaries: list[tuple[str, dict]]) -> dict[str, pd.DataFrame]:
     for dataset in datasets:
         entry = checks.get(dataset, {})
         rows.append({"species": SPECIES_LABEL.get(dataset, dataset),
-                     **{f"dinov2_{c}_AUC": _value(entry.get(c, {}).get("auc")) for c in CONDITIONS},
-                     "random_margin": _value(entry.get("random", {}).get("margin"))})
+                     **{f"dinov2_{c}_AUC": estimate_value(entry.get(c, {}).get("auc")) for c in CONDITIONS},
+                     "random_margin": estimate_value(entry.get("random", {}).get("margin"))})
     out["table54_dinov2_auc"] = pd.DataFrame(
         rows, columns=["species", *(f"dinov2_{c}_AUC" for c in CONDITIONS), "random_margin"]).round(4)
 
     rows = []
     for label, s in models:
         pooled = s.get("pooled", {})
-        r, h = _value(pooled.get("random", {}).get("dprime")), _value(pooled.get("hard", {}).get("dprime"))
+        r, h = estimate_value(pooled.get("random", {}).get("dprime")), estimate_value(pooled.get("hard", {}).get("dprime"))
         rows.append({"model": _plain(label), "dprime_random": r, "dprime_hard": h,
                      "abs_range": f"{abs(r):.2f} to {abs(h):.2f}" if not (np.isnan(r) or np.isnan(h)) else ""})
     out["table55_sign_flip"] = pd.DataFrame(rows, columns=["model", "dprime_random", "dprime_hard", "abs_range"]).round(DECIMALS)
@@ -225,7 +221,7 @@ def _mark_perfect_auc(ax: Any, xs: np.ndarray, groups: list[str], summary: dict,
     for x, group in zip(xs, groups):
         block = summary.get("pooled", {}) if group == "pooled" else summary.get("cells", {}).get(group, {})
         cell = block.get(condition, {})
-        if _value(cell.get("auc")) == 1.0 and np.isnan(_value(cell.get("dprime_auc"))):
+        if estimate_value(cell.get("auc")) == 1.0 and np.isnan(estimate_value(cell.get("dprime_auc"))):
             ax.plot([x], [0.97], marker="^", markerfacecolor="none", color=colour, linestyle="none",
                     transform=ax.get_xaxis_transform(), clip_on=False)
             drawn = True
@@ -257,9 +253,9 @@ def draw_dprime_c(axes: Any, summaries: list[tuple[str, dict]]) -> list[str]:
                     cell = block.get(condition, {})
                     estimate = cell.get("dprime_auc") if specialist and key == "dprime" else None
                     estimates.append(estimate if isinstance(estimate, dict) else cell.get(key))
-                values = [_value(e) for e in estimates]
-                lo = [_value((e or {}).get("lo")) if isinstance(e, dict) else float("nan") for e in estimates]
-                hi = [_value((e or {}).get("hi")) if isinstance(e, dict) else float("nan") for e in estimates]
+                values = [estimate_value(e) for e in estimates]
+                lo = [estimate_value((e or {}).get("lo")) if isinstance(e, dict) else float("nan") for e in estimates]
+                hi = [estimate_value((e or {}).get("hi")) if isinstance(e, dict) else float("nan") for e in estimates]
                 ax = axes[row][column]
                 ax.errorbar(x + offset, values, yerr=whiskers(values, lo, hi), capsize=2, elinewidth=0.9,
                             linestyle="none", label=name if (row, column) == (0, len(CONDITIONS) - 1) else None,

@@ -36,11 +36,11 @@ import pyarrow as pa
 
 from biovqa.bench.folder import open_bench, write_json, write_parquet
 from biovqa.errors import BiovqaError, InputFormatError, MissingResourceError
-from biovqa.components.c4.pairs import CONDITIONS, auc
-from biovqa.components.c4.parser import similarity_reply
-from biovqa.components.c4.report import SPECIES_LABEL
+from biovqa.components.c4.metrics import auc_to_dprime
+from biovqa.components.c4.pairs import auc
+from biovqa.components.c4.parse import similarity_reply
 from biovqa.components.c4.render import GUTTER
-from biovqa.components.c4.summary import auc_to_dprime
+from biovqa.components.c4.tasks import CONDITIONS, SPECIES_LABEL
 
 DEFAULT_ARCHITECTURE = "swin_large_patch4_window12_384"
 MODEL_LABEL = "MegaDescriptor-L-384"

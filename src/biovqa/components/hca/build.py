@@ -638,10 +638,5 @@ def build_notes(manifest: dict[str, Any]) -> list[str]:
     return lines  # exclusions: the summary every ``biovqa build`` prints
 
 
-def floor_responses(items: pa.Table) -> pa.Array:
-    """Image-blind floor: always the first option ("A"), i.e. chance on shuffled options."""
-    return pa.array(["A"] * items.num_rows, pa.string())
-
-
-__all__ = ["HCA_COLUMNS", "ITEM_SCHEMA", "PromptVariant", "apply_variant", "build_command", "build_hca", "floor_responses", "make_questions",
+__all__ = ["HCA_COLUMNS", "ITEM_SCHEMA", "PromptVariant", "apply_variant", "build_command", "build_hca", "make_questions",
            "plan_levels", "text_items", "visual_items"]

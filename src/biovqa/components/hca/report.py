@@ -28,20 +28,16 @@ from typing import Any
 
 import pandas as pd
 
+from biovqa.components.hca.tasks import PATH_METRICS
+from biovqa.scoring.schema import estimate_value
 from biovqa.stats.hierarchy import pearson_r, scaled_hca
 
 DECIMALS = 3
 #: Fewest points a correlation is reported from (two points always give ±1).
 MIN_CORRELATION_POINTS = 3
-COLUMNS: dict[str, str] = {"hca": "HCA", "acc_leaf": "Acc_leaf", "por": "POR", "spor": "S-POR",
-                           "spor_prefix": "S-POR (prefix)", "tor": "TOR"}
+COLUMNS: dict[str, str] = {m.metric: m.title for m in PATH_METRICS}
 NO_DATASET = "-"
 
-
-def _fraction(value: Any) -> float:
-    if isinstance(value, dict):
-        value = value.get("value")
-    return float("nan") if value is None else float(value)
 
 
 def _model_key(label: str) -> str:
@@ -67,9 +63,9 @@ def tables(summaries: list[tuple[str, dict]]) -> dict[str, pd.DataFrame]:
     rows = []
     for label, summary in summaries:
         row: dict[str, Any] = {"model": label, "dataset": _dataset(summary), "kind": summary.get("kind")}
-        row.update({title: _fraction(summary["metrics"][key]) for key, title in COLUMNS.items()})
+        row.update({title: estimate_value(summary["metrics"][key]) for key, title in COLUMNS.items()})
         if "without_genus" in summary:
-            row["HCA without genus"] = _fraction(summary["without_genus"]["hca"])
+            row["HCA without genus"] = estimate_value(summary["without_genus"]["hca"])
         rows.append(row)
     out = {"hierarchy": pd.DataFrame(rows).round(DECIMALS)}
 
@@ -77,11 +73,11 @@ def tables(summaries: list[tuple[str, dict]]) -> dict[str, pd.DataFrame]:
         unscored = {str(level) for level in summary.get("unscored_levels") or []}
         return f"{key} (asked, not scored)" if key.split()[0] in unscored else key
 
-    levels = pd.DataFrame({_column_name(label, summary): {level_key(summary, k): _fraction(v)
+    levels = pd.DataFrame({_column_name(label, summary): {level_key(summary, k): estimate_value(v)
                                                           for k, v in summary["levels"].items()}
                            for label, summary in summaries})
     out["levels"] = levels.round(DECIMALS).rename_axis("level").reset_index()
-    depth = pd.DataFrame({_column_name(label, summary): {int(k): _fraction(v) for k, v in summary["depth"].items()}
+    depth = pd.DataFrame({_column_name(label, summary): {int(k): estimate_value(v) for k, v in summary["depth"].items()}
                           for label, summary in summaries if summary.get("depth")})
     if not depth.empty:
         out["depth"] = depth.sort_index().round(DECIMALS).rename_axis("depth").reset_index()
@@ -93,10 +89,10 @@ def tables(summaries: list[tuple[str, dict]]) -> dict[str, pd.DataFrame]:
     paired = []
     for model, dataset in sorted(set(by_kind["visual"]) & set(by_kind["text"])):
         v, t = by_kind["visual"][(model, dataset)]["metrics"], by_kind["text"][(model, dataset)]["metrics"]
-        paired.append({"model": model, "dataset": dataset, "visual HCA": _fraction(v["hca"]),
-                       "Acc_leaf": _fraction(v["acc_leaf"]),
-                       "scaled HCA": scaled_hca(_fraction(v["hca"]), _fraction(v["acc_leaf"])),
-                       "text HCA": _fraction(t["hca"])})
+        paired.append({"model": model, "dataset": dataset, "visual HCA": estimate_value(v["hca"]),
+                       "Acc_leaf": estimate_value(v["acc_leaf"]),
+                       "scaled HCA": scaled_hca(estimate_value(v["hca"]), estimate_value(v["acc_leaf"])),
+                       "text HCA": estimate_value(t["hca"])})
     if paired:
         frame = pd.DataFrame(paired)
         out["text_vs_visual"] = frame.round(DECIMALS)

@@ -1,6 +1,7 @@
-"""The C4 prompt (paper appendix K.4) and the yes/no reply parser (appendix H.1).
+"""The C4 yes/no reply parser (paper appendix H.1).
 
-Tiers, tried in order; the tier that resolved a reply is recorded per item:
+Rules, tried in order; the one that resolved a reply is its parse status (the score table's
+``parse_status`` column):
 
 1. ``refusal`` — a refusal phrase (``i am not sure``, ``cannot determine``, …) → unparsed, checked
    first so that "not" never reads as No;
@@ -10,7 +11,8 @@ Tiers, tried in order; the tier that resolved a reply is recorded per item:
 4. ``prefix`` — the reply starts with a ``yes``/``no`` token; never used when the reply contains
    ``yes or no`` (prompt-echo guard);
 5. ``negated`` — ``not the same`` / ``different individual(s)`` → No, ``same individual`` → Yes;
-6. otherwise ``unparsed``. An empty reply is ``unparsed``; an item without a reply is ``missing``.
+6. otherwise ``unparsed``. An empty reply is ``unparsed``; an item without a reply is ``missing``
+   (``failed`` when its request failed: the scorer sets both from the reply's status).
 """
 
 from __future__ import annotations
@@ -19,28 +21,18 @@ import re
 
 from biovqa.scoring import PARSE_MAX_CHARS
 
-#: The question line of the C4 prompt (K.4), verbatim.
-C4_QUESTION = ("This image shows two images placed side by side. Is the main subject in the left image "
-               "the very same individual animal as the main subject in the right image?")
-#: The answer-format lines of the C4 prompt (K.4), verbatim; appended to the question with "\n".
-C4_INSTRUCTION = (
-    "- The image shows two photographs placed side by side.\n"
-    "- Each photograph may contain more than one animal - consider only the main subject in the foreground.\n"
-    "- Judge only from what is visible in the two photographs.\n"
-    "- Answer with one word: Yes or No. Do not explain."
-)
-#: The whole user text, as a model sees it.
-C4_PROMPT = f"{C4_QUESTION}\n{C4_INSTRUCTION}"
-
 YES, NO = "yes", "no"
-TIERS: tuple[str, ...] = ("strict", "loose", "prefix", "negated", "refusal", "unparsed", "missing")
-PARSED_TIERS: frozenset[str] = frozenset({"strict", "loose", "prefix", "negated"})
+#: Every parse status, in the order the summary counts them.
+PARSE_STATUSES: tuple[str, ...] = ("strict", "loose", "prefix", "negated", "refusal", "unparsed", "failed",
+                                   "missing")
+#: The statuses of a reply that gave an answer.
+PARSED_STATUSES: frozenset[str] = frozenset({"strict", "loose", "prefix", "negated"})
 
 REFUSALS: tuple[str, ...] = (
     "i am not sure", "i'm not sure", "im not sure", "cannot determine", "can't determine",
     "can't tell", "cannot tell", "unable to", "not possible to", "impossible to tell",
 )
-#: Characters dropped from the start / the end of a reply before the strict tier (with whitespace).
+#: Characters dropped from the start / the end of a reply before the strict rule (with whitespace).
 _LEAD_MARKS = "*_`\"'“”‘’>#"
 _TRAIL_MARKS = "*_`\"'“”‘’.!?,;:"
 #: Replies are parsed from their first MAX_PARSE_CHARS characters, the one cap of every parser
@@ -63,7 +55,8 @@ def _strip_marks(text: str) -> str:
 
 
 def parse_reply(reply: str | None) -> tuple[str | None, str]:
-    """``(answer, tier)``: answer ``"yes"``/``"no"`` or ``None`` (tier ``refusal``/``unparsed``)."""
+    """``(answer, parse status)``: answer ``"yes"``/``"no"``, or ``None`` (status ``refusal``/``unparsed``,
+    ``missing`` for no reply)."""
     if reply is None:
         return None, "missing"
     text = reply[:MAX_PARSE_CHARS].strip().lower().replace("’", "'")
@@ -104,5 +97,5 @@ def reply_similarity(reply: str | None) -> float | None:
     return float(match.group(2)) if match else None
 
 
-__all__ = ["C4_INSTRUCTION", "C4_PROMPT", "C4_QUESTION", "PARSED_TIERS", "SIMILARITY_REPLY", "TIERS", "parse_reply",
+__all__ = ["PARSED_STATUSES", "PARSE_STATUSES", "SIMILARITY_REPLY", "parse_reply",
            "reply_similarity", "similarity_reply"]

@@ -1,9 +1,5 @@
-"""The BAGEL evaluation prompt (the paper's Appendix A.1.2) and biovqa's strict letter parser (the paper fixes only the output format).
-
-The paper's prompt survives only as flattened text with literal ``\\n`` markers. ``canonical``
-puts each option on its own line; ``inline`` reproduces the printed string (newline where the
-source prints ``\\n``, the space after it kept, the options on one line).
-"""
+"""biovqa's strict letter parser of BAGEL replies (the BAGEL paper fixes only the output format,
+"exactly one capital letter", its Appendix A.1.2)."""
 
 from __future__ import annotations
 
@@ -12,28 +8,6 @@ from collections.abc import Sequence
 
 from biovqa.scoring import PARSE_MAX_CHARS
 from biovqa.text import STATED_LETTER
-
-PROMPT_STYLES: tuple[str, ...] = ("canonical", "inline")
-#: How the prompt reaches the model: a user turn through the chat template, or raw completion text.
-MODES: tuple[str, ...] = ("chat", "raw")
-
-_HEAD = ("You are answering a multiple-choice closed-book benchmark question for testing animal expertise. "
-         "Choose exactly one answer.")
-_FORMAT = "Output exactly one capital letter: A, B, C, or D."
-_NO_EXTRA = "Do not output any explanation, words, punctuation, or extra text."
-
-
-def render_prompt(question: str, options: Sequence[str], style: str = "canonical") -> str:
-    """The whole evaluation prompt for one item (the model sees nothing else)."""
-    a, b, c, d = options
-    if style == "canonical":
-        return (f"{_HEAD}\n{_FORMAT}\n{_NO_EXTRA}\n\nQuestion: {question}\nOptions:\n"
-                f"A. {a}\nB. {b}\nC. {c}\nD. {d}\nAnswer:")
-    if style == "inline":
-        return (f"{_HEAD}\n {_FORMAT}\n {_NO_EXTRA}\n\n Question: {question}\n "
-                f"Options: A. {a} B. {b} C. {c} D. {d} Answer:")
-    raise ValueError(f"unknown prompt style {style!r}")
-
 
 _MARKUP = "*_`\"'“”‘’[](){}<> \t\r\n"
 _TOKEN = re.compile(r"\(?([A-D])[\).:]?$")
@@ -83,3 +57,6 @@ def parse_letter(output: str | None, options: Sequence[str]) -> str | None:
     if len(matches) == 1:
         return "ABCD"[matches[0]]
     return None
+
+
+__all__ = ["parse_letter"]

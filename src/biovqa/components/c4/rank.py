@@ -1,7 +1,7 @@
 """C4's Table 3 columns for the rank bootstrap (:mod:`biovqa.reporting.replicates`): the random
 pairing condition pooled over datasets. d′ is recomputed from resampled counts — cells "same"
 and "different" pairs, value = answered Yes (an unparsed reply counts as No), log-linear
-corrected H and F as in :mod:`biovqa.components.c4.summary`; accuracy is the mean of ``score``.
+corrected H and F as in :mod:`biovqa.components.c4.metrics`; accuracy is the mean of ``score``.
 
 The C4 score's own intervals resample within every dataset × condition stratum; the rank
 bootstrap resamples the random-condition items (pairs) as one pool so that all models share one

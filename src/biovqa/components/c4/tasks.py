@@ -1,0 +1,95 @@
+"""C4's tasks and catalogs as records: the three difficulty conditions (paper §3.4, "C4:
+Individual re-identification"; appendix H.7) and the five re-identification catalogs (Table 2).
+
+Every C4 item is one pair of photographs asked the same Yes/No question; the condition decides
+only how its partner was drawn. So the conditions share the instruction, the parser, the per-item
+kernel, the headline metric, the resampling unit and the floor, and differ in their pair rules and
+in which Table 3 columns they feed (the random condition, pooled over the datasets). The
+component's task tuple (``COMPONENT.tasks``), its Table 3 columns and :data:`CONDITIONS` are read
+from :data:`TASKS`; the catalog names and report labels from :data:`CATALOGS`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+from biovqa.components.c4.parse import parse_reply
+from biovqa.components.c4.prompts import C4_INSTRUCTION
+
+
+def yes_no_correct(answer: str | None, same: bool) -> bool:
+    """The per-item kernel: the parsed answer names the pair's truth (an unparsed reply is wrong)."""
+    return answer is not None and answer == ("yes" if same else "no")
+
+
+@dataclass(frozen=True, slots=True)
+class Condition:
+    """One C4 difficulty condition: a task name items carry (``task`` and ``condition``)."""
+
+    name: str
+    #: how the anchor's same-individual partner is drawn
+    same_partner: str
+    #: how its different-individual partner is drawn
+    different_partner: str
+    #: the Table 3 columns this condition gives, pooled over datasets (empty: none)
+    table3: tuple[str, ...] = ()
+    instruction: str = C4_INSTRUCTION
+    #: reply → (answer ``yes``/``no`` or None, parse status)
+    parser: Callable[[str | None], tuple[str | None, str]] = parse_reply
+    kernel: Callable[[str | None, bool], bool] = yes_no_correct
+    #: the statistic its cells are ranked and reported by (Table 49)
+    headline: str = "dprime"
+    #: what the interval bootstrap resamples
+    cluster: str = "items within dataset × condition"
+    #: the image-blind reply of the floor (accuracy .500, d′ 0: the paper's C4 floor)
+    floor_reply: str = "Yes"
+    #: the summary sections keyed by condition name
+    sections: tuple[str, ...] = ("pooled", "cells")
+
+
+@dataclass(frozen=True, slots=True)
+class Catalog:
+    """One C4 re-identification catalog (``--catalog NAME=PATH``), in report order."""
+
+    name: str
+    #: the species as the report tables name it (Tables 52, 86)
+    label: str
+
+
+TASKS: tuple[Condition, ...] = (
+    Condition("easy", same_partner="the anchor's most similar same-individual annotation",
+              different_partner="the least similar different-individual annotation"),
+    Condition("random", same_partner="a uniform same-individual annotation",
+              different_partner="a uniform other individual, then a uniform annotation of it",
+              table3=("dprime", "acc")),
+    Condition("hard", same_partner="the least similar same-individual annotation",
+              different_partner="the nearest different-individual neighbour"),
+)
+#: The condition names, in report order (easy, random, hard).
+CONDITIONS: tuple[str, ...] = tuple(task.name for task in TASKS)
+#: Table 3's C4 columns, in order, and the condition each is read from.
+TABLE3: dict[str, str] = {column: task.name for task in TASKS for column in task.table3}
+
+CATALOGS: tuple[Catalog, ...] = (
+    Catalog("whaleshark", "Whale shark"),
+    Catalog("hyena", "Spotted hyena"),
+    Catalog("leopard", "Leopard"),
+    Catalog("gzcd", "Grevy's zebra"),
+    Catalog("beluga", "Beluga whale"),
+)
+#: The catalog names, in report order.
+DATASETS: tuple[str, ...] = tuple(catalog.name for catalog in CATALOGS)
+SPECIES_LABEL: dict[str, str] = {catalog.name: catalog.label for catalog in CATALOGS}
+
+
+def task(name: str) -> Condition:
+    """The condition record named ``name``."""
+    for spec in TASKS:
+        if spec.name == name:
+            return spec
+    raise KeyError(name)
+
+
+__all__ = ["CATALOGS", "CONDITIONS", "DATASETS", "SPECIES_LABEL", "TABLE3", "TASKS", "Catalog", "Condition",
+           "task", "yes_no_correct"]
