@@ -28,7 +28,7 @@ import hashlib
 import json
 import math
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 import pyarrow as pa
@@ -100,26 +100,42 @@ def _taken(table: pa.Table, name: str, rows: np.ndarray) -> list[Any]:
 class _Replies:
     """One model's score rows lined up with the component's items: per item, the browser's
     [status, raw reply, parsed reply, score, {column: value} explaining the score], None where the
-    model has no row."""
+    model has no row. Each column is converted to what the page shows once, as a whole."""
 
     def __init__(self, table: pa.Table, ids: pa.Array) -> None:
-        self.rows = _last_rows(ids, table)
-        self.status = _taken(table, "status", self.rows)
-        self.response = _taken(table, "response", self.rows)
-        self.parsed = _taken(table, "parsed", self.rows)
-        self.score = _taken(table, "score", self.rows)
-        self.explain = [(name, _taken(table, name, self.rows)) for name in EXPLAIN_COLUMNS
+        rows = _last_rows(ids, table)
+        self.absent = (rows < 0).tolist()
+        self.status = [str(v or "") for v in _taken(table, "status", rows)]
+        self.response = _taken(table, "response", rows)
+        self.parsed = _taken(table, "parsed", rows)
+        self.score = _shown(table, "score", rows, _score)
+        self.explain = [(name, _shown(table, name, rows, _explained)) for name in EXPLAIN_COLUMNS
                         if name in table.column_names]
 
     def reply(self, i: int) -> list[Any] | None:
-        if self.rows[i] < 0:
+        if self.absent[i]:
             return None
-        explain = {}
-        for name, values in self.explain:
-            value = _explained(values[i])
-            if value is not None:
-                explain[name] = value
-        return [str(self.status[i] or ""), self.response[i], self.parsed[i], _score(self.score[i]), explain]
+        explain = {name: values[i] for name, values in self.explain if values[i] is not None}
+        return [self.status[i], self.response[i], self.parsed[i], self.score[i], explain]
+
+
+def _shown(table: pa.Table, name: str, rows: np.ndarray, convert: Callable[[Any], Any]) -> list[Any]:
+    """Column ``name`` at ``rows`` through ``convert`` (:func:`_score` or :func:`_explained`), with
+    the whole-column shortcuts that give the same values: a float column is rounded or passed
+    where finite, a text, whole-number or boolean column is shown as it is."""
+    kind = table.schema.field(name).type
+    if pa.types.is_dictionary(kind):
+        kind = kind.value_type
+    values = _taken(table, name, rows)
+    if pa.types.is_floating(kind):
+        isfinite = math.isfinite
+        if convert is _explained:
+            return [None if v is None or not isfinite(v) else round(v, 3) for v in values]
+        return [None if v is None or not isfinite(v) else v for v in values]
+    if convert is _explained and (pa.types.is_string(kind) or pa.types.is_large_string(kind)
+                                  or pa.types.is_integer(kind) or pa.types.is_boolean(kind)):
+        return values
+    return [convert(v) for v in values]
 
 
 def _read_scores(run: Run) -> pa.Table | None:
