@@ -170,12 +170,13 @@ def counting_section(rows: Rows, parsed: np.ndarray, boot: Bootstrap, clusters: 
         out["corpora"][d] = {"spearman": _plain(spearman(pred[ok], gold[ok]), int(ok.sum()))}
     # floor: per-subset modal count fitted on the parsed rows, macro-averaged like the score
     modes = _modal_counts(subsets[parsed], gold[parsed], names)
-    mode = np.array([modes.get(s, 0) for s in names], dtype=np.float64)[np.searchsorted(names, subsets)]
+    subset_codes = np.searchsorted(names, subsets)  # each row's subset as its index in names
+    mode = np.array([modes.get(s, 0) for s in names], dtype=np.float64)[subset_codes]
     with np.errstate(invalid="ignore", divide="ignore"):
         fcas = np.where(parsed, np.maximum(0.0, 1 - np.abs(mode - gold) / gold), np.nan)
     fem = np.where(parsed, (mode == gold).astype(float), np.nan)
-    phi = _macro_parsed(np.nan_to_num(fcas), subsets, names, parsed)
-    phi_em = _macro_parsed(np.nan_to_num(fem), subsets, names, parsed)
+    phi = _macro_parsed(np.nan_to_num(fcas), subset_codes, len(names), parsed)
+    phi_em = _macro_parsed(np.nan_to_num(fem), subset_codes, len(names), parsed)
     out["floor"] = {"cas": _plain(phi, int(parsed.sum())), "em": _plain(phi_em, int(parsed.sum())),
                     "modes": {s: int(v) for s, v in sorted(modes.items())}}
     _lift_into(out, est[0]["value"], phi, n)
@@ -194,9 +195,11 @@ def _modal_counts(subsets: np.ndarray, golds: np.ndarray, names: list[Any]) -> d
     return out
 
 
-def _macro_parsed(values: np.ndarray, groups: np.ndarray, names: list[Any], parsed: np.ndarray) -> float:
-    """Mean over groups of the mean of ``values`` on the group's parsed rows."""
-    means = [values[(groups == g) & parsed].mean() for g in names if ((groups == g) & parsed).any()]
+def _macro_parsed(values: np.ndarray, codes: np.ndarray, n_groups: int, parsed: np.ndarray) -> float:
+    """Mean over groups (``codes``: each row's group, 0 … ``n_groups`` − 1) of the mean of
+    ``values`` on the group's parsed rows."""
+    masks = [(codes == g) & parsed for g in range(n_groups)]
+    means = [values[m].mean() for m in masks if m.any()]
     return float(np.mean(means)) if means else math.nan
 
 
@@ -365,8 +368,7 @@ def absolute_distance_section(rows: Rows, parsed: np.ndarray, boot: Bootstrap, c
         m = types == t
         ok = m & parsed & (pred > 0)
         factor = float(np.median(gold[ok] / pred[ok])) if ok.any() else math.nan
-        for i in np.flatnonzero(ok):
-            calibrated[i] = float(F.hit20(pred[i] * factor, gold[i]))
+        calibrated[ok] = np.abs(pred[ok] * factor - gold[ok]) <= F.ACC20 * gold[ok] + F.TOL  # hit@20, as F.hit20
         c, k = F.best_constant(gold[m & parsed].tolist())
         constants[t] = c
         covered += k

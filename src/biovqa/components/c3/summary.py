@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from biovqa.components.c3.kernels import box_conventions, vas_weights
 from biovqa.components.c3.sections import Rows, Settings
@@ -54,8 +55,6 @@ def _in_summary_order(tasks: Sequence[TaskSpec]) -> list[TaskSpec]:
 def cluster_sizes(table: pa.Table, tasks: Sequence[TaskSpec] = TASKS) -> dict[str, int]:
     """Bootstrap clusters per task of a C3 items or scores table (each spec's ``cluster``
     column: source photographs / plates, or items), in :data:`SUMMARY_ORDER`."""
-    import pyarrow.compute as pc
-
     column = table.column("task")
     sizes = {}
     for task in _in_summary_order(tasks):
@@ -101,9 +100,10 @@ def _summarize(scored: pa.Table, items: pa.Table, options: Mapping[str, Any], dr
         if not len(index):
             return None
         rows = Rows(index, scored, extras)
-        status = rows.objects("parse_status")
-        parsed = status == "parsed"
-        counts = {k: int((status == k).sum()) for k in ("unparsed", "failed", "missing")}
+        status = rows.column("parse_status")
+        parsed = pc.equal(status, "parsed").to_numpy(zero_copy_only=False)
+        counted = pc.value_counts(status).to_pylist()
+        counts = {k: next((c["counts"] for c in counted if c["values"] == k), 0) for k in ("unparsed", "failed", "missing")}
         shape = {"n": len(index), "n_replies": int(parsed.sum()) + counts["unparsed"], "n_parsed": int(parsed.sum()),
                  "n_unparsed": counts["unparsed"], "n_failed": counts["failed"], "n_missing": counts["missing"],
                  "parse_rate": float(parsed.mean())}
