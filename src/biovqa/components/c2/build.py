@@ -33,6 +33,7 @@ from biovqa.records import ITEM_COLUMNS
 from biovqa.sources.cub import CubDataset, read_cub
 from biovqa.text import normalize_c2
 from biovqa.components.c2 import questions as fam
+from biovqa.components.c2.kernels import PART_LAYOUT_FILE, SIDE_FOLDER, VOCABULARY_FILE
 from biovqa.components.c2.tasks import CATEGORY_OF, FAMILIES, PAPER_COUNTS
 from biovqa.components.c2.render import (
     MARKER_COLORS,
@@ -50,9 +51,6 @@ GENERATOR = "biovqa.components.c2.build"
 #: but does not say which class lacks a genus; Geococcyx (110, a genus-level CUB class like
 #: Sayornis) is our choice. Any one 60-image class reproduces the count.
 PAPER_NO_GENUS_CLASSES: tuple[int, ...] = (110,)
-SIDE_FOLDER = "c2"
-PART_LAYOUT_FILE = "part_layout.json"
-VOCABULARY_FILE = "vocabulary.json"
 MARKER_FOLDER = "rendered/c2/markers"
 COLOUR_WORDS_KEY = "colour_words"
 #: Images whose items are generated before their rows are turned into Arrow (bounds memory).
@@ -403,10 +401,10 @@ def build_c2(
 
     side_dir = out / SIDE_FOLDER
     side_dir.mkdir(parents=True, exist_ok=True)
-    write_json(side_dir / PART_LAYOUT_FILE, part_layout(cub))
+    write_json(out / PART_LAYOUT_FILE, part_layout(cub))
     vocabulary: dict[str, Any] = dict(truth.vocabulary())
     vocabulary[COLOUR_WORDS_KEY] = list(fam.COLOUR_WORDS)
-    write_json(side_dir / VOCABULARY_FILE, vocabulary)
+    write_json(out / VOCABULARY_FILE, vocabulary)
 
     family_counts = {
         f: {"expected_paper_count": PAPER_COUNTS[f], "produced": produced[f],
@@ -442,8 +440,7 @@ def build_c2(
             "skipped": dict(sorted(skipped.items())),
             "family_counts": family_counts,
             "categories": categories,
-            "side_files": {"part_layout": f"{SIDE_FOLDER}/{PART_LAYOUT_FILE}",
-                           "vocabulary": f"{SIDE_FOLDER}/{VOCABULARY_FILE}"},
+            "side_files": {"part_layout": PART_LAYOUT_FILE, "vocabulary": VOCABULARY_FILE},
         },
     )
 

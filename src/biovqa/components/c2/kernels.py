@@ -35,6 +35,12 @@ from biovqa.text import normalize_c2 as _normalize_c2
 #: Kernels are called once per distinct value pair; their inputs repeat, so normalization is memoized.
 normalize_c2 = lru_cache(maxsize=1 << 16)(_normalize_c2)
 
+#: The C2 side files of a benchmark folder, relative to it: written by the builder, the part layout
+#: read by the scorer (:meth:`PartLayout.from_file`).
+SIDE_FOLDER = "c2"
+PART_LAYOUT_FILE = f"{SIDE_FOLDER}/part_layout.json"
+VOCABULARY_FILE = f"{SIDE_FOLDER}/vocabulary.json"
+
 #: The 15 CUB colour words (normalized spelling: "grey").
 COLOUR_WORDS: tuple[str, ...] = (
     "blue", "brown", "iridescent", "purple", "rufous", "grey", "yellow", "olive", "green",

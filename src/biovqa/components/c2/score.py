@@ -34,7 +34,6 @@ Rates are fractions in [0, 1] (reports print percentages); families without item
 from __future__ import annotations
 
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
@@ -43,10 +42,8 @@ from biovqa.components.registry import ScoreResult
 from biovqa.bench.folder import Bench
 from biovqa.components.c2.cags import score_items
 from biovqa.components.c2.context import C2Context
-from biovqa.components.c2.kernels import KernelConfig, PartLayout
+from biovqa.components.c2.kernels import PART_LAYOUT_FILE, KernelConfig, PartLayout
 from biovqa.components.c2.summary import summarize
-
-PART_LAYOUT_FILE = Path("c2") / "part_layout.json"
 
 __all__ = ["C2Context", "KernelConfig", "kernel_config", "load_context", "score"]
 

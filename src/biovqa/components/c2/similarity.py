@@ -18,7 +18,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from biovqa.components.c2.kernels import (
-    KernelConfig, PartLayout, normalize_c2, paired_attribute_matrix, side_option_set, soft_jaccard,
+    PART_LAYOUT_FILE, KernelConfig, PartLayout, normalize_c2, paired_attribute_matrix, side_option_set, soft_jaccard,
     value_similarity, visibility_element_similarity)
 from biovqa.components.c2.naming import common_name_similarity, genus_similarity, scientific_name_similarity
 from biovqa.errors import InputFormatError
@@ -253,6 +253,6 @@ def _require_layout(context: C2Context, family: str) -> PartLayout:
         from biovqa.errors import MissingResourceError
 
         raise MissingResourceError(
-            f"{family} items need the part layout c2/part_layout.json",
-            file="c2/part_layout.json", hint="re-build the benchmark with `biovqa build c2`")
+            f"{family} items need the part layout {PART_LAYOUT_FILE}",
+            file=PART_LAYOUT_FILE, hint="re-build the benchmark with `biovqa build c2`")
     return context.layout
