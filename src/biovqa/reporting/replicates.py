@@ -151,28 +151,49 @@ def column_replicates(inputs: Mapping[str, Mapping[str, ColumnItems]], columns: 
         assert shared is not None
         shared = shared.sort_values()
         cell_labels = None
+        # models scored from one benchmark list its items in one order: their positions, clusters
+        # and cells are then found once (the same numbers; the string lookups were most of the time)
+        previous: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None = None
         for m in models:
             col = inputs[m][column]
-            position = pd.Index(col.item_id).get_indexer(shared)
-            clusters, cells, values = col.cluster[position], col.cell[position], col.value[position]
-            if cell_labels is None:
-                cell_labels = np.unique(cells.astype(str))
-                shared_clusters.append(clusters)
-            cell_codes = np.searchsorted(cell_labels, cells.astype(str))
-            plan.append((column, m, clusters, cell_codes, values, len(cell_labels), col.statistic))
+            if previous is not None and _same(col.item_id, previous[0]) and _same(col.cluster, previous[1]) \
+                    and _same(col.cell, previous[2]):
+                position, clusters, cell_codes = previous[3:]
+            else:
+                position = pd.Index(col.item_id).get_indexer(shared)
+                clusters, cells = col.cluster[position], col.cell[position]
+                if cell_labels is None:
+                    cell_labels = np.unique(cells.astype(str))
+                    shared_clusters.append(clusters)
+                cell_codes = np.searchsorted(cell_labels, cells.astype(str))
+                previous = (col.item_id, col.cluster, col.cell, position, clusters, cell_codes)
+            assert cell_labels is not None
+            plan.append((column, m, clusters, cell_codes, col.value[position], len(cell_labels), col.statistic))
     if not plan:
         return {}
-    labels = np.unique(np.concatenate(shared_clusters).astype(str))
+    # clusters in sorted label order (as the draws number them), found by hash lookup
+    labels = pd.Index(np.sort(pd.unique(pd.Series(np.concatenate(shared_clusters)).astype(str).to_numpy())))
     n_clusters = len(labels)
     sums_blocks, count_blocks, spans = [], [], []
-    width = 0
+    width = count_width = 0
+    codes_of: dict[int, np.ndarray] = {}
+    #: models whose items enter a column alike (same clusters, cells and kept items) share one
+    #: count block: the counts are the same, so they are resampled once
+    count_span: dict[tuple[int, int, bytes], tuple[int, int]] = {}
     for column, model, clusters, cells, values, n_cells, statistic in plan:
-        codes = np.searchsorted(labels, clusters.astype(str))
+        if id(clusters) not in codes_of:
+            codes_of = {id(clusters): labels.get_indexer(pd.Series(clusters).astype(str).to_numpy())}
+        codes = codes_of[id(clusters)]
         keep = ~np.isnan(values)
         shape = (n_clusters, n_cells)
         sums_blocks.append(sparse.csr_matrix((values[keep], (codes[keep], cells[keep])), shape=shape))
-        count_blocks.append(sparse.csr_matrix((np.ones(int(keep.sum())), (codes[keep], cells[keep])), shape=shape))
-        spans.append((column, model, width, width + n_cells, statistic))
+        key = (id(clusters), id(cells), np.packbits(keep).tobytes())
+        if key not in count_span:
+            count_blocks.append(sparse.csr_matrix((np.ones(int(keep.sum())), (codes[keep], cells[keep])),
+                                                  shape=shape))
+            count_span[key] = (count_width, count_width + n_cells)
+            count_width += n_cells
+        spans.append((column, model, width, width + n_cells, *count_span[key], statistic))
         width += n_cells
     sums_t = sparse.hstack(sums_blocks, format="csr").T.tocsr()   # K × clusters
     counts_t = sparse.hstack(count_blocks, format="csr").T.tocsr()
@@ -183,12 +204,16 @@ def column_replicates(inputs: Mapping[str, Mapping[str, ColumnItems]], columns: 
     full_sums = np.asarray(sums_t.sum(axis=1)).T                       # 1 × K
     full_counts = np.asarray(counts_t.sum(axis=1)).T
     out: dict[str, tuple[list[str], np.ndarray, np.ndarray]] = {}
-    for column, model, a, b, statistic in spans:
+    for column, model, a, b, c, d, statistic in spans:
         names, reps, full = out.get(column, ([], np.empty((B, 0)), np.empty(0)))
-        value = statistic(resampled_sums[:, a:b], resampled_counts[:, a:b])[:, None]
-        estimate = statistic(full_sums[:, a:b], full_counts[:, a:b])
+        value = statistic(resampled_sums[:, a:b], resampled_counts[:, c:d])[:, None]
+        estimate = statistic(full_sums[:, a:b], full_counts[:, c:d])
         out[column] = (names + [model], np.hstack([reps, value]), np.concatenate([full, estimate]))
     return out
+
+
+def _same(a: np.ndarray, b: np.ndarray) -> bool:
+    return a is b or (len(a) == len(b) and bool((a == b).all()))
 
 
 def bootstrap_ranks(runs: Sequence[Run], generalists: Sequence[str], columns: Mapping[str, Sequence[str]], *,

@@ -1,0 +1,46 @@
+"""The leaderboard's rank bootstrap resamples every model with the same cluster counts: each
+model's replicate equals its statistic recomputed from those counts by hand, whether its items
+come in the same order as another model's (positions and count blocks then found once) or not,
+and whether or not some of its values are left out (NaN)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from biovqa.reporting.replicates import ColumnItems, column_replicates, macro_statistic
+from biovqa.stats.bootstrap import resampled_cluster_counts
+
+
+def _column(ids: np.ndarray, clusters: np.ndarray, cells: np.ndarray, values: np.ndarray) -> ColumnItems:
+    return ColumnItems(ids.astype(object), clusters.astype(object), cells.astype(object), values, macro_statistic,
+                       "bootstrap")
+
+
+def test_every_model_is_resampled_with_the_shared_counts() -> None:
+    rng = np.random.default_rng(0)
+    n = 120
+    ids = np.array([f"q{i:03d}" for i in range(n)])
+    clusters = np.array([f"img{i // 3:02d}" for i in range(n)])
+    cells = np.array([("a", "b", "c")[i % 3] for i in range(n)])
+    values = {m: (rng.random(n) < p).astype(float) for m, p in (("m1", 0.3), ("m2", 0.5), ("m3", 0.7), ("m4", 0.6))}
+    values["m3"][rng.random(n) < 0.2] = np.nan  # left out of m3's statistic: its own counts
+    reverse = np.arange(n)[::-1]  # m2 lists its items in another order
+    inputs = {"m1": {"em": _column(ids, clusters, cells, values["m1"])},
+              "m4": {"em": _column(ids, clusters, cells, values["m4"])},  # m1's items alike: one count block
+              "m3": {"em": _column(ids, clusters, cells, values["m3"])},  # m1's order: its positions reused
+              "m2": {"em": _column(ids[reverse], clusters[reverse], cells[reverse], values["m2"][reverse])}}
+    models, replicates, full = column_replicates(inputs, ["em"], B=50, seed=3)["em"]
+    assert models == ["m1", "m4", "m3", "m2"]
+    labels = np.unique(clusters)
+    codes = np.searchsorted(labels, clusters)
+    cell_codes = np.searchsorted(["a", "b", "c"], cells)
+    W = np.vstack(list(resampled_cluster_counts(len(labels), B=50, seed=3)))
+    for k, m in enumerate(models):
+        keep = ~np.isnan(values[m])
+        weights = W[:, codes] * keep  # replicates × items
+        sums = np.column_stack([(weights * np.nan_to_num(values[m]) * (cell_codes == c)).sum(axis=1)
+                                for c in range(3)])
+        counts = np.column_stack([(weights * (cell_codes == c)).sum(axis=1) for c in range(3)])
+        np.testing.assert_allclose(replicates[:, k], macro_statistic(sums, counts), rtol=1e-12)
+        means = [np.nanmean(values[m][cell_codes == c]) for c in range(3)]
+        assert full[k] == np.mean(means) or abs(full[k] - np.mean(means)) < 1e-12
