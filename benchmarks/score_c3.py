@@ -27,7 +27,8 @@ import pyarrow.compute as pc
 
 from biovqa.components.c3 import prompts as T
 from biovqa.components.c3.build.items import ITEM_SCHEMA
-from biovqa.components.c3.score import resolve_options, score_tables
+from biovqa.components.c3 import COMPONENT
+from biovqa.components.c3.score import score_tables
 from biovqa.components.c3.tasks import BY_NAME, TASKS
 from biovqa.stats.bootstrap import resampled_cluster_counts
 
@@ -156,7 +157,7 @@ def main(argv: list[str] | None = None) -> int:
     started = time.perf_counter()
     items, predictions = synthetic(args.scale)
     print(f"synthetic C3 bench: {items.num_rows:,} items ({time.perf_counter() - started:.1f} s to make)")
-    options = resolve_options({} if args.bootstrap is None else {"bootstrap": args.bootstrap})
+    options = COMPONENT.resolve_score_options({} if args.bootstrap is None else {"bootstrap": args.bootstrap})
     args.bootstrap = int(options["bootstrap"])
     for _ in range(args.repeat):
         t0, c0 = time.perf_counter(), time.process_time()

@@ -14,7 +14,7 @@ from biovqa.components.c3 import sections as S
 from biovqa.components.c3.build.items import items_table, payload
 from biovqa.components.c3.floor import floor_responses
 from biovqa.components.c3.report import tables
-from biovqa.components.c3.score import resolve_options, score_items, score_tables
+from biovqa.components.c3.score import score_items, score_tables
 from biovqa.components.c3.tasks import ITEM_CLUSTER, TABLE3, TASK_NAMES, TASKS, Table38Row, TaskSpec
 
 
@@ -61,12 +61,12 @@ def test_a_task_added_as_one_spec_record_is_parsed_scored_and_floored() -> None:
     replies = ["Yes.", "no", "maybe", None, "left"]
     items = _items(rows)
     extended = (*TASKS, PRESENCE)
-    table = score_items(items, _predictions(replies), resolve_options({}), tasks=extended)
+    table = score_items(items, _predictions(replies), COMPONENT.resolve_score_options({}), tasks=extended)
     assert table.column("parse_status").to_pylist() == ["parsed", "parsed", "unparsed", "missing", "parsed"]
     assert table.column("parsed").to_pylist() == ["yes", "no", None, None, "left"]
     assert table.column("score").to_pylist() == [1.0, 0.0, 0.0, 0.0, 1.0]
     # the eight tasks alone do not know it: its rows stay unparsed and score 0
-    plain = score_items(items, _predictions(replies), resolve_options({}))
+    plain = score_items(items, _predictions(replies), COMPONENT.resolve_score_options({}))
     assert plain.column("parse_status").to_pylist()[:3] == ["unparsed"] * 3
     assert plain.column("score").to_pylist()[:2] == [0.0, 0.0]
     # its floor rule gives every item the majority answer (ties: the smaller label)
@@ -78,7 +78,7 @@ def test_a_task_added_as_one_spec_record_is_parsed_scored_and_floored() -> None:
 def test_every_parser_reads_only_declared_options(spec: TaskSpec) -> None:
     """Each spec's parser runs under the resolved score options (an option a parser reads that the
     declaration lacks would be a KeyError here) and leaves a missing reply unparsed."""
-    options = resolve_options({})
+    options = COMPONENT.resolve_score_options({})
     assert spec.parse(None, options) is None
     assert spec.parse("", options) is None
 
@@ -87,7 +87,8 @@ def test_a_task_added_as_one_spec_record_is_summarised_and_reported(monkeypatch:
     rows = [{"task": "presence", "answer": a} for a in ("yes", "yes", "yes", "no")]
     items = _items(rows)
     extended = (*TASKS, PRESENCE)
-    _, summary = score_tables(items, _predictions(["yes", "no", "yes", "no"]), {"bootstrap": 50}, tasks=extended)
+    _, summary = score_tables(items, _predictions(["yes", "no", "yes", "no"]),
+                              COMPONENT.resolve_score_options({"bootstrap": 50}), tasks=extended)
     section = summary["presence"]
     assert section["accuracy"]["value"] == 0.75
     assert section["balanced_accuracy"]["value"] == (2 / 3 + 1) / 2  # recall of yes, recall of no

@@ -21,6 +21,7 @@ import pandas as pd
 
 from biovqa.components.c3.tasks import (ABSOLUTE_DISTANCE, COUNTING, LOCALIZATION, OCR, RELATIVE_COUNTING,
                                         RELATIVE_DISTANCE, RELATIVE_POSITION, TASKS, VIEWPOINT, TaskSpec)
+from biovqa.scoring.schema import estimate_value
 
 DECIMALS = 3
 #: the paper's row order of Table 38 (a task not listed comes after these)
@@ -28,19 +29,14 @@ TABLE38_ORDER: tuple[TaskSpec, ...] = (COUNTING, VIEWPOINT, ABSOLUTE_DISTANCE, R
                                        LOCALIZATION, RELATIVE_POSITION, OCR)
 
 
-def _v(value: Any) -> float:
-    if isinstance(value, dict):
-        value = value.get("value")
-    return math.nan if value is None else float(value)
-
-
 def _get(summary: dict[str, Any], *path: str) -> float:
+    """The float at ``path`` inside a summary (NaN where absent or null)."""
     node: Any = summary
     for key in path:
         if not isinstance(node, dict) or key not in node:
             return math.nan
         node = node[key]
-    return _v(node)
+    return estimate_value(node)
 
 
 def floor_value(summary: dict[str, Any], column: str) -> float:
@@ -58,7 +54,8 @@ def tables(summaries: list[tuple[str, dict]]) -> dict[str, pd.DataFrame]:
     floor_source = summaries[0][1] if summaries else {}
     summaries = without_floors(summaries)
     columns = [t.column for t in TASKS]
-    rows = [{"model": label, **{c: _v((s.get("table3") or {}).get(c)) for c in columns}} for label, s in summaries]
+    rows = [{"model": label, **{c: estimate_value((s.get("table3") or {}).get(c)) for c in columns}}
+            for label, s in summaries]
     if floor_source:
         rows.append({"model": "Floor", **{c: floor_value(floor_source, c) for c in columns}})
     out["table3"] = pd.DataFrame(rows, columns=["model", *columns]).round(DECIMALS)
@@ -182,9 +179,9 @@ def figures(summaries: list[tuple[str, dict]], out_dir: str | Path) -> list[Path
         for k, (offset, (label, s)) in enumerate(zip(offsets, models)):
             colour = f"C{k % 10}"
             t3 = s.get("table3") or {}
-            scores = [_v(t3.get(c)) for c in columns]
-            lo = [_v((t3.get(c) or {}).get("lo")) if isinstance(t3.get(c), dict) else math.nan for c in columns]
-            hi = [_v((t3.get(c) or {}).get("hi")) if isinstance(t3.get(c), dict) else math.nan for c in columns]
+            scores = [estimate_value(t3.get(c)) for c in columns]
+            lo = [estimate_value(t3.get(c), "lo") if isinstance(t3.get(c), dict) else math.nan for c in columns]
+            hi = [estimate_value(t3.get(c), "hi") if isinstance(t3.get(c), dict) else math.nan for c in columns]
             floor = [floor_value(s, c) for c in columns]
             ax.bar(x + offset, np.nan_to_num(floor), width, color=colour, alpha=0.25, edgecolor=colour,
                    label=f"{label}: its floor φ (bar)")

@@ -29,12 +29,6 @@ from biovqa.components.c3.tasks import TASKS, TaskSpec
 from biovqa.scoring.schema import core_columns
 
 
-def resolve_options(options: Mapping[str, Any] | None) -> Mapping[str, Any]:
-    from biovqa.components.c3 import COMPONENT
-
-    return COMPONENT.resolve_score_options(dict(options or {}))
-
-
 _UNSEEN = object()
 
 
@@ -104,22 +98,23 @@ def _text_column(column: pa.ChunkedArray) -> pa.Array:
     return column.cast(pa.string()).combine_chunks()
 
 
-def score(bench: Bench, predictions: pa.Table, options: Mapping[str, Any] | None = None) -> ScoreResult:
-    """Score C3 predictions (aligned with ``bench.items``): per-item table + summary."""
+def score(bench: Bench, predictions: pa.Table, options: Mapping[str, Any]) -> ScoreResult:
+    """Score C3 predictions (aligned with ``bench.items``) under ``options``, the score options the
+    registry resolved (:meth:`~biovqa.components.registry.Component.load` wraps the scorer):
+    per-item table + summary."""
     table, summary = score_tables(bench.items, predictions, options)
     return ScoreResult(items=table, summary=summary)
 
 
-def score_tables(items: pa.Table, predictions: pa.Table, options: Mapping[str, Any] | None = None,
+def score_tables(items: pa.Table, predictions: pa.Table, options: Mapping[str, Any],
                  tasks: Sequence[TaskSpec] = TASKS) -> tuple[pa.Table, dict[str, Any]]:
-    """(per-item scores, summary) of C3 ``predictions`` aligned with ``items`` (``tasks``: the C3
-    tasks). The bootstrap's
+    """(per-item scores, summary) of C3 ``predictions`` aligned with ``items`` under resolved
+    ``options`` (``COMPONENT.resolve_score_options``; ``tasks``: the C3 tasks). The bootstrap's
     resampled counts depend on the items alone, so they are drawn on a second thread while the
     items are scored; BLAS gets one thread meanwhile (a second one would only contend with the
     draws for the two cores of a laptop or CI runner: 2.35 s instead of 1.65 s on the benchmark)."""
     from threadpoolctl import threadpool_limits
 
-    options = resolve_options(options)
     with threadpool_limits(limits=1, user_api="blas"):
         draws = draw_ahead(items, options, tasks)
         try:
@@ -130,4 +125,4 @@ def score_tables(items: pa.Table, predictions: pa.Table, options: Mapping[str, A
                 draws.close()
 
 
-__all__ = ["resolve_options", "score", "score_items", "score_tables"]
+__all__ = ["score", "score_items", "score_tables"]

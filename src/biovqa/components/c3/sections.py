@@ -82,7 +82,7 @@ class Rows(dict):  # type: ignore[type-arg]
     is taken and becomes a Python list when first read (the sections read a few of the ~30
     columns); :meth:`floats` and :meth:`objects` give NumPy arrays straight from Arrow. A built
     bench lists each task's items together, so a task's rows are usually one run, read as a
-    zero-copy slice instead of a gather (0.3 s of the 132 504-item summary)."""
+    zero-copy slice instead of a gather."""
 
     def __init__(self, index: np.ndarray, *tables: pa.Table) -> None:
         super().__init__()
