@@ -202,14 +202,14 @@ def build_pairs(embeddings: np.ndarray, identity: np.ndarray, group: np.ndarray,
 def auc(scores: np.ndarray, positive: np.ndarray) -> float:
     """Area under the ROC curve of ``scores`` for ``positive`` labels (ties count one half;
     the Mann–Whitney statistic); NaN when a class is empty."""
-    from scipy.stats import rankdata
+    from biovqa.stats.ranks import average_ranks
 
     scores = np.asarray(scores, dtype=float)
     positive = np.asarray(positive, dtype=bool)
     n_pos, n_neg = int(positive.sum()), int((~positive).sum())
     if n_pos == 0 or n_neg == 0:
         return float("nan")
-    ranks = rankdata(scores)
+    ranks = average_ranks(scores)
     return float((ranks[positive].sum() - n_pos * (n_pos + 1) / 2) / (n_pos * n_neg))
 
 

@@ -19,13 +19,13 @@ METHOD = "bootstrap, shared draws: random-condition pairs resampled (unstratifie
 
 def dprime_statistic(sums: np.ndarray, counts: np.ndarray) -> np.ndarray:
     """d′ = z(H) − z(F) from (B × 2) Yes counts and pair counts, cells (different, same)."""
-    from scipy.stats import norm
+    from scipy.special import ndtri
 
     if sums.shape[1] != 2:  # only one kind of pair among the shared items: d′ is undefined
         return np.full(sums.shape[0], np.nan)
     hit_rate = (sums[:, 1] + 0.5) / (counts[:, 1] + 1.0)
     false_alarm_rate = (sums[:, 0] + 0.5) / (counts[:, 0] + 1.0)
-    return norm.ppf(hit_rate) - norm.ppf(false_alarm_rate)
+    return ndtri(hit_rate) - ndtri(false_alarm_rate)
 
 
 def rank_inputs(items: pd.DataFrame) -> dict[str, ColumnItems]:
