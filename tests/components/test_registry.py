@@ -266,7 +266,8 @@ CONVENTIONAL_PLUGIN = {
     "__init__.py": "from biovqa.components.registry import Component\n"
                    "COMPONENT = Component(name='labz', title='Lab Z', tasks=('t',),\n"
                    "                      scorer='labz_bench.scoring:run')\n",
-    "build.py": "def build_command(out): ...\ndef build_labz(out): ...\ndef floor_responses(items): ...\n",
+    "build.py": "def build_command(out): ...\ndef build_labz(out): ...\n",
+    "floor.py": "def floor_responses(items): ...\n",
     "scoring.py": "def run(bench, predictions, options): ...\n",
     "sweep.py": "def run_sweep(bench, by_model, options): return {}\n",
 }
@@ -284,9 +285,9 @@ def test_a_plugin_package_is_found_by_convention_with_one_override(  # its repor
     (info / "entry_points.txt").write_text("[biovqa.components]\nlabz = labz_bench:COMPONENT\n")
     monkeypatch.syspath_prepend(str(tmp_path))
     labz = fresh_registry.get_component("labz")
-    assert (labz.builder, labz.build_function, labz.scorer, labz.sweep, labz.auditor) == (
-        "labz_bench.build:build_command", "labz_bench.build:build_labz", "labz_bench.scoring:run",
-        "labz_bench.sweep:run_sweep", None)
+    assert (labz.builder, labz.build_function, labz.floor, labz.scorer, labz.sweep, labz.auditor) == (
+        "labz_bench.build:build_command", "labz_bench.build:build_labz", "labz_bench.floor:floor_responses",
+        "labz_bench.scoring:run", "labz_bench.sweep:run_sweep", None)
     assert labz.load("sweep")(None, {}, {}) == {}
     with pytest.raises(BiovqaError, match=r"its reporter labz_bench.report:tables cannot be loaded: "
                                           r"module 'labz_bench.report' does not exist"):

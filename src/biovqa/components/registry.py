@@ -204,14 +204,6 @@ OPTIONAL_ROLE_CONVENTIONS: dict[str, str] = {
     "task_specs": "tasks:TASKS",
     "demo": "demo:run_demo",
 }
-#: where a role was found before every component had the same role modules: looked at only when
-#: the convention's module does not define the role (kept while the component packages move)
-LEGACY_ROLE_LOCATIONS: dict[str, tuple[str, ...]] = {
-    "floor": ("build:floor_responses",),
-    "rank_inputs": ("replicates:rank_inputs",),
-}
-
-
 @dataclass(frozen=True, slots=True)
 class AnalysisColumn:
     """One task column of the cross-component analysis (paper App. J.1: the 27 tasks), read from
@@ -355,11 +347,10 @@ class Component:
                     raise BiovqaError(f"component {self.name!r} names no {role} and has no package to find it in",
                                       field=role, hint=f"give {role}='module:function' or package='…'")
                 convention = convention.format(name=self.name.lower())
-                filled[role] = _found(package, (convention, *LEGACY_ROLE_LOCATIONS.get(role, ()))) \
-                    or f"{package}.{convention}"
+                filled[role] = f"{package}.{convention}"
         for role, convention in OPTIONAL_ROLE_CONVENTIONS.items():
             if getattr(self, role) is None and package is not None:
-                filled[role] = _found(package, (convention, *LEGACY_ROLE_LOCATIONS.get(role, ())))
+                filled[role] = _found(package, convention)
         if self.figures is None:
             reporter_module = (filled.get("reporter") or self.reporter).partition(":")[0]
             if "figures" in _top_level_names(reporter_module):
@@ -453,15 +444,12 @@ def load_target(target: str, *, what: str = "", field: str | None = None, hint: 
                                hint=hint or "check the declaration that names it")
 
 
-def _found(package: str, locations: tuple[str, ...]) -> str | None:
-    """The first ``"module:attribute"`` of ``locations`` (relative to ``package``) whose module
-    exists and defines the attribute at its top level, read from the module's source without
-    importing it (listing components stays cheap); None when none does."""
-    for location in locations:
-        module, _, attribute = location.partition(":")
-        if attribute in _top_level_names(f"{package}.{module}"):
-            return f"{package}.{location}"
-    return None
+def _found(package: str, location: str) -> str | None:
+    """``package.location`` (``"module:attribute"``) when that module exists and defines the
+    attribute at its top level, read from the module's source without importing it (listing
+    components stays cheap); None when it does not."""
+    module, _, attribute = location.partition(":")
+    return f"{package}.{location}" if attribute in _top_level_names(f"{package}.{module}") else None
 
 
 def _top_level_names(module: str) -> frozenset[str]:
