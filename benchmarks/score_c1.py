@@ -39,8 +39,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))  # the Backbone writer of the test fixtures
 
 from biovqa.components.c1.tasks import ASKED_DEPTH
+from biovqa.components.c1.kernels import DEPTH_RANK
 from biovqa.components.c1.tiers import (
-    DEPTH_RANK,
     confusability_tiers,
     distractor_nodes,
     exposure_counts,

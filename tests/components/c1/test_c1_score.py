@@ -15,7 +15,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from biovqa.components.c1.tiers import DEPTH_RANK
+from biovqa.components.c1.kernels import DEPTH_RANK
 from biovqa.components.registry import get_component
 from biovqa.errors import InputFormatError, MissingResourceError
 from biovqa.bench import open_bench

@@ -9,7 +9,6 @@ from collections.abc import Mapping
 from pathlib import Path
 
 import numpy as np
-import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -40,11 +39,14 @@ def _floors(task_index: np.ndarray, answers: pa.Array | pa.ChunkedArray) -> tupl
     valid = (gold != 0) & (raw_codes >= 0)
     all_counts = np.bincount(task_index[valid] * size + gold[valid], minlength=len(TASK_NAMES) * int(size))
     keys = np.flatnonzero(all_counts)
-    counts = all_counts[keys]
-    frame = pd.DataFrame({"task": keys // size, "gold": keys % size, "n": counts})
-    frame["text"] = vocabulary.text(frame["gold"].to_numpy()).to_pylist()
-    frame = frame.sort_values(["task", "n", "text"], ascending=[True, False, True], kind="stable")
-    best = frame.drop_duplicates("task").set_index("task")["gold"]
+    # per task, the most frequent normalized gold (ties: the smallest normalized string)
+    best_of: dict[int, tuple[int, str, int]] = {}
+    for task, gold_id, n, text in zip((keys // size).tolist(), (keys % size).tolist(), all_counts[keys].tolist(),
+                                      vocabulary.text(keys % size).to_pylist()):
+        candidate = (-n, text, gold_id)
+        if task not in best_of or candidate < best_of[task]:
+            best_of[task] = candidate
+    best = {task: gold_id for task, (_, _, gold_id) in sorted(best_of.items())}
     raw_labels = raw_dictionary.to_pylist()
     answers_out: dict[str, str] = {}
     scores_out: dict[str, float] = {}

@@ -7,6 +7,11 @@ from __future__ import annotations
 
 import numpy as np
 
+from biovqa.records import TREE_RANKS
+
+#: Depth in the benchmark tree → rank name, root included (depth 0).
+DEPTH_RANK: tuple[str, ...] = ("root", *TREE_RANKS)
+
 
 def wu_palmer(lca_depth: np.ndarray, predicted_depth: np.ndarray, gold_depth: np.ndarray) -> np.ndarray:
     """Wu–Palmer similarity (Eqs. 1, 9): ``2·d(ℓ) / (d(ŷ) + d(y))``."""

@@ -31,6 +31,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from biovqa.bench.folder import Bench
+from biovqa.components.c1.kernels import DEPTH_RANK
 from biovqa.components.c1.floor import _mcq_arrays, _task_index
 from biovqa.components.c1.parse import (
     PARSE_STATUSES,
@@ -42,7 +43,6 @@ from biovqa.components.c1.parse import (
 from biovqa.components.c1.side_files import SIDE_FOLDER, TREE_FILE, VERNACULAR_FILE
 from biovqa.components.c1.summary import DRAWS_NAME, summarize
 from biovqa.components.c1.tasks import MCQ_TASK, TASK_NAMES
-from biovqa.components.c1.tiers import DEPTH_RANK
 from biovqa.components.registry import ScoreResult
 from biovqa.errors import InputFormatError, MissingResourceError
 from biovqa.stats.draws import CountsDrawnAhead

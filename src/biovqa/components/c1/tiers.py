@@ -28,9 +28,9 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from biovqa.components.c1.kernels import DEPTH_RANK
 from biovqa.components.c1.tasks import MCQ_TASKS
 from biovqa.errors import InputFormatError
-from biovqa.records import TREE_RANKS
 from biovqa.taxonomy.tree import BenchmarkTree
 
 EASY, MEDIUM, HARD, DEGENERATE = "Easy", "Medium", "Hard", "Degenerate"
@@ -50,8 +50,6 @@ RANK_CLASS: dict[str, str] = {
 MIN_DISTINCT_TAXA = 6
 #: Reference-cell label of a cell pooled over all groups.
 ALL_GROUPS = "all groups"
-#: Depth → rank name, root included (depth 0).
-DEPTH_RANK: tuple[str, ...] = ("root", *TREE_RANKS)
 PREVALENCE_METHODS: tuple[str, ...] = ("item_weighted", "taxon_rank")
 
 

@@ -13,6 +13,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from biovqa.components.c1.build.options import GROUPS_WITHOUT_ORDER
+from biovqa.components.c1.kernels import DEPTH_RANK
 from biovqa.components.c1.prompts import (
     KINGDOM_LABEL,
     MCQ_TEMPLATE,
@@ -252,7 +253,7 @@ def _attach_tiers(built: ItemColumns, tree: BenchmarkTree, image_leaves: np.ndar
     unified = c1_tiers.unified_tier(tasks, prevalence.tier, mcq_tier)
     arrays = dict(columns) | {
         "target_node": pa.array(target.astype(np.int32)),
-        "target_rank": pa.array(np.asarray(c1_tiers.DEPTH_RANK, dtype=object)[tree.depth[target]], pa.string()),
+        "target_rank": pa.array(np.asarray(DEPTH_RANK, dtype=object)[tree.depth[target]], pa.string()),
         "reference_cell": pa.array(np.where(is_mcq, np.array(None, dtype=object), prevalence.reference_cell), pa.string()),
         "resolution_method": pa.array(method, pa.string()),
         "exposure": pa.array(item_exposure.astype(np.int64)),
