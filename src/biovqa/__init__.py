@@ -18,14 +18,29 @@ from __future__ import annotations
 import typing as _typing
 
 from biovqa._version import __version__
-from biovqa.bench import Bench, open_bench
 from biovqa.components.registry import Component, ScoreResult, get_component, list_components
 from biovqa.errors import AuditError, BiovqaError, InputFormatError, MissingResourceError
-from biovqa.records import Item
 
 if _typing.TYPE_CHECKING:
     from pathlib import Path
     from typing import Any, Sequence
+
+    from biovqa.bench import Bench, open_bench
+    from biovqa.records import Item
+
+#: public names whose modules need pyarrow, imported on first use (``biovqa --version`` and
+#: ``--help`` need none of them)
+_LAZY = {"Bench": "biovqa.bench", "open_bench": "biovqa.bench", "Item": "biovqa.records"}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        import importlib
+
+        value = getattr(importlib.import_module(_LAZY[name]), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'biovqa' has no attribute {name!r}")
 
 
 def build(component: str, *args: Any, **options: Any) -> Bench:

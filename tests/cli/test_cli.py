@@ -56,6 +56,26 @@ def test_a_demo_marker_never_reaches_outside_its_folder(tmp_path: Path) -> None:
     assert json.loads((out / MARKER_FILE).read_text())["entries"] == []
 
 
+HEAVY = ("numpy", "pyarrow", "pandas", "torch", "matplotlib", "PIL")
+
+
+def _modules_after(*argv: str) -> tuple[list[str], list[str]]:
+    """(heavy top-level modules, component modules) imported by ``biovqa ARGV`` in a fresh process."""
+    code = ("import sys\nfrom biovqa.cli.main import main\ntry:\n    main(%r)\nexcept SystemExit:\n    pass\n"
+            "print(sorted({m.split('.')[0] for m in sys.modules} & set(%r)))\n"
+            "print(sorted(m for m in sys.modules if m.startswith('biovqa.components.') "
+            "and m != 'biovqa.components.registry'))\n") % (list(argv), HEAVY)
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    import ast
+
+    heavy, components = done.stdout.strip().splitlines()[-2:]
+    return ast.literal_eval(heavy), ast.literal_eval(components)
+
+
+def test_version_loads_no_component_and_nothing_heavy() -> None:
+    assert _modules_after("--version") == ([], [])
+
+
 def test_audit_failure_exits_non_zero_without_traceback(bench_copy: Path) -> None:
     from biovqa.bench import open_bench
 
