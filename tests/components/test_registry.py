@@ -233,6 +233,11 @@ def test_options_are_resolved_once_into_a_frozen_record() -> None:
     with pytest.raises(AttributeError):
         options.bootstrap = 3  # type: ignore[misc]
     assert options.as_json()["vas_weights"] == [1.0, 0.5, 0.0, 0.0, 0.0]
+    import copy
+    import pickle
+
+    for copied in (pickle.loads(pickle.dumps(options)), copy.deepcopy(options)):
+        assert type(copied) is type(options) and dict(copied) == dict(options)
     for bad, says in (("1,2,0,0,0", r"must lie in \[0.0, 1.0\] \(each number\)"),
                       ("1,0,0", "takes 5 comma-separated numbers, got 3"),
                       ("1,x,0,0,0", "takes 5 comma-separated numbers"),

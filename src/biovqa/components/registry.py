@@ -411,6 +411,10 @@ class ScoreOptions(Mapping[str, Any]):
         """A copy with ``changes`` (already typed values), e.g. ``options.replace(bootstrap=0)``."""
         return replace(self, **changes)  # type: ignore[type-var]
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        # the record type is made at run time: a copy or a pickle rebuilds it from the registry
+        return (_restore_options, (type(self)._component, dict(self)))  # type: ignore[attr-defined]
+
     def as_json(self) -> dict[str, Any]:
         """The options as JSON values: a path as text, a list option as a list."""
         return {name: str(value) if isinstance(value, Path) else list(value) if isinstance(value, tuple) else value
@@ -422,8 +426,14 @@ def _record_type(name: str, options: tuple[Option, ...]) -> type[ScoreOptions]:
     from dataclasses import make_dataclass
 
     title = "".join(part.capitalize() for part in name.replace("-", "_").split("_") if part)
-    return make_dataclass(f"{title}ScoreOptions", [(option.name, Any) for option in options],
-                          bases=(ScoreOptions,), frozen=True, eq=False, slots=True)
+    record = make_dataclass(f"{title}ScoreOptions", [(option.name, Any) for option in options],
+                            bases=(ScoreOptions,), frozen=True, eq=False, slots=True)
+    record._component = name  # type: ignore[attr-defined]
+    return record
+
+
+def _restore_options(component: str, values: dict[str, Any]) -> ScoreOptions:
+    return get_component(component).resolve_score_options(values)
 
 
 def load_target(target: str, *, what: str = "", field: str | None = None, hint: str | None = None) -> Any:
