@@ -182,8 +182,8 @@ def test_every_role_of_every_registered_component_resolves() -> None:
                  *(r for r in (*registry.OPTIONAL_ROLE_CONVENTIONS, "figures") if getattr(component, r))]
         for role in roles:
             loaded = component.load(role)
-            if role == "task_specs":
-                assert isinstance(loaded, tuple) and loaded, component.name
+            if role == "task_specs":  # one frozen spec record per task, in the declaration's order
+                assert tuple(spec.name for spec in loaded) == component.tasks, component.name
             else:
                 assert callable(loaded), (component.name, role)
         for command in component.commands:
