@@ -396,3 +396,19 @@ def test_class_draws_are_one_multinomial_over_identical_rows_per_replicate() -> 
     assert not np.array_equal(items[0], sums)  # another stream …
     pooled = [s[:, :, 0].sum(axis=1) / c.sum(axis=1) for s, c in (items, (sums, counts))]
     assert abs(pooled[0].std() - pooled[1].std()) < 0.3 * pooled[0].std()  # … the same distribution
+
+
+def test_sparse_products_of_integers_run_in_float32_with_the_same_numbers() -> None:
+    from scipy import sparse
+
+    rng = np.random.default_rng(6)
+    counts = sparse.csr_matrix(rng.integers(0, 3, (9, 200)).astype(np.float64))
+    fractions = sparse.csr_matrix(rng.random((4, 200)))
+    product = SparseProduct(counts, fractions)
+    assert [m.dtype for m in product.matrices] == [np.float32, np.float64]
+    W = np.vstack(list(resampled_cluster_counts(200, B=30, seed=1)))
+    got = product(W)
+    np.testing.assert_array_equal(got[:, :9], W.astype(np.float64) @ counts.T.toarray())  # exact
+    np.testing.assert_allclose(got[:, 9:], W.astype(np.float64) @ fractions.T.toarray(), rtol=1e-12)
+    huge = sparse.csr_matrix(np.full((1, 200), 2.0 ** 20))  # totals could pass 2**24: float64
+    assert SparseProduct(huge).matrices[0].dtype == np.float64

@@ -233,12 +233,26 @@ class SparseProduct:
     rank bootstrap: every model's items in every Table 3 column)."""
 
     def __init__(self, *matrices: Any) -> None:
-        self.matrices = matrices
         self.n_clusters = int(matrices[0].shape[1])
+        # a matrix of integers whose every resampled total stays below 2**24 (counts, 0/1 scores)
+        # is multiplied in float32: exact, so the same numbers, at half the memory traffic
+        self.matrices = [m.astype(np.float32) if _exact_in_float32(m, self.n_clusters) else m for m in matrices]
 
     def __call__(self, W: np.ndarray) -> np.ndarray:
-        w = W.T.astype(np.float64)
-        return np.hstack([np.asarray(m @ w).T for m in self.matrices])
+        w32 = np.ascontiguousarray(W.T, dtype=np.float32)
+        w64 = w32.astype(np.float64) if any(m.dtype != np.float32 for m in self.matrices) else None
+        return np.hstack([np.asarray(m @ (w32 if m.dtype == np.float32 else w64)).T.astype(np.float64)
+                          for m in self.matrices])
+
+
+def _exact_in_float32(matrix: Any, n_clusters: int) -> bool:
+    """Integral non-negative entries, and no resampled row total (at most ``n_clusters`` draws of
+    the row's largest entry) reaching 2**24."""
+    data = np.asarray(matrix.data)
+    if not len(data):
+        return True
+    return bool((data >= 0).all() and (data == np.round(data)).all()
+                and float(data.max()) * n_clusters < 2.0 ** 24)
 
 
 class PartitionProduct:
