@@ -278,7 +278,9 @@ def embed_annotations(annotations: Sequence[WildlifeAnnotation], embedder: Any |
     embedded = 0
     missing: list[WildlifeAnnotation] = []
     started = time.perf_counter()
-    bar = _progress(progress)
+    from biovqa.progress import stage_sequence
+
+    bar = stage_sequence(unit="crops", enabled=progress)
     with bar:
         task = bar.add_task(label, total=len(annotations))
         pending: list[tuple[str, Any]] = []
@@ -325,12 +327,6 @@ def embed_annotations(annotations: Sequence[WildlifeAnnotation], embedder: Any |
              "seconds": round(seconds, 3),
              "crops_per_s": round(len(keys) / seconds, 1) if seconds and keys else None}
     return vectors, keys, stats
-
-
-def _progress(enabled: bool) -> Any:
-    from biovqa.progress import stage_sequence
-
-    return stage_sequence(unit="crops", enabled=enabled)
 
 
 __all__ = ["BATCH_SIZE", "CROP_MODES", "EMBEDDER_METADATA", "DinoEmbedder", "EmbeddingCache", "crop_key",

@@ -167,7 +167,7 @@ def run_specialist(bench_path: str | Path, model: str | Path | Any, out: str | P
     ``model`` is a local weights folder or an object with ``embed(images)`` and ``name``."""
     from PIL import Image
 
-    from biovqa.components.c4.embed import _progress
+    from biovqa.progress import stage_sequence
 
     bench = open_bench(bench_path)
     if bench.component != "c4":
@@ -190,7 +190,7 @@ def run_specialist(bench_path: str | Path, model: str | Path | Any, out: str | P
     started = time.perf_counter()
     similarity = np.full(items.num_rows, np.nan)
     batch = max(1, int(getattr(embedder, "batch_size", batch_size)))
-    bar = _progress(progress)
+    bar = stage_sequence(unit="crops", enabled=progress)
     with bar:
         task = bar.add_task("MegaDescriptor pairs", total=len(rows))
         for start in range(0, len(rows), batch):
