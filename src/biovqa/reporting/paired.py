@@ -44,21 +44,16 @@ def _shared_difference(a: tuple[pa.Array, np.ndarray], b: tuple[pa.Array, np.nda
     return diff[~np.isnan(diff)]
 
 
-def _whole(diff: np.ndarray) -> bool:
-    """Whole numbers whose every resampled sum (at most ``n × max |d|``) float32 holds exactly."""
-    return bool(np.all(diff == np.round(diff))) and float(np.abs(diff).max()) * len(diff) < 2**24
-
-
 def paired_differences(runs: Sequence[Run], order: Sequence[str], *, B: int = 1000, seed: int = 42,
                        level: float = 0.95) -> pd.DataFrame:
     """One row per component and adjacent pair of generalists (in ``order``): shared items, mean
     difference ``a − b`` of the item scores, its paired bootstrap interval and a verdict.
 
-    The pairs of a component whose differences are whole numbers (0/1 scores) over the same number
-    of items are bootstrapped together, one column each: the resamples depend only on that number
-    and the seed, and sums of whole numbers are exact in the bootstrap's float32 products, so each
-    pair gets the interval it gets alone, from draws made once."""
-    from biovqa.stats.bootstrap import item_bootstrap_means
+    The pairs of a component over the same number of items are bootstrapped together, one column
+    each (:func:`biovqa.stats.bootstrap.partition_replicates`, one part): the resamples depend
+    only on that number and the seed, so each pair gets the draws it would get alone, drawn once,
+    and the resampled sums are float64."""
+    from biovqa.stats.bootstrap import partition_replicates, percentile_interval
 
     rows = []
     for component in sorted({r.component for r in runs}):
@@ -73,13 +68,17 @@ def paired_differences(runs: Sequence[Run], order: Sequence[str], *, B: int = 10
             diff = _shared_difference(sa, sb)
             if len(diff):
                 pairs.append((a, b, diff))
-        batches: dict[tuple[int, int], list[int]] = {}  # (items, k) → the pairs drawn together
+        batches: dict[int, list[int]] = {}  # items → the pairs drawn together
         for k, (_, _, diff) in enumerate(pairs):
-            batches.setdefault((len(diff), -1 if _whole(diff) else k), []).append(k)
+            batches.setdefault(len(diff), []).append(k)
         bounds: dict[int, tuple[float, float]] = {}
-        for members in batches.values():
-            lo, hi = item_bootstrap_means(np.column_stack([pairs[k][2] for k in members]), B=B, seed=seed,
-                                          level=level)
+        for n, members in batches.items():
+            if B <= 0:
+                bounds.update({k: (math.nan, math.nan) for k in members})
+                continue
+            sums, counts = partition_replicates(np.column_stack([pairs[k][2] for k in members]),
+                                                np.zeros(n, dtype=np.int64), 1, B=B, seed=seed)
+            lo, hi = percentile_interval(sums[:, 0, :] / counts[:, :1], level)
             bounds.update({k: (float(lo[j]), float(hi[j])) for j, k in enumerate(members)})
         for k, (a, b, diff) in enumerate(pairs):
             d_lo, d_hi = bounds[k]
