@@ -33,6 +33,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from biovqa.scoring.schema import estimate_value
 from biovqa.components.c2.tasks import CATEGORY_SPECS, FAMILIES, MCQ_FAMILIES, TASKS
 
 #: Table 33/34 column labels of the families.
@@ -52,22 +53,9 @@ TABLE31_COLUMNS: tuple[str, ...] = ("acc_all", "acc_mcq", "acc_open", "parse_rat
 DECIMALS = 3
 
 
-def _number(value: Any) -> float:
-    """A float from a number or an estimate ``{value, lo, hi, n}`` (NaN for null)."""
-    if isinstance(value, dict):
-        value = value.get("value")
-    return float("nan") if value is None else float(value)
-
-
-def _bounds(block: dict[str, Any] | None, key: str) -> list[Any]:
-    estimate = (block or {}).get(key) or {}
-    return [estimate.get("lo"), estimate.get("hi")]
-
-
-def _get(block: dict[str, Any] | None, key: str) -> float:
-    if not block:
-        return float("nan")
-    return _number(block.get(key))
+def _read(block: dict[str, Any] | None, key: str, part: str = "value") -> float:
+    """``part`` of the estimate (or number) ``block[key]``; NaN where the block or entry is absent."""
+    return estimate_value((block or {}).get(key), part)
 
 
 def _family_frame(summaries: list[tuple[str, dict]], metric: str) -> pd.DataFrame:
@@ -76,7 +64,7 @@ def _family_frame(summaries: list[tuple[str, dict]], metric: str) -> pd.DataFram
         families = summary.get("families", {})
         row: dict[str, Any] = {"model": label}
         for family in FAMILY_COLUMNS:
-            row[FAMILY_SHORT[family]] = _get(families.get(family), metric)
+            row[FAMILY_SHORT[family]] = _read(families.get(family), metric)
         rows.append(row)
     frame = pd.DataFrame(rows, columns=["model", *(FAMILY_SHORT[f] for f in FAMILY_COLUMNS)])
     if len(frame):
@@ -97,7 +85,7 @@ def tables(summaries: list[tuple[str, dict]]) -> dict[str, pd.DataFrame]:
     rows = []
     for label, summary in [*models, *floors]:
         categories = summary.get("categories", {})
-        rows.append({"model": label, **{short: _get(categories.get(cat), "cags") for short, cat in TABLE3_COLUMNS}})
+        rows.append({"model": label, **{short: _read(categories.get(cat), "cags") for short, cat in TABLE3_COLUMNS}})
     summaries = models
     # The paper's Table 3 floor row for C2 is 0: cags is chance-corrected, so a uniform guesser
     # scores 0 by construction. An image-blind prior (the baseline backend) can do better; its
@@ -108,10 +96,9 @@ def tables(summaries: list[tuple[str, dict]]) -> dict[str, pd.DataFrame]:
     rows = []
     for label, summary in summaries:
         pooled = summary.get("pooled", {})
-        ci = _bounds(pooled, "cags")
-        rows.append({"model": label, "EM": _get(pooled, "em"), "GS_raw": _get(pooled, "gs_raw"),
-                     "cags": _get(pooled, "cags"), "ci95_lo": _number(ci[0]), "ci95_hi": _number(ci[1]),
-                     "severity": _get(pooled, "severity")})
+        rows.append({"model": label, "EM": _read(pooled, "em"), "GS_raw": _read(pooled, "gs_raw"),
+                     "cags": _read(pooled, "cags"), "ci95_lo": _read(pooled, "cags", "lo"), "ci95_hi": _read(pooled, "cags", "hi"),
+                     "severity": _read(pooled, "severity")})
     frame = pd.DataFrame(rows, columns=["model", "EM", "GS_raw", "cags", "ci95_lo", "ci95_hi", "severity"])
     frame = frame.sort_values("cags", ascending=False, kind="stable").reset_index(drop=True)
     frame.insert(0, "rank", np.arange(1, len(frame) + 1))
@@ -121,10 +108,10 @@ def tables(summaries: list[tuple[str, dict]]) -> dict[str, pd.DataFrame]:
     for label, summary in summaries:
         pooled = summary.get("pooled", {})
         fmt = summary.get("format", {})
-        rows.append({"model": label, "acc_all": _number(pooled.get("em")), "acc_mcq": _number(fmt.get("em_mcq")),
-                     "acc_open": _number(fmt.get("em_open")), "parse_rate": _number(fmt.get("parse_rate")),
-                     "mismatch_rate": _number(fmt.get("mismatch_rate")),
-                     "choose_A_rate": _number(fmt.get("choose_a_rate"))})
+        rows.append({"model": label, "acc_all": _read(pooled, "em"), "acc_mcq": _read(fmt, "em_mcq"),
+                     "acc_open": _read(fmt, "em_open"), "parse_rate": _read(fmt, "parse_rate"),
+                     "mismatch_rate": _read(fmt, "mismatch_rate"),
+                     "choose_A_rate": _read(fmt, "choose_a_rate")})
     frame = pd.DataFrame(rows, columns=["model", *TABLE31_COLUMNS])
     frame = frame.sort_values("acc_all", ascending=False, kind="stable").reset_index(drop=True).round(DECIMALS)
     frame.attrs["title"] = "Table 31 — EM and format diagnostics (fractions; the paper prints %)"
@@ -133,7 +120,7 @@ def tables(summaries: list[tuple[str, dict]]) -> dict[str, pd.DataFrame]:
     rows = []
     for label, summary in summaries:
         categories = summary.get("categories", {})
-        rows.append({"model": label, **{name: _get(categories.get(cat), "cags") for name, cat in TABLE32_COLUMNS}})
+        rows.append({"model": label, **{name: _read(categories.get(cat), "cags") for name, cat in TABLE32_COLUMNS}})
     out["table32_categories"] = pd.DataFrame(rows, columns=["model", *(n for n, _ in TABLE32_COLUMNS)]).round(4)
 
     out["table33_cags_by_family"] = _family_frame(summaries, "cags")
@@ -144,7 +131,7 @@ def tables(summaries: list[tuple[str, dict]]) -> dict[str, pd.DataFrame]:
 
     rows = []
     for family in FAMILIES:
-        values = [_get(summary.get("families", {}).get(family), "cags") for _, summary in summaries]
+        values = [_read(summary.get("families", {}).get(family), "cags") for _, summary in summaries]
         values = [v for v in values if not np.isnan(v)]
         if values:
             rows.append({"family": family, "mean": float(np.mean(values)), "min": float(np.min(values)),
@@ -160,9 +147,8 @@ def _cags_series(summaries: list[tuple[str, dict]], section: str, keys: Sequence
     out = []
     for label, summary in summaries:
         blocks = [summary.get(section, {}).get(key) for key in keys]
-        bounds = [_bounds(block, "cags") for block in blocks]
-        out.append((label, [_get(block, "cags") for block in blocks], [_number(b[0]) for b in bounds],
-                    [_number(b[1]) for b in bounds]))
+        out.append((label, [_read(block, "cags") for block in blocks], [_read(b, "cags", "lo") for b in blocks],
+                    [_read(b, "cags", "hi") for b in blocks]))
     return out
 
 
