@@ -7,8 +7,10 @@ item count. Every tuple and table of the component is derived from :data:`TASKS`
 names the items carry (:data:`FAMILIES`), the multiple-choice / open split, the categories and
 Table 3's C2 block (:data:`TABLE3_COLUMNS`).
 
-Adding a family is one record here, its generator in :mod:`.questions`, and its kernel in
-:mod:`.similarity` (a family is scored as multiple choice when its items offer options).
+Adding a family is one record here (its stem and instruction in :mod:`.prompts`), its generator
+in :mod:`.questions`, its kernel in :mod:`.similarity` and its routing phrase in
+:data:`.parse.ROUTES` (the parser's step 5 checks every question routes to its stored family); a
+family is scored as multiple choice when its items offer options.
 """
 
 from __future__ import annotations
