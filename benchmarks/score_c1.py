@@ -495,7 +495,7 @@ def per_item_scores(bench_path: Path, predictions: pa.Table) -> pa.Table:
     from biovqa.components.c1 import score as scorer
 
     bench = open_bench(bench_path)
-    settings = scorer.C1ScoreOptions()
+    settings = scorer.resolved_options()
     tree, synonyms, vernacular, _ = scorer.load_resources(bench, None)
     items = scorer._scoring_columns(bench)
     task_index = scorer._check_items(items, None)

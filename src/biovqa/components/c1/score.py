@@ -7,7 +7,8 @@ returns a :class:`~biovqa.components.registry.ScoreResult`. Options: ``backbone`
 folder; default ``manifest["taxonomy_index"]``; without a usable index the scorer raises
 :class:`~biovqa.errors.MissingResourceError` — EM_soft never silently degrades to EM),
 ``bootstrap`` (B, default 1000; 0: no intervals), ``seed`` (42), ``level`` (0.95),
-``epithet_last_word`` (True).
+``epithet_last_word`` (True), ``cell_intervals`` (False: bounds only for the cells the tables
+print); they arrive as the registry's resolved record (or a mapping, resolved here once).
 
 Per-item table (one row per benchmark item, in order): the score schema's core columns
 (``item_id, component, task, status, response, parsed, score`` with ``score`` = EM), then
@@ -21,8 +22,7 @@ dictionary arrays (pandas reads them as categoricals).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -59,31 +59,13 @@ REQUIRED_ITEM_COLUMNS: tuple[str, ...] = ("item_id", "task", "answer", "source_i
                                           "species", "target_node")
 
 
-@dataclass(frozen=True, slots=True)
-class C1ScoreOptions:
-    """The C1 scorer's settings (declared, with help, on :data:`biovqa.components.c1.COMPONENT`)."""
+def resolved_options(options: Any = None) -> Any:  # the record type is made from the declarations at run time
+    """C1's score options as the registry's frozen record (``options.bootstrap``, …): a record the
+    registry already resolved is used as it is; a mapping (or nothing) is parsed against the
+    declarations on :data:`biovqa.components.c1.COMPONENT`, defaults filled in."""
+    from biovqa.components.c1 import COMPONENT
 
-    backbone: Path | None = None
-    bootstrap: int = 1000
-    seed: int = 42
-    level: float = 0.95
-    epithet_last_word: bool = True
-    cell_intervals: bool = False
-
-    @classmethod
-    def from_mapping(cls, options: Any) -> C1ScoreOptions:
-        """Settings from score options (a mapping, or a record with these attributes), checked
-        against the component's declarations."""
-        from biovqa.components.c1 import COMPONENT
-
-        if isinstance(options, cls):
-            return options
-        if options is None or isinstance(options, Mapping):
-            given = dict(options or {})
-        else:
-            given = {name: getattr(options, name) for name in cls.__dataclass_fields__ if hasattr(options, name)}
-        resolved = COMPONENT.resolve_score_options(given)
-        return cls(**{name: resolved[name] for name in cls.__dataclass_fields__})
+    return COMPONENT.resolve_score_options(options if options is not None else {})
 
 
 def _check_predictions(items: pa.Table, predictions: pa.Table) -> tuple[pa.Array, np.ndarray]:
@@ -150,7 +132,7 @@ def load_resources(bench: Bench, backbone: Path | None) -> tuple[Any, SynonymInd
 
 def score(bench: Bench, predictions: pa.Table, options: Any = None) -> ScoreResult:
     """Score C1 predictions aligned with ``bench.items`` (see the module docstring)."""
-    settings = C1ScoreOptions.from_mapping(options)
+    settings = resolved_options(options)
     tree, synonyms, vernacular, index_path = load_resources(bench, settings.backbone)
     items = _scoring_columns(bench)
     return score_items(items, predictions, tree=tree, synonyms=synonyms, vernacular=vernacular,
@@ -183,10 +165,10 @@ def _scoring_columns(bench: Bench) -> pa.Table:
 
 
 def score_items(items: pa.Table, predictions: pa.Table, *, tree: Any, synonyms: SynonymIndex,
-                vernacular: VernacularLookup, settings: C1ScoreOptions | None = None,
+                vernacular: VernacularLookup, settings: Any = None,
                 backbone: Path | None = None, source: Path | None = None) -> ScoreResult:
     """Per-item scores and the summary from already-loaded resources (pure)."""
-    settings = settings or C1ScoreOptions()
+    settings = settings if settings is not None else resolved_options()
     task_index = _check_items(items, source)
     replies, status = _check_predictions(items, predictions)
     target = items.column("target_node").to_numpy(zero_copy_only=False).astype(np.int64)
