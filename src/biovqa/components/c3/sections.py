@@ -127,7 +127,9 @@ def counting_section(rows: Rows, parsed: np.ndarray, boot: Bootstrap, clusters: 
     gold, pred = rows.floats("gold_number"), rows.floats("pred_number")
     subsets = rows.objects("subset")
     tiers = rows.objects("tier")
-    names = sorted(set(subsets))
+    # the subsets in sorted order and each row's subset as its index there (integer masks below)
+    unique_subsets, subset_codes = np.unique(subsets.astype(str), return_inverse=True)
+    names = unique_subsets.tolist()
     n = len(cas)
     cols = SumColumns(n)
     i_cas, cells = cols.cells(cas, subsets, tiers)
@@ -157,8 +159,8 @@ def counting_section(rows: Rows, parsed: np.ndarray, boot: Bootstrap, clusters: 
     tv = {t: est[4 + k]["value"] for k, t in enumerate(COUNTING_TIERS)}
     out["drops"] = {"easy_to_medium": _diff(tv["easy"], tv["medium"]), "medium_to_hard": _diff(tv["medium"], tv["hard"])}
     out["subsets"] = {}
-    for s in names:
-        m = subsets == s
+    for k, s in enumerate(names):
+        m = subset_codes == k
         ok = m & parsed
         out["subsets"][s] = {"n": int(m.sum()), "cas": _plain(cas[m].mean(), int(m.sum())),
                              "em": _plain(em[m].mean(), int(m.sum())),
@@ -169,8 +171,7 @@ def counting_section(rows: Rows, parsed: np.ndarray, boot: Bootstrap, clusters: 
         ok = (datasets == d) & parsed
         out["corpora"][d] = {"spearman": _plain(spearman(pred[ok], gold[ok]), int(ok.sum()))}
     # floor: per-subset modal count fitted on the parsed rows, macro-averaged like the score
-    modes = _modal_counts(subsets[parsed], gold[parsed], names)
-    subset_codes = np.searchsorted(names, subsets)  # each row's subset as its index in names
+    modes = _modal_counts(subset_codes[parsed], gold[parsed], names)
     mode = np.array([modes.get(s, 0) for s in names], dtype=np.float64)[subset_codes]
     with np.errstate(invalid="ignore", divide="ignore"):
         fcas = np.where(parsed, np.maximum(0.0, 1 - np.abs(mode - gold) / gold), np.nan)
@@ -183,13 +184,14 @@ def counting_section(rows: Rows, parsed: np.ndarray, boot: Bootstrap, clusters: 
     return out
 
 
-def _modal_counts(subsets: np.ndarray, golds: np.ndarray, names: list[Any]) -> dict[str, int]:
-    """:func:`~biovqa.components.c3.kernels.modal_counts` of (subset, int(gold)) pairs, with NumPy:
-    per subset the most frequent gold count (ties: the smaller count)."""
+def _modal_counts(codes: np.ndarray, golds: np.ndarray, names: list[Any]) -> dict[str, int]:
+    """:func:`~biovqa.components.c3.kernels.modal_counts` of (subset, int(gold)) pairs, with NumPy
+    (``codes``: each row's subset as its index in ``names``): per subset the most frequent gold
+    count (ties: the smaller count)."""
     out = {}
     counts = golds.astype(np.int64)  # int(g): truncation, as the pairs had it
-    for s in names:
-        values, freq = np.unique(counts[subsets == s], return_counts=True)
+    for k, s in enumerate(names):
+        values, freq = np.unique(counts[codes == k], return_counts=True)
         if len(values):
             out[s] = int(values[np.argmax(freq)])  # first maximum: the smallest count
     return out
@@ -430,7 +432,8 @@ def view_stats(gold: Sequence[str], pred: Sequence[str | None], w: np.ndarray, w
                ) -> tuple[float, float, float, float]:
     """(EM, VAS, macroVAS, κ_VAS) with row weights ``w``; unparsed (None) is a "none" prediction."""
     gold_a = np.array(gold, dtype=object)
-    credit = np.array([view_credit(g, p, weights) for g, p in zip(gold, pred)])
+    credit_of = {pair: view_credit(*pair, weights) for pair in set(zip(gold, pred))}  # ≤ 10 × 11 pairs
+    credit = np.array([credit_of[pair] for pair in zip(gold, pred)])
     exact = np.array([float(p is not None and p == g) for g, p in zip(gold, pred)])
     total = w.sum()
     if total <= 0:
