@@ -106,12 +106,6 @@ def corners(boxes: np.ndarray, convention: str, width: np.ndarray | float, heigh
             np.clip(y2, 0.0, height))
 
 
-def to_xyxy(box: tuple[float, ...], convention: str, width: float, height: float) -> tuple[float, float, float, float]:
-    """One parsed box under ``convention`` as absolute, clipped (x1, y1, x2, y2)."""
-    x1, y1, x2, y2 = (float(v[0]) for v in corners(np.array([box]), convention, width, height))
-    return x1, y1, x2, y2
-
-
 def iou(p: tuple[float, ...], g: tuple[float, ...]) -> float:
     pa_ = max(0.0, p[2] - p[0]) * max(0.0, p[3] - p[1])
     ga = max(0.0, g[2] - g[0]) * max(0.0, g[3] - g[1])
@@ -134,7 +128,7 @@ def char_accuracy(gold: str, pred: str | None, start: int = 0) -> float:
 def ious_under(boxes: np.ndarray, convention: str, width: np.ndarray, height: np.ndarray, gold: np.ndarray
                ) -> np.ndarray:
     """:func:`iou` of every parsed box (rows of ``boxes``) read under ``convention`` against its
-    gold box (x1, y1, x2, y2), as arrays (what :func:`to_xyxy` and :func:`iou` do one box at a time)."""
+    gold box (x1, y1, x2, y2), as arrays (what :func:`iou` does one box at a time)."""
     x1, y1, x2, y2 = corners(boxes, convention, width, height)
     gx1, gy1, gx2, gy2 = gold.T
     area_p = np.maximum(0.0, x2 - x1) * np.maximum(0.0, y2 - y1)
@@ -204,10 +198,6 @@ def best_constant(golds: Sequence[float]) -> tuple[float, int]:
         if n > best_n:
             best_l, best_n = low, n
     return 1.2 * best_l, best_n
-
-
-def hit20(prediction: float, gold: float) -> bool:
-    return abs(prediction - gold) <= ACC20 * gold + TOL
 
 
 def mean_normalised_box(rows: Iterable[tuple[Sequence[float], int, int]]) -> tuple[float, float, float, float]:
@@ -480,6 +470,6 @@ __all__ = ["ACC20", "BOX_LAYOUTS", "BOX_SCALES", "CONVENTIONS", "DEFAULT_VAS_WEI
            "TaskRows", "best_constant", "box_arrays", "box_conventions", "char_accuracy", "common_prefix",
            "constant_code", "convention_means", "corners", "credit_for_steps", "detect_convention",
            "floor_constant_code", "floor_constant_length", "floor_letter", "floor_majority", "floor_mean_box",
-           "floor_modal_count", "floor_option", "hit20", "iou", "ious_under", "majority", "mean_normalised_box",
+           "floor_modal_count", "floor_option", "iou", "ious_under", "majority", "mean_normalised_box",
            "modal_counts", "number_text", "ring_steps", "score_box", "score_choice", "score_code", "score_count",
-           "score_direction", "score_distance", "score_view", "to_xyxy", "vas_weights", "view_credit"]
+           "score_direction", "score_distance", "score_view", "vas_weights", "view_credit"]

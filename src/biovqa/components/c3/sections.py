@@ -370,7 +370,7 @@ def absolute_distance_section(rows: Rows, parsed: np.ndarray, boot: Bootstrap, c
         m = types == t
         ok = m & parsed & (pred > 0)
         factor = float(np.median(gold[ok] / pred[ok])) if ok.any() else math.nan
-        calibrated[ok] = np.abs(pred[ok] * factor - gold[ok]) <= F.ACC20 * gold[ok] + F.TOL  # hit@20, as F.hit20
+        calibrated[ok] = np.abs(pred[ok] * factor - gold[ok]) <= F.ACC20 * gold[ok] + F.TOL  # hit@20
         c, k = F.best_constant(gold[m & parsed].tolist())
         constants[t] = c
         covered += k
