@@ -2,8 +2,9 @@
 column order (Shen et al. 2026, "BAGEL: Benchmarking Animal Knowledge Expertise in Language Models").
 
 Every domain asks four-option multiple-choice questions in the same evaluation prompt, read by the
-same strict letter parser and scored by exact letter match; they differ in their name, their
-aliases in the released files, their Table 3 / Table 4 columns and their released size. The
+same strict letter parser, scored by exact letter match (accuracy, the summary's ``domains``
+section) and floored by the same seeded random letter (:mod:`.floor`); they differ in their name,
+their aliases in the released files, their Table 3 / Table 4 columns and their released size. The
 component's task tuple (``COMPONENT.tasks``) and Table 3 columns (``bagel`` = every domain, item
 weighted, then one per domain) are read from :data:`TASKS`.
 """
@@ -38,13 +39,8 @@ class Domain:
     #: reply, the four option texts → the letter chosen, or None
     parser: Callable[[str | None, Sequence[str]], str | None] = parse_letter
     kernel: Callable[[str | None, str], bool] = letter_correct
-    headline: str = "accuracy"
     #: what the interval bootstrap resamples
     cluster: str = "items"
-    #: the floor: one uniform letter per item, seeded by its id (the BAGEL paper's random guess)
-    floor_rule: str = "seeded uniform letter"
-    #: the summary section keyed by domain name
-    section: str = "domains"
 
 
 TASKS: tuple[Domain, ...] = (

@@ -36,7 +36,7 @@ from biovqa.components.c4.metrics import construction_checks
 from biovqa.components.c4.pairs import PairResult, build_pairs
 from biovqa.components.c4.prompts import C4_INSTRUCTION, C4_QUESTION
 from biovqa.components.c4.render import GUTTER, PANEL_HEIGHT
-from biovqa.components.c4.tasks import CONDITIONS, DATASETS
+from biovqa.components.c4.tasks import CONDITIONS, DATASETS, task
 
 GENERATOR = "biovqa.components.c4.build"
 RENDER_FOLDER = "rendered/c4"
@@ -321,7 +321,7 @@ def build_c4(
                 jobs.append(CanvasJob(left, right, out / image, whole_photo, panel_height))
                 rows.append({
                     "item_id": item_id, "component": "c4", "task": condition, "question": C4_QUESTION,
-                    "instruction": C4_INSTRUCTION, "options": None, "answer": "Yes" if pair.same else "No",
+                    "instruction": task(condition).instruction, "options": None, "answer": "Yes" if pair.same else "No",
                     "image": image, "image_sha256": None,
                     "source_id": f"{left.annotation_id}|{right.annotation_id}",
                     "dataset": name, "species": CATALOG_SPECIES.get(name), "condition": condition,

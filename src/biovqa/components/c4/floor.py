@@ -5,14 +5,12 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-from biovqa.components.c4.tasks import TASKS
+from biovqa.components.c4.tasks import task
 
 
 def floor_responses(items: pa.Table) -> pa.Array:
     """One floor reply per item, in order: its condition's :attr:`~.tasks.Condition.floor_reply`."""
-    replies = {spec.name: spec.floor_reply for spec in TASKS}
-    return pa.array([replies.get(c, TASKS[0].floor_reply) for c in items.column("condition").to_pylist()],
-                    pa.string())
+    return pa.array([task(c).floor_reply for c in items.column("condition").to_pylist()], pa.string())
 
 
 __all__ = ["floor_responses"]

@@ -23,19 +23,18 @@ import pyarrow as pa
 from biovqa.bench.folder import Bench
 from biovqa.components.c4.parse import reply_similarity
 from biovqa.components.c4.summary import summarize
-from biovqa.components.c4.tasks import TASKS, task
+from biovqa.components.c4.tasks import task
 from biovqa.components.registry import ScoreResult
 from biovqa.scoring.schema import core_columns
 
 __all__ = ["parse_items", "score", "score_items"]
 
 
-def parse_items(responses: list[str | None], statuses: list[str], conditions: list[str] | None = None
+def parse_items(responses: list[str | None], statuses: list[str], conditions: list[str]
                 ) -> tuple[list[str | None], list[str]]:
     """(parsed answer, parse status) per item, each by its condition's parser; a reply that did
     not come is its request's status (``failed`` / ``missing``). Each distinct reply is parsed once."""
-    parsers = {spec.name: spec.parser for spec in TASKS}
-    default = TASKS[0].parser
+    specs = {c: task(c) for c in set(conditions)}
     memo: dict[tuple[Any, str | None], tuple[str | None, str]] = {}
     parsed: list[str | None] = []
     parse_status: list[str] = []
@@ -44,7 +43,7 @@ def parse_items(responses: list[str | None], statuses: list[str], conditions: li
             parsed.append(None)
             parse_status.append(status if status == "failed" else "missing")
             continue
-        parser = parsers.get(conditions[k], default) if conditions is not None else default
+        parser = specs[conditions[k]].parser
         key = (parser, response)
         if key not in memo:
             memo[key] = parser(response)
@@ -61,8 +60,8 @@ def score_items(items: pa.Table, predictions: pa.Table) -> pa.Table:
     conditions = items.column("condition").to_pylist()
     parsed, parse_status = parse_items(responses, statuses, conditions)
     same = items.column("same").to_pylist()
-    kernels = {spec.name: spec.kernel for spec in TASKS}
-    correct = [kernels.get(c, task("random").kernel)(p, bool(s)) for p, s, c in zip(parsed, same, conditions)]
+    specs = {c: task(c) for c in set(conditions)}
+    correct = [specs[c].kernel(p, bool(s)) for p, s, c in zip(parsed, same, conditions)]
     similarities = [reply_similarity(r) if s == "ok" else None for r, s in zip(responses, statuses)]
     return pa.table({
         **core_columns(items, predictions, component="c4", parsed=pa.array(parsed, pa.string()),

@@ -3,8 +3,9 @@ Individual re-identification"; appendix H.7) and the five re-identification cata
 
 Every C4 item is one pair of photographs asked the same Yes/No question; the condition decides
 only how its partner was drawn. So the conditions share the instruction, the parser, the per-item
-kernel, the headline metric, the resampling unit and the floor, and differ in their pair rules and
-in which Table 3 columns they feed (the random condition, pooled over the datasets). The
+kernel, the resampling unit and the floor, and differ in their pair rules and in which Table 3
+columns they feed (the random condition, pooled over the datasets). Every condition is reported by
+the same statistics (d′ first, Table 49) in the summary's ``pooled`` and ``cells`` sections. The
 component's task tuple (``COMPONENT.tasks``), its Table 3 columns and :data:`CONDITIONS` are read
 from :data:`TASKS`; the catalog names and report labels from :data:`CATALOGS`.
 """
@@ -38,14 +39,10 @@ class Condition:
     #: reply → (answer ``yes``/``no`` or None, parse status)
     parser: Callable[[str | None], tuple[str | None, str]] = parse_reply
     kernel: Callable[[str | None, bool], bool] = yes_no_correct
-    #: the statistic its cells are ranked and reported by (Table 49)
-    headline: str = "dprime"
     #: what the interval bootstrap resamples
     cluster: str = "items within dataset × condition"
     #: the image-blind reply of the floor (accuracy .500, d′ 0: the paper's C4 floor)
     floor_reply: str = "Yes"
-    #: the summary sections keyed by condition name
-    sections: tuple[str, ...] = ("pooled", "cells")
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,12 +80,10 @@ DATASETS: tuple[str, ...] = tuple(catalog.name for catalog in CATALOGS)
 SPECIES_LABEL: dict[str, str] = {catalog.name: catalog.label for catalog in CATALOGS}
 
 
-def task(name: str) -> Condition:
-    """The condition record named ``name``."""
-    for spec in TASKS:
-        if spec.name == name:
-            return spec
-    raise KeyError(name)
+def task(name: str | None) -> Condition:
+    """The condition record named ``name``; a bench of another condition name is scored by the
+    first one's rules (every C4 condition shares its parser, kernel and floor)."""
+    return next((spec for spec in TASKS if spec.name == name), TASKS[0])
 
 
 __all__ = ["CATALOGS", "CONDITIONS", "DATASETS", "SPECIES_LABEL", "TABLE3", "TASKS", "Catalog", "Condition",

@@ -37,11 +37,11 @@ import typer
 from biovqa.bench.folder import relative_to_bench, staged_build
 from biovqa.components.hca.distractors import (POLICIES, SMALL_LEVEL_POLICIES, ClipScorer, random_distractors,
                                                seeded_rng, similarity_distractors, taxonomy_distractors)
-from biovqa.components.hca.prompts import (COT_MAX_NEW_TOKENS, LETTERS, TEMPLATES, TEXT_CLOSING, TEXT_SYSTEM_PROMPT,
-                                           TEXT_TEMPLATES, VISUAL_CLOSING, VISUAL_SYSTEM_PROMPT, binary_statement,
+from biovqa.components.hca.prompts import (COT_MAX_NEW_TOKENS, LETTERS, TEMPLATES, TEXT_TEMPLATES, binary_statement,
                                            taxonomy_json, text_binary_statement, text_question, visual_question,
                                            with_cot, with_taxonomy)
 from biovqa.components.hca.released import read_released, released_lines, reroot
+from biovqa.components.hca.tasks import task
 from biovqa.components.hca.taxonomy import (Hierarchy, from_c1_bench, read_image_list,
                                            read_taxonomy_json)
 from biovqa.bench.paths import contained_path
@@ -50,6 +50,9 @@ from biovqa.records import ITEM_COLUMNS
 
 if TYPE_CHECKING:
     from biovqa.bench.folder import Bench
+
+#: the two tasks' records: instruction (closing line) and system prompt of their items
+VISUAL, TEXT = task("visual"), task("text")
 
 COMPONENT = "hca"
 RELEASED_FILE = Path("hca") / "items.jsonl"
@@ -254,8 +257,8 @@ def visual_items(rows: list[dict[str, Any]], hierarchy: Hierarchy | None, *, pol
                 continue
             question = visual_question(template_set, template, options, level=name, subject=subject)
             _append(columns, item_id=f"hca:{row['image']}:{level}", task="visual",
-                    question=apply_variant(question, variant, taxonomy), instruction=VISUAL_CLOSING,
-                    system=VISUAL_SYSTEM_PROMPT, max_new_tokens=variant.cot_max_new_tokens if variant.cot else None,
+                    question=apply_variant(question, variant, taxonomy), instruction=VISUAL.instruction,
+                    system=VISUAL.system_prompt, max_new_tokens=variant.cot_max_new_tokens if variant.cot else None,
                     **common)
     return pa.table(columns, schema=ITEM_SCHEMA)
 
@@ -305,9 +308,9 @@ def text_items(visual: pa.Table, *, entity: str, template: int, common_names: di
             item_id=f"hca-text:{row['level']}:{digest}", task="text",
             question=apply_variant(text_question(template, row["options"], label=label, level=row["level_name"]),
                                    variant, taxonomy),
-            instruction=TEXT_CLOSING, options=row["options"], answer=row["answer"], image=None, source_id=label,
+            instruction=TEXT.instruction, options=row["options"], answer=row["answer"], image=None, source_id=label,
             image_key=None, paths=[row["image_key"]], level=row["level"], level_name=row["level_name"],
-            depth=row["depth"], leaf=row["leaf"], system=TEXT_SYSTEM_PROMPT, policy=row["policy"],
+            depth=row["depth"], leaf=row["leaf"], system=TEXT.system_prompt, policy=row["policy"],
             genus_leak=_genus_leak(label, gold, row["level_name"]), variant=variant.name,
             max_new_tokens=variant.cot_max_new_tokens if variant.cot else None)
     columns: dict[str, list] = {name: [] for name in ITEM_SCHEMA.names}
@@ -440,7 +443,7 @@ def build_hca(out: str | Path, *, taxonomy: str | Path | None = None, images: st
     parameters: dict[str, Any] = {"policy": policy, "small_levels": small_levels, "template_set": template_set,
                                   "template": template, "subject": subject}
     sources: dict[str, str | Path] = {}
-    extra: dict[str, Any] = {"system_prompt": VISUAL_SYSTEM_PROMPT}
+    extra: dict[str, Any] = {"system_prompt": VISUAL.system_prompt}
     if text_from is not None:
         visual = open_bench(text_from)
         if visual.component != COMPONENT or set(visual.items.column("task").to_pylist()) != {"visual"}:
@@ -458,7 +461,7 @@ def build_hca(out: str | Path, *, taxonomy: str | Path | None = None, images: st
         if variant.binary:
             dedup.update(statements=table.num_rows,
                          key="(entity, level, option set) of the 4-way question; its statements stay together")
-        extra = {"system_prompt": TEXT_SYSTEM_PROMPT, "levels": visual.manifest.get("levels"), "text_only": True,
+        extra = {"system_prompt": TEXT.system_prompt, "levels": visual.manifest.get("levels"), "text_only": True,
                  "dataset": dataset or visual.manifest.get("dataset") or Path(text_from).name,
                  "leaf_autocorrect": "the leaf level is not asked and is scored right on every path",
                  "dedup": dedup, "unscored_levels": visual.manifest.get("unscored_levels", []),

@@ -32,7 +32,7 @@ import numpy as np
 import pyarrow as pa
 
 from biovqa.components.hca.prompts import LETTERS
-from biovqa.components.hca.tasks import TABLE3, TASKS
+from biovqa.components.hca.tasks import TABLE3, TASKS, task
 from biovqa.scoring.schema import estimate
 from biovqa.stats.bootstrap import bootstrap_means
 from biovqa.stats.hierarchy import HIERARCHICAL_METRICS, hca, hierarchical_per_image, scaled_hca
@@ -57,12 +57,12 @@ def path_matrix(items: pa.Table, correct: list[bool]) -> tuple[list[str], np.nda
     c = np.zeros((len(images), width), dtype=bool)
     present = np.zeros_like(c)
     leak = np.zeros_like(c)
-    for group, level, depth, ok, is_leak, task in zip(paths, levels, depths, correct, leaks, text):
+    for group, level, depth, ok, is_leak, name in zip(paths, levels, depths, correct, leaks, text):
         rows = [row_of[image] for image in group]
         c[rows, level - 1] = ok
         present[rows, level - 1] = True
         leak[rows, level - 1] = bool(is_leak)
-        if task == "text":
+        if task(name).leaf_autocorrect:
             c[rows, depth - 1] = True
             present[rows, depth - 1] = True
     return images, c, present, leak

@@ -37,13 +37,10 @@ class HierarchyTask:
     statement_parser: Callable[[str | None], str | None] = parse_yes_no
     #: a level asked as statements: the answers to its options, the gold index → right or wrong
     statement_kernel: Callable[[Sequence[str | None], int], bool] = binary_level_correct
-    headline: str = "hca"
     #: what the interval bootstrap resamples (a path is one image)
     cluster: str = "images"
     #: the image-blind floor: always the first option
     floor_reply: str = "A"
-    #: the summary section of the path metrics
-    section: str = "metrics"
 
 
 @dataclass(frozen=True, slots=True)
