@@ -44,6 +44,7 @@ import pandas as pd
 from biovqa.reporting.leaderboard import GENERALIST, Run, build_leaderboard
 from biovqa.reporting.stats import (alpha_std, fisher_ci, holm, pca_share, permutation_gap_p, spearman_matrix,
                                     spearman_p, within_across_gap)
+from biovqa.scoring.schema import estimate_value
 
 MIN_MODELS = 4
 DESIGNS: tuple[str, ...] = ("paper27", "table3")
@@ -91,13 +92,7 @@ def _dig(summary: Mapping[str, object], path: Sequence[str]) -> float:
         if not isinstance(node, Mapping) or key not in node:
             return math.nan
         node = node[key]
-    if isinstance(node, Mapping):
-        node = node.get("value")
-    try:
-        value = float(node)  # type: ignore[arg-type]
-    except (TypeError, ValueError):
-        return math.nan
-    return value if math.isfinite(value) else math.nan
+    return estimate_value(node)
 
 
 def paper27_matrix(runs: Sequence[Run], *, include_ocr: bool = False) -> tuple[pd.DataFrame, dict[str, str]]:

@@ -44,6 +44,7 @@ import numpy as np
 import pandas as pd
 
 from biovqa.components.registry import component_rank
+from biovqa.scoring.schema import estimate_value
 
 _TAGS = re.compile(r"\s*\[([^\[\]]*)\]")
 FLOOR, SPECIALIST, GENERALIST, CONTROL = "floor", "specialist", "vlm", "control"
@@ -164,14 +165,6 @@ class Leaderboard:
         return [r for r in self.value.index if self.kind[r] == GENERALIST]
 
 
-def _number(value: Any) -> float:
-    try:
-        out = float(value)
-    except (TypeError, ValueError):
-        return math.nan
-    return out if math.isfinite(out) else math.nan
-
-
 def build_leaderboard(runs: Sequence[Run], columns: Mapping[str, Sequence[str]]) -> Leaderboard:
     """Table 3 over ``runs``; ``columns`` maps component name → its Table 3 columns in order."""
     ordered = [(comp, col) for comp in sorted(columns, key=component_rank) for col in columns[comp]]
@@ -186,7 +179,7 @@ def build_leaderboard(runs: Sequence[Run], columns: Mapping[str, Sequence[str]])
         note = subset_note(run.summary)
         for col in columns.get(run.component, ()):
             est = (run.summary.get("table3") or {}).get(col) or {}
-            row[col] = {key: _number(est.get(key)) for key in ("value", "lo", "hi", "n")}
+            row[col] = {key: estimate_value(est, key) for key in ("value", "lo", "hi", "n")}
             if note and col in (run.summary.get("table3") or {}):
                 notes.setdefault(run.name, {})[col] = note
 
