@@ -14,7 +14,7 @@ sentences, negations, refusals, empty), with 0.5 % failed and 0.5 % missing requ
 
 Prints, per repeat: ``score_predictions`` (read, check, align, score, summary, write: what
 ``biovqa score`` runs) wall and CPU time against the 1.0 s budget, the scorer alone (per item +
-summary), and the reference (read the replies and answers, count exact matches).
+summary), and ``score_all.plain_reference`` (read the replies and answers, count exact matches).
 """
 
 from __future__ import annotations
@@ -110,22 +110,6 @@ def make_benchmark(folder: Path) -> tuple[Path, Path]:
     return bench, predictions
 
 
-def reference(bench: Path, predictions: Path) -> float:
-    """Read the replies and the items' answers and count exact matches (case and outer whitespace
-    ignored): the least any scorer does."""
-    import pyarrow.compute as pc
-    import pyarrow.parquet as pq
-
-    replies = pq.read_table(predictions, columns=["item_id", "response"])
-    items = pq.read_table(bench / "items.parquet", columns=["item_id", "answer"])
-    joined = items.join(replies, "item_id", join_type="left outer")
-
-    def norm(column: str) -> pa.ChunkedArray:
-        return pc.utf8_lower(pc.utf8_trim_whitespace(joined.column(column)))
-
-    return float(pc.sum(pc.fill_null(pc.equal(norm("response"), norm("answer")), False)).as_py() or 0)
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--work", type=Path, default=HERE / "_work" / "c4")
@@ -133,6 +117,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeat", type=int, default=3)
     args = parser.parse_args(argv)
     import pyarrow.parquet as pq
+
+    from score_all import plain_reference  # the reference every component's benchmark shares
 
     from biovqa.bench.folder import open_bench
     from biovqa.components.registry import get_component
@@ -153,7 +139,7 @@ def main(argv: list[str] | None = None) -> int:
         t2, c2 = time.perf_counter(), time.process_time()
         score(opened, aligned, options)
         t3, c3 = time.perf_counter(), time.process_time()
-        reference(bench, predictions)
+        plain_reference(bench, predictions)
         t4 = time.perf_counter()
         wall = t1 - t0
         print(f"run {run + 1}: score_predictions (B = {summary['options']['bootstrap']}) {wall:.2f} s wall, "
