@@ -62,16 +62,25 @@ def resolve_options(options: Mapping[str, Any] | None) -> Mapping[str, Any]:
     return COMPONENT.resolve_score_options(options if options is not None else {})
 
 
-def load_context(bench: Bench) -> C2Context:
-    """Scoring context of a C2 benchmark folder: part layout (if written) + name index + gold pools."""
+#: The item columns C2 scoring reads (where the items have them): a wide benchmark's other
+#: columns (instruction, image, image_sha256, source_id, …) are not decoded.
+SCORE_COLUMNS: tuple[str, ...] = (
+    "item_id", "task", "family", "question", "options", "answer", "answer_letter", "part", "property",
+    "attribute_group", "gold_set", "class_id", "class_name", "genus", "kind_category")
+
+
+def load_context(bench: Bench, items: pa.Table | None = None) -> C2Context:
+    """Scoring context of a C2 benchmark folder: part layout (if written) + name index + gold
+    pools, from ``items`` (the bench's :data:`SCORE_COLUMNS` when not given)."""
     layout_path = bench.root / PART_LAYOUT_FILE
     layout = PartLayout.from_file(layout_path) if layout_path.exists() else None
-    return C2Context.from_items(bench.items, layout)
+    return C2Context.from_items(bench.item_columns(SCORE_COLUMNS) if items is None else items, layout)
 
 
 def score(bench: Bench, predictions: pa.Table, options: Mapping[str, Any] | None = None
           ) -> ScoreResult:
     """Score C2 predictions (aligned with ``bench.items``): per-item table + summary."""
     options = resolve_options(options)
-    table = score_items(bench.items, predictions, load_context(bench), kernel_config(options))
-    return ScoreResult(items=table, summary=summarize(table, bench.items, options))
+    items = bench.item_columns(SCORE_COLUMNS)
+    table = score_items(items, predictions, load_context(bench, items), kernel_config(options))
+    return ScoreResult(items=table, summary=summarize(table, items, options))
