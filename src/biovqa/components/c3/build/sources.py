@@ -108,15 +108,11 @@ def read_subsets(sources: dict[str, Path], per_subset: int, seed: int, manifest:
 
     subsets: list[Subset] = []
     beetles = None
-    exclusions = manifest["exclusions"]
     if "waid" in sources:
         from biovqa.sources.waid import read_classes, read_waid
 
         src = read_waid(sources["waid"])
-        roots["waid"] = src.root
-        exclusions["waid"] = dict(sorted(src.exclusions.items()))
-        manifest["exclusion_examples"]["waid"] = dict(sorted(src.exclusion_examples.items()))
-        manifest["files"].update(src.files)
+        _record_source(manifest, roots, "waid", src, files=True)
         classes = tuple(read_classes(src.root / "classes.txt"))
         by_class: dict[str, list[AnnotatedImage]] = {}
         for image in src.images:
@@ -132,20 +128,13 @@ def read_subsets(sources: dict[str, Path], per_subset: int, seed: int, manifest:
             import importlib
 
             src = getattr(importlib.import_module(module), function)(sources[name])
-            roots[name] = src.root
-            exclusions[name] = dict(sorted(src.exclusions.items()))
-            manifest["exclusion_examples"][name] = dict(sorted(src.exclusion_examples.items()))
-            if src.ignored_names:
-                manifest["ignored_object_names"][name] = src.ignored_names
+            _record_source(manifest, roots, name, src, ignored_names=True)
             subsets.append(_subset(name, src.root, src.images))
     if "beetles" in sources:
         from biovqa.sources.beetles import read_beetles
 
         beetles = read_beetles(sources["beetles"])
-        roots["beetles"] = beetles.root
-        exclusions["beetles"] = dict(sorted(beetles.exclusions.items()))
-        manifest["exclusion_examples"]["beetles"] = dict(sorted(beetles.exclusion_examples.items()))
-        manifest["files"].update(beetles.files)
+        _record_source(manifest, roots, "beetles", beetles, files=True)
         if decode is not None:  # every plate is drawn (distances, positions) or shown (OCR)
             failing = decode.failing("beetles", [plate.path for plate in beetles.plates])
             beetles.plates = [plate for plate in beetles.plates if Path(plate.path) not in failing]
@@ -178,6 +167,20 @@ def read_subsets(sources: dict[str, Path], per_subset: int, seed: int, manifest:
         subset.available = len(usable)
         subset.images = drawn
     return subsets, beetles
+
+
+def _record_source(manifest: dict[str, Any], roots: dict[str, Path], name: str, source: Any, *,
+                   files: bool = False, ignored_names: bool = False) -> None:
+    """What the manifest keeps of one source read: its photo folder (``roots``), exclusions per
+    reason and their first examples, and, where the reader gives them, the files it hashed and
+    the object names it did not count."""
+    roots[name] = source.root
+    manifest["exclusions"][name] = dict(sorted(source.exclusions.items()))
+    manifest["exclusion_examples"][name] = dict(sorted(source.exclusion_examples.items()))
+    if files:
+        manifest["files"].update(source.files)
+    if ignored_names and source.ignored_names:
+        manifest["ignored_object_names"][name] = source.ignored_names
 
 
 def _subset(sid: str, root: Path, images: list[Any]) -> Subset:
