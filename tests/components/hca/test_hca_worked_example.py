@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pyarrow.parquet as pq
 import pytest
 from fixtures.bagel_items import write_jsonl
 from fixtures.hca_data import LEVELS, TAXONOMY, write_images, write_taxonomy
@@ -60,3 +61,23 @@ def test_a_perfect_model_scores_one_everywhere_and_the_floor_is_chance(tmp_path:
     assert {k: v["value"] for k, v in summary["metrics"].items()} == dict.fromkeys(summary["metrics"], 1.0)
     assert summary["scaled_hca"] == 1.0 and summary["counts"] == {"images": 18, "questions": 72}
     assert set(summary["levels"]) == {"1 order", "2 family", "3 genus", "4 species"}
+
+
+def test_parse_status_names_every_outcome_and_an_unread_reply_stays_wrong_in_place(tmp_path: Path) -> None:
+    images = write_images(tmp_path / "data", ["Black-footed Albatross"] * 2)
+    bench = build_hca(tmp_path / "bench", taxonomy=write_taxonomy(tmp_path / "data"), images=images,
+                      levels=LEVELS, template_set="cub", template=0)
+    items = bench.items.to_pylist()
+    unread = next(i["item_id"] for i in items if i["image_key"] == "img000.png" and i["level"] == 1)
+    absent = next(i["item_id"] for i in items if i["image_key"] == "img001.png" and i["level"] == 4)
+    replies = [{"item_id": i["item_id"], "response": "maybe" if i["item_id"] == unread else i["answer"]}
+               for i in items if i["item_id"] != absent]
+    out = biovqa.score(bench.root, write_jsonl(tmp_path / "p.jsonl", replies), tmp_path / "score", bootstrap=50)
+    scored = {row["item_id"]: row["parse_status"] for row in pq.read_table(out / "items.parquet").to_pylist()}
+    assert scored[unread] == "unparsed" and scored[absent] == "missing"
+    assert set(scored.values()) == {"parsed", "unparsed", "missing"}
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["format"]["n_unparsed"] == 1 and summary["format"]["n_missing"] == 1
+    assert summary["metrics"]["hca"]["value"] == 0.0  # each image has one wrong level: no path is whole
+    assert summary["metrics"]["acc_leaf"]["value"] == 0.5  # img001's missing leaf reply is wrong
+    assert summary["bootstrap"] == {"B": 50, "seed": 42, "level": 0.95, "cluster": "images"}
