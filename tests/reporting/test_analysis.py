@@ -8,7 +8,7 @@ import pytest
 
 from biovqa.components.registry import get_component
 from biovqa.reporting.analysis import analyze_matrix, task_matrix
-from biovqa.reporting.stats import alpha_std, permutation_gap_p
+from biovqa.stats.inference import alpha_std, permutation_gap_p
 
 from biovqa.reporting.leaderboard import Run
 

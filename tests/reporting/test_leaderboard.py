@@ -11,7 +11,8 @@ import pandas as pd
 from biovqa.components.registry import get_component
 from biovqa.reporting.leaderboard import (FLOOR, GENERALIST, MEAN_ROW, SPECIALIST, Run, build_leaderboard,
                                           leaderboard_table, parse_label, read_label)
-from biovqa.reporting.stats import holm, spearman_p
+from biovqa.stats.inference import holm
+from biovqa.stats.ranks import spearman_p
 
 def test_table3_mean_row_reproduces_the_paper(paper_blocks: list[pd.DataFrame], paper_runs: list[Run]) -> None:
     paper = paper_blocks[0]

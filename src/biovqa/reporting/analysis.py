@@ -42,8 +42,8 @@ import numpy as np
 import pandas as pd
 
 from biovqa.reporting.leaderboard import GENERALIST, Run, build_leaderboard
-from biovqa.reporting.stats import (alpha_std, fisher_ci, holm, pca_share, permutation_gap_p, spearman_matrix,
-                                    spearman_p, within_across_gap)
+from biovqa.stats.inference import alpha_std, fisher_ci, holm, pca_share, permutation_gap_p, within_across_gap
+from biovqa.stats.ranks import spearman_matrix, spearman_p
 from biovqa.scoring.schema import estimate_value
 
 MIN_MODELS = 4

@@ -21,7 +21,7 @@ MEAN_ROW = "Mean"
 
 
 def _rho(a: np.ndarray, b: np.ndarray) -> float:
-    from biovqa.reporting.stats import spearman_matrix
+    from biovqa.stats.ranks import spearman_matrix
 
     if len(a) < 3 or np.all(a == a[0]) or np.all(b == b[0]):
         return math.nan

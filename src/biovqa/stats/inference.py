@@ -1,16 +1,14 @@
-"""Cross-cutting statistics of the leaderboard and the cross-component analysis (paper App. J, L.3).
+"""Inference over models and tasks: multiple testing, reliability, structure and correlation
+intervals (the paper's §6 and Appendix J). Pure functions over arrays, no I/O:
 
-Pure functions over arrays, no I/O:
-
-* :func:`spearman_p` — two-sided p of a Spearman ρ from the t approximation
-  ``t = ρ·sqrt(n−2)/sqrt(1−ρ²)``, df = n − 2 (§6.3; :mod:`biovqa.stats.ranks`);
 * :func:`holm` — Holm step-down adjusted p-values and rejections at family-wise α (§6.3);
 * :func:`alpha_std` — standardized Cronbach α ``k·r̄/(1+(k−1)·r̄)`` (§6.5);
 * :func:`within_across_gap` / :func:`permutation_gap_p` — mean task-pair ρ within vs across
   components and the label-permutation p ``(1 + #{gap ≥ observed})/(B + 1)`` (§6.4);
 * :func:`pca_share` — PC1 share and loadings of the z-scored matrix (§6.6);
-* :func:`spearman_matrix` — average-rank Spearman between columns (§6.2; :mod:`biovqa.stats.ranks`);
 * :func:`fisher_ci` — Fisher-z interval with the Bonett–Wright variance (§6.8).
+
+Spearman's ρ, its p-value and the ρ matrix are in :mod:`biovqa.stats.ranks`.
 """
 
 from __future__ import annotations
@@ -19,8 +17,6 @@ import math
 from typing import Sequence
 
 import numpy as np
-
-from biovqa.stats.ranks import spearman_matrix, spearman_p
 
 
 def holm(p_values: Sequence[float], alpha: float = 0.05) -> tuple[np.ndarray, np.ndarray]:
@@ -99,5 +95,4 @@ def fisher_ci(rho: float, n: int, level: float = 0.95) -> tuple[float, float]:
     return math.tanh(z - half), math.tanh(z + half)
 
 
-__all__ = ["alpha_std", "fisher_ci", "holm", "pca_share", "permutation_gap_p", "spearman_matrix", "spearman_p",
-           "within_across_gap"]
+__all__ = ["alpha_std", "fisher_ci", "holm", "pca_share", "permutation_gap_p", "within_across_gap"]
