@@ -47,12 +47,12 @@ class TaskSpec:
     (:class:`~biovqa.components.c3.kernels.TaskRows` → :class:`~biovqa.components.c3.kernels.ScoreColumns`);
     ``floor(rows)`` is the image-blind reply to each item (the ``baseline`` backend);
     ``section(rows, parsed, boot, clusters, settings)`` is the task's summary section
-    (:mod:`.sections`). ``cluster``
-    is the items-table column the bootstrap resamples (the source photograph / plate where items
-    share one, else the item); ``headline`` is the key of the summary section's Table 3 metric,
-    ``floor_metric`` the key inside its ``floor`` printed on Table 3's Floor row, ``macro_over``
-    the score-table column whose groups the headline macro-averages (None: a plain mean), which
-    the rank bootstrap recomputes."""
+    (:mod:`.sections`). ``cluster`` is the items-table column the bootstrap resamples (the source
+    photograph / plate where items share one, else the item); ``headline`` is the key of the
+    summary section's Table 3 metric and ``metric`` how the figure labels it; ``floor_metric`` is
+    the key inside the section's ``floor`` printed on Table 3's Floor row; ``macro_over`` the
+    score-table column whose groups the headline macro-averages (None: a plain mean), which the
+    rank bootstrap recomputes; ``paper_count`` the task's items in the paper (Table 9)."""
 
     name: str
     column: str
@@ -76,6 +76,7 @@ class TaskSpec:
 
     @property
     def cluster_unit(self) -> str:
+        """What the bootstrap resamples, in words (the summary's ``bootstrap.cluster``)."""
         return "source photograph / plate" if self.clustered else "item"
 
 
