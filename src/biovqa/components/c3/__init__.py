@@ -1,11 +1,14 @@
 """C3 quantitative spatial reasoning (WAID, Boxes on Bees, DePondFi, 2018-NEON-beetles, wildlife
 catalogs).
 
-Modules: :mod:`.tasks` (task names, prompts, item columns), :mod:`.subsets` (ten count-stratified
-subsets), :mod:`.build` (items, floor replies), :mod:`.render` (canvases and overlays),
-:mod:`.parser` (Table 14 parsers), :mod:`.floors` (image-blind rules), :mod:`.score` (per item),
-:mod:`.summary` (aggregates, floors, lifts, bootstrap), :mod:`.report` (Table 3 block, Tables
-38–45, the floor plot), :mod:`.demo` (tiny native-format sources for ``biovqa demo``).
+Modules: :mod:`.tasks` (one spec record per task), :mod:`.prompts` (Table 70 and the answer
+vocabularies), :mod:`.build` (sources, items, geometry), :mod:`.subsets` (ten count-stratified
+subsets), :mod:`.render` (canvases and overlays), :mod:`.parse` (Table 14 parsers),
+:mod:`.kernels` (per-item kernels, floor fits), :mod:`.floor` (image-blind replies), :mod:`.score`
+(per item), :mod:`.sections` (each task's summary section), :mod:`.summary` (Table 3, format,
+bootstrap), :mod:`.report` (Table 3 block,
+Tables 38–47, the floor plot), :mod:`.rank` (rank bootstrap inputs), :mod:`.demo` (tiny
+native-format sources for ``biovqa demo``).
 """
 
 from biovqa.components.registry import AnalysisColumn, Component, Option
