@@ -1,4 +1,5 @@
-"""Export to a Hugging Face dataset folder and open it again (issue 15, components.md §7.1)."""
+"""Export to a Hugging Face dataset folder and open it again (a release others can load, with its
+images checked against their sha256)."""
 
 from __future__ import annotations
 

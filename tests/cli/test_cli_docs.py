@@ -1,4 +1,4 @@
-"""The docs stand alone (issue 24): the README, docs/, the package's docstrings and every ``--help``
+"""The docs stand alone (a reader needs nothing outside this repository): the README, docs/, the package's docstrings and every ``--help``
 text cite the paper by
 section, table or equation and name no file that does not ship in this repository."""
 

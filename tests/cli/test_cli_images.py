@@ -1,6 +1,6 @@
 """``--images DIR`` on every command that takes ``BENCH``: the source photos of an exported folder
 are resolved against DIR and checked against their sha256 (``$BIOVQA_IMAGES`` the fallback); a
-missing or altered photo is exit 2 naming the item (issue 15)."""
+missing or altered photo is exit 2 naming the item."""
 
 from __future__ import annotations
 

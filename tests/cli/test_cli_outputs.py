@@ -1,4 +1,5 @@
-"""The first hour of a new user (issue 24) and one writer per output folder (issue 22), through the
+"""The first hour of a new user (every first command works or says what to do) and one writer per
+output folder, through the
 installed command in subprocesses: writing commands refuse a folder holding something else, replace
 their own earlier output whole, refuse a second writer naming its pid; a missing optional
 dependency is a user error naming the extra; help texts read like click's."""

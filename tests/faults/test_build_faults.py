@@ -1,4 +1,4 @@
-"""Faults in the C1 build and the taxonomy index (issue 9): hostile benchmark images excluded and
+"""Faults in the C1 build and the taxonomy index (bad input is one clear error, never a crash): hostile benchmark images excluded and
 counted, a broken ``--common-names`` CSV, a synonym pointing nowhere, and the index written as
 a whole folder with a card of part hashes that ``build c1`` checks before use."""
 

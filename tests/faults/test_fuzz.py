@@ -1,4 +1,4 @@
-"""Fuzzing every component's reply parser: no crash, bounded time on hostile replies (issue 9).
+"""Fuzzing every component's reply parser: no crash, bounded time on hostile replies.
 
 Three layers: hypothesis properties over arbitrary text (no exception, a result of the declared
 type, each call well under a second), explicit megabyte-sized adversarial replies that made the

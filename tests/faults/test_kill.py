@@ -1,4 +1,4 @@
-"""Crash safety of the writers (issue 9): ``biovqa score``, ``biovqa build c1`` and ``biovqa
+"""Crash safety of the writers (an interrupted command never leaves a half output): ``biovqa score``, ``biovqa build c1`` and ``biovqa
 taxonomy index`` killed with SIGKILL at random points, then rerun, give byte-identical outputs;
 and at every kill point the output folder holds either nothing or a complete earlier output —
 never new files beside stale ones; a C1 rebuild over an earlier benchmark leaves that benchmark
@@ -155,7 +155,7 @@ def test_kill_score_then_rerun(tmp_path: Path, demo_bench: Path) -> None:
     _kill_and_rerun(command, out, tmp_path / "reference", seed=93)
 
 
-# --- Ctrl-C and SIGTERM (issue 24): every command unwinds, says what it kept, and resumes --------
+# --- Ctrl-C and SIGTERM: every command unwinds, says what it kept, and resumes --------
 
 def _start(args: list[str], *, tty: bool) -> tuple[subprocess.Popen[bytes], int]:
     """``biovqa ARGS`` with its output on a pseudo-terminal (``tty``) or a pipe; returns the

@@ -1,4 +1,4 @@
-"""Faults in source datasets (issue 9): damaged archives, hostile images, malformed CUB lists.
+"""Faults in source datasets (bad input is one clear error, never a crash): damaged archives, hostile images, malformed CUB lists.
 
 Each case goes through the command a user runs (``biovqa taxonomy index``, ``biovqa build c2``)
 or the reader it calls, and asserts the documented outcome: exit 2 with one message naming the

@@ -1,4 +1,4 @@
-"""Full vs Lite in the report (issue 15): the same models scored on the demo benchmarks and on
+"""Full vs Lite in the report (does the Lite subset rank models as the full benchmark?): the same models scored on the demo benchmarks and on
 their Bio-VQA-Lite subsets (``biovqa.bench.lite.make_lite``); the report ranks the full runs and
 shows the Spearman ρ between full and Lite per Table 3 column and for the Mean."""
 

@@ -116,7 +116,7 @@ def _check_images(bench: Bench, workers: int) -> list[str]:
 
     def check(args: tuple[tuple[str, str | None], Path | None]) -> str | None:
         (image, digest), path = args
-        if path is None:  # [issue 14] text-only benches (manifest "text_only") have no images
+        if path is None:  # a text-only bench (manifest "text_only": BAGEL, the HCA text control) has no images
             return None if bench.manifest.get("text_only") else "an item has no image"
         if not path.is_file():
             missing.append(f"{image} ({path})")

@@ -1,4 +1,5 @@
-"""Does Bio-VQA-Lite rank the models as the full benchmark does? (issue 15, paper Conclusion (Bio-VQA-Lite))
+"""Does Bio-VQA-Lite rank the models as the full benchmark does? (paper Conclusion, Bio-VQA-Lite: a
+subset is only useful if it orders the models as the full benchmark does)
 
 Given score folders of a full run and of a Lite run (benchmark manifest generator
 ``biovqa.lite``) of the same models, :func:`full_vs_lite` builds Table 3 from each and gives,

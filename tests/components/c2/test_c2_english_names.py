@@ -1,4 +1,5 @@
-"""C2 naming golds carry the English name beside the CUB folder label (issue 20 "Names"): a
+"""C2 naming golds carry the English name beside the CUB folder label (a naming reply in
+English is a correct answer): a
 biologist's "Chuck-will's-widow" or "Brewer's Blackbird" scores as exact, CUB-label replies score
 as before, and ``-O english_names=false`` scores the CUB label alone, as the paper."""
 
