@@ -1,5 +1,5 @@
-"""The cross-component analysis recomputed from the paper's Table 3 (results.md §7.4, "Table 3
-only" variant) and the statistics' worked values (metrics.md §6.3–6.6)."""
+"""The cross-component analysis recomputed from the paper's Table 3 ("Table 3 only"
+variant) and the statistics' worked values (Holm, Spearman p, Cronbach's α, correlation intervals)."""
 
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ def test_component_correlations_from_table3_match_results_md(paper_runs: list[Ru
     assert matrix.shape == (18, 21)
     analysis = analyze_matrix(matrix, blocks, B=200)
     assert analysis is not None
-    # results.md §7.4: z-mean components, C3 with 7 tasks, C4 = d′+acc
+    # Table 3 only: z-mean components, C3 with 7 tasks, C4 = d′+acc
     expected = {"C1-C2": .812, "C1-C3": .763, "C1-C4": .306, "C2-C3": .959, "C2-C4": .469, "C3-C4": .474}
     got = {pair: round(float(rho), 3) for pair, rho in analysis.pairs["rho"].items()}
     assert got == expected
@@ -45,7 +45,7 @@ def test_missing_cells_are_imputed_and_the_sensitivity_run_drops_the_model(paper
 
 
 def test_alpha_and_permutation_worked_values() -> None:
-    # metrics.md §6.5: C1 k = 10, r̄ = .841 → .9814; C2 k = 5, r̄ = .645 → .9008; C4 .617 → .8896
+    # standardized α: C1 k = 10, r̄ = .841 → .9814; C2 k = 5, r̄ = .645 → .9008; C4 .617 → .8896
     assert [round(alpha_std(r, k), 4) for r, k in ((.841, 10), (.645, 5), (.617, 5))] == [.9814, .9008, .8896]
     # a perfect block structure: no permutation reaches the gap → p = 1/(B + 1) (§6.4: 1/2001)
     rho = np.full((6, 6), 0.1)

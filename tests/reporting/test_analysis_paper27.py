@@ -1,8 +1,7 @@
-"""Supplement J's 27-task analysis (results.md §7.2, §7.4) built the way ``biovqa analyze`` builds
+"""Supplement J's 27-task analysis (the 27 task columns; the rows the paper does not print imputed) built the way ``biovqa analyze`` builds
 it — from score summaries — here with the summaries carrying the paper's per-task tables (Table 75
-C1 groups, Table 33 C2 families, Table 3 C3 tasks, Table 86 C4 species) and results.md's recorded
-imputations for the rows the paper does not print; every number of results.md's 27-column
-reconstruction table is reproduced."""
+C1 groups, Table 33 C2 families, Table 3 C3 tasks, Table 86 C4 species) and the imputations below for the rows the paper does
+not print; every number of the 27-column reconstruction is reproduced."""
 
 from __future__ import annotations
 
@@ -25,9 +24,9 @@ C4_SPECIES = [(c.label, c.path[1]) for c in get_component("c4").analysis_columns
 PAPER27 = paper27_tasks()
 
 SPECIALISTS = ("BioCLIP-2 (tol)", "BioCLIP-2 (kingdom)", "MegaDescriptor")
-#: results.md §6.5 [DERIVED]: Llama-3.2-Vision's random d′ per species from Table 52's means
+#: derived: Llama-3.2-Vision's random d′ per species from Table 52's means
 LLAMA_C4 = (-.413, .726, .410, .292, -.506)
-#: Table 3 category standing in for a family of the two models Table 33 lacks (results.md §7.4)
+#: Table 3 category standing in for a family of the two models Table 33 lacks (imputed)
 FAMILY_CATEGORY = {"attr_bare": "mrp", "attr_group": "sal", "marker": "loc", "vis_set": "loc", "vis_side": "loc"}
 RECONSTRUCTED = {"C1-C2": .637, "C1-C3": .777, "C1-C4": .232, "C2-C3": .928, "C2-C4": .307, "C3-C4": .298}
 INTERNAL = {"C1": .842, "C2": .691, "C3": .640, "C4": .385}
@@ -55,7 +54,7 @@ def paper27_runs(paper_blocks: list[pd.DataFrame]) -> list[Run]:
     pooled = _block(paper_blocks, ["rank", "model", "EM", "EM_soft"])["EM"].astype(float)
     models = [m for m in table3.index if m not in ("Mean", "Floor", *SPECIALISTS)]
     listed = [m for m in models if m in groups.index]
-    # results.md §7.4: a model without Table 75's row gets its pooled EM × the group profile
+    # imputed: a model without Table 75's row gets its pooled EM × the group profile
     # (mean group EM / mean pooled EM over the models printed)
     profile = {label: groups.loc[listed, label].astype(float).mean() / pooled[listed].mean() for label, _ in C1_GROUPS}
     runs = []
@@ -67,7 +66,7 @@ def paper27_runs(paper_blocks: list[pd.DataFrame]) -> list[Run]:
         c3 = {column: _estimate(table3.loc[model, column]) for column in (*C3_TASKS, "ocr")}
         if model in species.index:
             dprime = [float(species.loc[model, label]) for label, _ in C4_SPECIES]
-        else:  # Vicuna answers one constant: d′ = 0; Llama from Table 52 (results.md §6.5)
+        else:  # Vicuna answers one constant: d′ = 0; Llama from Table 52's means
             dprime = list(LLAMA_C4) if model == "Llama-3.2-Vision" else [0.0] * 5
         c4 = {dataset: {"random": {"dprime": _estimate(d)}} for (_, dataset), d in zip(C4_SPECIES, dprime)}
         runs += [Run(model, "c1", {"groups": c1}), Run(model, "c2", {"families": c2}),
@@ -92,7 +91,7 @@ def test_results_md_27_column_reconstruction_is_reproduced(paper27_runs: list[Ru
     assert analysis is not None and analysis.matrix.shape == (18, 27)
     assert {pair: round(float(r), 3) for pair, r in analysis.pairs["rho"].items()} == RECONSTRUCTED
     assert {c: round(float(r), 3) for c, r in analysis.components["internal_rho"].items()} == INTERNAL
-    # results.md's reconstructed α is the standardized α of the mean Pearson r; the paper's printed
+    # the reconstructed α is the standardized α of the mean Pearson r; the paper's printed
     # α (C1 .981 from internal ρ .841) is the standardized α of the internal Spearman ρ
     assert {c: round(float(a), 3) for c, a in analysis.components["alpha_std_pearson"].items()} == ALPHA
     assert analysis.components.loc["C1", "alpha_std"] == pytest.approx(10 * .842 / (1 + 9 * .842), abs=2e-4)

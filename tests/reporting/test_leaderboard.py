@@ -1,5 +1,5 @@
 """Table 3 and the Table 4 Holm markers recomputed from the paper's printed numbers
-(results.md §1, §2; metrics.md §6.3)."""
+(the paper's Tables 3 and 4; Holm's correction over the six component pairs)."""
 
 from __future__ import annotations
 
@@ -76,7 +76,7 @@ def test_table4_holm_markers_from_the_printed_rhos(paper_blocks: list[pd.DataFra
     p = [spearman_p(r, 18) for r in rhos]
     adjusted, rejected = holm(p)
     assert [("yes" if r else "no") for r in rejected] == table4["significant_after_holm"].tolist()
-    # metrics.md §6.3: p of C2–C4 = .0291, C1–C4 = .0727; Holm-adjusted C3–C4 .0216, C2–C4 .0582
+    # Holm's correction of Table 4's pairs: p of C2–C4 = .0291, C1–C4 = .0727; Holm-adjusted C3–C4 .0216, C2–C4 .0582
     by_pair = dict(zip(table4["pair"], zip(p, adjusted)))
     assert round(by_pair["C2-C4"][0], 4) == 0.0291 and round(by_pair["C1-C4"][0], 4) == 0.0727
     assert round(by_pair["C3-C4"][1], 4) == 0.0216 and round(by_pair["C2-C4"][1], 4) == 0.0582
