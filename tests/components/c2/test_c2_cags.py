@@ -1,4 +1,5 @@
-"""cags and its companions (metrics.md §3.1–3.2, §3.9 derived values) through the scorer."""
+"""cags and its companions (the paper's App. C.4, Eqs. 2, 11, 12, 22, and its derived values) through
+the scorer."""
 
 from __future__ import annotations
 
@@ -26,7 +27,7 @@ B_BLUE = (0.498 + 0.134 + 0.053) / 3
 def test_table_16_cags(s, exact, summary, paper):
     value = float(chance_adjusted(np.array([s]), np.array([B_BLUE]))[0])
     assert value == pytest.approx(exact, abs=1e-6)
-    assert round(value, 4) == pytest.approx(summary)  # metrics.md §7 vector 3
+    assert round(value, 4) == pytest.approx(summary)  # Table 16's worked colour example, to 4 decimals
     # the paper prints 0.350 for 0.34946 (rounded from unrounded kernel values)
     assert value == pytest.approx(paper, abs=6e-4)
 

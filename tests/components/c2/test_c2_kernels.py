@@ -1,4 +1,4 @@
-"""Worked examples of metrics.md §3.4–3.9 and kernel properties."""
+"""Worked examples of the paper's similarity kernels (App. C.5, Eqs. 13–18) and kernel properties."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Naming kernels: Table 17 of the paper (metrics.md §3.10) and properties."""
+"""Naming kernels: Table 17 of the paper (App. C.5, Eqs. 19–21) and properties."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The five-step C2 parser (prompts.md §6.3, Table 14)."""
+"""The five-step C2 parser (the paper's App. K.5, Table 14)."""
 
 from __future__ import annotations
 

@@ -26,7 +26,7 @@ def _benchmark_module():
 
 
 @pytest.mark.slow
-# The per-item reference implements the open_genus baseline of metrics.md §3.1 read literally
+# The per-item reference implements the open_genus baseline of the paper's App. C.4 (Eqs. 2, 11, 12) read literally
 # ("graded"); the default "exact" genus baseline is checked in test_c2_fidelity.py.
 @pytest.mark.parametrize("options", [{"genus_baseline": "graded"},
                                      {"prefer_text": True, "tau": 20, "alpha": 0.7, "genus_baseline": "graded"},

@@ -1,4 +1,5 @@
-"""Aggregation (metrics.md §3.2 checks), format diagnostics and laterality."""
+"""Aggregation (the paper's App. C.4 and §3.11: item-weighted categories, pooled, severity), format
+diagnostics and laterality."""
 
 from __future__ import annotations
 

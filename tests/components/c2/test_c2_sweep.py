@@ -1,4 +1,4 @@
-"""Sensitivity sweep (metrics.md §3.13; Table 56 ρ/τ examples)."""
+"""Sensitivity sweep (the paper's App. I.1; Table 56 ρ/τ examples)."""
 
 from __future__ import annotations
 
