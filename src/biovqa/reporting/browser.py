@@ -309,14 +309,14 @@ def write_browser(runs: Sequence[Run], out: Path) -> dict[str, Any]:
             }
 
         for (task, group, tier) in sorted(by_cell):
-            cell = by_cell[(task, group, tier)]
+            members = by_cell[(task, group, tier)]
             first = page_no + 1
-            for start in range(0, len(cell), PAGE_SIZE):
-                chunk = [entry(i, task, group, tier) for i in cell[start:start + PAGE_SIZE]]
+            for start in range(0, len(members), PAGE_SIZE):
+                chunk = [entry(i, task, group, tier) for i in members[start:start + PAGE_SIZE]]
                 page_no += 1
                 (out / page_file(page_no)).write_text(f"biovqaPage({page_no},{_js_json(chunk)});\n",
                                                       encoding="utf-8")
-            cells.append((component, task, group, tier, first, page_no - first + 1, len(cell)))
+            cells.append((component, task, group, tier, first, page_no - first + 1, len(members)))
     counts: dict[str, dict[str, int]] = {k: {} for k in FACETS}
     for cell in cells:
         for k, value in zip(FACETS, cell[:4]):
