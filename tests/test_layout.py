@@ -10,6 +10,7 @@ with a literal name, or relative. Only ``if TYPE_CHECKING:`` blocks are left out
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 import biovqa
@@ -160,7 +161,11 @@ def test_modules_import_each_other_in_no_cycle() -> None:
 
 def test_status_and_file_name_constants_are_defined_once() -> None:
     """A module-level ``*_STATUSES`` or ``*_FILE`` constant has one home; others import it (two
-    copies drift: a predictions ``PREDICTION_STATUSES`` once lacked the ``missing`` that C1's had)."""
+    copies drift: a predictions ``PREDICTION_STATUSES`` once lacked the ``missing`` that C1's had).
+
+    The one exception is a role's own vocabulary: each component's ``parse`` module names the
+    values of its ``parse_status`` column ``PARSE_STATUSES`` (C1's resolution tiers are not C4's
+    yes/no tiers), as each ``tasks`` module names its records ``TASKS``."""
     homes: dict[str, list[str]] = {}
     for name, path in MODULES.items():
         for node in ast.parse(path.read_text(encoding="utf-8")).body:
@@ -168,6 +173,8 @@ def test_status_and_file_name_constants_are_defined_once() -> None:
             for target in targets:
                 if isinstance(target, ast.Name) and target.id.endswith(("_STATUSES",)):
                     homes.setdefault(target.id, []).append(name)
+    parse_roles = homes.pop("PARSE_STATUSES", [])
+    assert parse_roles and all(re.fullmatch(r"biovqa\.components\.\w+\.parse", name) for name in parse_roles)
     assert {constant: modules for constant, modules in homes.items() if len(modules) > 1} == {}
     assert homes["PREDICTION_STATUSES"] == ["biovqa.records"]
 
