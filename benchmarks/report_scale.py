@@ -5,7 +5,8 @@
 
 Synthetic score folders (``items.parquet`` in each component's score schema with the columns the
 report reads, and a ``summary.json`` with Table 3 and the sections the analysis reads) are written
-into a temporary folder; their benchmark folder does not exist, so the item browser works from
+into a temporary folder (the bench's structure — each item's image, gold answer — is the same for
+every model, as on a real benchmark; only the replies and scores differ); their benchmark folder does not exist, so the item browser works from
 the score files alone (no question text, no thumbnails). Then ``biovqa report`` runs as a child
 process. Prints: generation time, report wall and CPU time, the report's peak RSS, the size of
 ``index.html``, of the ``browser/`` sidecar (files, bytes, the start-up ``index.js`` and its
@@ -79,7 +80,7 @@ def write_folder(out: Path, component: str, label: str, skill: float, scale: flo
         tasks = np.repeat(np.array(list(spec), dtype=object), list(spec.values()))
         n = len(tasks)
         images = max(1, n // 9)
-        source = rng.integers(0, images, size=n)
+        source = np.random.default_rng(7).integers(0, images, size=n)  # the bench's images: one for every model
         group = np.asarray(C1_GROUPS, dtype=object)[source % len(C1_GROUPS)]
         score = (rng.random(n) < skill * (1 - 0.08 * (np.arange(n) // max(1, n // 9)))).astype(float)
         columns = {**_core("c1", tasks, score, rng), "group": pa.array(group, pa.string()).dictionary_encode(),
@@ -105,7 +106,7 @@ def write_folder(out: Path, component: str, label: str, skill: float, scale: flo
         spec = _counts(C3_TASKS, scale)
         tasks = np.repeat(np.array(list(spec), dtype=object), list(spec.values()))
         n = len(tasks)
-        gold = np.asarray(("A", "B", "C", "D"), dtype=object)[rng.integers(0, 4, size=n)]
+        gold = np.asarray(("A", "B", "C", "D"), dtype=object)[np.random.default_rng(8).integers(0, 4, size=n)]
         score = (rng.random(n) < skill).astype(float)
         columns = {**_core("c3", tasks, score, rng), "subset": pa.array([f"s{k % 7}" for k in range(n)], pa.string()),
                    "gold": pa.array(gold, pa.string()), "cluster": pa.array([f"p{k // 4:06d}" for k in range(n)], pa.string()),
