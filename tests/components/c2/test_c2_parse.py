@@ -144,3 +144,18 @@ def test_step5_routing(question, options, family):
     is_side = np.array([sorted(normalize_c2(o) for o in (options or [])) == sorted(parse.SIDE_LABELS)])
     routed = parse.route_families(pa.array([question]), is_side, np.array([bool(options)]))
     assert routed[0] == family
+
+
+def test_sequence_ratio_is_difflibs_ratio_bit_for_bit():
+    """The kernels' ratio must equal difflib's exactly (same float), including tie-breaking
+    between equally long matches, empty strings and the autojunk length difflib handles itself."""
+    rng = np.random.default_rng(3)
+    pairs = [("", ""), ("a", ""), ("", "a"), ("corvus", "melospiza"), ("lars", "larus"),
+             ("abcabc", "cbacba"), ("x" * 300, "x" * 250), ("ab c" * 60, "c ab" * 55)]
+    for alphabet in ("ab", "abc", "abcdefgh", "abcdefghijklmnopqrstuvwxyz "):
+        letters = np.array(list(alphabet))
+        for _ in range(3000):
+            a, b = ("".join(rng.choice(letters, size=int(rng.integers(0, 20)))) for _ in range(2))
+            pairs.append((a, b))
+    for a, b in pairs:
+        assert parse.sequence_ratio(a, b) == difflib.SequenceMatcher(None, a, b).ratio(), (a, b)

@@ -75,10 +75,9 @@ def _option_matrix(items: pa.Table, vocab: Vocabulary) -> tuple[np.ndarray, np.n
     lookup = np.array([vocab.add(t) for t in normalized] or [0], dtype=np.int64)
     width = max(1, int(counts.max()) if n else 1)
     ids = np.full((n, width), -1, dtype=np.int64)
-    rows = np.repeat(np.arange(n), counts)
-    starts = np.repeat(np.cumsum(counts) - counts, counts)
-    cols = np.arange(len(flat)) - starts
-    ids[rows, cols] = np.where(flat_index >= 0, lookup[np.maximum(flat_index, 0)], -1)
+    # a boolean mask fills row-major, i.e. in the flattened list order (no per-option indices)
+    ids[np.arange(width)[None, :] < counts[:, None]] = np.where(
+        flat_index >= 0, lookup[np.maximum(flat_index, 0)], -1)
     return ids, counts
 
 

@@ -11,12 +11,12 @@ All inputs are normalized with :func:`biovqa.text.normalize_c2` first.
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
 
 from biovqa.components.c2.kernels import normalize_c2  # memoized biovqa.text.normalize_c2
+from biovqa.components.c2.parse import sequence_ratio  # difflib's ratio, without its overhead
 
 COMMON_F1_WEIGHT = 0.6
 COMMON_HEAD_WEIGHT = 0.4
@@ -91,14 +91,7 @@ def name_part_agreement(predicted: str, gold: str) -> float:
         return 1.0 if p else 0.0
     if not p or not g:
         return 0.0
-    matcher = _matcher_for(g)  # difflib caches its analysis of the second sequence
-    matcher.set_seq1(p)
-    return NEAR_MISS_WEIGHT * matcher.ratio()
-
-
-@lru_cache(maxsize=4096)
-def _matcher_for(gold: str) -> difflib.SequenceMatcher:
-    return difflib.SequenceMatcher(None, "", gold)
+    return NEAR_MISS_WEIGHT * sequence_ratio(p, g)
 
 
 def _binomial_parts(name: str) -> tuple[str, str]:
