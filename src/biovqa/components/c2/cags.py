@@ -72,12 +72,12 @@ def _option_matrix(items: pa.Table, vocab: Vocabulary) -> tuple[np.ndarray, np.n
     counts = pc.fill_null(pc.list_value_length(column), 0).to_numpy(zero_copy_only=False).astype(np.int64)
     flat = pc.list_flatten(column)
     flat_index, normalized = _encode_strings(flat, normalize_c2)
-    lookup = np.array([vocab.add(t) for t in normalized] or [0], dtype=np.int64)
+    # the last entry (-1) is where a null option (code -1) lands: one gather, no temporaries
+    lookup = np.array([vocab.add(t) for t in normalized] + [-1], dtype=np.int64)
     width = max(1, int(counts.max()) if n else 1)
     ids = np.full((n, width), -1, dtype=np.int64)
     # a boolean mask fills row-major, i.e. in the flattened list order (no per-option indices)
-    ids[np.arange(width)[None, :] < counts[:, None]] = np.where(
-        flat_index >= 0, lookup[np.maximum(flat_index, 0)], -1)
+    ids[np.arange(width)[None, :] < counts[:, None]] = lookup[flat_index]
     return ids, counts
 
 
