@@ -138,23 +138,25 @@ def check_predictions(items: pa.Table, predictions: pa.Table) -> None:
             row=row + 1, field="item_id", hint="align predictions with bench.items first")
 
 
-def _check_routing(items: pa.Table, families: np.ndarray, option_ids: np.ndarray,
+def _check_routing(items: pa.Table, codes: np.ndarray, option_ids: np.ndarray,
                    counts: np.ndarray, vocab: Vocabulary) -> None:
-    """Step 5: the template phrases must route every question to the family it is stored as."""
+    """Step 5: the template phrases must route every question to the family it is stored as
+    (``codes``: each row's index in FAMILIES)."""
     side_ids = np.sort([vocab.get(label) for label in parse.SIDE_LABELS])
-    width = option_ids.shape[1]
-    if width >= 4 and (side_ids >= 0).all():
-        first4 = np.sort(option_ids[:, :4], axis=1)
-        is_side = (counts == 4) & (first4 == side_ids[None, :]).all(axis=1)
-    else:
-        is_side = np.zeros(len(families), dtype=bool)
-    routed, has_token = parse.route_and_detect(items.column("question"), is_side, counts > 0)
-    wrong = np.flatnonzero((routed != families) | (has_token != (counts > 0)))
+    is_side = np.zeros(len(codes), dtype=bool)
+    if option_ids.shape[1] >= 4 and (side_ids >= 0).all():
+        four = np.flatnonzero(counts == 4)  # only a four-option row can be the side set
+        first4 = np.sort(option_ids[four, :4], axis=1)
+        is_side[four] = (first4 == side_ids[None, :]).all(axis=1)
+    route, has_token = parse.route_codes(items.column("question"), is_side, counts > 0)
+    family_of_route = np.array([FAMILIES.index(t) if t in FAMILIES else -1
+                                for t in parse.ROUTE_TARGETS], dtype=np.int64)
+    wrong = np.flatnonzero((family_of_route[route] != codes) | (has_token != (counts > 0)))
     if len(wrong):
         row = int(wrong[0])
         raise InputFormatError(
             f"question of item {items.column('item_id')[row].as_py()!r} routes to "
-            f"{routed[row]!r}, but the item is stored as {families[row]!r} "
+            f"{parse.ROUTE_TARGETS[route[row]]!r}, but the item is stored as {FAMILIES[codes[row]]!r} "
             f"({len(wrong)} such item(s))",
             file="items.parquet", row=row + 1, field="question",
             hint="questions must follow the Table 69 templates (paper App. K.2 (Table 69)), with an "
@@ -177,11 +179,10 @@ def score_items(items: pa.Table, predictions: pa.Table, context: C2Context,
         row = int(np.flatnonzero(codes < 0)[0])
         raise InputFormatError(f"unknown C2 family {unknown[0]!r}", file="items.parquet",
                                row=row + 1, field="family", hint=f"expected one of {FAMILIES}")
-    families = np.array(FAMILIES, dtype=object)[codes]
     vocab = Vocabulary(reserve_empty=False)
     option_ids, counts = _option_matrix(items, vocab)
     mcq = counts > 0
-    _check_routing(items, families, option_ids, counts, vocab)
+    _check_routing(items, codes, option_ids, counts, vocab)
     gold_idx = _gold_indices(items, option_ids, counts, vocab, mcq)
 
     # replies: analyzed once per distinct string

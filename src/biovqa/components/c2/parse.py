@@ -398,11 +398,25 @@ def route_families(questions: pa.Array | pa.ChunkedArray, is_side_option_set: np
     return route_and_detect(questions, is_side_option_set, has_option_list)[0]
 
 
+#: What :func:`route_codes` codes stand for: the ROUTES families, the three families decided by the
+#: options (side set / part set / bare value), and None (no route).
+ROUTE_TARGETS: tuple[str | None, ...] = (
+    *(family for _, family in ROUTES), "visibility_side", "visibility_partset", "attr_bare_value", None)
+
+
 def route_and_detect(questions: pa.Array | pa.ChunkedArray, is_side_option_set: np.ndarray,
                      has_option_list: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Steps 2 and 5 over a question column: (family per row, ``Options:`` present per row).
-    Phrases are looked up once per distinct question opening (the first ROUTE_PREFIX_CHARS
-    bytes, cut at ``Options:``); stems longer than that are read in full."""
+    """Steps 2 and 5 over a question column: (family per row, ``Options:`` present per row)."""
+    codes, has_token = route_codes(questions, is_side_option_set, has_option_list)
+    return np.array(ROUTE_TARGETS, dtype=object)[codes], has_token
+
+
+def route_codes(questions: pa.Array | pa.ChunkedArray, is_side_option_set: np.ndarray,
+                has_option_list: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`route_and_detect` as integer codes into :data:`ROUTE_TARGETS` (so a caller can
+    check a million rows without comparing strings). Phrases are looked up once per distinct
+    question opening (the first ROUTE_PREFIX_CHARS bytes, cut at ``Options:``); stems longer
+    than that are read in full."""
     array = questions.combine_chunks() if isinstance(questions, pa.ChunkedArray) else questions
     token_at = pc.find_substring(array, OPTIONS_TOKEN).to_numpy(zero_copy_only=False)
     token_at = np.asarray(np.nan_to_num(np.asarray(token_at, dtype=float), nan=-1), dtype=np.int64)
@@ -413,19 +427,19 @@ def route_and_detect(questions: pa.Array | pa.ChunkedArray, is_side_option_set: 
     encoded = pc.dictionary_encode(pc.binary_slice(raw, 0, ROUTE_PREFIX_CHARS))
     index = pc.fill_null(encoded.indices, -1).to_numpy(zero_copy_only=False).astype(np.int64)
     n_routes = len(ROUTES)
+    no_route = len(ROUTE_TARGETS) - 1
     openings = [b.decode("utf-8", errors="ignore") if b is not None else None
                 for b in encoded.dictionary.to_pylist()]
-    route_of = np.array([_route_index(q) for q in openings] or [n_routes], dtype=np.int64)
-    route = np.where(index >= 0, route_of[np.maximum(index, 0)], n_routes)
+    route_of = np.array([_route_index(q) for q in openings] + [n_routes], dtype=np.int64)
+    route = route_of[index]  # a null question (index -1) takes the trailing "no route"
     for row in np.flatnonzero((stem_bytes > ROUTE_PREFIX_CHARS) & (route == n_routes)):
         route[row] = _route_index(array[int(row)].as_py())
-    names = np.array([family for _, family in ROUTES] + [None], dtype=object)
-    routed = names[route]
-    visibility = route == [family for _, family in ROUTES].index("visibility")
-    routed[visibility & is_side_option_set] = "visibility_side"
-    routed[visibility & ~is_side_option_set] = "visibility_partset"
-    routed[(route == n_routes) & has_option_list] = "attr_bare_value"
-    return routed, has_token
+    visibility = route == ROUTE_TARGETS.index("visibility")
+    codes = np.where(route == n_routes, no_route, route)
+    codes[visibility & is_side_option_set] = ROUTE_TARGETS.index("visibility_side")
+    codes[visibility & ~is_side_option_set] = ROUTE_TARGETS.index("visibility_partset")
+    codes[(route == n_routes) & has_option_list] = ROUTE_TARGETS.index("attr_bare_value")
+    return codes, has_token
 
 
 def _route_index(question: str | None) -> int:
