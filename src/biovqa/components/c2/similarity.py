@@ -52,11 +52,10 @@ def attr_group_value(items: pa.Table, rows: np.ndarray, opt: np.ndarray, gold: n
                      texts: Sequence[str], context: C2Context, config: KernelConfig) -> np.ndarray:
     """The paired part-and-value kernel over ``part: value`` traits."""
     layout = _require_layout(context, "attr_group_value")
-    local = np.unique(opt[opt >= 0])
+    local, position_of = _dense_distinct(opt[opt >= 0], len(texts))
     matrix = paired_attribute_matrix([texts[v] for v in local], layout, config)
-    position = np.searchsorted(local, np.maximum(opt, 0))
-    gold_position = np.searchsorted(local, gold)
-    return np.where(opt >= 0, matrix[position, gold_position[:, None]], np.nan)
+    position = position_of[np.maximum(opt, 0)]
+    return np.where(opt >= 0, matrix[position, position_of[gold][:, None]], np.nan)
 
 
 def marker_localization(items: pa.Table, rows: np.ndarray, opt: np.ndarray, gold: np.ndarray,
@@ -130,11 +129,31 @@ def pair_similarities(a_keys: np.ndarray, b_keys: np.ndarray,
         return out.reshape(np.shape(a_keys))
     base = int(max(a[valid].max(), b[valid].max())) + 1
     combined = a[valid] * base + b[valid]
-    unique, inverse = np.unique(combined, return_inverse=True)
+    if base * base <= _DENSE_KEYS:
+        unique, rank = _dense_distinct(combined, base * base)
+        inverse = rank[combined]
+    else:
+        unique, inverse = np.unique(combined, return_inverse=True)
     values = np.array([evaluate(int(k // base), int(k % base)) for k in unique], dtype=float)
     out[valid] = values[inverse]
     return out.reshape(np.shape(a_keys))
 
+
+
+#: Key spaces up to this size are deduplicated through a presence table (linear time) instead of
+#: a sort; both give the distinct keys in ascending order.
+_DENSE_KEYS = 1 << 22
+
+
+def _dense_distinct(keys: np.ndarray, key_space: int) -> tuple[np.ndarray, np.ndarray]:
+    """``np.unique(keys)`` for non-negative keys below ``key_space``, without sorting: (the
+    distinct keys ascending, each key's position among them, indexed by key)."""
+    present = np.zeros(key_space, dtype=bool)
+    present[keys] = True
+    distinct = np.flatnonzero(present)
+    position = np.zeros(key_space, dtype=np.int64)
+    position[distinct] = np.arange(len(distinct))
+    return distinct, position
 
 
 def _side_part(value: Any) -> str:
