@@ -245,7 +245,7 @@ def clear_caches() -> None:
     kernels.normalize_c2.cache_clear()
     naming.tokens.cache_clear()
     naming.name_part_agreement.cache_clear()
-    naming._matcher_for.cache_clear()
+    parse._positions.cache_clear()
     parse._char_counts.cache_clear()
 
 
