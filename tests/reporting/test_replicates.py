@@ -44,3 +44,31 @@ def test_every_model_is_resampled_with_the_shared_counts() -> None:
         np.testing.assert_allclose(replicates[:, k], macro_statistic(sums, counts), rtol=1e-12)
         means = [np.nanmean(values[m][cell_codes == c]) for c in range(3)]
         assert full[k] == np.mean(means) or abs(full[k] - np.mean(means)) < 1e-12
+
+
+def test_models_that_give_the_same_items_other_clusters_and_cells_are_resampled_by_their_own() -> None:
+    """Two score folders of one benchmark normally agree on each item's image and cell; when they
+    do not (a rebuilt benchmark, a hand-made folder), every model's labels are numbered — none is
+    dropped (a negative index once crashed the report) or silently taken for another's."""
+    rng = np.random.default_rng(1)
+    n = 60
+    ids = np.array([f"q{i:03d}" for i in range(n)])
+    clusters = {"m1": np.array([f"img{i // 3:02d}" for i in range(n)]),
+                "m2": np.array([f"photo{i // 2:02d}" for i in range(n)])}  # other image names
+    cells = {"m1": np.array([("a", "b")[i % 2] for i in range(n)]),
+             "m2": np.array([("a", "b", "z")[i % 3] for i in range(n)])}  # a cell m1 lacks
+    values = {m: (rng.random(n) < 0.5).astype(float) for m in ("m1", "m2")}
+    inputs = {m: {"em": _column(ids, clusters[m], cells[m], values[m])} for m in ("m1", "m2")}
+    models, replicates, full = column_replicates(inputs, ["em"], B=40, seed=5)["em"]
+    assert models == ["m1", "m2"] and replicates.shape == (40, 2)
+    labels = np.unique(np.concatenate(list(clusters.values())))
+    cell_labels = np.array(["a", "b", "z"])
+    W = np.vstack(list(resampled_cluster_counts(len(labels), B=40, seed=5)))
+    for k, m in enumerate(models):
+        weights = W[:, np.searchsorted(labels, clusters[m])]
+        cell_codes = np.searchsorted(cell_labels, cells[m])
+        sums = np.column_stack([(weights * values[m] * (cell_codes == c)).sum(axis=1) for c in range(3)])
+        counts = np.column_stack([(weights * (cell_codes == c)).sum(axis=1) for c in range(3)])
+        np.testing.assert_allclose(replicates[:, k], macro_statistic(sums, counts), rtol=1e-12)
+        present = [c for c in cell_labels if (cells[m] == c).any()]
+        assert abs(full[k] - np.mean([values[m][cells[m] == c].mean() for c in present])) < 1e-12

@@ -150,25 +150,29 @@ def column_replicates(inputs: Mapping[str, Mapping[str, ColumnItems]], columns: 
             shared = ids if shared is None else shared.intersection(ids)
         assert shared is not None
         shared = shared.sort_values()
-        cell_labels = None
         # models scored from one benchmark list its items in one order: their positions, clusters
         # and cells are then found once (the same numbers; the string lookups were most of the time)
+        found: list[tuple[str, np.ndarray, np.ndarray, np.ndarray, np.ndarray, Statistic]] = []
         previous: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None = None
         for m in models:
             col = inputs[m][column]
             if previous is not None and _same(col.item_id, previous[0]) and _same(col.cluster, previous[1]) \
                     and _same(col.cell, previous[2]):
-                position, clusters, cell_codes = previous[3:]
+                position, clusters, cells = previous[3:]
             else:
                 position = pd.Index(col.item_id).get_indexer(shared)
-                clusters, cells = col.cluster[position], col.cell[position]
-                if cell_labels is None:
-                    cell_labels = np.unique(cells.astype(str))
-                    shared_clusters.append(clusters)
-                cell_codes = np.searchsorted(cell_labels, cells.astype(str))
-                previous = (col.item_id, col.cluster, col.cell, position, clusters, cell_codes)
-            assert cell_labels is not None
-            plan.append((column, m, clusters, cell_codes, col.value[position], len(cell_labels), col.statistic))
+                clusters, cells = col.cluster[position], col.cell[position].astype(str)
+                # every model's clusters are numbered, not only the first's: models that give the
+                # same items other clusters (or cells) are resampled by their own labels
+                shared_clusters.append(clusters)
+                previous = (col.item_id, col.cluster, col.cell, position, clusters, cells)
+            found.append((m, position, clusters, cells, col.value[position], col.statistic))
+        cell_labels = np.unique(np.concatenate([cells for _, _, _, cells, _, _ in found]))
+        coded: dict[int, np.ndarray] = {}
+        for m, _, clusters, cells, values, statistic in found:
+            if id(cells) not in coded:
+                coded[id(cells)] = np.searchsorted(cell_labels, cells)
+            plan.append((column, m, clusters, coded[id(cells)], values, len(cell_labels), statistic))
     if not plan:
         return {}
     # clusters in sorted label order (as the draws number them), found by hash lookup
