@@ -87,10 +87,17 @@ def test_audit_failure_exits_non_zero_without_traceback(bench_copy: Path) -> Non
 
 
 def test_bad_predictions_exit_non_zero_without_traceback(tmp_path: Path, demo_bench: Path) -> None:
-    pq.write_table(pa.table({"item_id": ["nope", "nope"], "response": ["a", "b"]}), tmp_path / "p.parquet")
+    """A benchmark item answered twice is a duplicate; ids the benchmark does not hold are named as
+    such first (they suggest replies made for another benchmark), duplicated or not."""
+    known = pq.read_table(demo_bench / "items.parquet", columns=["item_id"]).column("item_id")[0].as_py()
+    pq.write_table(pa.table({"item_id": [known, known], "response": ["a", "b"]}), tmp_path / "p.parquet")
     result = biovqa("score", demo_bench, "--predictions", tmp_path / "p.parquet", "--out", tmp_path / "s")
     assert result.returncode == 2
     assert "Traceback" not in result.stderr and "duplicate item_id" in result.stderr
+    pq.write_table(pa.table({"item_id": ["nope", "nope"], "response": ["a", "b"]}), tmp_path / "q.parquet")
+    result = biovqa("score", demo_bench, "--predictions", tmp_path / "q.parquet", "--out", tmp_path / "t")
+    assert result.returncode == 2
+    assert "Traceback" not in result.stderr and "another benchmark" in result.stderr
 
 
 def test_missing_catalog_column_via_build(tmp_path: Path, demo_data: Path, demo_index: Path, demo_images: Path) -> None:
