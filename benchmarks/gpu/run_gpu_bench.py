@@ -323,7 +323,7 @@ class SampleItem:
 
 
 def c1_questions(image_index: int) -> list[tuple[str, str]]:
-    """Nine (question, instruction) pairs for one C1 image (prompts.md §2)."""
+    """Nine (question, instruction) pairs for one C1 image (App. K.1)."""
     label = ("animal", "plant", "organism")[image_index % 3]
     pairs = [
         (f"What is the {rank} of the {label} shown in this image?", C1_RANK_INSTRUCTIONS[rank])
@@ -338,7 +338,7 @@ def c1_questions(image_index: int) -> list[tuple[str, str]]:
 
 def c2_questions(image_index: int, count: int = 35) -> list[tuple[str, str]]:
     """``count`` (question, instruction) pairs for one C2 image: MCQ with the long instruction
-    block, and the open questions (prompts.md §3)."""
+    block, and the open questions (App. K.2)."""
     pairs = list(C2_OPEN)
     k = 0
     while len(pairs) < count:

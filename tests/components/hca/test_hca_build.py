@@ -1,5 +1,5 @@
 """Building the hierarchical VQA: distractor policies, small levels, shuffling, templates, the
-released item format, sources and their errors (hierarchy.md §2–5)."""
+released item format, sources and their errors (the hierarchical-VQA paper (Tan, Qing, Gong, arXiv:2505.24840): its benchmarks, item construction and prompts)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The binary (Yes/No statement) variant of the text-only control (hierarchy.md §5.3 × §7): one
+"""The binary (Yes/No statement) variant of the text-only control (a prompt variant of the hierarchical-VQA paper (Tan, Qing, Gong, arXiv:2505.24840) crossed with its text-only control): one
 statement per option of every deduplicated non-leaf question, the exactly-one-"Yes" rule, the leaf
 auto-correct, the genus-leak guard and the text-vs-visual pairing in the report."""
 

@@ -1,4 +1,4 @@
-"""The text-only control (hierarchy.md §7): leaf auto-correct, dedup, genus-leak guard, and the
+"""The text-only control (the LLM-as-bottleneck control of the hierarchical-VQA paper (Tan, Qing, Gong, arXiv:2505.24840)): leaf auto-correct, dedup, genus-leak guard, and the
 text-vs-visual comparison (scaled HCA, Pearson r) in the report."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The prompt variants of hierarchy.md §5.3 (CoT suffix, taxonomy in context, binary Yes/No
+"""The prompt variants of the hierarchical-VQA paper (Tan, Qing, Gong, arXiv:2505.24840) (CoT suffix, taxonomy in context, binary Yes/No
 statements with the exactly-one-"Yes" rule): build options recorded in the manifest, the items they
 produce, and how the scorer reads each kind of reply."""
 

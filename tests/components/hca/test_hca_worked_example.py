@@ -1,4 +1,4 @@
-"""hierarchy.md §6.1 through build → replies → score, and the paper's Table 8 invariants."""
+"""The worked metric examples of the hierarchical-VQA paper (Tan, Qing, Gong, arXiv:2505.24840) through build → replies → score, and the paper's Table 8 invariants."""
 
 from __future__ import annotations
 
