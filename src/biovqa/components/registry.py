@@ -576,16 +576,24 @@ def _load_plugin(name: str, value: str, load: Callable[[], Any]) -> Component:
     return component
 
 
-def get_component(name: str) -> Component:
+def find_component(name: str) -> Component | None:
+    """The registered component ``name`` (any case), or None where no component has that name; a
+    plug-in of that name that failed to load raises its load error."""
     _load_all()
     key = name.lower()
     if key not in _REGISTRY and key in _BROKEN:
         raise _BROKEN[key].with_traceback(None)
-    if key not in _REGISTRY:
+    return _REGISTRY.get(key)
+
+
+def get_component(name: str) -> Component:
+    """:func:`find_component`, where an unknown name is an error naming the known ones."""
+    component = find_component(name)
+    if component is None:
         known = ", ".join(sorted(_REGISTRY))
         raise BiovqaError(f"unknown component {name!r}{did_you_mean(name, _REGISTRY)}",
                           hint=f"known components: {known}")
-    return _REGISTRY[key]
+    return component
 
 
 def list_components() -> tuple[Component, ...]:

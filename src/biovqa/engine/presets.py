@@ -19,7 +19,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from biovqa.engine.image_tokens import (
     QWEN2_5_VL_PIXELS,
@@ -29,9 +29,6 @@ from biovqa.engine.image_tokens import (
 )
 from biovqa.errors import BiovqaError, did_you_mean
 
-if TYPE_CHECKING:
-    from biovqa.components.registry import Component
-
 #: paper App. B.2 [PAPER]: the system message of Gemma-3-12B and Gemma-4-12B on C1 and C2.
 GEMMA_SYSTEM_MESSAGE = "You are a precise taxonomy expert. Reply with only the requested term."
 #: paper App. B.2 [PAPER]: the user-text prefix of InternVL3-8B, InternVL3-38B, InternVL3.5-38B.
@@ -39,22 +36,6 @@ INTERNVL_ENGLISH_PREFIX = "Please answer in English."
 #: [DEFAULT] cap on new tokens for a component that declares none (text-only suites, new
 #: components); each built-in declares its own (:attr:`biovqa.components.registry.Component.max_new_tokens`).
 DEFAULT_MAX_NEW_TOKENS = 48
-
-
-def declared_component(name: str) -> Component | None:
-    """The registered component ``name`` (its declaration holds the facts the engine reads: token
-    cap, request mode parameter, whether a preset's system message applies); None for a name no
-    component declares (an ad-hoc suite's items get the engine's defaults). A plug-in that failed
-    to load raises its own error rather than running its items with defaults."""
-    from biovqa.components.registry import get_component, list_components, plugin_errors
-
-    key = name.lower()
-    for component in list_components():
-        if component.name.lower() == key:
-            return component
-    if key in plugin_errors():
-        get_component(name)  # raises the plug-in's load error
-    return None
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,7 +65,9 @@ class ModelPreset:
         """
         if self.system_message_text is None:
             return None
-        declared = declared_component(component)
+        from biovqa.components.registry import find_component
+
+        declared = find_component(component)
         return self.system_message_text if declared is not None and declared.preset_system_message else None
 
     def user_prefix(self, component: str) -> str | None:
@@ -94,7 +77,9 @@ class ModelPreset:
     def max_new_tokens(self, component: str) -> int:
         """Hard cap on generated tokens: the component's declared ``max_new_tokens`` (paper
         App. B.2: C1 15; C4 8), else :data:`DEFAULT_MAX_NEW_TOKENS`."""
-        declared = declared_component(component)
+        from biovqa.components.registry import find_component
+
+        declared = find_component(component)
         cap = declared.max_new_tokens if declared is not None else None
         return DEFAULT_MAX_NEW_TOKENS if cap is None else int(cap)
 

@@ -22,7 +22,7 @@ import pyarrow.compute as pc
 
 from biovqa.bench import Bench
 from biovqa.engine.backends.base import Request
-from biovqa.engine.presets import ModelPreset, declared_component
+from biovqa.engine.presets import ModelPreset
 from biovqa.engine.selection import image_keys, order_image_first
 from biovqa.errors import BiovqaError
 
@@ -84,7 +84,9 @@ def item_modes(bench: Bench, items: pa.Table) -> list[str]:
         parameters = bench.manifest.get("parameters") or {}
         mode = parameters.get("prompt_mode")
         component = bench.manifest.get("component")
-        declared = declared_component(component) if mode is None and isinstance(component, str) else None
+        from biovqa.components.registry import find_component
+
+        declared = find_component(component) if mode is None and isinstance(component, str) else None
         if declared is not None and declared.request_mode_parameter:
             mode = parameters.get(declared.request_mode_parameter)
         modes = [str(mode or "chat")] * items.num_rows
