@@ -33,11 +33,14 @@ def floor_responses(items: pa.Table) -> pa.Array:
 
     if is_open.any():
         open_rows = np.flatnonzero(is_open)
-        counts: dict[str, dict[str, int]] = {}
-        for t, a in zip(task.take(open_rows).to_pylist(), answer.take(open_rows).to_pylist()):
-            counts.setdefault(t, {})[a] = counts.setdefault(t, {}).get(a, 0) + 1
-        best = {t: min(c.items(), key=_most_frequent_first)[0] for t, c in counts.items()}
-        replies[open_rows] = [best[t] for t in task.take(open_rows).to_pylist()]
+        open_task = task.take(pa.array(open_rows))
+        tally = (pa.table({"task": open_task, "answer": answer.take(pa.array(open_rows))})
+                 .group_by(["task", "answer"]).aggregate([("answer", "count")])
+                 .sort_by([("task", "ascending"), ("answer_count", "descending"), ("answer", "ascending")]))
+        tasks = tally.column("task").to_numpy(zero_copy_only=False)
+        best = tally.take(pa.array(np.flatnonzero(np.r_[True, tasks[1:] != tasks[:-1]])))  # first per task
+        replies[open_rows] = best.column("answer").take(
+            pc.index_in(open_task, value_set=best.column("task").combine_chunks())).to_pylist()
 
     mcq_rows = np.flatnonzero(~is_open)
     if mcq_rows.size:
@@ -61,10 +64,6 @@ def floor_responses(items: pa.Table) -> pa.Array:
         texts = flat.take(pa.array(first)).to_pylist()
         replies[mcq_rows[parent[first]]] = [f"({letter}) {text}" for letter, text in zip(letters, texts)]
     return pa.array(replies.tolist(), type=pa.string())
-
-
-def _most_frequent_first(entry: tuple[str, int]) -> tuple[int, str]:
-    return -entry[1], entry[0]
 
 
 def _strings(column: pa.ChunkedArray | pa.Array) -> pa.Array:
