@@ -5,7 +5,9 @@ as "internal error" with a saved traceback (exit 3)."""
 from __future__ import annotations
 
 import os
+import signal
 import sys
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Annotated, Any
@@ -55,9 +57,6 @@ def _on_signal(signum: int, frame: object) -> None:
 
 @contextmanager
 def _signals_unwind() -> Iterator[None]:
-    import signal
-    import threading
-
     if threading.current_thread() is not threading.main_thread():
         yield
         return
@@ -69,19 +68,28 @@ def _signals_unwind() -> Iterator[None]:
             signal.signal(sig, handler)
 
 
+def _ignore_further_signals() -> None:
+    """From here the process only reports and exits: a second Ctrl-C, or an interrupt pyarrow
+    re-emits after cancelling one of its reads on the first signal, must not replace the exit
+    status with "killed by SIGINT". A pending interrupt may still fire while the handlers are
+    being replaced; it is absorbed and the replacement tried again."""
+    while True:
+        try:
+            for sig in (signal.SIGINT, signal.SIGTERM):
+                signal.signal(sig, signal.SIG_IGN)
+            return
+        except KeyboardInterrupt:
+            continue
+
+
 def _interrupted(argv: list[str] | None) -> None:
     """One line for a stopped command: what was kept and the command that resumes it; exit
-    128 + the signal's number (130 for Ctrl-C, 143 for SIGTERM)."""
+    128 + the first signal's number (130 for Ctrl-C, 143 for SIGTERM)."""
+    if argv is None and threading.current_thread() is threading.main_thread():
+        _ignore_further_signals()  # the process is about to exit (not a caller's in-process run)
     import shlex
-    import signal
-    import threading
 
     signum = _received[0] if _received else signal.SIGINT
-    if argv is None and threading.current_thread() is threading.main_thread():
-        # the process is about to exit (not a caller's in-process run): a late second signal
-        # must not turn the status into "killed by SIGINT" on the way out
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            signal.signal(sig, signal.SIG_IGN)
     args = list(sys.argv[1:] if argv is None else argv)
     command = next((a for a in args if not a.startswith("-")), "")
     again = shlex.join(["biovqa", *args])
@@ -121,25 +129,27 @@ def _plugin_warnings_as_lines() -> Iterator[None]:
 
 def run_app(typer_app: typer.Typer, argv: list[str] | None = None) -> None:
     """Run a Typer app with biovqa's error contract (see the module docstring)."""
-    usage_errors, aborts = _click_exception_types()
     del _received[:]
+    try:
+        _run_reporting_errors(typer_app, argv)
+    except KeyboardInterrupt:
+        # wherever it lands, also inside an error handler below or while the handlers of the
+        # signals are being restored: the command stops as interrupted
+        _interrupted(argv)
+
+
+def _run_reporting_errors(typer_app: typer.Typer, argv: list[str] | None) -> None:
+    usage_errors, aborts = _click_exception_types()
     try:
         command = typer.main.get_command(typer_app)
         readable_metavars(command)
         with _signals_unwind(), _plugin_warnings_as_lines(), show_progress():
             code = command.main(args=argv, prog_name="biovqa", standalone_mode=False)
-        # click turns KeyboardInterrupt into Exit(130) and, not standalone, returns exit codes
-        if _received or code == 130:
-            _interrupted(argv)
-        if isinstance(code, int) and not isinstance(code, bool) and code:
-            sys.exit(code)
     except BiovqaError as exc:
         if _received:
             _interrupted(argv)
         console.print(f"[bold red]error:[/bold red] {_escape(exc.render())}", highlight=False)
         sys.exit(2)
-    except KeyboardInterrupt:
-        _interrupted(argv)
     except typer.Exit as exc:
         sys.exit(exc.exit_code)
     except usage_errors as exc:
@@ -171,6 +181,12 @@ def run_app(typer_app: typer.Typer, argv: list[str] | None = None) -> None:
             highlight=False,
         )
         sys.exit(3)
+    # click turns KeyboardInterrupt into Exit(130) and, not standalone, returns exit codes; the
+    # signals' handlers are restored by now, so the exit below cannot be replaced by a late one
+    if _received or code == 130:
+        _interrupted(argv)
+    if isinstance(code, int) and not isinstance(code, bool) and code:
+        sys.exit(code)
 
 
 #: optional dependency (top-level module) → the biovqa extra that installs it

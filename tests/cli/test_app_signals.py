@@ -1,0 +1,76 @@
+"""The exit status of a command stopped by a signal is 128 + that first signal, even when more
+interrupts land while it unwinds: pyarrow re-emits a signal after cancelling one of its reads, and
+a user may press Ctrl-C twice. A late interrupt once replaced SystemExit(143) with an unhandled
+KeyboardInterrupt, so the process died "by SIGINT" (status -2) after printing its message."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+# a command that, once SIGTERM arrives, keeps firing simulated Ctrl-Cs at the main thread from
+# another thread for the rest of the process's life: while its own cleanup runs, while the CLI
+# restores the signals' handlers, reports and exits
+APP = textwrap.dedent("""
+    import _thread, os, signal, threading, time
+    import typer
+    from biovqa.cli._app import run_app
+
+    app = typer.Typer()
+
+    def flood():
+        while True:
+            _thread.interrupt_main()
+            time.sleep(0.0005)
+
+    @app.command()
+    def work(cleanup: float = 0.3) -> None:
+        try:
+            os.kill(os.getpid(), signal.SIGTERM)
+            time.sleep(5)
+        finally:
+            threading.Thread(target=flood, daemon=True).start()
+            deadline = time.monotonic() + cleanup
+            while time.monotonic() < deadline:
+                try:
+                    sum(range(1000))
+                except KeyboardInterrupt:
+                    pass
+
+    class Unprintable(Exception):
+        def __str__(self) -> str:  # Ctrl-C lands while the error is being reported
+            raise KeyboardInterrupt
+
+    @app.command()
+    def fail() -> None:
+        raise Unprintable()
+
+    run_app(app)
+""")
+
+
+@pytest.mark.parametrize("repeat", range(3))
+def test_a_command_stopped_by_sigterm_exits_143_through_a_flood_of_late_interrupts(tmp_path: Path, repeat: int) -> None:
+    script = tmp_path / "app.py"
+    script.write_text(APP, encoding="utf-8")
+    done = subprocess.run([sys.executable, str(script), "work"], capture_output=True, text=True, timeout=60,
+                          env={**os.environ, "PYTHONHASHSEED": "0"})
+    assert done.returncode == 128 + signal.SIGTERM, (done.returncode, done.stderr)
+    assert "Traceback" not in done.stderr
+    assert "interrupted (SIGTERM)" in " ".join(done.stderr.split())
+
+
+def test_ctrl_c_landing_while_an_error_is_reported_ends_as_interrupted(tmp_path: Path) -> None:
+    script = tmp_path / "app.py"
+    script.write_text(APP, encoding="utf-8")
+    done = subprocess.run([sys.executable, str(script), "fail"], capture_output=True, text=True, timeout=60,
+                          env={**os.environ, "PYTHONHASHSEED": "0"})
+    assert done.returncode == 128 + signal.SIGINT, (done.returncode, done.stderr)
+    assert "Traceback" not in done.stderr
+    assert "interrupted (Ctrl-C)" in " ".join(done.stderr.split())
