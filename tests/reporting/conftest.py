@@ -1,9 +1,8 @@
-"""The paper's printed numbers (results.md) as report inputs: Table 3 rows as score runs."""
+"""The paper's printed numbers (tests/reporting/data/paper_table*.csv) as report inputs: Table 3 rows
+as score runs."""
 
 from __future__ import annotations
 
-import io
-import re
 from collections.abc import Callable
 from pathlib import Path
 
@@ -14,25 +13,24 @@ from biovqa.components.registry import get_component
 from biovqa.reporting.leaderboard import Run
 from reporting_hostile import HOSTILE_LABEL, HOSTILE_REPLY  # shared with the tests
 
-RESULTS = Path("/work/shared/spec/results.md")
+#: the paper's tables the tests read, transcribed as printed (one csv per table, its first line says which)
+PAPER_TABLES = Path(__file__).parent / "data"
 SPECIALISTS = ("BioCLIP-2 (tol)", "MegaDescriptor")
 
 
 @pytest.fixture(scope="session")
-def paper_blocks() -> list[pd.DataFrame]:
-    """Every ```csv block of results.md, in order (§1 Table 3 first, §2 Table 4 second)."""
-    if not RESULTS.exists():
-        pytest.skip("the spec's results.md is not available")
-    text = RESULTS.read_text(encoding="utf-8")
-    return [pd.read_csv(io.StringIO(b), dtype=str) for b in re.findall(r"```csv\n(.*?)```", text, re.S)]
+def paper_tables() -> dict[int, pd.DataFrame]:
+    """The paper's printed tables by number (3, 4, 18, 33, 75, 86), every cell a string as printed."""
+    return {int(path.stem.removeprefix("paper_table")): pd.read_csv(path, dtype=str, comment="#")
+            for path in sorted(PAPER_TABLES.glob("paper_table*.csv"))}
 
 
 @pytest.fixture()
-def paper_runs(paper_blocks: list[pd.DataFrame]) -> list[Run]:
+def paper_runs(paper_tables: dict[int, pd.DataFrame]) -> list[Run]:
     """Table 3's rows (not the Mean) as one run per model and component, labelled by the tag
     convention: specialists tagged, the Floor row as the image-blind baseline."""
     runs = []
-    for _, row in paper_blocks[0].iterrows():
+    for _, row in paper_tables[3].iterrows():
         name = str(row["model"])
         if name == "Mean":
             continue

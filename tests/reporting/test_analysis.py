@@ -15,7 +15,7 @@ from biovqa.reporting.leaderboard import Run
 COLUMNS = {c: list(get_component(c).table3) for c in ("c1", "c2", "c3", "c4")}
 
 
-def test_component_correlations_from_table3_match_results_md(paper_runs: list[Run]) -> None:
+def test_component_correlations_recomputed_from_table3_alone(paper_runs: list[Run]) -> None:
     matrix, blocks = task_matrix(paper_runs, COLUMNS)  # OCR left out, C4 = d′ + acc
     assert matrix.shape == (18, 21)
     analysis = analyze_matrix(matrix, blocks, B=200)

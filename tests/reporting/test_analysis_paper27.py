@@ -33,25 +33,17 @@ INTERNAL = {"C1": .842, "C2": .691, "C3": .640, "C4": .385}
 ALPHA = {"C1": .985, "C2": .899, "C3": .923, "C4": .761}
 
 
-def _block(blocks: list[pd.DataFrame], first: list[str]) -> pd.DataFrame:
-    """The first csv block whose header starts with ``first`` and whose values are fractions
-    (Table 33's cags block, not Table 34's percent block)."""
-    found = [b for b in blocks if list(b.columns)[:len(first)] == first
-             and str(b[first[-1]].iloc[0]).startswith((".", "-"))]
-    return found[0].set_index("model")
-
-
 def _estimate(value: float) -> dict[str, object]:
     return {"value": float(value), "lo": None, "hi": None, "n": 1}
 
 
 @pytest.fixture()
-def paper27_runs(paper_blocks: list[pd.DataFrame]) -> list[Run]:
-    table3 = paper_blocks[0].set_index("model")
-    groups = _block(paper_blocks, ["model", "Amph"])
-    families = _block(paper_blocks, ["model", "attr_bare"]).rename(index={"InternVL3.5-30B": "InternVL3.5-30B-A3B"})
-    species = _block(paper_blocks, ["model", "whale_shark"])
-    pooled = _block(paper_blocks, ["rank", "model", "EM", "EM_soft"])["EM"].astype(float)
+def paper27_runs(paper_tables: dict[int, pd.DataFrame]) -> list[Run]:
+    table3 = paper_tables[3].set_index("model")
+    groups = paper_tables[75].set_index("model")
+    families = paper_tables[33].set_index("model").rename(index={"InternVL3.5-30B": "InternVL3.5-30B-A3B"})
+    species = paper_tables[86].set_index("model")
+    pooled = paper_tables[18].set_index("model")["EM"].astype(float)
     models = [m for m in table3.index if m not in ("Mean", "Floor", *SPECIALISTS)]
     listed = [m for m in models if m in groups.index]
     # imputed: a model without Table 75's row gets its pooled EM × the group profile
@@ -86,7 +78,7 @@ def test_the_27_tasks_are_read_from_the_summaries(paper27_runs: list[Run]) -> No
     assert set(PAPER27) == set(availability.index)
 
 
-def test_results_md_27_column_reconstruction_is_reproduced(paper27_runs: list[Run]) -> None:
+def test_the_27_column_reconstruction_is_reproduced(paper27_runs: list[Run]) -> None:
     analysis = cross_component(paper27_runs, B=200, design="paper27")
     assert analysis is not None and analysis.matrix.shape == (18, 27)
     assert {pair: round(float(r), 3) for pair, r in analysis.pairs["rho"].items()} == RECONSTRUCTED

@@ -14,8 +14,8 @@ from biovqa.reporting.leaderboard import (FLOOR, GENERALIST, MEAN_ROW, SPECIALIS
 from biovqa.stats.inference import holm
 from biovqa.stats.ranks import spearman_p
 
-def test_table3_mean_row_reproduces_the_paper(paper_blocks: list[pd.DataFrame], paper_runs: list[Run]) -> None:
-    paper = paper_blocks[0]
+def test_table3_mean_row_reproduces_the_paper(paper_tables: dict[int, pd.DataFrame], paper_runs: list[Run]) -> None:
+    paper = paper_tables[3]
     columns = {c: list(get_component(c).table3) for c in ("c1", "c2", "c3", "c4")}
     board = build_leaderboard(paper_runs, columns)
     printed = paper.set_index("model").loc["Mean"]
@@ -70,8 +70,8 @@ def test_one_label_reader_for_the_leaderboard_and_the_component_tables() -> None
     assert (model_info(label).group, model_info(label).params) == ("specialist", 0.2)
 
 
-def test_table4_holm_markers_from_the_printed_rhos(paper_blocks: list[pd.DataFrame]) -> None:
-    table4 = paper_blocks[1]
+def test_table4_holm_markers_from_the_printed_rhos(paper_tables: dict[int, pd.DataFrame]) -> None:
+    table4 = paper_tables[4]
     rhos = [float(r) for r in table4["rho"]]
     p = [spearman_p(r, 18) for r in rhos]
     adjusted, rejected = holm(p)
