@@ -16,7 +16,7 @@ from pathlib import Path
 import biovqa
 
 ROOT = Path(biovqa.__file__).parent
-SHARED = ("sources", "taxonomy", "bench", "engine", "scoring", "stats", "reporting", "interop", "text",
+SHARED = ("sources", "taxonomy", "bench", "engine", "scoring", "stats", "reporting", "interop", "text", "arguments",
           "records", "errors", "progress")
 #: the top layer: it may import any stage and any component, and nothing below imports it
 TOP = ("cli", "demo", "__main__")
@@ -198,13 +198,21 @@ def _builtin_names() -> set[str]:
     return {component.name for component in builtin_components()}
 
 
+def _declared_strata() -> list[set[str]]:
+    from biovqa.components.registry import builtin_components
+
+    return [set(component.lite_strata) for component in builtin_components() if component.lite_strata]
+
+
 def test_no_shared_stage_names_a_builtin_component() -> None:
     """A component's facts (token caps, request mode, Lite strata, sources, analysis columns,
     commands, demo) live in its declaration: no module outside ``components/`` (the per-component
     command modules and the allowances above excepted) holds a string literal that is exactly a
-    built-in component's name (``"c1"``, ``"bagel"``…). Prose and examples inside longer strings
-    do not count."""
+    built-in component's name (``"c1"``, ``"bagel"``…), nor a tuple or list of two or more column
+    names all from one declaration's ``lite_strata`` (the engine's ``--limit`` once had C1's
+    ``("group", "tier")``). Prose and examples inside longer strings do not count."""
     names = _builtin_names()
+    strata = _declared_strata()
     offenders = []
     for name, path in MODULES.items():
         if stage_of(name) == "components" or name in COMMAND_MODULES or name in NAMES_ALLOWED:
@@ -212,6 +220,11 @@ def test_no_shared_stage_names_a_builtin_component() -> None:
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             if isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value.lower() in names:
                 offenders.append(f"{name}:{node.lineno} {node.value!r}")
+            if isinstance(node, (ast.Tuple, ast.List)) and len(node.elts) >= 2 and all(
+                    isinstance(e, ast.Constant) and isinstance(e.value, str) for e in node.elts):
+                values = {e.value for e in node.elts if isinstance(e, ast.Constant)}
+                if any(values <= declared for declared in strata):
+                    offenders.append(f"{name}:{node.lineno} {sorted(values)} (a component's Lite strata)")
     assert offenders == []
     assert sorted(set(NAMES_ALLOWED) - set(MODULES)) == []  # an allowance for a module that is gone goes too
 

@@ -12,7 +12,8 @@ import pytest
 
 from biovqa.bench import open_bench
 from biovqa.bench.audit import audit_bench
-from biovqa.bench.lite import largest_remainder, make_lite
+from biovqa.bench.lite import make_lite
+from biovqa.bench.strata import largest_remainder
 
 
 @pytest.fixture(scope="module")
@@ -21,15 +22,6 @@ def c1_bench(tmp_path_factory: pytest.TempPathFactory, demo_data: Path, demo_ind
     from fixtures.private_c1 import build_private_c1
 
     return build_private_c1(tmp_path_factory.mktemp("c1"), demo_data, demo_index)
-
-
-def test_largest_remainder_allocation() -> None:
-    # 10 over sizes 5/3/2 (total 10) is exact; 7 over them: quotas 3.5, 2.1, 1.4 → 3,2,1 + 1 to the .5
-    assert largest_remainder({"a": 5, "b": 3, "c": 2}, 10) == {"a": 5, "b": 3, "c": 2}
-    assert largest_remainder({"a": 5, "b": 3, "c": 2}, 7) == {"a": 4, "b": 2, "c": 1}
-    # equal remainders go to the stratum that sorts first; never more than a stratum holds
-    assert largest_remainder({"x": 1, "y": 1, "z": 1}, 2) == {"x": 1, "y": 1, "z": 0}
-    assert largest_remainder({"x": 1, "y": 4}, 50) == {"x": 1, "y": 4}
 
 
 def test_lite_strata_counts_on_the_c1_bench(tmp_path: Path, c1_bench: Path) -> None:
@@ -59,6 +51,15 @@ def test_lite_strata_counts_on_the_c1_bench(tmp_path: Path, c1_bench: Path) -> N
     assert set(ids) <= set(full.items.column("item_id").to_pylist())
     assert lite.manifest["lite"]["parent_manifest_sha256"] == full.manifest_sha256
     assert "180 items" in audit_bench(lite.root)
+
+
+def test_a_limit_run_asks_the_items_of_the_lite_bench(tmp_path: Path, c1_bench: Path) -> None:
+    """``biovqa run --limit N`` and ``biovqa lite --per-task N`` draw one sample: same items."""
+    from biovqa.engine.selection import Selection, select_items
+
+    lite = make_lite(c1_bench, tmp_path / "lite", per_task=15, seed=3)
+    limited = select_items(open_bench(c1_bench).items, Selection(limit=15, seed=3))
+    assert sorted(limited.column("item_id").to_pylist()) == lite.items.column("item_id").to_pylist()
 
 
 def test_lite_is_deterministic_and_seeded(tmp_path: Path, c1_bench: Path) -> None:

@@ -25,7 +25,6 @@ from biovqa.engine.runner import (
     Selection,
     build_requests,
     image_keys,
-    largest_remainder,
     make_batches,
     order_image_first,
     parse_shard,
@@ -50,28 +49,6 @@ def test_parse_shard_rejects_bad_values(text: str) -> None:
     with pytest.raises(BiovqaError) as info:
         parse_shard(text)
     assert info.value.field == "--shard"
-
-
-@pytest.mark.parametrize("sizes, total, expected", [
-    ([5, 3, 2], 5, [3, 1, 1]),       # quotas 2.5, 1.5, 1.0: the tie on .5 goes to the first
-    ([10, 10, 10], 10, [4, 3, 3]),
-    ([1, 1, 98], 10, [0, 0, 10]),     # quotas .1, .1, 9.8
-    ([4, 2], 9, [4, 2]),              # more asked than there is: everything
-    ([7], 3, [3]),
-])
-def test_largest_remainder(sizes: list[int], total: int, expected: list[int]) -> None:
-    assert largest_remainder(sizes, total) == expected
-
-
-@given(st.lists(st.integers(0, 50), min_size=1, max_size=12), st.integers(0, 400))
-def test_largest_remainder_properties(sizes: list[int], total: int) -> None:
-    if sum(sizes) == 0:
-        return
-    alloc = largest_remainder(sizes, total)
-    assert sum(alloc) == min(total, sum(sizes))
-    assert all(0 <= a <= s for a, s in zip(alloc, sizes))
-    quotas = [min(total, sum(sizes)) * s / sum(sizes) for s in sizes]
-    assert all(abs(a - q) < 1 for a, q in zip(alloc, quotas))
 
 
 def test_stratified_sample_is_per_task_proportional_and_order_free() -> None:

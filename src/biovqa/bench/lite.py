@@ -1,18 +1,16 @@
 """Bio-VQA-Lite (the paper's Conclusion): ``per_task`` items per task, stratified within each task.
 
-Strata are the columns each component's declaration names (``Component.lite_strata``; biovqa's
+The sample is :func:`biovqa.bench.strata.sample_per_task` (the one ``biovqa run --limit`` draws):
+strata are the columns each component's declaration names (``Component.lite_strata``; biovqa's
 choice, the paper names none): C1 organismal group × difficulty tier (degenerate items are a tier,
 so they keep their share); C2 category × family × option count; C3 dataset × subset ×
-tier/condition; C4 dataset × same/different; a component that names none is stratified by task alone. Each task's quota is split over its strata in
-proportion to their sizes, rounded by largest remainder (ties: the stratum that sorts first);
-within a stratum the items whose ``sha256(seed:item_id)`` sorts first are taken, so the choice
-does not depend on row order. The Lite items are written in item-id order, and the manifest
-records, per task, every stratum with the items available and selected.
+tier/condition; C4 dataset × same/different; a component that names none is stratified by task
+alone. The Lite items are written in item-id order, and the manifest records, per task, every
+stratum with the items available and selected.
 """
 
 from __future__ import annotations
 
-import hashlib
 import os
 import shutil
 from pathlib import Path
@@ -31,14 +29,11 @@ from biovqa.bench.folder import (
     staged_folder,
     write_bench,
 )
-from biovqa.errors import BiovqaError
+from biovqa.bench.strata import SEED, sample_per_task
 
-#: The pseudo-column of a stratum that counts an item's answer options (C2's option count).
-N_OPTIONS = "n_options"
 PER_TASK = 500
 #: Parent manifest keys a Lite bench keeps because scorers read them (C1: its taxonomy index).
 LITE_INHERITED_KEYS = ("taxonomy_index", "taxonomy_index_card", "image_roots")
-SEED = 42
 
 
 def _rebased_image_roots(bench: Bench, out: Path) -> dict[str, Any]:
@@ -64,66 +59,17 @@ def _rebased_taxonomy_index(bench: Bench, out: Path) -> dict[str, Any]:
     return {"taxonomy_index": relative_to_bench(bench.root / recorded, out)}
 
 
-def largest_remainder(sizes: dict[Any, int], n: int) -> dict[Any, int]:
-    """Split ``n`` (at most ``sum(sizes)``) over strata in proportion to ``sizes``: floors of the
-    exact quotas, then one more to the largest remainders (ties broken by stratum key)."""
-    total = sum(sizes.values())
-    n = min(n, total)
-    if total == 0:
-        return {key: 0 for key in sizes}
-    base = {key: (n * size) // total for key, size in sizes.items()}
-    remainders = sorted(sizes, key=lambda key: (-((n * sizes[key]) % total), key))
-    for key in remainders[: n - sum(base.values())]:
-        base[key] += 1
-    return base
-
-
-def _rank_key(seed: int, item_id: str) -> str:
-    return hashlib.sha256(f"{seed}:{item_id}".encode()).hexdigest()
-
-
-def _stratum_values(items: pa.Table, component: str) -> tuple[list[tuple[str, ...]], list[str]]:
-    """(the stratum of every row as a tuple of values, the columns used)."""
-    from biovqa.components.registry import get_component
-
-    # the component's declaration names its strata (``Component.lite_strata``)
-    strata = get_component(component).lite_strata
-    columns = [c for c in strata if c in items.column_names or c == N_OPTIONS and "options" in items.column_names]
-    values: list[list[str]] = []
-    for column in columns:
-        if column == N_OPTIONS:
-            values.append([str(len(o)) if o else "0" for o in items.column("options").to_pylist()])
-        else:
-            values.append(["(none)" if v is None else str(v) for v in items.column(column).to_pylist()])
-    labels: list[tuple[str, ...]] = list(zip(*values)) if values else [("all",)] * items.num_rows
-    return labels, columns
-
-
-def select_lite(items: pa.Table, component: str, *, per_task: int = PER_TASK,
+def select_lite(items: pa.Table, *, per_task: int = PER_TASK,
                 seed: int = SEED) -> tuple[list[int], dict[str, Any]]:
     """Row indices of the Lite subset (item-id order) and the strata record for the manifest."""
-    if per_task < 1:
-        raise BiovqaError("--per-task must be at least 1", field="--per-task")
-    labels, columns = _stratum_values(items, component)
+    sample = sample_per_task(items, per_task, seed, field="--per-task")
     ids = items.column("item_id").to_pylist()
-    tasks = items.column("task").to_pylist()
-    by_cell: dict[str, dict[tuple[str, ...], list[int]]] = {}
-    for row, (task, label) in enumerate(zip(tasks, labels)):
-        by_cell.setdefault(str(task), {}).setdefault(label, []).append(row)
-    chosen: list[int] = []
-    record: dict[str, Any] = {}
-    for task in sorted(by_cell):
-        strata = by_cell[task]
-        quota = largest_remainder({label: len(rows) for label, rows in strata.items()}, per_task)
-        cells = []
-        for label in sorted(strata):
-            rows = sorted(strata[label], key=lambda r: (_rank_key(seed, ids[r]), ids[r]))[: quota[label]]
-            chosen.extend(rows)
-            cells.append({"stratum": list(label), "available": len(strata[label]), "selected": len(rows)})
-        record[task] = {"available": sum(len(r) for r in strata.values()),
-                        "selected": sum(c["selected"] for c in cells), "strata": cells}
-    chosen.sort(key=lambda r: ids[r])
-    return chosen, {"columns": columns, "tasks": record}
+    record = {task.task: {"available": task.available, "selected": task.selected,
+                          "strata": [{"stratum": list(s.values), "available": s.available,
+                                      "selected": s.selected} for s in task.strata]}
+              for task in sample.tasks}
+    columns = list(sample.tasks[0].columns) if sample.tasks else []
+    return sorted(sample.rows, key=lambda r: ids[r]), {"columns": columns, "tasks": record}
 
 
 def make_lite(bench_path: str | Path, out: str | Path, *, per_task: int = PER_TASK, seed: int = SEED,
@@ -131,7 +77,7 @@ def make_lite(bench_path: str | Path, out: str | Path, *, per_task: int = PER_TA
     """Write the Lite benchmark of ``bench_path`` (a folder, an export or a hub id; ``images``: the
     source photos of an export) to ``out``; returns it opened."""
     bench = open_bench(bench_path, images=images)
-    rows, strata = select_lite(bench.items, bench.component, per_task=per_task, seed=seed)
+    rows, strata = select_lite(bench.items, per_task=per_task, seed=seed)
     items = bench.items.take(pa.array(rows, pa.int64())).combine_chunks()
     out = Path(out)
     with staged_folder(out) as stage:

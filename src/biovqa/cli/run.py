@@ -39,14 +39,10 @@ def _parse_value(text: str) -> Any:
 
 def parse_backend_options(pairs: list[str] | None) -> dict[str, Any]:
     """``["dtype=bfloat16", "max_pixels=1003520"]`` → ``{"dtype": "bfloat16", "max_pixels": 1003520}``."""
-    options: dict[str, Any] = {}
-    for pair in pairs or []:
-        name, sep, value = pair.partition("=")
-        if not sep or not name.strip():
-            raise BiovqaError(f"backend option must look like NAME=VALUE, got {pair!r}",
-                              field="--option")
-        options[name.strip()] = _parse_value(value.strip())
-    return options
+    from biovqa.arguments import parse_name_values
+
+    given = parse_name_values(pairs, option="--option", what="backend option", empty_values=True)
+    return {name: _parse_value(value) for name, value in given.items()}
 
 
 def _selection(components: list[str] | None, tasks: list[str] | None, limit: int | None,
@@ -64,7 +60,7 @@ def run_command(
     backend: Annotated[str, typer.Option(help="transformers | vllm | openai | baseline | echo | module:factory")] = "transformers",
     components: Annotated[list[str] | None, typer.Option("--components", help="only these components (comma list or repeated)")] = None,
     tasks: Annotated[list[str] | None, typer.Option("--tasks", help="only these tasks (comma list or repeated)")] = None,
-    limit: Annotated[int | None, typer.Option(help="at most N items per task, stratified by group × tier, deterministic")] = None,
+    limit: Annotated[int | None, typer.Option(help="at most N items per task, stratified as Bio-VQA-Lite is, deterministic")] = None,
     seed: Annotated[int, typer.Option(help="seed of the --limit sample")] = 42,
     shard: Annotated[str | None, typer.Option(help="run shard i of n (i/n, counting from 0); images are dealt to shards")] = None,
     executor: Annotated[str, typer.Option(help="inprocess | ray (one replica per GPU)")] = "inprocess",

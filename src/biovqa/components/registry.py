@@ -44,6 +44,7 @@ from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, Any, Callable
 
 from biovqa.errors import BiovqaError, MissingResourceError, did_you_mean
+from biovqa.stats import CONFIDENCE
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -170,7 +171,7 @@ class Option:
 COMMON_SCORE_OPTIONS: tuple[Option, ...] = (
     Option("bootstrap", int, 1000, "bootstrap resamples for the confidence intervals (0: none)", low=0),
     Option("seed", int, 42, "bootstrap seed"),
-    Option("level", float, 0.95, "confidence level of the intervals", low=0.5, high=0.999),
+    Option("confidence", float, CONFIDENCE, "confidence level of the intervals", low=0.5, high=0.999),
 )
 
 
@@ -295,8 +296,9 @@ class Component:
     #: whether a model preset's system message applies to this component's requests (paper
     #: App. B.2: Gemma-3/Gemma-4's taxonomy-expert system message, on C1 and C2 only)
     preset_system_message: bool = False
-    #: the item columns whose values make a Bio-VQA-Lite stratum within each task (absent
-    #: columns are skipped; ``n_options`` is the number of answer options)
+    #: the item columns whose values make a stratum of the per-task sample (Bio-VQA-Lite,
+    #: ``biovqa run --limit``) within each task (absent columns are skipped; ``n_options`` is
+    #: the number of answer options)
     lite_strata: tuple[str, ...] = ()
     #: the source datasets its items come from (keys of the release card's licence table)
     sources: tuple[str, ...] = ()

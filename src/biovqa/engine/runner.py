@@ -47,7 +47,6 @@ from biovqa.engine.requests import (
 from biovqa.engine.selection import (
     Selection,
     image_keys,
-    largest_remainder,
     merge_coverage,
     order_image_first,
     parse_shard,
@@ -346,7 +345,7 @@ def _run_locked(bench_path: str | Path, out: str | Path, options: RunOptions,
 __all__ = [
     "CHARS_PER_TOKEN", "DEFAULT_IMAGE_SIZE", "SYSTEM_RULE", "LiveProgress", "ModelFingerprint",
     "RunOptions", "RunResult", "Selection", "build_requests", "default_model", "image_keys",
-    "item_modes", "largest_remainder", "make_batches", "merge_coverage", "order_image_first",
+    "item_modes", "make_batches", "merge_coverage", "order_image_first",
     "parse_shard", "prompt_template_hash", "prompting_facts", "request_key", "resolve_preset",
     "run_benchmark", "select_items", "shard_by_image", "stratified_sample",
 ]

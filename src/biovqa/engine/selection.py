@@ -10,23 +10,18 @@ from __future__ import annotations
 
 import hashlib
 import json
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from biovqa.bench import open_bench
+from biovqa.bench.strata import SEED, sample_per_task
 from biovqa.errors import BiovqaError
 
-#: Strata of ``--limit`` inside each task (component columns that exist are used).
-STRATA_COLUMNS: tuple[str, ...] = ("group", "tier")
-#: Seed of the ``--limit`` sample's item ranks [DEFAULT].
-SEED = 42
 
 @dataclass(frozen=True, slots=True)
 class Selection:
@@ -68,61 +63,12 @@ def image_keys(items: pa.Table) -> pa.Array:
     return keys
 
 
-def _rank_by_hash(values: Sequence[str], seed: int) -> np.ndarray:
-    """A seeded, order-independent pseudo-random rank of each value (sha256 of seed:value)."""
-    return np.array(
-        [int.from_bytes(hashlib.sha256(f"{seed}:{v}".encode()).digest()[:8], "big") for v in values],
-        dtype=np.uint64,
-    )
-
-
-def largest_remainder(sizes: Sequence[int], total: int) -> list[int]:
-    """Split ``total`` across strata proportionally to ``sizes`` (Hamilton's method).
-
-    ``quota_s = total · n_s / N``; each stratum gets ``floor(quota_s)``, and the units left go to
-    the largest fractional parts (ties: the earlier stratum). No stratum gets more than it has.
-    """
-    whole = sum(sizes)
-    if total >= whole:
-        return list(sizes)
-    quotas = [total * s / whole for s in sizes]
-    alloc = [math.floor(q) for q in quotas]
-    left = total - sum(alloc)
-    order = sorted(range(len(sizes)), key=lambda i: (-(quotas[i] - alloc[i]), i))
-    for i in order[:left]:
-        alloc[i] += 1
-    return alloc
-
-
 def stratified_sample(items: pa.Table, limit_per_task: int, seed: int = SEED) -> pa.Table:
-    """At most ``limit_per_task`` items of each task, allocated proportionally over the task's
-    strata (``group`` × ``tier`` where those columns exist) by largest remainder; inside a stratum
-    the items with the smallest ``sha256(seed:item_id)`` are kept. Deterministic and independent of
-    row order. Rows keep their order."""
-    if limit_per_task < 1:
-        raise BiovqaError("limit must be at least 1", field="--limit")
-    columns = ["task"] + [c for c in STRATA_COLUMNS if c in items.column_names]
-    if "component" in items.column_names:
-        columns.insert(0, "component")
-    strata = list(zip(*(
-        [("" if v is None else str(v)) for v in items.column(c).to_pylist()] for c in columns
-    )))
-    ranks = _rank_by_hash(items.column("item_id").to_pylist(), seed)
-    by_task: dict[tuple[str, ...], dict[tuple[str, ...], list[int]]] = {}
-    task_width = columns.index("task") + 1
-    for row, stratum in enumerate(strata):
-        by_task.setdefault(stratum[:task_width], {}).setdefault(stratum, []).append(row)
-    keep: list[int] = []
-    for task in sorted(by_task):
-        groups = by_task[task]
-        names = sorted(groups)
-        alloc = largest_remainder([len(groups[n]) for n in names], limit_per_task)
-        for name, count in zip(names, alloc):
-            rows = np.array(groups[name])
-            order = np.lexsort((rows, ranks[rows]))
-            keep.extend(rows[order[:count]].tolist())
-    keep.sort()
-    return items.take(pa.array(keep, pa.int64()))
+    """At most ``limit_per_task`` items of each task: the per-task stratified sample of
+    :func:`biovqa.bench.strata.sample_per_task` (strata from each component's declaration, the
+    items of a Bio-VQA-Lite bench of that size). Rows keep their order."""
+    rows = sample_per_task(items, limit_per_task, seed).rows
+    return items.take(pa.array(rows, pa.int64()))
 
 
 def shard_by_image(items: pa.Table, index: int, count: int) -> pa.Table:
