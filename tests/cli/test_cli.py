@@ -145,6 +145,30 @@ def test_usage_errors_exit_2_with_click_usage(argv: list[str], says: str) -> Non
     assert "internal error" not in result.stderr and "Traceback" not in result.stderr
 
 
+@pytest.mark.parametrize(("argv", "says"), [
+    (["build", "c1", "--catalog", "x.csv", "--backbone", "b", "--images", "i", "--out", "o",
+      "--authority", "inaturalist"], "field '--authority': expected NAME=PATH, got 'inaturalist'"),
+    (["build", "c1", "--catalog", "x.csv", "--backbone", "b", "--images", "i", "--out", "o",
+      "--authority", "inat=x.zip"], "unknown common-name authority 'inat'"),
+    (["build", "c3", "--source", "wiad=/x", "--out", "o"], "unknown C3 source 'wiad' (did you mean 'waid'?)"),
+    (["build", "c3", "--source", "waid=/x", "--source", "WAID=/y", "--out", "o"],
+     "C3 source 'waid' is given twice"),
+    (["build", "c4", "--catalog", "zebra=/x", "--embedder", "e", "--out", "o"], "unknown C4 catalog 'zebra'"),
+    (["build", "bagel", "--items", "dom=x.jsonl", "--out", "o"], "field '--items': domain 'dom' is not one of"),
+    (["score", "b", "-p", "p.parquet", "-o", "s", "-O", "tau"], "field '--option': expected NAME=VALUE"),
+    (["score", "b", "-p", "p.parquet", "-o", "s", "-O", "a-b=1", "-O", "a_b=2"], "option 'a_b' is given twice"),
+    (["run", "b", "--backend", "echo", "--out", "r", "--option", "delay_s=1", "--option", "delay_s=2"],
+     "backend option 'delay_s' is given twice"),
+])
+def test_name_value_arguments_are_checked_before_anything_is_read(tmp_path: Path, argv: list[str],
+                                                                 says: str) -> None:
+    """Every ``NAME=VALUE`` option is read by one parser (:mod:`biovqa.arguments`), in the
+    caller's words; a bad one is one error line, before any file named in it is opened."""
+    result = biovqa(*argv, cwd=tmp_path)
+    assert result.returncode == 2, result.stderr
+    assert says in result.stderr and "Traceback" not in result.stderr
+
+
 def test_version_and_module_and_console_script() -> None:
     from biovqa import __version__
 

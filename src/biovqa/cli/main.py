@@ -258,16 +258,10 @@ def _score_options_help() -> str:
 def parse_option_pairs(pairs: list[str] | None, *, flag: str = "--option") -> dict[str, str]:
     """``["tau=20", "prefer_text=true"]`` → ``{"tau": "20", "prefer_text": "true"}``; each
     value is typed later by the option's declaration."""
-    options: dict[str, str] = {}
-    for pair in pairs or []:
-        name, sep, value = pair.partition("=")
-        if not sep or not name.strip():
-            raise BiovqaError(f"an option must look like NAME=VALUE, got {pair!r}", field=flag)
-        key = name.strip().replace("-", "_")
-        if key in options:
-            raise BiovqaError(f"option {key!r} is given twice", field=flag)
-        options[key] = value.strip()
-    return options
+    from biovqa.arguments import parse_name_values
+
+    return parse_name_values(pairs, option=flag, what="option", key=lambda name: name.replace("-", "_"),
+                             empty_values=True)
 
 
 class _ScoreCommand(TyperCommand):

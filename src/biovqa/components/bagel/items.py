@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from biovqa.arguments import split_name_value
 from biovqa.bench.folder import iter_json_lines
 from biovqa.components.bagel.tasks import DOMAINS, TASKS
 from biovqa.errors import InputFormatError
@@ -47,14 +48,15 @@ class BagelItem:
         return LETTERS[self.gold]
 
 
-def canonical_domain(value: Any, *, file: Path, row: int) -> str:
-    """The canonical domain name of ``value`` (case-insensitive aliases)."""
+def canonical_domain(value: Any, *, file: Path | None, row: int | None, field: str = "domain") -> str:
+    """The canonical domain name of ``value`` (case-insensitive aliases); ``file`` and ``row``
+    are where it was read (None for a command-line argument, whose ``field`` is its option)."""
     if isinstance(value, str):
         name = DOMAIN_ALIASES.get(value.strip().lower())
         if name is not None:
             return name
     raise InputFormatError(f"domain {value!r} is not one of {', '.join(DOMAINS)}", file=file, row=row,
-                           field="domain")
+                           field=field)
 
 
 def _options(value: Any, *, file: Path, row: int) -> tuple[str, str, str, str]:
@@ -155,8 +157,8 @@ def parse_source(spec: str | Path) -> tuple[Path, str | None]:
     """``PATH`` or ``DOMAIN=PATH`` (the domain fills lines that carry none)."""
     text = str(spec)
     if "=" in text and not Path(text).exists():
-        name, _, path = text.partition("=")
-        return Path(path), canonical_domain(name, file=Path(path), row=0) if name else None
+        name, path = split_name_value(text, option="--items", form="DOMAIN=PATH")
+        return Path(path), canonical_domain(name, file=None, row=None, field="--items")
     return Path(text), None
 
 

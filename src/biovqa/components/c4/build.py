@@ -27,6 +27,7 @@ import numpy as np
 import pyarrow as pa
 import typer
 
+from biovqa.arguments import parse_name_values
 from biovqa.bench.folder import Bench, bench_relative, staged_build, write_bench
 from biovqa.errors import BiovqaError, InputFormatError
 from biovqa.records import ITEM_COLUMNS
@@ -65,28 +66,11 @@ ITEM_SCHEMA = pa.schema([*ITEM_COLUMNS, *C4_COLUMNS])
 def parse_catalogs(specs: Sequence[str] | Mapping[str, str | Path]) -> dict[str, Path]:
     """``["whaleshark=/data/whaleshark.coco", …]`` (or a mapping) → ``{name: path}`` in
     :data:`DATASETS` order; unknown or repeated names are errors."""
-    pairs: list[tuple[str, str | Path]] = []
-    name: str
-    if isinstance(specs, Mapping):
-        pairs = list(specs.items())
-    else:
-        for spec in specs:
-            name, sep, text = str(spec).partition("=")
-            if not sep or not name.strip() or not text.strip():
-                raise BiovqaError(f"a catalog must look like NAME=PATH, got {spec!r}", field="--catalog")
-            pairs.append((name.strip(), text.strip()))
-    out: dict[str, Path] = {}
-    for name, path in pairs:
-        key = name.lower()
-        if key not in DATASETS:
-            raise BiovqaError(f"unknown C4 catalog {name!r}", field="--catalog",
-                              hint=f"use one of {', '.join(DATASETS)}")
-        if key in out:
-            raise BiovqaError(f"catalog {key!r} is given twice", field="--catalog")
-        out[key] = Path(path)
-    if not out:
+    given = parse_name_values(specs, option="--catalog", what="C4 catalog", form="NAME=PATH", names=DATASETS,
+                              key=str.lower)
+    if not given:
         raise BiovqaError("give at least one --catalog NAME=PATH", field="--catalog")
-    return {name: out[name] for name in DATASETS if name in out}
+    return {name: Path(given[name]) for name in DATASETS if name in given}
 
 
 def _codes(values: Sequence[Any]) -> np.ndarray:

@@ -29,6 +29,7 @@ import numpy as np
 import pyarrow as pa
 import typer
 
+from biovqa.arguments import parse_name_values
 from biovqa.bench.folder import Bench, relative_to_bench, staged_build, write_bench, write_parquet
 from biovqa.components.c1.build.candidates import _candidates, apply_higher_rank_names, resolve_common_names
 from biovqa.components.c1.build.images import _select
@@ -37,6 +38,7 @@ from biovqa.components.c1.build.options import GROUPS, C1BuildOptions
 from biovqa.components.c1.side_files import COMMON_NAMES_FILE, SIDE_FOLDER, TREE_FILE, VERNACULAR_FILE
 from biovqa.errors import BiovqaError
 from biovqa.sources.treeoflife import read_catalog
+from biovqa.taxonomy.inaturalist import AUTHORITIES
 
 __all__ = ["GENERATOR", "C1BuildOptions", "build_c1", "build_command"]
 
@@ -186,16 +188,12 @@ def build_command(
     from biovqa.progress import stderr_console
 
     console = stderr_console()
-    pairs: list[tuple[str, str]] = []
-    for spec in authority or []:
-        name, sep, path = spec.partition("=")
-        if not sep or not name.strip() or not path.strip():
-            raise BiovqaError(f"--authority {spec!r} is not NAME=PATH", field="authority",
-                              hint="e.g. --authority inaturalist=inaturalist-taxonomy.dwca.zip")
-        pairs.append((name.strip(), path.strip()))
+    authorities = parse_name_values(authority, option="--authority", what="common-name authority",
+                                    form="NAME=PATH", names=AUTHORITIES, key=str.lower,
+                                    hint="e.g. --authority inaturalist=inaturalist-taxonomy.dwca.zip")
     options = C1BuildOptions(per_group=per_group, seed=seed, min_side=min_side,
                              species_cap=species_cap, groups=tuple(group) if group else tuple(GROUPS),
-                             authorities=tuple(pairs), higher_rank_names=higher_rank_names)
+                             authorities=tuple(authorities.items()), higher_rank_names=higher_rank_names)
     bench = build_c1(catalog, backbone, images, out, options=options,
                      common_name_overrides=common_names, prevalence_method=prevalence_method,
                      console=console)

@@ -47,7 +47,7 @@ from biovqa.components.c3.prompts import COUNTING_TIERS
 from biovqa.components.c3.render import COLOURS, render_all
 from biovqa.components.c3.tasks import (ABSOLUTE_DISTANCE, COUNTING, LOCALIZATION, OCR, RELATIVE_COUNTING,
                                         RELATIVE_DISTANCE, RELATIVE_POSITION, TASKS, VIEWPOINT)
-from biovqa.errors import BiovqaError, did_you_mean
+from biovqa.errors import BiovqaError
 
 GENERATOR = "biovqa.components.c3.build"
 
@@ -74,11 +74,7 @@ def build_c3(
     ``complete_counts`` names sources the user declares completely annotated, so that one whose
     counts biovqa cannot vouch for (the GGR detection table, :data:`COUNT_UNVOUCHED`) feeds
     counting too."""
-    given = parse_sources(sources) if isinstance(sources, list) else sources
-    paths: dict[str, Path] = {k.lower(): Path(v) for k, v in given.items()}
-    unknown = sorted(set(paths) - set(SOURCE_NAMES))
-    if unknown:
-        raise BiovqaError(f"unknown C3 source {unknown[0]!r}{did_you_mean(unknown[0], SOURCE_NAMES)}", hint=f"known sources: {', '.join(SOURCE_NAMES)}")
+    paths = parse_sources(sources)
     if not paths:
         raise BiovqaError("C3 needs at least one --source NAME=PATH",
                           hint=f"names: {', '.join(SOURCE_NAMES)}")

@@ -12,12 +12,13 @@ from __future__ import annotations
 
 import os
 import zlib
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from biovqa.arguments import parse_name_values
 from biovqa.components.c3.render import UNDECODABLE, undecodable
 from biovqa.components.c3.subsets import (COUNTING_DATASETS, SUBSET_DATASET, Subset, source_label, stratified_sample,
                                           waid_subset)
@@ -53,21 +54,12 @@ def seeded_rng(seed: int, name: str) -> np.random.Generator:
     return np.random.default_rng([seed, zlib.crc32(name.encode("utf-8"))])
 
 
-def parse_sources(pairs: list[str]) -> dict[str, Path]:
-    """``NAME=PATH`` strings → {name: path}; unknown or repeated names are errors."""
-    out: dict[str, Path] = {}
-    for pair in pairs:
-        name, sep, path = pair.partition("=")
-        name = name.strip().lower()
-        if not sep or not path:
-            raise BiovqaError(f"--source takes NAME=PATH, got {pair!r}", field="source")
-        if name not in SOURCE_NAMES:
-            raise BiovqaError(f"unknown C3 source {name!r}{did_you_mean(name, SOURCE_NAMES)}", field="source",
-                              hint=f"known sources: {', '.join(SOURCE_NAMES)}")
-        if name in out:
-            raise BiovqaError(f"source {name!r} given twice", field="source")
-        out[name] = Path(path)
-    return out
+def parse_sources(sources: Iterable[str] | Mapping[str, str | Path]) -> dict[str, Path]:
+    """``NAME=PATH`` strings (or a mapping) → {name: path}, names lower-cased; unknown or repeated
+    names are errors."""
+    given = parse_name_values(sources, option="--source", what="C3 source", form="NAME=PATH",
+                              names=SOURCE_NAMES, key=str.lower)
+    return {name: Path(path) for name, path in given.items()}
 
 
 class DecodeCheck:
