@@ -19,320 +19,35 @@ benchmark as it was.
 
 from __future__ import annotations
 
-import codecs
 import functools
-import hashlib
 import inspect
 import json
 import os
-import re
-import shutil
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
-from typing import Any, Callable, Iterable, Iterator, Self, TypeVar
+from typing import Any, TypeVar
 
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from biovqa._version import __version__
+
+# the folder's file names, the file readers/writers and the output claims live in their own
+# modules; they are re-exported here because every stage imports them from biovqa.bench.folder
+from biovqa.bench.files import (atomic_path, iter_json_lines, read_json_object, read_parquet, sha256_file,
+                                write_json, write_parquet, write_text)
+from biovqa.bench.layout import CACHES_KEY, FILES_KEY, ITEMS_FILE, MANIFEST_FILE, REBUILD_HINT, RENDERED_PREFIX
+from biovqa.bench.outputs import FolderLock, claim_output, output_lock_path, process_alive, staged_folder
 from biovqa.errors import BiovqaError, InputFormatError, MissingResourceError
 from biovqa.records import ITEM_COLUMNS, Item, items_from_table
 
-ITEMS_FILE = "items.parquet"
-MANIFEST_FILE = "manifest.json"
-RENDERED_PREFIX = "rendered/"
-#: manifest key of the side-file card: {relative path: {"sha256", "bytes"}}
-FILES_KEY = "files"
-#: manifest key listing reusable caches inside the folder (relative paths; a rebuild starts from them)
-CACHES_KEY = "caches"
-REBUILD_HINT = "rebuild the benchmark (`biovqa build …`); `biovqa audit` lists every problem"
-
-
-def sha256_file(path: str | Path) -> str:
-    with open(path, "rb") as handle:
-        return hashlib.file_digest(handle, "sha256").hexdigest()
-
-
-@contextmanager
-def atomic_path(path: str | Path) -> Iterator[Path]:
-    """A temporary name beside ``path`` to write to; renamed onto ``path`` only when the block
-    finishes, so an interrupted write never leaves a half file under the real name."""
-    path = Path(path)
-    temporary = path.with_name(f".{path.name}.{os.getpid()}.partial")
-    try:
-        yield temporary
-        os.replace(temporary, path)
-    finally:
-        temporary.unlink(missing_ok=True)
-
-
 #: staging folders of the builds running in this context (see :func:`staged_build`)
 _ACTIVE_STAGES: ContextVar[tuple[Path, ...]] = ContextVar("biovqa_active_stages", default=())
-_LEFTOVER = re.compile(r"\.(?P<name>.+)\.(?:partial|previous)-(?P<pid>\d+)")
-
-
-def process_alive(pid: int) -> bool:
-    """Whether process ``pid`` of this machine still runs (one we may not signal counts as
-    running), so its partial files must be left alone."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except (PermissionError, OSError):
-        return True
-    return True
-
-
-def _remove_dead_leftovers(folder: Path, name: str | None = None) -> None:
-    """Delete ``.NAME.partial-PID`` / ``.NAME.previous-PID`` folders in ``folder`` that a killed
-    process left (its pid no longer runs); ``name`` limits it to one output's leftovers."""
-    if not folder.is_dir():
-        return
-    for path in folder.iterdir():
-        match = _LEFTOVER.fullmatch(path.name)
-        if match and (name is None or match["name"] == name) and not process_alive(int(match["pid"])):
-            shutil.rmtree(path, ignore_errors=True) if path.is_dir() else path.unlink(missing_ok=True)
-
-
-def _link_or_copy(source: Path, target: Path) -> None:
-    target.parent.mkdir(parents=True, exist_ok=True)
-    try:
-        os.link(source, target)  # every writer replaces files by rename, so the original is untouched
-    except OSError:
-        shutil.copy2(source, target)
-
-
-@contextmanager
-def staged_folder(out: str | Path, *, card: str | None = None,
-                  carry: Iterable[str] = ()) -> Iterator[Path]:
-    """A staging folder beside ``out`` to write a whole output folder into; when the block
-    finishes each entry is moved into ``out`` (results first, so a reader never sees a new
-    summary beside old items), and on failure ``out`` is left exactly as it was. Entries of
-    ``out`` the block did not write are kept.
-
-    ``card`` names the file that makes the folder usable (a benchmark's manifest.json): the old
-    one is withdrawn before the first entry moves and the new one moves last, so a reader finds
-    the old folder whole, no card, or the new folder whole. ``carry`` lists files of ``out``
-    (relative paths) that start the stage (reusable caches), linked, not copied, where possible."""
-    out = Path(out)
-    if out.exists() and not out.is_dir():
-        raise BiovqaError("the output path is a file, not a folder", file=out,
-                          hint="give a folder with --out")
-    beside = out.resolve()  # "." or "x/.." have no name to put a sibling beside
-    _remove_dead_leftovers(beside.parent, beside.name)
-    _remove_dead_leftovers(out)
-    stage = beside.parent / f".{beside.name}.partial-{os.getpid()}"
-    if stage.exists():
-        shutil.rmtree(stage)
-    stage.mkdir(parents=True)
-    try:
-        for relative in carry:
-            source = out / relative
-            if source.is_file():
-                _link_or_copy(source, stage / relative)
-        yield stage
-        if not out.exists() or out.is_dir() and not out.is_symlink() and not any(out.iterdir()):
-            try:  # a new (or empty) folder: the whole output appears in one rename
-                os.replace(stage, out)
-                return
-            except OSError:
-                pass  # e.g. a file system that will not rename onto an empty folder: move entries
-        out.mkdir(parents=True, exist_ok=True)
-        written = sorted(stage.iterdir(), key=lambda p: (p.name == card, p.suffix == ".json", p.name))
-        for path in written:
-            if (out / path.name).is_dir() and not path.is_dir():
-                raise BiovqaError("a folder is in the way of an output file", file=out / path.name)
-        if card is not None and (out / card).is_file() and (stage / card).exists():
-            (out / card).unlink()
-        for path in written:
-            target = out / path.name
-            if path.is_dir() and (target.exists() or target.is_symlink()):
-                aside = out / f".{path.name}.previous-{os.getpid()}"
-                os.replace(target, aside)
-                os.replace(path, target)
-                shutil.rmtree(aside) if aside.is_dir() and not aside.is_symlink() else aside.unlink()
-            else:
-                os.replace(path, target)
-        if _replaces_whole(out):  # this command's earlier output: what it no longer writes goes
-            names = {path.name for path in written}
-            for name in _foreign_entries(out):
-                if name not in names:
-                    stale = out / name
-                    shutil.rmtree(stale) if stale.is_dir() and not stale.is_symlink() else stale.unlink()
-    finally:
-        shutil.rmtree(stage, ignore_errors=True)
-
-
-#: the output folders claimed in this context (:func:`claim_output`): resolved path → whether the
-#: folder held this command's own earlier output (replaced whole) or not (only overwritten)
-_CLAIMS: ContextVar[dict[Path, bool]] = ContextVar("biovqa_claims", default={})
-#: hidden names a command may find inside its folder without it counting as "not empty"
-_OWN_HIDDEN = re.compile(r"\.biovqa-run\.lock|\..+\.\d+\.partial|\.DS_Store")
-
-
-class FolderLock:
-    """An advisory, exclusive lock (``flock``) held by the one process writing a folder: the file
-    ``path`` records the holder (``biovqa pid N on host H (biovqa COMMAND)``) so a second writer is
-    refused at once naming it. The lock dies with its process (kill -9 included). ``shared`` locks
-    (readers such as ``biovqa merge``'s inputs) exclude writers but not each other. On systems
-    without ``fcntl`` no lock is taken."""
-
-    def __init__(self, path: str | Path, *, folder: str | Path, command: str = "",
-                 shared: bool = False) -> None:
-        self.path = Path(path)
-        self.folder = Path(folder)
-        self.command = command
-        self.shared = shared
-        self._fd: int | None = None
-
-    def holder(self) -> str:
-        try:
-            text = self.path.read_text(encoding="utf-8").strip()
-        except (OSError, UnicodeDecodeError):
-            return "another process"
-        return text or "another process"
-
-    def acquire(self) -> Self:
-        try:
-            import fcntl
-        except ImportError:  # pragma: no cover - Windows
-            return self
-        import socket
-
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        while True:
-            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
-            try:
-                fcntl.flock(fd, (fcntl.LOCK_SH if self.shared else fcntl.LOCK_EX) | fcntl.LOCK_NB)
-            except BlockingIOError:
-                os.close(fd)
-                raise BiovqaError(
-                    f"this folder is in use by {self.holder()}", file=self.folder,
-                    hint="wait for that command to finish (or stop it), or use another --out "
-                    "folder; two processes never write one folder together") from None
-            try:  # a holder that removed the file as it finished: lock the new file instead
-                same = os.path.samestat(os.fstat(fd), os.stat(self.path))
-            except FileNotFoundError:
-                same = False
-            if same:
-                break
-            os.close(fd)
-        if not self.shared:
-            os.ftruncate(fd, 0)
-            by = f" (biovqa {self.command})" if self.command else ""
-            os.write(fd, f"biovqa pid {os.getpid()} on host {socket.gethostname()}{by}\n".encode())
-        self._fd = fd
-        return self
-
-    def release(self, *, remove: bool = False) -> None:
-        """Give the lock up; ``remove`` deletes its file first (a lock beside the folder)."""
-        if self._fd is not None:
-            if remove:
-                try:
-                    if os.path.samestat(os.fstat(self._fd), os.stat(self.path)):
-                        self.path.unlink()
-                except OSError:
-                    pass
-            os.close(self._fd)  # closing the descriptor releases the flock
-            self._fd = None
-
-    def __enter__(self) -> Self:
-        return self.acquire()
-
-    def __exit__(self, *exc: object) -> None:
-        self.release()
-
-
-def output_written_by(folder: str | Path) -> str | None:
-    """The biovqa command whose output ``folder`` holds, recognised by the file that makes it
-    usable: ``"demo"``, ``"export"``, ``"run"``, ``"merge"``, ``"score"``, ``"report"``,
-    ``"taxonomy index"``, ``"lite"`` or ``"build <component>"``; None for anything else (or an
-    empty folder)."""
-    folder = Path(folder)
-    if (folder / ".biovqa-demo.json").is_file():
-        return "demo"
-    if (folder / "biovqa" / "release.json").is_file():
-        return "export"
-    if (folder / "run.json").is_file() or (folder / "store" / "store.json").is_file():
-        try:
-            status = json.loads((folder / "run.json").read_bytes().decode("utf-8")).get("status")
-        except (ValueError, OSError, AttributeError):
-            status = None
-        return "merge" if status == "merged" else "run"
-    if (folder / "summary.json").is_file() or (folder / "sweep.json").is_file():
-        return "score"
-    if (folder / "index.json").is_file() and (folder / "index.html").is_file():
-        return "report"
-    if (folder / "index.json").is_file() and (folder / "taxa.parquet").is_file():
-        return "taxonomy index"
-    if (folder / MANIFEST_FILE).is_file():
-        try:
-            manifest = json.loads((folder / MANIFEST_FILE).read_bytes().decode("utf-8"))
-        except (ValueError, OSError):
-            return None
-        if isinstance(manifest, dict) and isinstance(manifest.get("component"), str):
-            return "lite" if "lite" in manifest else f"build {manifest['component']}"
-    return None
-
-
-def _foreign_entries(folder: Path) -> list[str]:
-    if not folder.is_dir():
-        return []
-    return sorted(p.name for p in folder.iterdir() if not _OWN_HIDDEN.fullmatch(p.name))
-
-
-def output_lock_path(out: str | Path) -> Path:
-    """Where the writer of ``out`` keeps its lock: a hidden file beside the folder, so the
-    folder itself holds only the output (and a whole new folder still appears in one rename)."""
-    beside = Path(out).resolve()
-    return beside.parent / f".{beside.name}.biovqa-lock"
-
-
-@contextmanager
-def claim_output(out: str | Path, *, command: str, overwrite: bool = False) -> Iterator[Path]:
-    """Make ``out`` this process's output folder for ``biovqa COMMAND`` for the length of the block.
-
-    * One writer per folder: the lock (:class:`FolderLock`, beside ``out``) is taken first; a second
-      writer is refused naming the holder's pid.
-    * A new or empty folder, or one holding this command's own earlier output
-      (:func:`output_written_by`), is accepted; that earlier output is replaced whole (entries the
-      new output does not write are removed when it moves in, see :func:`staged_folder`).
-    * Any other non-empty folder is refused, naming it, unless ``overwrite``: then only what the
-      command writes is replaced and everything else is left as it was.
-
-    Nothing is created but the lock; the command's own writer makes the folder."""
-    out = Path(out)
-    if out.exists() and not out.is_dir():
-        raise BiovqaError("the output path is a file, not a folder", file=out,
-                          hint="give a folder with --out")
-    lock = FolderLock(output_lock_path(out), folder=out, command=command).acquire()
-    try:
-        found = _foreign_entries(out)
-        holder = output_written_by(out) if found else None
-        own = holder == command
-        if found and not own and not overwrite:
-            what = (f"the output of `biovqa {holder}`" if holder
-                    else f"{len(found)} other entr{'y' if len(found) == 1 else 'ies'} ({', '.join(found[:3])}"
-                         f"{', …' if len(found) > 3 else ''})")
-            raise BiovqaError(
-                f"the folder is not empty: it holds {what}; nothing was changed", file=out,
-                hint=f"give a new or empty folder with --out, or pass --overwrite to replace what "
-                     f"`biovqa {command}` writes there (other files are kept)")
-        token = _CLAIMS.set({**_CLAIMS.get(), out.resolve(): own})
-        try:
-            yield out
-        finally:
-            _CLAIMS.reset(token)
-    finally:
-        lock.release(remove=True)
-
-
-def _replaces_whole(out: Path) -> bool:
-    return _CLAIMS.get().get(out.resolve(), False)
 
 
 def recorded_caches(out: str | Path) -> list[str]:
@@ -402,94 +117,6 @@ def staged_build(build: BuildFunction) -> BuildFunction:
 def is_staged(build: Callable[..., Any]) -> bool:
     """Whether ``build`` already stages its output (:func:`staged_build`)."""
     return bool(getattr(build, "__biovqa_staged__", False))
-
-
-def write_text(path: str | Path, text: str) -> None:
-    """Write a text file atomically (UTF-8)."""
-    with atomic_path(path) as temporary:
-        temporary.write_text(text, encoding="utf-8")
-
-
-def write_json(path: str | Path, payload: Any) -> None:
-    """Write JSON deterministically (sorted keys, fixed indentation, trailing newline), atomically."""
-    write_text(path, json.dumps(payload, indent=2, sort_keys=True, ensure_ascii=False, allow_nan=True) + "\n")
-
-
-def write_parquet(table: pa.Table, path: str | Path) -> None:
-    """Parquet with fixed settings, so equal tables give equal bytes; written atomically."""
-    with atomic_path(path) as temporary:
-        pq.write_table(table, temporary, compression="zstd", write_statistics=True,
-                       row_group_size=1 << 20)
-
-
-def read_json_object(path: str | Path, *, what: str) -> dict[str, Any]:
-    """A JSON file holding one object; not UTF-8, not JSON or not an object is an
-    :class:`InputFormatError` naming the file (and line)."""
-    path = Path(path)
-    try:
-        text = path.read_bytes().decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise InputFormatError(f"{what} is not UTF-8 text (byte {exc.start + 1})", file=path) from None
-    try:
-        value = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise InputFormatError(f"{what} is not valid JSON: {exc.msg}", file=path, row=exc.lineno) from None
-    if not isinstance(value, dict):
-        raise InputFormatError(f"{what} must be a JSON object, found {type(value).__name__}", file=path)
-    return value
-
-
-def iter_json_lines(path: str | Path, *, what: str) -> Iterator[tuple[int, dict[str, Any]]]:
-    """(line number, object) for every non-blank line of a JSON Lines file; a missing file, a line
-    that is not UTF-8, not JSON or not an object, or one longer than the sources' line bound is
-    an :class:`InputFormatError` naming the line. A leading byte-order mark (editors on Windows
-    write one) is accepted."""
-    from biovqa.sources.validate import bounded_lines
-
-    path = Path(path)
-    if not path.is_file():
-        raise InputFormatError(f"no such {what}", file=path)
-    with open(path, "rb") as handle:
-        for number, raw in enumerate(bounded_lines(handle, file=path), start=1):
-            if number == 1 and raw.startswith(codecs.BOM_UTF8):
-                raw = raw[len(codecs.BOM_UTF8):]
-            try:
-                line = raw.decode("utf-8")
-            except UnicodeDecodeError as exc:
-                raise InputFormatError(f"not UTF-8 text (byte {exc.start + 1} of the line)", file=path,
-                                       row=number, hint=f"write the {what} as UTF-8") from None
-            if not line.strip():
-                continue
-            try:
-                value = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise InputFormatError(f"not valid JSON: {exc.msg} (column {exc.colno})", file=path,
-                                       row=number) from None
-            if not isinstance(value, dict):
-                raise InputFormatError(f"each line must hold a JSON object, got {type(value).__name__}",
-                                       file=path, row=number)
-            yield number, value
-
-
-def read_parquet(path: str | Path, *, what: str = "Parquet file",
-                 columns: Iterable[str] | None = None) -> pa.Table:
-    """A Parquet file as a table; with ``columns``, only those of them the file has (a reader
-    that needs a few columns of a wide file skips decoding the rest)."""
-    path = Path(path)
-    if not path.exists():
-        raise MissingResourceError(f"{what} not found", file=path)
-    try:
-        if columns is not None:
-            with pq.ParquetFile(path) as parquet:
-                names = set(parquet.schema_arrow.names)
-                return parquet.read(columns=[name for name in columns if name in names])
-        return pq.read_table(path)
-    except (pa.ArrowInvalid, OSError) as exc:
-        raise InputFormatError(
-            f"cannot read {what}: {exc}",
-            file=path,
-            hint="the file looks truncated or is not Parquet; re-create or re-download it",
-        ) from None
 
 
 def _counts(table: pa.Table, column: str) -> dict[str, int]:
@@ -772,3 +399,12 @@ def items_integrity_problem(bench: Bench) -> str | None:
     if missing:
         return f"items lack the column(s) {', '.join(missing)}"
     return None
+
+
+__all__ = [
+    "CACHES_KEY", "FILES_KEY", "ITEMS_FILE", "MANIFEST_FILE", "REBUILD_HINT", "RENDERED_PREFIX", "Bench", "FolderLock",
+    "atomic_path", "bench_relative", "claim_output", "count_items", "is_staged", "items_integrity_problem",
+    "iter_json_lines", "open_bench", "output_lock_path", "process_alive", "read_json_object", "read_parquet",
+    "recorded_caches", "relative_to_bench", "sha256_file", "side_file_card", "side_file_problems", "staged_bench",
+    "staged_build", "staged_folder", "write_bench", "write_json", "write_parquet", "write_text",
+]
