@@ -115,7 +115,7 @@ def build_c3(
     if not tiers or set(tiers) - set(COUNTING_TIERS):
         raise BiovqaError(f"counting tiers are {', '.join(COUNTING_TIERS)}, got {', '.join(tiers)}",
                           field="counting_tiers")
-    builder = Builder(out, seed, canvas, plate_side, tiers, counting_partners, grids_per_anchor, roots)
+    builder = Builder(out, seed, canvas, plate_side, tiers, counting_partners, grids_per_anchor, dict(roots))
     skipped_tasks: dict[str, str] = {}
     if subsets:
         builder.counting(subsets)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -67,32 +68,34 @@ def items_table(rows: list[dict[str, Any]]) -> pa.Table:
     return pa.Table.from_pydict(columns, schema=ITEM_SCHEMA)
 
 
+@dataclass(eq=False)
 class Builder:
-    def __init__(self, out: Path, seed: int, canvas: int, plate_side: int,
-                 counting_tiers: tuple[str, ...] = Q.COUNTING_TIERS, partners: int = COUNTING_PARTNERS,
-                 grids_per_anchor: float = GRIDS_PER_ANCHOR, roots: dict[str, Path] | None = None) -> None:
-        self.out = out
-        self.roots = dict(roots or {})
-        #: sources whose photos items show as they are (the manifest's image_roots)
-        self.referenced: set[str] = set()
-        self.counting_tiers = counting_tiers
-        self.partners = partners
-        self.grids_per_anchor = grids_per_anchor
-        self.seed = seed
-        self.canvas = canvas
-        self.plate_side = plate_side
-        self.rows: dict[str, list[dict[str, Any]]] = {t.name: [] for t in TASKS}
-        self.jobs: list[CanvasJob | SourcePhoto] = []
-        #: (row, index of its image's job): a shared canvas is one job behind several rows
-        self.job_rows: list[tuple[dict[str, Any], int]] = []
-        self.source_jobs: dict[Path, int] = {}
-        self.skipped: dict[str, int] = {}
-        #: reason → the first photos (``<source>/<path under it>``) a skip concerned
-        self.skipped_examples: dict[str, list[str]] = {}
-        #: catalog → photos the viewpoint species tier left out for showing several animals
-        self.multi_animal_photos: dict[str, set[str]] = {}
-        #: relative position: what the balanced draw found and kept (the manifest's record)
-        self.relative_position_record: dict[str, Any] = {}
+    """The items of one C3 build as each task's method makes them: their rows, the images they
+    show (queued to render), and the manifest's records of what was skipped."""
+
+    out: Path
+    seed: int
+    canvas: int
+    plate_side: int
+    counting_tiers: tuple[str, ...] = Q.COUNTING_TIERS
+    partners: int = COUNTING_PARTNERS
+    grids_per_anchor: float = GRIDS_PER_ANCHOR
+    #: source name → its folder (the manifest's image_roots)
+    roots: dict[str, Path] = field(default_factory=dict)
+    #: sources whose photos items show as they are (the manifest's image_roots)
+    referenced: set[str] = field(default_factory=set, init=False)
+    rows: dict[str, list[dict[str, Any]]] = field(default_factory=lambda: {t.name: [] for t in TASKS}, init=False)
+    jobs: list[CanvasJob | SourcePhoto] = field(default_factory=list, init=False)
+    #: (row, index of its image's job): a shared canvas is one job behind several rows
+    job_rows: list[tuple[dict[str, Any], int]] = field(default_factory=list, init=False)
+    source_jobs: dict[Path, int] = field(default_factory=dict, init=False)
+    skipped: dict[str, int] = field(default_factory=dict, init=False)
+    #: reason → the first photos (``<source>/<path under it>``) a skip concerned
+    skipped_examples: dict[str, list[str]] = field(default_factory=dict, init=False)
+    #: catalog → photos the viewpoint species tier left out for showing several animals
+    multi_animal_photos: dict[str, set[str]] = field(default_factory=dict, init=False)
+    #: relative position: what the balanced draw found and kept (the manifest's record)
+    relative_position_record: dict[str, Any] = field(default_factory=dict, init=False)
 
     def skip(self, reason: str, photo: str) -> None:
         """Count one item or question not generated for ``reason``, naming the ``photo`` it concerned
