@@ -157,23 +157,32 @@ def parse_letter(reply: str | None, noun: str) -> str | None:
 
 
 _SEP = r"[\s_-]*"
+_AND_TO_THE = r"[\s_-]+(?:and[\s_-]+)?(?:to[\s_-]+the[\s_-]+)?"
+
+
+def _corners(top: str, bottom: str, joiner: str, *, compass: bool = False) -> tuple[tuple[str, str], ...]:
+    """The rules of the four corners (top-right, top-left, bottom-right, bottom-left): one of the
+    ``top`` (``bottom``) words, ``joiner``, the side; ``compass`` adds north-east and ne, …"""
+    rules = []
+    for vertical, words, pole in (("top", top, "north"), ("bottom", bottom, "south")):
+        for side, meridian in (("right", "east"), ("left", "west")):
+            pattern = rf"(?:{words}){joiner}{side}"
+            if compass:
+                pattern += rf"|{pole}{_SEP}{meridian}|{pole[0]}{meridian[0]}"
+            rules.append((pattern, f"{vertical}-{side}"))
+    return tuple(rules)
+
+
 #: (pattern, direction), compounds first; each pattern is matched as whole words
 _DIRECTIONS = (
-    (rf"(?:top|upper|above){_SEP}right", "top-right"),
-    (rf"(?:top|upper|above){_SEP}left", "top-left"),
-    (rf"(?:bottom|lower|below){_SEP}right", "bottom-right"),
-    (rf"(?:bottom|lower|below){_SEP}left", "bottom-left"),
+    *_corners("top|upper|above", "bottom|lower|below", _SEP),
     (r"top|above", "top"),
     (r"bottom|below", "bottom"),
     (r"right", "right"),
     (r"left", "left"),
 )
-_AND_TO_THE = r"[\s_-]+(?:and[\s_-]+)?(?:to[\s_-]+the[\s_-]+)?"
 _DIRECTION_SYNONYMS = (
-    (rf"(?:top|upper|up|above){_AND_TO_THE}right|north{_SEP}east|ne", "top-right"),
-    (rf"(?:top|upper|up|above){_AND_TO_THE}left|north{_SEP}west|nw", "top-left"),
-    (rf"(?:bottom|lower|down|below){_AND_TO_THE}right|south{_SEP}east|se", "bottom-right"),
-    (rf"(?:bottom|lower|down|below){_AND_TO_THE}left|south{_SEP}west|sw", "bottom-left"),
+    *_corners("top|upper|up|above", "bottom|lower|down|below", _AND_TO_THE, compass=True),
     *_DIRECTIONS[:4],
     (r"top|above|upper|north|up", "top"),
     (r"bottom|below|lower|south|down", "bottom"),
