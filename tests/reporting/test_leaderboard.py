@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -83,22 +84,25 @@ def test_table4_holm_markers_from_the_printed_rhos(paper_tables: dict[int, pd.Da
     assert math.isclose(float(np.max(adjusted)), 0.0727, abs_tol=5e-5)
 
 
-def test_paired_differences_on_shared_items(tmp_path) -> None:  # type: ignore[no-untyped-def]
+def scored_run(root: Path, name: str, ids: list[str], scores: list[float]) -> Run:
+    """A C1 run whose score folder ``root/name`` holds only what paired differences read: each
+    item's id and score."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
+    folder = root / name
+    folder.mkdir()
+    pq.write_table(pa.table({"item_id": ids, "score": scores}), folder / "items.parquet")
+    return Run(name, "c1", {"table3": {}}, folder)
+
+
+def test_paired_differences_on_shared_items(tmp_path) -> None:  # type: ignore[no-untyped-def]
     from biovqa.reporting.paired import paired_differences
 
-    def run(name: str, ids: list[str], scores: list[float]) -> Run:
-        folder = tmp_path / name
-        folder.mkdir()
-        pq.write_table(pa.table({"item_id": ids, "score": scores}), folder / "items.parquet")
-        return Run(name, "c1", {"table3": {}}, folder)
-
     ids = [f"i{k}" for k in range(40)]
-    a = run("a", ids, [1.0] * 40)
-    b = run("b", ids[:30], [1.0] * 15 + [0.0] * 15)  # shares 30 items with a
-    c = run("c", ids[:30], [1.0] * 14 + [0.0] * 16)
+    a = scored_run(tmp_path, "a", ids, [1.0] * 40)
+    b = scored_run(tmp_path, "b", ids[:30], [1.0] * 15 + [0.0] * 15)  # shares 30 items with a
+    c = scored_run(tmp_path, "c", ids[:30], [1.0] * 14 + [0.0] * 16)
     frame = paired_differences([a, b, c], ["a", "b", "c"], B=500)
     assert frame[["model_a", "model_b", "items"]].values.tolist() == [["a", "b", 30], ["b", "c", 30]]
     first, second = frame.iloc[0], frame.iloc[1]
@@ -110,24 +114,15 @@ def test_paired_differences_on_shared_items(tmp_path) -> None:  # type: ignore[n
 def test_paired_pairs_drawn_together_get_their_own_intervals(tmp_path) -> None:  # type: ignore[no-untyped-def]
     """Adjacent pairs over the same number of shared items share one bootstrap call; each gets the
     interval it gets alone. A repeated item id counts once (its first row); a NaN score drops the item."""
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
     from biovqa.reporting.paired import paired_differences
 
     rng = np.random.default_rng(3)
 
-    def run(name: str, ids: list[str], scores: list[float]) -> Run:
-        folder = tmp_path / name
-        folder.mkdir()
-        pq.write_table(pa.table({"item_id": ids, "score": scores}), folder / "items.parquet")
-        return Run(name, "c1", {"table3": {}}, folder)
-
     ids = [f"i{k}" for k in range(300)]
-    a = run("a", ids + ["i0"], [*(rng.random(300) < 0.7).astype(float), 0.0])  # i0 again: ignored
-    b = run("b", ids, list((rng.random(300) < 0.6).astype(float)))
-    c = run("c", ids, list((rng.random(300) < 0.5).astype(float)))
-    d = run("d", ids, [np.nan, *(rng.random(299) < 0.4).astype(float)])  # i0 unscored for d
+    a = scored_run(tmp_path, "a", ids + ["i0"], [*(rng.random(300) < 0.7).astype(float), 0.0])  # i0 again: ignored
+    b = scored_run(tmp_path, "b", ids, list((rng.random(300) < 0.6).astype(float)))
+    c = scored_run(tmp_path, "c", ids, list((rng.random(300) < 0.5).astype(float)))
+    d = scored_run(tmp_path, "d", ids, [np.nan, *(rng.random(299) < 0.4).astype(float)])  # i0 unscored for d
     together = paired_differences([a, b, c, d], ["a", "b", "c", "d"], B=300)
     alone = pd.concat([paired_differences([x, y], [x.name, y.name], B=300) for x, y in ((a, b), (b, c), (c, d))],
                       ignore_index=True)
