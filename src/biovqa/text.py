@@ -218,10 +218,3 @@ class Vocabulary:
     def as_arrow(self, ids: np.ndarray) -> pa.Array:
         """Per-row strings as a dictionary array over the vocabulary (no string copies)."""
         return pa.DictionaryArray.from_arrays(pa.array(np.asarray(ids, dtype=np.int32), pa.int32()), self.array)
-
-
-#: A stated option letter after "answer is" / "Answer:" in a multiple-choice reply (HCA, BAGEL): a
-#: letter A–D as a word, except that a lower-case ``a`` counts only where the line ends after it
-#: (``a.``), so the article of "The answer is a raven" is never read as option A. One capture
-#: group; compile with ``re.MULTILINE`` so a letter closing one line of a longer reply counts.
-STATED_LETTER = r"(?-i:([A-D]\b|[b-d]\b|a(?=[ \t.)*]*$)))"

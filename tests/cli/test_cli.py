@@ -76,6 +76,14 @@ def test_version_loads_no_component_and_nothing_heavy() -> None:
     assert _modules_after("--version") == ([], [])
 
 
+def test_help_reads_the_declarations_without_anything_heavy() -> None:
+    """``biovqa --help`` lists the commands the component declarations add: the declarations (and
+    the task records they derive their tuples from) import no numpy, pyarrow or pandas."""
+    heavy, components = _modules_after("--help")
+    assert heavy == []
+    assert "biovqa.components.c2.tasks" in components  # a declaration that reads its records was loaded
+
+
 def test_audit_failure_exits_non_zero_without_traceback(bench_copy: Path) -> None:
     from biovqa.bench import open_bench
 

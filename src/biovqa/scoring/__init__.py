@@ -1,7 +1,9 @@
 """Scoring shared by every component: predictions in, one score schema out.
 
-:data:`PARSE_MAX_CHARS` is the one reply-length cap of every component's parser; it lives here,
-with no imports, so parsers and text helpers can share it without loading the pipeline.
+:data:`PARSE_MAX_CHARS` is the one reply-length cap of every component's parser and
+:data:`STATED_LETTER` the option-letter pattern the multiple-choice parsers share; they live here,
+with no imports, so parsers and text helpers can share them without loading the pipeline (and a
+component declaration whose task records name their parsers stays cheap for ``biovqa --help``).
 """
 
 #: Parsers read a reply's first PARSE_MAX_CHARS characters (code points) [DEFAULT]: far beyond any
@@ -10,4 +12,10 @@ with no imports, so parsers and text helpers can share it without loading the pi
 #: its ``truncated`` column flags the replies the cap shortened (:mod:`biovqa.scoring.schema`).
 PARSE_MAX_CHARS = 4096
 
-__all__ = ["PARSE_MAX_CHARS"]
+#: A stated option letter after "answer is" / "Answer:" in a multiple-choice reply (HCA, BAGEL): a
+#: letter A–D as a word, except that a lower-case ``a`` counts only where the line ends after it
+#: (``a.``), so the article of "The answer is a raven" is never read as option A. One capture
+#: group; compile with ``re.MULTILINE`` so a letter closing one line of a longer reply counts.
+STATED_LETTER = r"(?-i:([A-D]\b|[b-d]\b|a(?=[ \t.)*]*$)))"
+
+__all__ = ["PARSE_MAX_CHARS", "STATED_LETTER"]

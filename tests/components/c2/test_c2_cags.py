@@ -32,6 +32,15 @@ def test_table_16_cags(s, exact, summary, paper):
     assert value == pytest.approx(paper, abs=6e-4)
 
 
+def test_every_family_finds_its_kernel_by_name():
+    """A family's kernel is the function of :mod:`.similarity` of its name (kind-of answers are
+    common names, scored alike)."""
+    from biovqa.components.c2.tasks import FAMILY
+
+    assert all(family.kernel is getattr(similarity, name) for name, family in FAMILY.items())
+    assert FAMILY["open_kind_of"].kernel is similarity.open_common_name
+
+
 def test_cags_guard_and_sign():
     out = chance_adjusted(np.array([1.0, 0.5, 0.0]), np.array([1.0, 1.0, 0.5]))
     assert out.tolist() == [1.0, 0.0, -1.0]
@@ -126,7 +135,7 @@ def test_open_items_naming_kernels_and_em(make_bench):
     context = load_context(bench)
     pool = context.open_gold_pool["open_common_name"]
     assert len(pool) == 5
-    expected_b = np.mean([similarity.common_name(p, "song sparrow", context)
+    expected_b = np.mean([similarity.open_common_name(p, "song sparrow", context)
                           for p in pool if p != "song sparrow"])
     assert by_id["c0"]["b"] == pytest.approx(expected_b)
 

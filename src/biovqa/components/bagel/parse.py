@@ -6,8 +6,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from biovqa.scoring import PARSE_MAX_CHARS
-from biovqa.text import STATED_LETTER
+from biovqa.scoring import PARSE_MAX_CHARS, STATED_LETTER
 
 _MARKUP = "*_`\"'“”‘’[](){}<> \t\r\n"
 _TOKEN = re.compile(r"\(?([A-D])[\).:]?$")

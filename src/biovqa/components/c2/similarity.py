@@ -4,8 +4,9 @@ Each multiple-choice family has an :data:`OptionKernel`: given the rows of one f
 option matrix (vocabulary ids, -1 beyond an item's options) and each row's gold id, it returns the
 ``(rows, K)`` matrix of s(option, gold), evaluating the pure kernel of :mod:`.kernels` once per
 distinct pair it needs. Each open family has a :data:`PairKernel`: s of one normalized
-prediction against one normalized gold (:mod:`.naming`). :mod:`.tasks` names the kernel of every
-family; :mod:`.cags` turns the similarities into s, b and cags.
+prediction against one normalized gold (:mod:`.naming`). Every family's kernel is the function
+here of the family's own name (:attr:`.tasks.Family.kernel` finds it); :mod:`.cags` turns the
+similarities into s, b and cags.
 """
 
 from __future__ import annotations
@@ -100,16 +101,20 @@ def visibility_partset(items: pa.Table, rows: np.ndarray, opt: np.ndarray, gold:
 # open families
 
 
-def common_name(prediction: str, gold: str, context: C2Context) -> float:
-    """open_common_name and open_kind_of: token F1 with the genus lift (:mod:`.naming`)."""
+def open_common_name(prediction: str, gold: str, context: C2Context) -> float:
+    """Token F1 with the genus lift (:mod:`.naming`)."""
     return common_name_similarity(prediction, gold, context.genus_index)
 
 
-def scientific_name(prediction: str, gold: str, context: C2Context) -> float:
+#: a kind-of answer is a common name ("a sparrow"), scored as open_common_name is
+open_kind_of = open_common_name
+
+
+def open_scientific_name(prediction: str, gold: str, context: C2Context) -> float:
     return scientific_name_similarity(prediction, gold)
 
 
-def genus(prediction: str, gold: str, context: C2Context) -> float:
+def open_genus(prediction: str, gold: str, context: C2Context) -> float:
     return genus_similarity(prediction, gold)
 
 

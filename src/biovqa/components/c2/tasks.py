@@ -8,7 +8,7 @@ names the items carry (:data:`FAMILIES`), the multiple-choice / open split, the 
 Table 3's C2 block (:data:`TABLE3_COLUMNS`).
 
 Adding a family is one record here (its stem and instruction in :mod:`.prompts`), its generator
-in :mod:`.questions`, its kernel in :mod:`.similarity` and its routing phrase in
+in :mod:`.questions`, its kernel in :mod:`.similarity` under the family's name and its routing phrase in
 :data:`.parse.ROUTES` (the parser's step 5 checks every question routes to its stored family); a
 family is scored as multiple choice when its items offer options.
 """
@@ -17,9 +17,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any, Literal
 
-from biovqa.components.c2 import similarity
 from biovqa.components.c2.prompts import MCQ_INSTRUCTION, TEMPLATES, open_instruction
 
 #: What every C2 family reports as its headline (paper Eq. 12, App. C.4).
@@ -59,9 +59,9 @@ class Family:
 
     ``answer_format`` picks the parser branch (paper App. K.5): ``mcq`` resolves a reply to one
     of the item's options (letter, verbatim text, reconciliation, fuzzy match), ``open`` keeps the
-    cleaned first line. ``kernel`` is the family's graded similarity: for ``mcq`` a
-    :data:`similarity.OptionKernel` (s of every option against the gold, per item), for ``open``
-    a :data:`similarity.PairKernel` (s of one normalized prediction against one gold)."""
+    cleaned first line. :attr:`kernel` is the family's graded similarity: for ``mcq`` a
+    :data:`.similarity.OptionKernel` (s of every option against the gold, per item), for ``open``
+    a :data:`.similarity.PairKernel` (s of one normalized prediction against one gold)."""
 
     name: str
     #: the family's column label in the per-family tables (paper Tables 33, 34, 83, 84)
@@ -70,7 +70,6 @@ class Family:
     template: str
     instruction: str
     answer_format: Literal["mcq", "open"]
-    kernel: Callable[..., Any]
     #: Table 7's item count on the full CUB-200-2011
     paper_count: int
     baseline: str
@@ -88,29 +87,39 @@ class Family:
     def is_open(self) -> bool:
         return self.answer_format == "open"
 
+    @cached_property
+    def kernel(self) -> Callable[..., Any]:
+        """The function of :mod:`.similarity` named after the family, imported on first use: the
+        records stay free of numpy and pyarrow, so the component's declaration (which ``biovqa
+        --help`` reads) costs nothing to import."""
+        from biovqa.components.c2 import similarity
 
-def _mcq(name: str, short: str, category: str, kernel: similarity.OptionKernel, paper_count: int) -> Family:
-    return Family(name, short, category, TEMPLATES[name], MCQ_INSTRUCTION, "mcq", kernel, paper_count,
+        kernel: Callable[..., Any] = getattr(similarity, self.name)
+        return kernel
+
+
+def _mcq(name: str, short: str, category: str, paper_count: int) -> Family:
+    return Family(name, short, category, TEMPLATES[name], MCQ_INSTRUCTION, "mcq", paper_count,
                   DISTRACTOR_BASELINE, MCQ_FLOOR)
 
 
-def _open(name: str, short: str, kernel: similarity.PairKernel, paper_count: int) -> Family:
-    return Family(name, short, "naming", TEMPLATES[name], open_instruction(name), "open", kernel, paper_count,
+def _open(name: str, short: str, paper_count: int) -> Family:
+    return Family(name, short, "naming", TEMPLATES[name], open_instruction(name), "open", paper_count,
                   GOLD_POOL_BASELINE, OPEN_FLOOR)
 
 
 #: The ten families in benchmark order (items are written family by family in this order).
 TASKS: tuple[Family, ...] = (
-    _mcq("attr_bare_value", "attr_bare", "morphological", similarity.attr_bare_value, 280_433),
-    _mcq("attr_group_value", "attr_group", "relative_salience", similarity.attr_group_value, 321_073),
-    _mcq("marker_localization", "marker", "anatomical", similarity.marker_localization, 11_788),
-    _mcq("visibility_partset", "vis_set", "anatomical", similarity.visibility_partset, 117_880),
-    _mcq("visibility_side", "vis_side", "anatomical", similarity.visibility_side, 35_364),
-    _mcq("category_mcq", "cat_mcq", "naming", similarity.category_mcq, 11_191),
-    _open("open_common_name", "common", similarity.common_name, 11_788),
-    _open("open_scientific_name", "sci", similarity.scientific_name, 11_668),
-    _open("open_genus", "genus", similarity.genus, 11_728),
-    _open("open_kind_of", "kind_of", similarity.common_name, 11_191),
+    _mcq("attr_bare_value", "attr_bare", "morphological", 280_433),
+    _mcq("attr_group_value", "attr_group", "relative_salience", 321_073),
+    _mcq("marker_localization", "marker", "anatomical", 11_788),
+    _mcq("visibility_partset", "vis_set", "anatomical", 117_880),
+    _mcq("visibility_side", "vis_side", "anatomical", 35_364),
+    _mcq("category_mcq", "cat_mcq", "naming", 11_191),
+    _open("open_common_name", "common", 11_788),
+    _open("open_scientific_name", "sci", 11_668),
+    _open("open_genus", "genus", 11_728),
+    _open("open_kind_of", "kind_of", 11_191),
 )
 
 FAMILY: dict[str, Family] = {family.name: family for family in TASKS}

@@ -9,12 +9,11 @@ import re
 from collections.abc import Sequence
 
 from biovqa.components.hca.prompts import LETTERS
-from biovqa.scoring import PARSE_MAX_CHARS
-from biovqa.text import STATED_LETTER
+from biovqa.scoring import PARSE_MAX_CHARS, STATED_LETTER
 
 _MARKUP = "*_`\"'[](){}<> \t\r\n"
 _LEADING = re.compile(r"^\(?([A-D])(?:\)|\.|\s*\))(?:\s|$)|^\(([A-D])\)")
-# "answer is X": the words in any case, the letter as :data:`~biovqa.text.STATED_LETTER` (never
+# "answer is X": the words in any case, the letter as :data:`~biovqa.scoring.STATED_LETTER` (never
 # the article of "The answer is a raven")
 _PHRASE = re.compile(r"^(?:the\s+)?answer\s+is\s*:?\s*\(?" + STATED_LETTER, re.IGNORECASE | re.MULTILINE)
 
