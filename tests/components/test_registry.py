@@ -267,6 +267,35 @@ def test_a_bad_list_option_is_refused_before_the_predictions_are_read(
     assert "no-such-predictions" not in err  # refused before the predictions file was looked at
 
 
+def test_the_confidence_option_sets_every_interval_and_is_recorded_as_confidence(
+        tmp_path: Path, demo_bench: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """``--confidence`` (or ``-O confidence=``) is the intervals' confidence level; ``level`` is no
+    score option (in biovqa a level is a level of a hierarchy)."""
+    import json
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    items = pq.read_table(demo_bench / "items.parquet", columns=["item_id", "answer"]).to_pylist()
+    predictions = tmp_path / "predictions.parquet"
+    replies = [item["answer"] if k % 2 else "no idea" for k, item in enumerate(items)]  # half right
+    pq.write_table(pa.table({"item_id": [item["item_id"] for item in items], "response": replies}), predictions)
+    summaries = {}
+    for confidence, flags in ((0.5, ["--confidence", "0.5"]), (0.95, ["-O", "confidence=0.95"])):
+        out = tmp_path / f"scores-{confidence}"
+        code, err = cli(["score", demo_bench, "-p", predictions, "-o", out, "--bootstrap", "200", *flags], capsys)
+        assert code == 0, err
+        summaries[confidence] = json.loads((out / "summary.json").read_text())
+    for confidence, summary in summaries.items():
+        assert summary["options"]["confidence"] == summary["bootstrap"]["confidence"] == confidence
+        assert "level" not in summary["options"] and "level" not in summary["bootstrap"]
+    narrow, wide = summaries[0.5]["table3"]["phy"], summaries[0.95]["table3"]["phy"]
+    assert narrow["value"] == wide["value"] and wide["lo"] <= narrow["lo"] <= narrow["hi"] <= wide["hi"]
+    assert wide["hi"] - wide["lo"] > narrow["hi"] - narrow["lo"]
+    code, err = cli(["score", demo_bench, "-p", predictions, "-o", tmp_path / "refused", "-O", "level=0.9"], capsys)
+    assert code == 2 and "no option 'level'" in err, err
+
+
 CONVENTIONAL_PLUGIN = {
     "__init__.py": "from biovqa.components.registry import Component\n"
                    "COMPONENT = Component(name='labz', title='Lab Z', tasks=('t',),\n"

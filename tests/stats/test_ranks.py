@@ -93,7 +93,7 @@ def test_weighted_spearman_is_the_spearman_of_the_repeated_sample() -> None:
 
 def test_rank_distribution_ties_share_the_better_rank_and_nan_ranks_last() -> None:
     replicates = np.array([[0.9, 0.9, 0.1], [0.5, np.nan, 0.7], [0.8, 0.2, 0.3], [0.8, 0.1, 0.3]])
-    lo, hi, best = rank_distribution(replicates, level=0.5)
+    lo, hi, best = rank_distribution(replicates, confidence=0.5)
     # replicate ranks: [1, 1, 3], [2, 3, 1], [1, 3, 2], [1, 3, 2]
     assert best.tolist() == [0.75, 0.25, 0.25]
     assert lo.tolist() == [1.0, 1.0, 1.0] and hi.tolist() == [2.0, 3.0, 3.0]

@@ -251,7 +251,7 @@ def _score_options_help() -> str:
         lines.append(f"  {component.name.upper()}:")
         lines.extend(f"    {option.describe()}" for option in component.score_options)
     common = ", ".join(option.name for option in COMMON_SCORE_OPTIONS)
-    lines.append(f"  every component: {common} (also as --bootstrap, --seed, --level)")
+    lines.append(f"  every component: {common} (also as --bootstrap, --seed, --confidence)")
     return "\b\n" + "\n".join(lines)  # \b: click keeps the lines as written
 
 
@@ -281,7 +281,7 @@ def score(
     option: Annotated[Optional[list[str]], typer.Option("--option", "-O", help="component score option NAME=VALUE (repeatable; listed below)")] = None,
     bootstrap: Annotated[Optional[int], typer.Option(help="bootstrap resamples for the intervals (0: no intervals) [default: the component's: C3 and C4 2000, others 1000]")] = None,
     seed: Annotated[Optional[int], typer.Option(help="bootstrap seed [default: 42]")] = None,
-    level: Annotated[Optional[float], typer.Option(help="confidence level [default: 0.95]")] = None,
+    confidence: Annotated[Optional[float], typer.Option(help="confidence level of the intervals [default: 0.95]")] = None,
     sweep: Annotated[bool, typer.Option("--sweep", help="run the component's sensitivity sweep over several predictions files")] = False,
     label: Annotated[Optional[str], typer.Option(help="model label shown in reports (default: from predictions)")] = None,
     score_missing_as_wrong: Annotated[bool, typer.Option(help="score every benchmark item, those a --limit run did not ask as wrong (default: only the run's selection)")] = False,
@@ -294,7 +294,7 @@ def score(
 
     options: dict[str, Any] = parse_option_pairs(option)
     bench = bench_folder(bench, images)
-    for name, value in (("bootstrap", bootstrap), ("seed", seed), ("level", level)):
+    for name, value in (("bootstrap", bootstrap), ("seed", seed), ("confidence", confidence)):
         if value is not None:
             if name in options:
                 raise BiovqaError(f"{name} is given both as --{name} and as --option", field=name)

@@ -19,6 +19,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from biovqa.reporting.leaderboard import GENERALIST, Run
+from biovqa.stats import CONFIDENCE
 
 
 def _scores(run: Run) -> tuple[pa.Array, np.ndarray] | None:
@@ -45,7 +46,7 @@ def _shared_difference(a: tuple[pa.Array, np.ndarray], b: tuple[pa.Array, np.nda
 
 
 def paired_differences(runs: Sequence[Run], order: Sequence[str], *, B: int = 1000, seed: int = 42,
-                       level: float = 0.95) -> pd.DataFrame:
+                       confidence: float = CONFIDENCE) -> pd.DataFrame:
     """One row per component and adjacent pair of generalists (in ``order``): shared items, mean
     difference ``a − b`` of the item scores, its paired bootstrap interval and a verdict.
 
@@ -78,7 +79,7 @@ def paired_differences(runs: Sequence[Run], order: Sequence[str], *, B: int = 10
                 continue
             sums, counts = partition_replicates(np.column_stack([pairs[k][2] for k in members]),
                                                 np.zeros(n, dtype=np.int64), 1, B=B, seed=seed)
-            lo, hi = percentile_interval(sums[:, 0, :] / counts[:, :1], level)
+            lo, hi = percentile_interval(sums[:, 0, :] / counts[:, :1], confidence)
             bounds.update({k: (float(lo[j]), float(hi[j])) for j, k in enumerate(members)})
         for k, (a, b, diff) in enumerate(pairs):
             d_lo, d_hi = bounds[k]

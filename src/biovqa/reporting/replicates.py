@@ -35,11 +35,11 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
+from biovqa.stats import CONFIDENCE
 from biovqa.stats.ranks import rank_distribution
 
-#: Replicates of the rank bootstrap and its level
+#: Replicates of the rank bootstrap (its confidence: :data:`biovqa.stats.CONFIDENCE`)
 RANK_B = 1000
-RANK_LEVEL = 0.95
 
 if TYPE_CHECKING:
     from biovqa.reporting.leaderboard import Run
@@ -221,7 +221,7 @@ def _same(a: np.ndarray, b: np.ndarray) -> bool:
 
 
 def bootstrap_ranks(runs: Sequence[Run], generalists: Sequence[str], columns: Mapping[str, Sequence[str]], *,
-                    B: int = RANK_B, level: float = RANK_LEVEL) -> RankIntervals:
+                    B: int = RANK_B, confidence: float = CONFIDENCE) -> RankIntervals:
     """Rank intervals of ``generalists`` in every Table 3 column that all of them can be
     recomputed for (``columns``: component → its Table 3 columns). Seed: the seed the score
     folders of the component were bootstrapped with when they agree, else 42."""
@@ -249,7 +249,7 @@ def bootstrap_ranks(runs: Sequence[Run], generalists: Sequence[str], columns: Ma
         for column, (models, matrix, _) in reps.items():
             if len(models) < 2:
                 continue
-            lo, hi, best = rank_distribution(matrix, level)
+            lo, hi, best = rank_distribution(matrix, confidence)
             rank_lo.loc[models, column] = lo
             rank_hi.loc[models, column] = hi
             p_best.loc[models, column] = best

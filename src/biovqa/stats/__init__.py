@@ -17,15 +17,16 @@ The contract (the paper's Appendix L.3 for the bootstrap; Appendix C and §6 for
   columns with ``SumColumns``: ``add``, ``cells``, ``cluster_sums``); ``statistics(totals, W)``
   returns K vectors over the replicates from the resampled totals (and the counts ``W`` when
   ``rowwise``, e.g. for :func:`~biovqa.stats.ranks.weighted_spearman`). ``Bootstrap(B, seed,
-  level, draws=None)(columns, statistics, clusters, n)`` gives the summary's estimates directly.
+  confidence, draws=None)(columns, statistics, clusters, n)`` gives the summary's estimates directly.
   The special forms are uses of that loop, with unchanged numbers: ``ratio_of_sums_replicates``
   (means as ratios, float32 products), ``ClusterBootstrapPlan`` (many cell means on one plan),
   ``partition_replicates`` (item bootstrap of per-part sums), ``bootstrap_means`` /
   ``cluster_bootstrap_means`` / ``item_bootstrap_means``; the leaderboard's rank bootstrap runs
   the same loop on sparse sums (``SparseProduct``). ``partition_replicates(..., classes=True)``
   draws one multinomial over classes of identical rows instead of n items per replicate (the same
-  distribution, another stream; opt-in). ``percentile_interval(replicates, level)`` is the one
-  interval (NaN replicates ignored). ``B = 0`` gives no replicates and null bounds everywhere.
+  distribution, another stream; opt-in). ``percentile_interval(replicates, confidence)`` is the one
+  interval (NaN replicates ignored); its confidence defaults to :data:`CONFIDENCE` (0.95), the one
+  default of every interval (the score option ``confidence``, the rank and paired intervals). ``B = 0`` gives no replicates and null bounds everywhere.
 * **Ranks** (:mod:`biovqa.stats.ranks`) — ``average_ranks``, ``group_ranks``,
   ``descending_ranks``, ``spearman``, ``spearman_p``, ``spearman_matrix``, ``grouped_spearman``,
   ``weighted_spearman`` (+ ``RankLayout``), ``rank_distribution``.
@@ -34,4 +35,10 @@ The contract (the paper's Appendix L.3 for the bootstrap; Appendix C and §6 for
 * **Estimates** live at the schema seam (:class:`biovqa.scoring.schema.Estimate`, frozen: value,
   lo, hi, n; ``estimate(...)`` writes the dict form, ``estimate_value(entry, part="value")`` is the
   one reader of a float out of an estimate or a number).
+
+``confidence`` is always an interval's confidence level; ``level`` in biovqa means a level of a
+nested hierarchy (a taxonomic rank, a C3 count level) and ``tier`` a difficulty stratum.
 """
+
+#: The confidence of every percentile interval unless a caller asks otherwise (the paper's 95%).
+CONFIDENCE = 0.95

@@ -17,7 +17,7 @@ per statistic. The counts come from :func:`biovqa.stats.draws.resampled_cluster_
 
 :func:`ratio_of_sums_replicates`, :class:`ClusterBootstrapPlan`, :func:`partition_replicates`,
 :func:`bootstrap_means` and :class:`Bootstrap` are uses of that one loop. The percentile interval
-is the ``(1 − level)/2`` and ``(1 + level)/2`` quantiles of the ``B`` replicates (linear
+is the ``(1 − confidence)/2`` and ``(1 + confidence)/2`` quantiles of the ``B`` replicates (linear
 interpolation, NumPy's default).
 """
 
@@ -30,6 +30,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from biovqa.stats import CONFIDENCE
 from biovqa.stats.draws import (
     DRAWS_PER_CALL,
     REPLICATE_CHUNK,
@@ -116,7 +117,7 @@ class SumColumns:
         self.n = n
         self.blocks: list[np.ndarray] = []
         self.width = 0
-        self._factorized: dict[int, tuple[Any, np.ndarray, Any]] = {}  # id → (the key, kept alive; codes; levels)
+        self._factorized: dict[int, tuple[Any, np.ndarray, Any]] = {}  # id → (the key, kept alive; codes; distinct values)
 
     def add(self, values: np.ndarray | float) -> int:
         self.blocks.append(np.broadcast_to(np.asarray(values, dtype=np.float64), (self.n,))[:, None])
@@ -133,11 +134,11 @@ class SumColumns:
         for key in keys:
             if id(key) not in self._factorized:  # a section passes the same keys for several cells
                 self._factorized[id(key)] = (key, *pd.factorize(pd.Series(key, dtype=object).fillna(""), sort=False))
-            _, codes, levels = self._factorized[id(key)]
-            combined = combined * (len(levels) + 1) + codes
-            uniques.append((codes, levels))
+            _, codes, distinct = self._factorized[id(key)]
+            combined = combined * (len(distinct) + 1) + codes
+            uniques.append((codes, distinct))
         present, first, inverse = np.unique(combined, return_index=True, return_inverse=True)
-        combos = [tuple(levels[codes[i]] for codes, levels in uniques) for i in first]
+        combos = [tuple(distinct[codes[i]] for codes, distinct in uniques) for i in first]
         rank = sorted(range(len(combos)), key=lambda j: tuple(map(str, combos[j])))
         position = np.empty(len(combos), dtype=np.int64)
         position[rank] = np.arange(len(combos))
@@ -341,7 +342,7 @@ def partition_replicates(values: np.ndarray, part: np.ndarray, n_parts: int, *, 
     classes' shares (:func:`resampled_class_counts` with one stratum; the classes in part-then-value
     order): the same resampling distribution of every sum, from a different stream, so the
     bounds differ from the default path's by Monte Carlo noise only. It pays where classes are
-    few against items (0/1 scores, a few credit levels; ``benchmarks/stats_item_bootstrap.py``)."""
+    few against items (0/1 scores, a few credit values; ``benchmarks/stats_item_bootstrap.py``)."""
     values = np.asarray(values, dtype=np.float64)
     if values.ndim == 1:
         values = values[:, None]
@@ -378,8 +379,8 @@ def _class_partition_replicates(values: np.ndarray, part: np.ndarray, n_parts: i
     # sorted codes folded into the running code and renumbered (so no code exceeds the row count)
     code = part.astype(np.int64)
     for column in values.T:
-        levels, level_of = pd.factorize(column, sort=True)
-        code = pd.factorize(code * len(level_of) + levels, sort=True)[0]
+        value_codes, distinct = pd.factorize(column, sort=True)
+        code = pd.factorize(code * len(distinct) + value_codes, sort=True)[0]
     first = np.unique(code, return_index=True)[1]
     size = np.bincount(code)
     product = PartitionProduct(values[first], part[first], n_parts)
@@ -395,11 +396,11 @@ def _class_partition_replicates(values: np.ndarray, part: np.ndarray, n_parts: i
     return shaped[:, :, :m], shaped[:, :, m]
 
 
-def percentile_interval(replicates: np.ndarray, level: float = 0.95) -> tuple[np.ndarray, np.ndarray]:
-    """Percentile interval per column of ``replicates`` (``B × K``), ignoring NaN replicates;
-    all-NaN columns give NaN bounds."""
-    if not 0 < level < 1:
-        raise ValueError(f"level must lie in (0, 1), got {level}")
+def percentile_interval(replicates: np.ndarray, confidence: float = CONFIDENCE) -> tuple[np.ndarray, np.ndarray]:
+    """Percentile interval per column of ``replicates`` (``B × K``) at ``confidence``, ignoring NaN
+    replicates; all-NaN columns give NaN bounds."""
+    if not 0 < confidence < 1:
+        raise ValueError(f"confidence must lie in (0, 1), got {confidence}")
     replicates = np.asarray(replicates, dtype=np.float64)
     if replicates.ndim == 1:
         replicates = replicates[:, None]
@@ -407,7 +408,7 @@ def percentile_interval(replicates: np.ndarray, level: float = 0.95) -> tuple[np
     hi = np.full(replicates.shape[1], np.nan)
     finite = ~np.isnan(replicates)
     complete = finite.all(axis=0)
-    quantiles = [100 * (1 - level) / 2, 100 * (1 + level) / 2]
+    quantiles = [100 * (1 - confidence) / 2, 100 * (1 + confidence) / 2]
     if complete.any():
         lo[complete], hi[complete] = np.percentile(replicates[:, complete], quantiles, axis=0)
     partial = ~complete & finite.any(axis=0)
@@ -427,7 +428,7 @@ class BootstrapMeans:
 
 
 def bootstrap_means(values: np.ndarray, clusters: np.ndarray | list, *, B: int = 1000, seed: int = 42,
-                    level: float = 0.95) -> BootstrapMeans:
+                    confidence: float = CONFIDENCE) -> BootstrapMeans:
     """Means of the columns of ``values`` (n × k; NaN = item not in that statistic) with cluster
     bootstrap replicates and percentile bounds."""
     codes, n_clusters = cluster_codes(clusters)
@@ -441,24 +442,24 @@ def bootstrap_means(values: np.ndarray, clusters: np.ndarray | list, *, B: int =
     with np.errstate(invalid="ignore", divide="ignore"):
         estimate = np.where(total > 0, sums.sum(axis=0) / np.where(total > 0, total, 1), np.nan)
     replicates = ratio_of_sums_replicates(sums, counts, B=B, seed=seed)
-    lo, hi = percentile_interval(replicates, level)
+    lo, hi = percentile_interval(replicates, confidence)
     return BootstrapMeans(estimate=estimate, replicates=replicates, lo=lo, hi=hi)
 
 
 def cluster_bootstrap_means(values: np.ndarray, clusters: np.ndarray | list, *, B: int = 1000,
-                            seed: int = 42, level: float = 0.95) -> tuple[np.ndarray, np.ndarray]:
-    """95% (``level``) percentile interval ``(lo, hi)`` of the mean of each column of ``values``
+                            seed: int = 42, confidence: float = CONFIDENCE) -> tuple[np.ndarray, np.ndarray]:
+    """Percentile interval (at ``confidence``) ``(lo, hi)`` of the mean of each column of ``values``
     (n × k, NaN = excluded) resampling ``clusters`` with replacement; pass
     ``clusters = np.arange(n)`` for the item bootstrap."""
-    result = bootstrap_means(values, clusters, B=B, seed=seed, level=level)
+    result = bootstrap_means(values, clusters, B=B, seed=seed, confidence=confidence)
     return result.lo, result.hi
 
 
 def item_bootstrap_means(values: np.ndarray, *, B: int = 1000, seed: int = 42,
-                         level: float = 0.95) -> tuple[np.ndarray, np.ndarray]:
+                         confidence: float = CONFIDENCE) -> tuple[np.ndarray, np.ndarray]:
     """:func:`cluster_bootstrap_means` with every item its own cluster."""
     n = len(np.asarray(values))
-    return cluster_bootstrap_means(values, np.arange(n), B=B, seed=seed, level=level)
+    return cluster_bootstrap_means(values, np.arange(n), B=B, seed=seed, confidence=confidence)
 
 
 class ClusterBootstrapPlan:
@@ -536,18 +537,18 @@ class ClusterBootstrapPlan:
 
 class Bootstrap:
     """Estimates ``{value, lo, hi, n}`` of statistics of a :class:`SumColumns` table, for one
-    bootstrap setting (``B`` replicates, seed, level). With ``draws`` (a :class:`CountsDrawnAhead`
+    bootstrap setting (``B`` replicates, seed, confidence). With ``draws`` (a :class:`CountsDrawnAhead`
     holding this bootstrap's counts under ``name``) the counts are read from it, else drawn here
     (the same stream either way)."""
 
-    def __init__(self, B: int, seed: int, level: float, draws: CountsDrawnAhead | None = None,
+    def __init__(self, B: int, seed: int, confidence: float, draws: CountsDrawnAhead | None = None,
                  name: str = "") -> None:
-        self.B, self.seed, self.level = B, seed, level
+        self.B, self.seed, self.confidence = B, seed, confidence
         self.draws, self.name = draws, name
 
     def named(self, name: str) -> Bootstrap:
         """This bootstrap for ``name`` (whose counts ``draws`` holds under that name)."""
-        return Bootstrap(self.B, self.seed, self.level, self.draws, name)
+        return Bootstrap(self.B, self.seed, self.confidence, self.draws, name)
 
     def __call__(self, columns: SumColumns, fn: Statistics, clusters: Sequence[Any], n: int, *,
                  rowwise: bool = False) -> list[dict[str, Any]]:
@@ -565,7 +566,7 @@ class Bootstrap:
             counts = None if self.draws is None else self.draws.blocks(self.name, k)
             replicates = bootstrap_replicates(SumsProduct(columns.cluster_sums(codes, k), k), fn, B=self.B,
                                               seed=self.seed, counts=counts, rowwise=rowwise)
-            lo, hi = percentile_interval(replicates, self.level)
+            lo, hi = percentile_interval(replicates, self.confidence)
             # a statistic that every replicate repeats (up to rounding in the products) keeps its
             # value as both bounds
             near = 1e-12 * np.maximum(1.0, np.abs(full))

@@ -18,6 +18,8 @@ from typing import Sequence
 
 import numpy as np
 
+from biovqa.stats import CONFIDENCE
+
 
 def holm(p_values: Sequence[float], alpha: float = 0.05) -> tuple[np.ndarray, np.ndarray]:
     """Holm step-down: (adjusted p-values, rejected?) in the input order.
@@ -84,14 +86,15 @@ def pca_share(matrix: np.ndarray) -> tuple[float, np.ndarray]:
     return float(values[-1] / values.sum()), loadings
 
 
-def fisher_ci(rho: float, n: int, level: float = 0.95) -> tuple[float, float]:
-    """Fisher-z interval of a Spearman ρ with the Bonett–Wright variance ``(1 + ρ²/2)/(n − 3)``."""
+def fisher_ci(rho: float, n: int, confidence: float = CONFIDENCE) -> tuple[float, float]:
+    """Fisher-z interval (at ``confidence``) of a Spearman ρ with the Bonett–Wright variance
+    ``(1 + ρ²/2)/(n − 3)``."""
     from scipy.stats import norm
 
     if n <= 3 or not math.isfinite(rho) or abs(rho) >= 1.0:
         return math.nan, math.nan
     z = math.atanh(rho)
-    half = float(norm.ppf(0.5 + level / 2)) * math.sqrt((1 + rho * rho / 2) / (n - 3))
+    half = float(norm.ppf(0.5 + confidence / 2)) * math.sqrt((1 + rho * rho / 2) / (n - 3))
     return math.tanh(z - half), math.tanh(z + half)
 
 

@@ -17,6 +17,8 @@ import math
 
 import numpy as np
 
+from biovqa.stats import CONFIDENCE
+
 
 def spearman(x: np.ndarray, y: np.ndarray) -> float:
     """Spearman ρ; 0 when either side is constant (a constant predictor has no rank
@@ -104,14 +106,14 @@ def spearman_matrix(matrix: np.ndarray) -> np.ndarray:
         return np.atleast_2d(np.corrcoef(ranks, rowvar=False))
 
 
-def rank_distribution(replicates: np.ndarray, level: float = 0.95) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def rank_distribution(replicates: np.ndarray, confidence: float = CONFIDENCE) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(rank lo, rank hi, P(best)) per model from ``B × models`` replicates: ranks 1 = highest
     value, ties share the better rank, a NaN replicate ranks last; the bounds are the
-    ``(1 ∓ level)/2`` quantiles of each model's ranks (lower and higher order statistics)."""
+    ``(1 ∓ confidence)/2`` quantiles of each model's ranks (lower and higher order statistics)."""
     values = np.where(np.isnan(replicates), -np.inf, replicates)
     ranks = 1 + (values[:, None, :] > values[:, :, None]).sum(axis=2)  # B × models
-    lo = np.quantile(ranks, (1 - level) / 2, axis=0, method="lower")
-    hi = np.quantile(ranks, (1 + level) / 2, axis=0, method="higher")
+    lo = np.quantile(ranks, (1 - confidence) / 2, axis=0, method="lower")
+    hi = np.quantile(ranks, (1 + confidence) / 2, axis=0, method="higher")
     return lo.astype(float), hi.astype(float), (ranks == 1).mean(axis=0)
 
 

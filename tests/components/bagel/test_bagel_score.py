@@ -101,7 +101,7 @@ def test_summary_sections_on_the_appendix_items(tmp_path: Path) -> None:
     assert summary["overall"]["value"] == pytest.approx(2 / 5)
     assert summary["format"]["parse_failure_rate"]["value"] == pytest.approx(1 / 4)
     assert summary["format"]["parse_failure_rate"]["n"] == 4
-    assert summary["bootstrap"] == {"B": 200, "seed": 42, "level": 0.95, "cluster": "items"}
+    assert summary["bootstrap"] == {"B": 200, "seed": 42, "confidence": 0.95, "cluster": "items"}
     scored = pq.read_table(tmp_path / "score" / "items.parquet", columns=["item_id", "parse_status"]).to_pylist()
     assert {row["item_id"]: row["parse_status"] for row in scored} == {
         "wiki-flamingo-taxonomy": "parsed", "wiki-flamingo-call": "unparsed", "globi-pearsonema": "parsed",

@@ -272,7 +272,7 @@ def test_summary_shape_and_values_for_perfect_replies(bench_path: Path) -> None:
     assert set(summary["groups"]) == {row[1] for row in IMAGES}
     assert set(summary["tiers"]) == {"Easy", "Hard"}
     assert summary["task_group"]["genus"]["Birds"]["n"] == 1
-    assert summary["bootstrap"] == {"B": 50, "seed": 42, "level": 0.95, "cluster": "image (source_id)"}
+    assert summary["bootstrap"] == {"B": 50, "seed": 42, "confidence": 0.95, "cluster": "image (source_id)"}
     json.dumps(summary, allow_nan=True)
 
 

@@ -66,7 +66,7 @@ def test_bootstrap_intervals_bracket_the_mean(make_bench):
             estimate = block[metric]
             assert estimate["lo"] <= estimate["value"] <= estimate["hi"]
             assert estimate["n"] == block["n"]
-    assert summary["bootstrap"] == {"B": 300, "seed": 7, "level": 0.95, "cluster": "item"}
+    assert summary["bootstrap"] == {"B": 300, "seed": 7, "confidence": 0.95, "cluster": "item"}
     assert summary["families"]["category_mcq"]["choose_a_rate"] == pytest.approx(0.5)
     # severity: mean 1 − cags over wrong items
     fam = summary["families"]["attr_bare_value"]
@@ -123,7 +123,7 @@ def test_summary_is_json_clean(make_bench):
 
 def _masked_group_intervals(cags: np.ndarray, em: np.ndarray, s: np.ndarray,
                       groups: Sequence[np.ndarray], *, resamples: int, seed: int,
-                      level: float = 0.95) -> list[tuple[np.ndarray, np.ndarray] | None]:
+                      confidence: float = 0.95) -> list[tuple[np.ndarray, np.ndarray] | None]:
     """The path summarize() took before it summed each item once in its family: bootstrap CIs of
     (cags, EM, GS_raw) for every group mask, from one set of item resamples
     (the shared :mod:`biovqa.stats.bootstrap` draws): each group's mean is a ratio of resampled
@@ -138,7 +138,7 @@ def _masked_group_intervals(cags: np.ndarray, em: np.ndarray, s: np.ndarray,
     denominators = np.column_stack([mask.astype(float) for mask in groups])
     replicates = ratio_of_sums_replicates(numerators, denominators, B=resamples, seed=seed,
                                           denominator_of=np.repeat(np.arange(len(groups)), 3))
-    lo, hi = percentile_interval(replicates, level)
+    lo, hi = percentile_interval(replicates, confidence)
     return [(lo[3 * g:3 * g + 3], hi[3 * g:3 * g + 3]) for g in range(len(groups))]
 
 

@@ -156,7 +156,7 @@ def test_bootstrap_is_seeded_and_stratified(tmp_path: Path) -> None:
     first = score_with(tmp_path / "a", bench, replies, bootstrap=300)
     second = score_with(tmp_path / "b", bench, replies, bootstrap=300)
     assert first["pooled"]["random"]["acc"] == second["pooled"]["random"]["acc"]
-    assert first["bootstrap"] == {"B": 300, "seed": 42, "level": 0.95, "cluster": "items within dataset × condition"}
+    assert first["bootstrap"] == {"B": 300, "seed": 42, "confidence": 0.95, "cluster": "items within dataset × condition"}
     assert first["pooled"]["random"]["acc"]["n"] == 100
 
 

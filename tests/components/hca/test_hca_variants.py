@@ -145,7 +145,7 @@ def test_binary_scoring_puts_each_levels_outcome_on_the_path(tmp_path: Path, inp
     by_level = {(r["image_key"], r["level"]): ok for r, ok in zip(rows, table.column("correct").to_pylist())}
     assert by_level[(first_image, 1)] is False and by_level[(first_image, 2)] is False
     assert sum(by_level.values()) == len(by_level) - 2
-    summary = summarize(table, items, {"bootstrap": 0, "seed": 0, "level": 0.95})
+    summary = summarize(table, items, {"bootstrap": 0, "seed": 0, "confidence": 0.95})
     n_images = summary["counts"]["images"]
     assert summary["metrics"]["hca"]["value"] == pytest.approx((n_images - 1) / n_images)
     assert summary["format"]["yes_no_histogram"]["Yes"] == pytest.approx(

@@ -80,4 +80,4 @@ def test_parse_status_names_every_outcome_and_an_unread_reply_stays_wrong_in_pla
     assert summary["format"]["n_unparsed"] == 1 and summary["format"]["n_missing"] == 1
     assert summary["metrics"]["hca"]["value"] == 0.0  # each image has one wrong level: no path is whole
     assert summary["metrics"]["acc_leaf"]["value"] == 0.5  # img001's missing leaf reply is wrong
-    assert summary["bootstrap"] == {"B": 50, "seed": 42, "level": 0.95, "cluster": "images"}
+    assert summary["bootstrap"] == {"B": 50, "seed": 42, "confidence": 0.95, "cluster": "images"}

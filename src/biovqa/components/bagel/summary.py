@@ -19,7 +19,7 @@ items::
       "random_baseline": {analytic: 0.25, empirical: estimate (one seeded uniform letter per item),
                           domains: {<domain>: estimate}, seed},
       "robustness": {reference, accuracy, reference_accuracy, delta, agreement, n}   (with -O reference=…)
-      "bootstrap":  {B, seed, level, cluster: "items"}
+      "bootstrap":  {B, seed, confidence, cluster: "items"}
     }
 """
 
@@ -62,7 +62,7 @@ def _groups(items: pa.Table, wanted: list[str]) -> dict[str, list[str | None]]:
 
 def summarize(scored: pa.Table, items: pa.Table, options: Mapping[str, Any]) -> dict[str, Any]:
     """The BAGEL summary (see the module docstring) from the per-item table of :func:`.score.score_items`."""
-    B, seed, level = int(options["bootstrap"]), int(options["seed"]), float(options["level"])
+    B, seed, confidence = int(options["bootstrap"]), int(options["seed"]), float(options["confidence"])
     random_seed = int(options["random_seed"])
     group_by = [key.strip() for key in str(options["group_by"]).split(",") if key.strip()]
     table = scored
@@ -106,7 +106,7 @@ def summarize(scored: pa.Table, items: pa.Table, options: Mapping[str, Any]) -> 
     matrix = np.column_stack(columns) if n else np.empty((0, len(columns)))
     counts = (~np.isnan(matrix)).sum(axis=0)
     if B > 0 and n:
-        result = bootstrap_means(matrix, np.arange(n), B=B, seed=seed, level=level)
+        result = bootstrap_means(matrix, np.arange(n), B=B, seed=seed, confidence=confidence)
         values, lows, highs = result.estimate, result.lo, result.hi
     else:
         with np.errstate(invalid="ignore"):
@@ -143,7 +143,7 @@ def summarize(scored: pa.Table, items: pa.Table, options: Mapping[str, Any]) -> 
         "gold_positions": gold_positions(gold),
         "random_baseline": {"analytic": ANALYTIC_RANDOM_BASELINE, "empirical": estimates[("random",)],
                             "domains": section("random_domains"), "seed": random_seed},
-        "bootstrap": {"B": B, "seed": seed, "level": level, "cluster": TASKS[0].cluster},
+        "bootstrap": {"B": B, "seed": seed, "confidence": confidence, "cluster": TASKS[0].cluster},
     }
     if options["reference"]:
         summary["robustness"] = robustness(table, items, Path(options["reference"]))

@@ -6,7 +6,7 @@ length and order; columns ``item_id``, ``response``, ``status`` ∈ ok | failed 
 returns a :class:`~biovqa.components.registry.ScoreResult`. Options: ``backbone`` (taxonomy index
 folder; default ``manifest["taxonomy_index"]``; without a usable index the scorer raises
 :class:`~biovqa.errors.MissingResourceError` — EM_soft never silently degrades to EM),
-``bootstrap`` (B, default 1000; 0: no intervals), ``seed`` (42), ``level`` (0.95),
+``bootstrap`` (B, default 1000; 0: no intervals), ``seed`` (42), ``confidence`` (0.95),
 ``epithet_last_word`` (True), ``cell_intervals`` (False: bounds only for the cells the tables
 print); they arrive as the registry's resolved record (or a mapping, resolved here once).
 

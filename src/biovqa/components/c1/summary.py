@@ -170,24 +170,24 @@ def _run_plans(plans: tuple[ClusterBootstrapPlan, _PointSums], columns_of: Seque
     return estimate, replicates
 
 
-def _intervals(replicates: np.ndarray, level: float) -> tuple[np.ndarray, np.ndarray]:
+def _intervals(replicates: np.ndarray, confidence: float) -> tuple[np.ndarray, np.ndarray]:
     """Percentile bounds per column; NaN when no bootstrap ran (B = 0)."""
     if replicates.shape[0] == 0:
         empty = np.full(replicates.shape[1] if replicates.ndim == 2 else 1, np.nan)
         return empty, empty.copy()
-    return percentile_interval(replicates, level)
+    return percentile_interval(replicates, confidence)
 
 
 def summarize(scored: pa.Table, items: pa.Table, options: Any, *,
               draws: CountsDrawnAhead | None = None) -> dict[str, Any]:
     """The C1 summary (module docstring) from the per-item score table and the benchmark items it
     scores (same rows, same order). ``options``: the resolved score options (``bootstrap`` = B,
-    ``seed``, ``level``, ``cell_intervals``). ``draws``: the image counts already being drawn
+    ``seed``, ``confidence``, ``cell_intervals``). ``draws``: the image counts already being drawn
     (under :data:`DRAWS_NAME`, for ``n_images`` images; the scorer starts them before it reads
     the replies), else they are drawn here — the same resamples either way."""
     arrays = _ItemArrays.of(scored)
     floors, floor_replies = floors_of(items)
-    B, seed, level = int(options.bootstrap), int(options.seed), float(options.level)
+    B, seed, confidence = int(options.bootstrap), int(options.seed), float(options.confidence)
     n_items = len(arrays.task)
     em, em_soft = arrays.em, arrays.em_soft
     with_severity = ~np.isnan(arrays.severity)
@@ -246,13 +246,13 @@ def summarize(scored: pa.Table, items: pa.Table, options: Any, *,
                 hierarchy_columns[f"{scope}:{metric}"] = [register(which, first + cell) for cell in range(width)]
 
     estimate, replicates = _run_plans(plans, columns_of, B, seed, draws)
-    lo, hi = _intervals(replicates, level)
+    lo, hi = _intervals(replicates, confidence)
 
     def interval(column: int, n: int) -> dict[str, Any]:
         return _estimate(estimate[column], lo[column], hi[column], n=n)
 
     def difference(first: int, second: int, n: int) -> dict[str, Any]:
-        d_lo, d_hi = _intervals(replicates[:, first] - replicates[:, second], level)
+        d_lo, d_hi = _intervals(replicates[:, first] - replicates[:, second], confidence)
         return _estimate(estimate[first] - estimate[second], d_lo[0], d_hi[0], n=n)
 
     def ratio(numerator: int, denominator: int, n: int) -> dict[str, Any]:
@@ -261,12 +261,12 @@ def summarize(scored: pa.Table, items: pa.Table, options: Any, *,
         with np.errstate(invalid="ignore", divide="ignore"):
             reps = np.where(replicates[:, denominator] > 0,
                             replicates[:, numerator] / replicates[:, denominator], np.nan)
-        r_lo, r_hi = _intervals(reps, level)
+        r_lo, r_hi = _intervals(reps, confidence)
         return _estimate(scaled_hca(float(estimate[numerator]), float(estimate[denominator])),
                          r_lo[0], r_hi[0], n=n)
 
     summary: dict[str, Any] = {"n_images": int(arrays.n_clusters)}
-    summary["bootstrap"] = {"B": int(B), "seed": int(seed), "level": float(level), "cluster": "image (source_id)"}
+    summary["bootstrap"] = {"B": int(B), "seed": int(seed), "confidence": float(confidence), "cluster": "image (source_id)"}
 
     def metric_blocks(key: str) -> dict[str, dict[str, Any]]:
         columns, labels, cells = blocks[key]
@@ -294,7 +294,7 @@ def summarize(scored: pa.Table, items: pa.Table, options: Any, *,
         block["floor"] = phi
         block["floor_answer"] = floor_replies.get(name)
         column = em_columns[TASK_NAMES.index(name)]
-        block["headroom"] = _headroom(estimate[column], replicates[:, column], phi, level, n=block["n"])
+        block["headroom"] = _headroom(estimate[column], replicates[:, column], phi, confidence, n=block["n"])
     summary["pooled"] = metric_blocks("pooled").get("all", {})
     summary["open_pooled"] = metric_blocks("open_pooled").get("all", {})
     if summary["pooled"]:
@@ -302,10 +302,10 @@ def summarize(scored: pa.Table, items: pa.Table, options: Any, *,
         phi = item_weighted_score({t: float(floors.get(t, 0.0)) for t in n_by_task}, n_by_task)
         summary["pooled"]["floor"] = float(phi)
         column = blocks["pooled"][0]["em"][0]
-        summary["pooled"]["headroom"] = _headroom(estimate[column], replicates[:, column], phi, level,
+        summary["pooled"]["headroom"] = _headroom(estimate[column], replicates[:, column], phi, confidence,
                                                    n=summary["pooled"]["n"])
     summary["recognition_recall"] = _recognition_recall(
-        em_columns, estimate, replicates, level, n_by_task={t: b["n"] for t, b in summary["tasks"].items()})
+        em_columns, estimate, replicates, confidence, n_by_task={t: b["n"] for t, b in summary["tasks"].items()})
     summary["groups"] = metric_blocks("groups")
     summary["tiers"] = metric_blocks("tiers")
 
@@ -343,15 +343,15 @@ def summarize(scored: pa.Table, items: pa.Table, options: Any, *,
     return summary
 
 
-def _headroom(estimate: float, replicates: np.ndarray, phi: float, level: float, *, n: int) -> dict[str, Any]:
+def _headroom(estimate: float, replicates: np.ndarray, phi: float, confidence: float, *, n: int) -> dict[str, Any]:
     """Headroom recovered over the floor, (S − φ)/(1 − φ) (§2.10), with the transformed interval."""
     if not np.isfinite(phi) or phi >= 1:
         return _estimate(np.nan, n=n)
-    lo, hi = _intervals((replicates - phi) / (1 - phi), level)
+    lo, hi = _intervals((replicates - phi) / (1 - phi), confidence)
     return _estimate(headroom(estimate, phi), lo[0], hi[0], n=n)
 
 
-def _recognition_recall(em_columns: list[int], estimate: np.ndarray, replicates: np.ndarray, level: float,
+def _recognition_recall(em_columns: list[int], estimate: np.ndarray, replicates: np.ndarray, confidence: float,
                         n_by_task: Mapping[str, int]) -> dict[str, Any]:
     """gap = EM(MCQ) − EM(open common name); ratio = MCQ / open (§2.11)."""
     if MCQ_TASK not in n_by_task or OPEN_COMMON_TASK not in n_by_task:
@@ -361,9 +361,9 @@ def _recognition_recall(em_columns: list[int], estimate: np.ndarray, replicates:
     with np.errstate(invalid="ignore", divide="ignore"):
         ratio_reps = np.where(replicates[:, open_] > 0, replicates[:, mcq] / replicates[:, open_], np.nan)
     gap, ratio = recognition_recall_gap(float(estimate[mcq]), float(estimate[open_]))
-    gap_lo, gap_hi = _intervals(replicates[:, mcq] - replicates[:, open_], level)
-    ratio_lo, ratio_hi = _intervals(ratio_reps, level)
-    m_lo, m_hi = _intervals(replicates[:, [mcq, open_]], level)
+    gap_lo, gap_hi = _intervals(replicates[:, mcq] - replicates[:, open_], confidence)
+    ratio_lo, ratio_hi = _intervals(ratio_reps, confidence)
+    m_lo, m_hi = _intervals(replicates[:, [mcq, open_]], confidence)
     return {
         "mcq": _estimate(estimate[mcq], m_lo[0], m_hi[0], n=n_by_task[MCQ_TASK]),
         "open": _estimate(estimate[open_], m_lo[1], m_hi[1], n=n_by_task[OPEN_COMMON_TASK]),

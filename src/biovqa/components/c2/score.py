@@ -3,7 +3,7 @@ its companions (paper App. C.4–C.5; paper App. K.5).
 
 ``score(bench, predictions, options) -> ScoreResult`` is registered as ``biovqa.components.c2.score:score``.
 
-Options: declared on :data:`biovqa.components.c2.COMPONENT` (``bootstrap``, ``seed``, ``level``,
+Options: declared on :data:`biovqa.components.c2.COMPONENT` (``bootstrap``, ``seed``, ``confidence``,
 ``prefer_text``, ``tau``, ``alpha``, ``colour_kernel``, ``visibility_kernel``, ``sweep_size``).
 
 Per-item table: the score schema's core columns (``parsed`` = the recovered answer text,
@@ -25,7 +25,7 @@ percentile bootstrap over items)::
       "laterality": {n_lateral, n_mirror_offered, mirror_confusion_rate, mirror_baseline,
                      n_part_named, laterality_given_part, laterality_chance,
                      laterality_p_below_chance, laterality_below_chance},
-      "bootstrap":  {B, seed, level, cluster: "item"}
+      "bootstrap":  {B, seed, confidence, cluster: "item"}
     }
 
 Rates are fractions in [0, 1] (reports print percentages); families without items are absent.

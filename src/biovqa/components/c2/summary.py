@@ -23,9 +23,9 @@ import pyarrow.compute as pc
 from biovqa.components.c2 import parse
 from biovqa.components.c2.tasks import CATEGORIES, CATEGORY_OF, CLUSTER_UNIT, FAMILIES, MCQ_FAMILIES, TABLE3_COLUMNS
 from biovqa.scoring.schema import estimate
+from biovqa.stats import CONFIDENCE
 from biovqa.text import codes_in
 
-CI_LEVEL = 0.95
 METRICS = ("cags", "em", "gs_raw")
 
 
@@ -54,7 +54,7 @@ def group_summary(cags: np.ndarray, em: np.ndarray, s: np.ndarray,
 
 def family_intervals(cags: np.ndarray, em: np.ndarray, s: np.ndarray, family: np.ndarray,
                      groups: Sequence[Sequence[int]], *, B: int, seed: int,
-                     level: float = CI_LEVEL) -> list[tuple[np.ndarray, np.ndarray] | None]:
+                     confidence: float = CONFIDENCE) -> list[tuple[np.ndarray, np.ndarray] | None]:
     """Bootstrap CIs of (cags, EM, GS_raw) for groups that are unions of families, as every C2 group is
     (pooled, a category, a family): ``groups`` lists each group's family codes (``-1`` stands
     for items of no known family, which only the pooled group holds). The same item resamples
@@ -78,7 +78,7 @@ def family_intervals(cags: np.ndarray, em: np.ndarray, s: np.ndarray, family: np
         with np.errstate(invalid="ignore", divide="ignore"):
             replicates[:, 3 * g:3 * g + 3] = np.where(bottom > 0, top / np.where(bottom > 0, bottom, 1),
                                                       np.nan)
-    lo, hi = percentile_interval(replicates, level)
+    lo, hi = percentile_interval(replicates, confidence)
     return [(lo[3 * g:3 * g + 3], hi[3 * g:3 * g + 3]) for g in range(len(groups))]
 
 
@@ -193,11 +193,11 @@ def summarize(scored: pa.Table, items: pa.Table | None = None,
               options: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """The C2 summary dict from per-item scores (see :mod:`biovqa.components.c2.score` for its
     shape). ``items`` (aligned with ``scored``) gives the option lists the laterality analysis
-    reads; ``options`` holds ``bootstrap`` (B), ``seed`` and ``level`` (defaults 1000, 42, 0.95)."""
+    reads; ``options`` holds ``bootstrap`` (B), ``seed`` and ``confidence`` (defaults 1000, 42, 0.95)."""
     options = options or {}
     B = int(options.get("bootstrap", 1000))
     seed = int(options.get("seed", 42))
-    level = float(options.get("level", CI_LEVEL))
+    confidence = float(options.get("confidence", CONFIDENCE))
     scores = scored
     family = codes_in(scores.column("family"), FAMILIES)
     cags = scores.column("cags").to_numpy()
@@ -224,7 +224,7 @@ def summarize(scored: pa.Table, items: pa.Table | None = None,
     group_families = ([[-1, *range(len(FAMILIES))]]
                       + [[family_code[f] for f in FAMILIES if CATEGORY_OF[f] == c] for c in present_categories]
                       + [[family_code[f]] for f in present_families])
-    intervals = family_intervals(cags, em, s, family, group_families, B=B, seed=seed, level=level)
+    intervals = family_intervals(cags, em, s, family, group_families, B=B, seed=seed, confidence=confidence)
     pooled = group_summary(cags, em, s, intervals[0])
     categories: dict[str, Any] = {}
     for offset, category in enumerate(present_categories, start=1):
@@ -272,5 +272,5 @@ def summarize(scored: pa.Table, items: pa.Table | None = None,
         "families": families,
         "format": fmt,
         "laterality": lat,
-        "bootstrap": {"B": B, "seed": seed, "level": level, "cluster": CLUSTER_UNIT},
+        "bootstrap": {"B": B, "seed": seed, "confidence": confidence, "cluster": CLUSTER_UNIT},
     }

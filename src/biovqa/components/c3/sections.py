@@ -25,7 +25,7 @@ other tasks; floors, lifts and margins carry no bounds)::
                        floor{label, em, vas, macro_vas, kappa_vas}, lift, margin
     ocr                em, char_acc, suffix_char_acc, inflation, prefix,
                        floor{code, em, char_acc, suffix_char_acc}, lift (on EM), lift_suffix
-    bootstrap          B, seed, level, cluster{task: what was resampled}
+    bootstrap          B, seed, confidence, cluster{task: what was resampled}
 
 Floors are fitted on the rows the model parsed (the paper's Eq. 24: the best image-blind rule);
 ``lift = (S − φ)/(1 − φ)`` and ``margin = S − φ`` (Tables 44/45 print the margin), where S is the

@@ -6,7 +6,7 @@ Top-level keys: one section per task, named as the task (listed in :mod:`.sectio
 
     table3     each task's Table 3 column → its section's headline metric (the spec's ``headline``)
     format     per task: n, n_replies, n_parsed, n_unparsed, n_failed, n_missing, parse_rate
-    bootstrap  B, seed, level, cluster{task: what was resampled: source photograph / plate, or item}
+    bootstrap  B, seed, confidence, cluster{task: what was resampled: source photograph / plate, or item}
 
 Every estimate is ``{value, lo, hi, n}``; bounds from a seeded percentile bootstrap that resamples
 each task's clusters (the spec's ``cluster``: source photographs / plates for counting and absolute
@@ -90,7 +90,7 @@ def summarize(scored: pa.Table, items: pa.Table, options: Mapping[str, Any],
 
 def _summarize(scored: pa.Table, items: pa.Table, options: Mapping[str, Any], draws: CountsDrawnAhead | None,
                tasks: Sequence[TaskSpec]) -> dict[str, Any]:
-    boot = Bootstrap(int(options["bootstrap"]), int(options["seed"]), float(options["level"]), draws)
+    boot = Bootstrap(int(options["bootstrap"]), int(options["seed"]), float(options["confidence"]), draws)
     settings = Settings(vas_weights(options["vas_weights"]), box_conventions(bool(options["box_yxyx"])))
     task_codes = scored.column("task").to_numpy(zero_copy_only=False)
     extras = items.select(list(_ITEM_COLUMNS))
@@ -111,7 +111,7 @@ def _summarize(scored: pa.Table, items: pa.Table, options: Mapping[str, Any], dr
 
     done = {task.name: section(task) for task in _in_summary_order(tasks)}
     summary: dict[str, Any] = {"format": {}, "bootstrap": {
-        "B": boot.B, "seed": boot.seed, "level": boot.level, "cluster": {t.name: t.cluster_unit for t in tasks}}}
+        "B": boot.B, "seed": boot.seed, "confidence": boot.confidence, "cluster": {t.name: t.cluster_unit for t in tasks}}}
     table3 = {task.column: estimate(math.nan, n=0) for task in tasks}
     for task in tasks:
         result = done[task.name]

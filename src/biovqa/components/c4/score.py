@@ -3,7 +3,7 @@ appendix H.1). Aggregation — signal detection per dataset × condition, pooled
 the intervals — is :mod:`.summary`'s.
 
 ``score(bench, predictions, options) -> ScoreResult`` (found by the registry's convention). Options:
-``bootstrap`` (default 2000, appendix L.3), ``seed``, ``level``.
+``bootstrap`` (default 2000, appendix L.3), ``seed``, ``confidence``.
 
 Per-item table: the score schema's core columns (``parsed`` = ``yes``/``no`` or null, ``score`` =
 1.0 when the reply is correct), then dataset, condition, same, gold, parse_status (the parser rule

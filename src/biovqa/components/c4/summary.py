@@ -15,7 +15,7 @@ items, for the construction checks):
                    Wald interval},
       "format":   {n_replies, n_parsed, parse_rate, n_unparsed, parse_status: {strict, loose, …: count}},
       "construction_checks": {<dataset>: {<condition>: DINOv2 AUC and similarity margin}},
-      "bootstrap": {B, seed, level, cluster: "items within dataset × condition"},
+      "bootstrap": {B, seed, confidence, cluster: "items within dataset × condition"},
       "datasets": [the datasets scored, in report order],
       "decision_variable": {…}   (only when every reply carries its similarity: the specialist)
     }
@@ -62,13 +62,13 @@ def stratum_counts(same: np.ndarray, answer: np.ndarray, strata: np.ndarray, n_s
     return flat.reshape(n_strata, 6)
 
 
-def _interval(replicates: np.ndarray, level: float) -> tuple[float | None, float | None]:
+def _interval(replicates: np.ndarray, confidence: float) -> tuple[float | None, float | None]:
     """The percentile interval of one statistic's replicates (NaN ignored; None when none is left)."""
-    lo, hi = percentile_interval(replicates, level)
+    lo, hi = percentile_interval(replicates, confidence)
     return (None, None) if np.isnan(lo[0]) else (float(lo[0]), float(hi[0]))
 
 
-def cell_summary(counts: np.ndarray, replicates: np.ndarray | None, level: float) -> dict[str, Any]:
+def cell_summary(counts: np.ndarray, replicates: np.ndarray | None, confidence: float) -> dict[str, Any]:
     """Counts, H, F and the estimates of one cell (``replicates``: B × 6 or None)."""
     counts = np.asarray(counts, dtype=np.int64)
     values = statistics(counts)
@@ -79,7 +79,7 @@ def cell_summary(counts: np.ndarray, replicates: np.ndarray | None, level: float
     out.update({"n": n, "n_same": int(counts[:3].sum()), "n_different": int(counts[3:].sum()),
                 "H": float(h), "F": float(f)})
     for name in STATISTICS:
-        lo, hi = _interval(boot[name], level) if boot is not None else (None, None)
+        lo, hi = _interval(boot[name], confidence) if boot is not None else (None, None)
         out[name] = estimate(float(values[name]), lo, hi, n=n)
     return out
 
@@ -91,7 +91,7 @@ def _ordered(values: list[str]) -> list[str]:
 
 def summarize(scored: pa.Table, items: pa.Table, options: Mapping[str, Any]) -> dict[str, Any]:
     """The C4 summary (see the module docstring) from the per-item table of :func:`.score.score_items`."""
-    B, seed, level = int(options["bootstrap"]), int(options["seed"]), float(options["level"])
+    B, seed, confidence = int(options["bootstrap"]), int(options["seed"]), float(options["confidence"])
     same = np.asarray(scored.column("same").to_numpy(zero_copy_only=False), dtype=bool)
     parsed = scored.column("parsed").to_pylist()
     answer = np.array([2 if p is None else (0 if p == "yes" else 1) for p in parsed], dtype=np.int64)
@@ -114,13 +114,13 @@ def summarize(scored: pa.Table, items: pa.Table, options: Mapping[str, Any]) -> 
             s = d * len(conditions) + c
             if counts[s].sum() == 0:
                 continue
-            cells[dataset][condition] = cell_summary(counts[s], None if boot is None else boot[:, s, :], level)
+            cells[dataset][condition] = cell_summary(counts[s], None if boot is None else boot[:, s, :], confidence)
     pooled: dict[str, Any] = {}
     grid = counts.reshape(len(datasets), len(conditions), 6)
     boot_grid = None if boot is None else boot.reshape(B, len(datasets), len(conditions), 6)
     for c, condition in enumerate(conditions):
         summed = grid[:, c, :].sum(axis=0)
-        entry = cell_summary(summed, None if boot_grid is None else boot_grid[:, :, c, :].sum(axis=1), level)
+        entry = cell_summary(summed, None if boot_grid is None else boot_grid[:, :, c, :].sum(axis=1), confidence)
         per_species = [cells[d][condition]["c"]["value"] for d in datasets if condition in cells[d]]
         per_species = [v for v in per_species if v is not None]
         entry["c_mean_species"] = float(np.mean(per_species)) if per_species else None
@@ -131,7 +131,7 @@ def summarize(scored: pa.Table, items: pa.Table, options: Mapping[str, Any]) -> 
     decision_variable = None
     if similarity is not None:
         decision_variable = _similarity_section(similarity, same, strata, datasets, conditions, cells, pooled,
-                                                B=B, seed=seed, level=level)
+                                                B=B, seed=seed, confidence=confidence)
     random_pooled = pooled.get("random")
     table3: dict[str, Any] = {}
     # a run that carries its decision variable (the specialist) reports √2·z(AUC), as Table 3
@@ -149,7 +149,7 @@ def summarize(scored: pa.Table, items: pa.Table, options: Mapping[str, Any]) -> 
         "ordering": _ordering(cells, pooled),
         "format": _format_section(scored.column("parse_status").to_pylist()),
         "construction_checks": _construction_checks(items, datasets, conditions),
-        "bootstrap": {"B": B, "seed": seed, "level": level, "cluster": TASKS[0].cluster},
+        "bootstrap": {"B": B, "seed": seed, "confidence": confidence, "cluster": TASKS[0].cluster},
         "datasets": datasets,
     }
     if decision_variable is not None:
@@ -168,7 +168,7 @@ def _decision_variable(scored: pa.Table) -> np.ndarray | None:
 
 
 def _auc_estimate(similarity: np.ndarray, same: np.ndarray, rows: np.ndarray, *, B: int, seed: int,
-                  level: float) -> tuple[dict[str, Any], dict[str, Any]]:
+                  confidence: float) -> tuple[dict[str, Any], dict[str, Any]]:
     """AUC and √2·z(AUC) of ``rows`` (items with a similarity), with percentile intervals from
     resampling those items (B replicates, the items as clusters of the shared draws)."""
     rows = rows[~np.isnan(similarity[rows])]
@@ -191,13 +191,13 @@ def _auc_estimate(similarity: np.ndarray, same: np.ndarray, rows: np.ndarray, *,
         draws = bootstrap_replicates(np.zeros((n, 0)), lambda _, W: both(np.asarray(W)), B=B, seed=seed,
                                      rowwise=True)
         for k in range(2):
-            lo_hi[k] = _interval(np.where(np.isfinite(draws[:, k]), draws[:, k], np.nan), level)
+            lo_hi[k] = _interval(np.where(np.isfinite(draws[:, k]), draws[:, k], np.nan), confidence)
     return estimate(value, *lo_hi[0], n=n), estimate(dprime, *lo_hi[1], n=n)
 
 
 def _similarity_section(similarity: np.ndarray, same: np.ndarray, strata: np.ndarray, datasets: list[str],
                         conditions: list[str], cells: dict[str, Any], pooled: dict[str, Any], *,
-                        B: int, seed: int, level: float) -> dict[str, Any]:
+                        B: int, seed: int, confidence: float) -> dict[str, Any]:
     """Add ``auc`` and ``dprime_auc`` (√2·z(AUC), appendix B "MegaDescriptor for C4") to every cell
     and pooled condition; pooled over datasets = the AUC of all that condition's items (the paper
     runs the specialist on one dataset, where pooled and per-dataset agree)."""
@@ -208,11 +208,11 @@ def _similarity_section(similarity: np.ndarray, same: np.ndarray, strata: np.nda
             if condition in cells[dataset]:
                 rows = np.flatnonzero(strata == d * len(conditions) + c)
                 cells[dataset][condition]["auc"], cells[dataset][condition]["dprime_auc"] = _auc_estimate(
-                    similarity, same, rows, B=B, seed=_cell_seed(seed, next(stream)), level=level)
+                    similarity, same, rows, B=B, seed=_cell_seed(seed, next(stream)), confidence=confidence)
     for c, condition in enumerate(conditions):
         rows = np.flatnonzero(strata % len(conditions) == c)
         pooled[condition]["auc"], pooled[condition]["dprime_auc"] = _auc_estimate(
-            similarity, same, rows, B=B, seed=_cell_seed(seed, next(stream)), level=level)
+            similarity, same, rows, B=B, seed=_cell_seed(seed, next(stream)), confidence=confidence)
     return {"name": "cosine similarity carried by every reply", "dprime": "sqrt(2) * z(AUC)",
             "table3_dprime": "dprime_auc of the random condition, pooled"}
 

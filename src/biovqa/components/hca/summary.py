@@ -19,7 +19,7 @@ estimate ``{value, lo, hi, n}`` with a percentile bootstrap over images)::
       "without_genus": {<metrics>, "n_levels_removed"}   (text, when the entity gives the genus away),
       "format":  {parse_failure_rate, letter_histogram, n_unparsed, n_missing, n_failed_requests},
       "counts":  {images, questions[, statements]},
-      "bootstrap": {B, seed, level, cluster: "images"}
+      "bootstrap": {B, seed, confidence, cluster: "images"}
     }
 """
 
@@ -68,11 +68,11 @@ def path_matrix(items: pa.Table, correct: list[bool]) -> tuple[list[str], np.nda
     return images, c, present, leak
 
 
-def _estimates(matrix: np.ndarray, names: list[str], B: int, seed: int, level: float) -> dict[str, Any]:
+def _estimates(matrix: np.ndarray, names: list[str], B: int, seed: int, confidence: float) -> dict[str, Any]:
     n = len(matrix)
     counts = (~np.isnan(matrix)).sum(axis=0)
     if B > 0 and n:
-        result = bootstrap_means(matrix, np.arange(n), B=B, seed=seed, level=level)
+        result = bootstrap_means(matrix, np.arange(n), B=B, seed=seed, confidence=confidence)
         return {name: estimate(v, lo, hi, n=int(k))
                 for name, v, lo, hi, k in zip(names, result.estimate, result.lo, result.hi, counts)}
     with np.errstate(invalid="ignore"):
@@ -121,7 +121,7 @@ def summarize(scored: pa.Table, items: pa.Table, options: Mapping[str, Any], *,
     """The summary (see the module docstring) from the per-item table of :func:`.score.score_items`;
     ``unscored_levels`` and ``dataset`` are the bench manifest's (levels asked but left out of the
     paths unless ``options["score_unscored_levels"]``; the dataset the report pairs scores by)."""
-    B, seed, level = int(options["bootstrap"]), int(options["seed"]), float(options["level"])
+    B, seed, confidence = int(options["bootstrap"]), int(options["seed"]), float(options["confidence"])
     score_unscored = bool(options.get("score_unscored_levels", False))
     table = scored
     correct = table.column("correct").to_pylist()
@@ -139,7 +139,7 @@ def summarize(scored: pa.Table, items: pa.Table, options: Mapping[str, Any], *,
                      if asked[:, j - 1].any()]
     depth_keys, depth_columns = _depth_columns(c, present)
     matrix = np.column_stack([per_image[m] for m in HIERARCHICAL_METRICS] + level_columns + depth_columns)
-    estimates = _estimates(matrix, [*HIERARCHICAL_METRICS, *level_keys, *depth_keys], B, seed, level)
+    estimates = _estimates(matrix, [*HIERARCHICAL_METRICS, *level_keys, *depth_keys], B, seed, confidence)
     metrics = {m: estimates[m] for m in HIERARCHICAL_METRICS}
     statuses = table.column("status").to_pylist()
     parse_status = table.column("parse_status").to_pylist()
@@ -167,7 +167,7 @@ def summarize(scored: pa.Table, items: pa.Table, options: Mapping[str, Any], *,
         },
         "counts": _counts(items, len(images)),
         "variant": sorted({v or "plain" for v in optional_column(items, "variant")}),
-        "bootstrap": {"B": B, "seed": seed, "level": level, "cluster": TASKS[0].cluster},
+        "bootstrap": {"B": B, "seed": seed, "confidence": confidence, "cluster": TASKS[0].cluster},
     }
     if kind == "visual":
         summary["scaled_hca"] = scaled_hca(metrics["hca"]["value"] or 0.0, metrics["acc_leaf"]["value"] or 0.0)
@@ -177,7 +177,7 @@ def summarize(scored: pa.Table, items: pa.Table, options: Mapping[str, Any], *,
             kept = present & ~leak
             without = hierarchical_per_image(c, kept)
             plain = _estimates(np.column_stack([without[m] for m in HIERARCHICAL_METRICS]),
-                               list(HIERARCHICAL_METRICS), B, seed, level)
+                               list(HIERARCHICAL_METRICS), B, seed, confidence)
             summary["without_genus"] = {**plain, "n_levels_removed": int(leak.sum())}
     return summary
 
