@@ -14,14 +14,8 @@ from hypothesis import strategies as st
 
 from biovqa.errors import InputFormatError, MissingResourceError
 from biovqa.sources.gbif import read_taxa
-from biovqa.taxonomy.index import (
-    NAMES_FILE,
-    TARGET_COLUMNS,
-    TAXA_FILE,
-    VERNACULARS_FILE,
-    TaxonomyIndex,
-    build_index,
-)
+from biovqa.taxonomy.index import TaxonomyIndex, build_index
+from biovqa.taxonomy.index_format import NAMES_FILE, TARGET_COLUMNS, TAXA_FILE, VERNACULARS_FILE
 from biovqa.text import normalize_c1
 from fixtures.dwca import example_backbone, example_taxa, example_vernaculars, taxon, write_backbone
 
@@ -247,7 +241,7 @@ def test_vernacular_languages(example_index: TaxonomyIndex) -> None:
 def test_fast_normalization_equals_normalize_c1_array() -> None:
     import pyarrow as pa
 
-    from biovqa.taxonomy.index import _normalize
+    from biovqa.taxonomy.index_builder import _normalize
     from biovqa.text import normalize_c1_array
 
     values = pa.array([
@@ -284,7 +278,7 @@ def test_homonymous_accepted_taxa(tmp_path: Path) -> None:
 @settings(max_examples=60, deadline=None)
 @given(st.lists(st.text(alphabet="AaBbZz éÆß'-. ()×\t", max_size=12), max_size=30))
 def test_fast_normalization_property(values: list[str]) -> None:
-    from biovqa.taxonomy.index import _normalize
+    from biovqa.taxonomy.index_builder import _normalize
     from biovqa.text import normalize_c1_array
 
     array = pa.array(values, pa.string())

@@ -467,7 +467,7 @@ def _species_taxa(index: TaxonomyIndex, lineages: Sequence[dict[str, str | None]
     agree best with its higher ranks."""
     import pyarrow.compute as pc
 
-    from biovqa.taxonomy.index import LINEAGE_RANKS
+    from biovqa.taxonomy.index_format import LINEAGE_RANKS
 
     keys = [normalize_c1(s) if _clean(s := lin.get("species")) else "" for lin in lineages]
     relation = index.names
@@ -490,7 +490,7 @@ def _ancestor_taxa(index: TaxonomyIndex, lineages: Sequence[dict[str, str | None
     above it."""
     import pyarrow.compute as pc
 
-    from biovqa.taxonomy.index import LINEAGE_RANKS
+    from biovqa.taxonomy.index_format import LINEAGE_RANKS
 
     wanted = sorted({v for lin in lineages for r in ANCESTOR_RANKS if (v := _clean(lin.get(r)))})
     taxa = index.taxa
