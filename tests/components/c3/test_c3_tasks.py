@@ -15,7 +15,7 @@ from biovqa.components.c3.build.items import items_table, payload
 from biovqa.components.c3.floor import floor_responses
 from biovqa.components.c3.report import tables
 from biovqa.components.c3.score import score_items, score_tables
-from biovqa.components.c3.tasks import ITEM_CLUSTER, TABLE3, TASK_NAMES, TASKS, Table38Row, TaskSpec
+from biovqa.components.c3.tasks import ITEM_CLUSTER, TABLE3, TASK_NAMES, TASKS, Table38Row, TaskSpec, letter_choice
 
 
 def test_the_declaration_and_every_task_keyed_table_follow_the_spec_records() -> None:
@@ -39,8 +39,19 @@ def _yes_no(reply: str | None, options: object) -> str | None:
 #: and floored by the majority answer
 PRESENCE = TaskSpec(
     "presence", "prs", "Answer yes or no.", parse=_yes_no, kernel=K.score_choice, floor=K.floor_majority,
-    section=S.relative_distance_section, cluster=ITEM_CLUSTER, headline="balanced_accuracy", metric="bal. acc.", floor_metric="balanced_accuracy",
-    macro_over="gold", table38=Table38Row("Presence", "accuracy", "balanced_accuracy", "chance"), paper_count=0)
+    section=S.relative_distance_section, headline="balanced_accuracy", metric="bal. acc.", macro_over="gold",
+    table38=Table38Row("Presence", "accuracy", "balanced_accuracy", "chance"), paper_count=0)
+
+
+def test_what_a_record_leaves_out_takes_the_shared_default() -> None:
+    """The item as bootstrap cluster, the headline's key as floor metric; a letter-choice task
+    reads its panels' noun and is headlined by balanced accuracy over the gold letters."""
+    assert (PRESENCE.cluster, PRESENCE.floor_metric, PRESENCE.clustered) == (ITEM_CLUSTER, "balanced_accuracy", False)
+    task = letter_choice("which_nest", "nest", "Answer with the nest's letter.", "nest", S.relative_distance_section,
+                         Table38Row("Nest", "accuracy", "balanced_accuracy", "chance"), paper_count=0)
+    assert task.parse("Nest C is closest.", {}) == "C" and task.parse("beetle C", {}) is None
+    assert (task.kernel, task.floor, task.headline, task.floor_metric, task.macro_over) == (
+        K.score_choice, K.floor_letter, "balanced_accuracy", "balanced_accuracy", "gold")
 
 
 def _items(rows: list[dict[str, object]]) -> pa.Table:
