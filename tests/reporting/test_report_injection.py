@@ -16,7 +16,7 @@ import pytest
 
 #: a label that is a formula after a carriage return, a link, an image and raw HTML
 HOSTILE_LABEL = "\r=HYPERLINK(\"http://evil\") [click](http://evil) ![x](http://evil/x.png) <img src=x>"
-#: item fields a BAGEL table shows (dimension, level): a formula, after a space, full-width
+#: item fields a BAGEL table shows (dimension, tier): a formula, after a space, full-width
 HOSTILE_FIELDS = ("=1+1", " =1+1", "\uff1d1+1", "\t@SUM(A1)", "+1")
 
 

@@ -102,7 +102,8 @@ _TERMS: tuple[Term, ...] = (
     _t("failed", "failed requests", "Items whose request finally failed (scored as wrong).", "count", "B.2", COUNT),
     _t("replies truncated for parsing", "truncated replies",
        "Replies longer than the parser's 4,096-character cap; only their opening was parsed.", "count", "B.3", COUNT),
-    _t("lo", "lower 95% bound", "Lower end of the 95% percentile bootstrap interval.", "2.5th percentile of B resamples",
+    _t("lo", "lower 95% bound", "Lower end of the percentile bootstrap interval: 95% unless scored with another "
+       "confidence (the summary's bootstrap.confidence).", "2.5th percentile of B resamples",
        "§4.2", "as its estimate"),
     _t("hi", "upper 95% bound", "Upper end of the 95% percentile bootstrap interval.", "97.5th percentile of B resamples",
        "§4.2", "as its estimate"),
@@ -315,14 +316,14 @@ _NUMBERED: tuple[tuple[re.Pattern[str], str, str], ...] = (
 
 #: column names that are values of the rows' own categories (the table's title says which)
 CATEGORY = Term("category", "category column", "A column per value of the table's grouping (an organismal group, a "
-                "difficulty tier, a question family, a BAGEL domain, a level or a model): the metric of the table's "
+                "difficulty tier, a question family, a BAGEL domain, a hierarchy level or a model): the metric of the table's "
                 "title for that value.", "the table's metric, restricted to the category", "see the table's title",
                 "as the table's metric")
 #: descriptive columns (text, not measured)
 DESCRIPTIVE = Term("descriptive", "descriptive column", "A label of the row (model, task, group, family, method, …), "
                    "not a measurement.", "—", "—", "text")
 _DESCRIPTIVE = {"model", "model_a", "model_b", "task", "component", "kind", "group", "family", "dataset", "datasets",
-                "dimension", "level", "key", "block", "column", "method", "position", "format", "benchmark manifest",
+                "dimension", "level", "tier", "key", "block", "column", "method", "position", "format", "benchmark manifest",
                 "predictions", "scored_on", "depth", "abs_range", "species", "genus", "category", "pair", "statistic",
                 "summary_path", "significant", "task_a", "task_b", ""}
 

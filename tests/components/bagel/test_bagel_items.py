@@ -20,7 +20,7 @@ def test_every_accepted_form_loads_to_the_same_gold(tmp_path: Path) -> None:
     assert [item.gold_letter for item in items] == ["B", "B", "A", "A", "B"]
     assert [item.domain for item in items] == ["Wikipedia", "Wikipedia", "GloBI", "bioRxiv", "Xeno-canto"]
     assert items[3].dimension == "Result Interpretation"  # the source schema's trailing space stripped
-    assert items[0].options[1] == "Phoenicoparrus andinus" and items[0].level == "easy"
+    assert items[0].options[1] == "Phoenicoparrus andinus" and items[0].tier == "easy"
     assert items[2].meta == {"scientific_name": "Pearsonema plica", "taxon_class": "Enoplea"}
 
 

@@ -108,7 +108,9 @@ def test_summary_sections_on_the_appendix_items(tmp_path: Path) -> None:
         "xc-red-warbler": "parsed", "biorxiv-nematostella": "missing"}
     assert summary["format"]["letter_histogram"] == {"A": 2 / 3, "B": 1 / 3, "C": 0.0, "D": 0.0}
     assert summary["gold_positions"] == {"A": 0.4, "B": 0.6, "C": 0.0, "D": 0.0}
-    assert summary["levels"]["easy"]["value"] == 0.5 and summary["levels"]["hard"]["value"] == 1.0
+    assert summary["tiers"]["easy"]["value"] == 0.5 and summary["tiers"]["hard"]["value"] == 1.0
+    scored_tiers = pq.read_table(tmp_path / "score" / "items.parquet", columns=["tier"]).column("tier").to_pylist()
+    assert scored_tiers == [row.get("level") for row in APPENDIX_B]  # the files' level is the tier
     assert summary["dimensions"]["bioRxiv / Result Interpretation"]["value"] == 0.0
     assert summary["groups"]["taxon_class"]["Aves"] == pytest.approx(
         {"value": 1 / 3, "lo": summary["groups"]["taxon_class"]["Aves"]["lo"],
@@ -122,6 +124,18 @@ def test_summary_sections_on_the_appendix_items(tmp_path: Path) -> None:
     assert items.column_names[:7] == ["item_id", "component", "task", "status", "response", "parsed", "score"]
     assert items.column("parsed").to_pylist() == ["B", None, "A", None, "A"]
     assert items.column("chosen").to_pylist()[2] == "Procyon lotor"
+
+
+def test_a_bench_built_before_the_tier_rename_is_one_error(tmp_path: Path) -> None:
+    """A BAGEL bench whose difficulty column is still ``level`` names the file and the column."""
+    from biovqa.bench.folder import write_bench
+
+    built = build_bagel([write_jsonl(tmp_path / "b.jsonl", APPENDIX_B)], tmp_path / "bench")
+    old = built.items.rename_columns(["level" if name == "tier" else name for name in built.items.column_names])
+    write_bench(tmp_path / "old", old, component="bagel", generator="tests", seed=0, sources={}, parameters={})
+    with pytest.raises(BiovqaError, match="no 'tier' column") as caught:
+        _score(tmp_path, tmp_path / "old", {"wiki-flamingo-taxonomy": "B"})
+    assert caught.value.field == "tier" and caught.value.file == str(tmp_path / "old" / "items.parquet")
 
 
 def test_group_by_names_a_meta_key(tmp_path: Path) -> None:

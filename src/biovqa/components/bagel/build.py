@@ -36,7 +36,7 @@ COMPONENT = "bagel"
 BAGEL_COLUMNS: tuple[tuple[str, pa.DataType], ...] = (
     ("domain", pa.string()),
     ("dimension", pa.string()),
-    ("level", pa.string()),
+    ("tier", pa.string()),  # the difficulty tier, the released files' ``level``
     ("gold_index", pa.int8()),
     ("meta", pa.string()),
     ("permutation", pa.string()),
@@ -81,7 +81,7 @@ def items_table(items: list[BagelItem], *, prompt_style: str = "canonical",
         rows["source_id"].append(item.item_id)
         rows["domain"].append(item.domain)
         rows["dimension"].append(item.dimension)
-        rows["level"].append(item.level)
+        rows["tier"].append(item.tier)
         rows["gold_index"].append(gold)
         rows["meta"].append(json.dumps(item.meta, sort_keys=True, ensure_ascii=False))
         rows["permutation"].append("".join(LETTERS[i] for i in order) if permute_seed is not None else None)

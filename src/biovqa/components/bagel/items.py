@@ -25,7 +25,8 @@ LETTERS: tuple[str, ...] = ("A", "B", "C", "D")
 DOMAIN_SIZES: dict[str, int] = {domain.name: domain.size for domain in TASKS}
 #: The spellings of each domain the released files use, case-insensitively.
 DOMAIN_ALIASES: dict[str, str] = {alias: domain.name for domain in TASKS for alias in domain.aliases}
-LEVELS: tuple[str, ...] = ("easy", "medium", "hard")
+#: The difficulty tiers a question may carry; the released files name the field ``level``.
+TIERS: tuple[str, ...] = ("easy", "medium", "hard")
 GOLD_FIELDS: tuple[str, ...] = ("answer", "correct_answer", "gold", "label", "answer_index", "answer_idx")
 _KNOWN = {"id", "item_id", "domain", "dimension", "question", "stem", "options", "level", "meta", *GOLD_FIELDS}
 
@@ -40,7 +41,7 @@ class BagelItem:
     question: str
     options: tuple[str, str, str, str]
     gold: int
-    level: str | None = None
+    tier: str | None = None
     meta: dict[str, Any] = field(default_factory=dict)
 
     @property
@@ -136,12 +137,12 @@ def parse_row(record: Any, *, file: Path, row: int, default_domain: str | None =
     dimension = record.get("dimension")
     if dimension is not None and not isinstance(dimension, str):
         raise InputFormatError(f"dimension {dimension!r} is not text", file=file, row=row, field="dimension")
-    level = record.get("level")
-    if level is not None:
-        if not isinstance(level, str) or level.strip().lower() not in LEVELS:
-            raise InputFormatError(f"level {level!r} is not one of {', '.join(LEVELS)}", file=file, row=row,
+    tier = record.get("level")  # the released files' name for the difficulty tier
+    if tier is not None:
+        if not isinstance(tier, str) or tier.strip().lower() not in TIERS:
+            raise InputFormatError(f"level {tier!r} is not one of {', '.join(TIERS)}", file=file, row=row,
                                    field="level")
-        level = level.strip().lower()
+        tier = tier.strip().lower()
     meta = record.get("meta", {})
     if not isinstance(meta, dict):
         raise InputFormatError(f"meta must be a JSON object, got {type(meta).__name__}", file=file, row=row,
@@ -150,7 +151,7 @@ def parse_row(record: Any, *, file: Path, row: int, default_domain: str | None =
     return BagelItem(item_id=str(item_id).strip(), domain=domain,
                      dimension=dimension.strip() or None if dimension is not None else None,
                      question=question.strip(), options=options, gold=next(iter(golds.values())),
-                     level=level, meta=meta)
+                     tier=tier, meta=meta)
 
 
 def parse_source(spec: str | Path) -> tuple[Path, str | None]:

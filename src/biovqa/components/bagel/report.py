@@ -6,7 +6,7 @@
   Overall, as in the paper's Table 4, with the analytic random baseline 0.25 and the seeded
   empirical random guess;
 * ``dimensions`` — accuracy per domain / dimension (rows) and model (columns);
-* ``levels`` — accuracy per reference-difficulty stratum;
+* ``tiers`` — accuracy per difficulty tier (easy, medium, hard);
 * ``format`` — parse-failure rate and the letter-emission histogram per model;
 * ``gold_positions`` — the dataset's gold-position histogram (from the first summary);
 * ``groups`` — accuracy per meta key and value (when any was grouped);
@@ -53,7 +53,7 @@ def tables(summaries: list[tuple[str, dict]]) -> dict[str, pd.DataFrame]:
         return frame.sort_index().round(DECIMALS).rename_axis(section[:-1]).reset_index()
 
     out["dimensions"] = by_model("dimensions")
-    out["levels"] = by_model("levels")
+    out["tiers"] = by_model("tiers")
     out["format"] = pd.DataFrame([
         {"model": label, "parse_failure_rate": estimate_value(summary["format"]["parse_failure_rate"]),
          **{f"emits_{letter}": estimate_value(summary["format"]["letter_histogram"].get(letter)) for letter in LETTERS}}

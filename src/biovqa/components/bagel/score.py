@@ -4,7 +4,7 @@ is biovqa's). Aggregation is :mod:`.summary`'s.
 ``score(bench, predictions, options) -> ScoreResult`` (found by the registry's convention).
 
 Per-item table: the core columns (``parsed`` = the letter recovered, ``score`` = correct 0/1;
-an unparseable or missing reply is wrong), then domain, dimension, level, gold, chosen (the
+an unparseable or missing reply is wrong), then domain, dimension, tier, gold, chosen (the
 option text of the parsed letter), parse_status (``parsed``, ``unparsed``: a reply the parser
 could not read; ``failed`` / ``missing``: no reply), correct.
 """
@@ -17,10 +17,12 @@ from typing import Any
 import pyarrow as pa
 
 from biovqa.bench.folder import Bench
+from biovqa.bench.layout import REBUILD_HINT
 from biovqa.components.bagel.items import LETTERS
 from biovqa.components.bagel.summary import summarize
 from biovqa.components.bagel.tasks import TASKS
 from biovqa.components.registry import ScoreResult
+from biovqa.errors import BiovqaError
 from biovqa.scoring.schema import core_columns
 
 
@@ -47,7 +49,7 @@ def score_items(items: pa.Table, predictions: pa.Table) -> pa.Table:
     columns.update({
         "domain": items.column("domain"),
         "dimension": items.column("dimension"),
-        "level": items.column("level"),
+        "tier": items.column("tier"),
         "gold": items.column("answer"),
         "chosen": pa.array(chosen, pa.string()),
         "parse_status": pa.array(parse_status, pa.string()),
@@ -59,6 +61,10 @@ def score_items(items: pa.Table, predictions: pa.Table) -> pa.Table:
 def score(bench: Bench, predictions: pa.Table, options: Mapping[str, Any]) -> ScoreResult:
     """Score BAGEL predictions (aligned with ``bench.items``): per-item table + summary. ``options``
     are resolved once, by the registry's scorer (``get_component("bagel").load("scorer")``)."""
+    if "tier" not in bench.items.column_names:
+        raise BiovqaError("this BAGEL benchmark has no 'tier' column: it was built before the difficulty "
+                          "column 'level' was renamed 'tier'", file=bench.items_path, field="tier",
+                          hint=REBUILD_HINT)
     table = score_items(bench.items, predictions)
     return ScoreResult(items=table, summary=summarize(table, bench.items, options))
 

@@ -1,6 +1,6 @@
-"""BAGEL aggregation: item-weighted accuracies per domain, dimension, level and meta group, the
-format diagnostics, the empirical random guess and the permutation-robustness check (the BAGEL
-paper's Table 4; the robustness check is biovqa's).
+"""BAGEL aggregation: item-weighted accuracies per domain, dimension, difficulty tier and meta
+group, the format diagnostics, the empirical random guess and the permutation-robustness check (the
+BAGEL paper's Table 4; the robustness check is biovqa's).
 
 ``summarize(scored, items, options) -> dict`` reads the per-item table of :mod:`.score`. Every
 accuracy is item-weighted; every estimate ``{value, lo, hi, n}`` with a percentile bootstrap over
@@ -11,7 +11,7 @@ items::
       "overall":    estimate,
       "domains":    {<domain>: estimate},
       "dimensions": {"<domain> / <dimension>": estimate},
-      "levels":     {easy|medium|hard: estimate},
+      "tiers":      {easy|medium|hard: estimate},
       "groups":     {<meta key>: {<value>: estimate}},
       "format":     {parse_failure_rate: estimate, letter_histogram: {A..D: fraction of parsed},
                      n_parsed, n_unparsed, n_missing, n_failed_requests},
@@ -34,6 +34,7 @@ import numpy as np
 import pyarrow as pa
 
 from biovqa.components.bagel.floor import random_letter
+from biovqa.components.bagel.items import TIERS
 from biovqa.components.bagel.metrics import (ANALYTIC_RANDOM_BASELINE, gold_positions, letter_histogram,
                                              permutation_agreement)
 from biovqa.components.bagel.tasks import DOMAINS, OVERALL_COLUMN, TASKS
@@ -95,10 +96,10 @@ def summarize(scored: pa.Table, items: pa.Table, options: Mapping[str, Any]) -> 
     for pair in sorted({(d, m) for d, m in zip(domain, dimension) if m is not None}):
         add(("dimensions", f"{pair[0]} / {pair[1]}"), correct,
             np.array([(d, m) == pair for d, m in zip(domain, dimension)]))
-    levels = np.array(table.column("level").to_pylist(), dtype=object)
-    for stratum in ("easy", "medium", "hard"):
-        if stratum in set(levels):
-            add(("levels", stratum), correct, levels == stratum)
+    tiers = np.array(table.column("tier").to_pylist(), dtype=object)
+    for tier in TIERS:
+        if tier in set(tiers):
+            add(("tiers", tier), correct, tiers == tier)
     for meta_key, meta_values in _groups(items, group_by).items():
         array = np.array(meta_values, dtype=object)
         for meta_value in sorted({v for v in meta_values if v is not None}):
@@ -130,7 +131,7 @@ def summarize(scored: pa.Table, items: pa.Table, options: Mapping[str, Any]) -> 
         "overall": estimates[("overall",)],
         "domains": domains,
         "dimensions": section("dimensions"),
-        "levels": section("levels"),
+        "tiers": section("tiers"),
         "groups": groups,
         "format": {
             "parse_failure_rate": estimates[("parse_failure_rate",)],
