@@ -165,6 +165,40 @@ def test_hub_id_offline_is_a_clear_error() -> None:
     assert "imageomics/Bio-VQA" in str(caught.value) and "hint" in str(caught.value)
 
 
+def test_a_hub_download_reports_through_biovqa_progress(tmp_path: Path, exported: Path,
+                                                        monkeypatch: pytest.MonkeyPatch,
+                                                        capsys: pytest.CaptureFixture[str]) -> None:
+    """``hf://`` fetches show biovqa's stage (files fetched), never huggingface_hub's own bars."""
+    huggingface_hub = pytest.importorskip("huggingface_hub")
+    from huggingface_hub.utils import are_progress_bars_disabled
+
+    from biovqa.progress import show_progress
+
+    seen = {}
+
+    def snapshot_download(repo_id: str, *, repo_type: str, allow_patterns: list[str] | None,
+                          tqdm_class: type) -> str:
+        seen["hub_bars_off"] = are_progress_bars_disabled()
+        with tqdm_class(total=3, desc="Fetching 3 files") as files:  # as huggingface_hub's thread map
+            for _ in range(3):
+                files.update()
+        transfer = tqdm_class(total=10_000, unit="B")  # a byte bar (newer versions): not counted
+        transfer.update(10_000)
+        transfer.close()
+        return str(exported)
+
+    monkeypatch.setattr(huggingface_hub, "snapshot_download", snapshot_download)
+    monkeypatch.setenv("BIOVQA_CACHE", str(tmp_path / "cache"))
+    was_off = are_progress_bars_disabled()
+    with show_progress():
+        bench = open_bench("hf://owner/release/c2")
+    assert bench.component == "c2" and seen == {"hub_bars_off": True}
+    assert are_progress_bars_disabled() == was_off  # their setting is given back
+    logged = capsys.readouterr()
+    assert "hf://owner/release: files fetched: 3 files in" in logged.err
+    assert "it/s" not in logged.err + logged.out and "Fetching" not in logged.err + logged.out
+
+
 def test_lite_of_an_export_with_images(tmp_path: Path, exported: Path, c2_bench: tuple[Path, Path]) -> None:
     ran = subprocess.run([sys.executable, "-m", "biovqa", "lite", str(exported / "data" / "c2"), "--per-task", "5",
                           "--images", str(c2_bench[1]), "--out", str(tmp_path / "lite")],

@@ -29,11 +29,14 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import io
 import json
 import os
 import re
 import shutil
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable
 
@@ -59,6 +62,7 @@ from biovqa.errors import BiovqaError, InputFormatError, MissingResourceError
 
 if TYPE_CHECKING:
     from biovqa.bench.folder import Bench
+    from biovqa.progress import Stage
 
 RELEASE_FORMAT = "biovqa-hf-release"
 RELEASE_VERSION = 1
@@ -303,15 +307,54 @@ def _hub_snapshot(reference: str) -> tuple[Path, str | None]:
                                    hint="pip install 'biovqa[release]'") from None
     from huggingface_hub import constants
 
+    from biovqa.progress import stage
+
     component = parts[2] if len(parts) == 3 else None
     patterns = None if component is None else ["README.md", RELEASE_FILE, f"biovqa/{component}/**",
                                                f"data/{component}/**"]
     try:
-        folder = snapshot_download(repo_id, repo_type="dataset", allow_patterns=patterns)
+        with stage(f"{HUB_PREFIX}{repo_id}: files fetched", unit="files") as step, _hub_bars_off():
+            folder = snapshot_download(repo_id, repo_type="dataset", allow_patterns=patterns,
+                                       tqdm_class=_stage_bars(step))
     except Exception as exc:  # network, auth, offline mode: all mean "not available here"
         raise _hub_error(repo_id, patterns, exc, offline=bool(constants.HF_HUB_OFFLINE),
                          cache=str(constants.HF_HUB_CACHE)) from None
     return Path(folder), component
+
+
+@contextmanager
+def _hub_bars_off() -> Iterator[None]:
+    """huggingface_hub's own tqdm bars off for the block (as ``HF_HUB_DISABLE_PROGRESS_BARS``
+    does): biovqa's stage reports the download, and two displays would tear each other's lines."""
+    from huggingface_hub.utils import are_progress_bars_disabled, disable_progress_bars, enable_progress_bars
+
+    already_off = are_progress_bars_disabled()
+    disable_progress_bars()
+    try:
+        yield
+    finally:
+        if not already_off:
+            enable_progress_bars()
+
+
+def _stage_bars(step: Stage) -> type:
+    """The ``tqdm_class`` handed to ``snapshot_download``: bars that draw nothing themselves and
+    report the count of files fetched to ``step``, a :mod:`biovqa.progress` stage. Byte bars
+    (``unit="B"``, newer huggingface_hub versions) are left out: the file count is what every
+    version reports."""
+    from tqdm.auto import tqdm
+
+    class StageBars(tqdm):  # type: ignore[misc,valid-type]
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            kwargs.pop("name", None)  # huggingface_hub's bar group, not a tqdm keyword
+            super().__init__(*args, **{**kwargs, "disable": False, "file": io.StringIO()})
+
+        def display(self, msg: str | None = None, pos: int | None = None) -> bool:
+            if self.unit != "B":
+                step.update(done=int(self.n), total=int(self.total) if self.total else None)
+            return True
+
+    return StageBars
 
 
 def _hub_error(repo_id: str, patterns: list[str] | None, exc: Exception, *, offline: bool,
