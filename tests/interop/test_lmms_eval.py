@@ -72,7 +72,7 @@ def test_gemma_export_carries_its_system_message(tmp_path: Path, demo_bench: Pat
 
 
 def _needs_lmms_eval() -> None:
-    """Skip without lmms-eval (the [lmms] extra), except in CI's vision tier, which installs it
+    """Skip without lmms-eval (the [lmms] extra), except in CI's vision environment, which installs it
     (it needs torchvision) and sets BIOVQA_REQUIRE_LMMS=1 so that a broken install fails."""
     import os
 
@@ -80,7 +80,7 @@ def _needs_lmms_eval() -> None:
         import lmms_eval  # noqa: F401
     else:
         pytest.importorskip("lmms_eval", reason="lmms-eval is not installed (the [lmms] extra; CI runs these "
-                                                "in its vision tier)")
+                                                "in its vision environment)")
 
 
 def test_task_folder_loads_through_lmms_eval(task_dir: Path, demo_bench: Path) -> None:
