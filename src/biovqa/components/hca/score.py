@@ -6,7 +6,9 @@ App. C.1.2–C.1.4 prompt variants); aggregation is :mod:`.summary`'s.
 Per-item table: the core columns (``parsed`` = the letter recovered by the strict parser,
 ``score`` = correct 0/1; unparseable or missing = wrong, kept in place on the path), then
 level, level_name, gold, correct, parse_status (``parsed``, ``unparsed``: a reply the parser could
-not read; ``failed`` / ``missing``: no reply), n_paths (images the question stands for).
+not read; ``failed`` / ``missing``: no reply), n_paths (images the question stands for); :func:`score`
+adds the bench manifest's facts the summary reads: dataset (the bench's dataset name) and
+unscored_level (the item's level is one the manifest's ``unscored_levels`` leaves out of the paths).
 """
 
 from __future__ import annotations
@@ -80,9 +82,11 @@ def score(bench: Bench, predictions: pa.Table, options: Mapping[str, Any]) -> Sc
     """Score hierarchical VQA predictions (aligned with ``bench.items``). ``options`` are resolved
     once, by the registry's scorer (``get_component("hca").load("scorer")``)."""
     table = score_items(bench.items, predictions)
-    summary = summarize(table, bench.items, options, unscored_levels=list(bench.manifest.get("unscored_levels") or []),
-                        dataset=bench.manifest.get("dataset"))
-    return ScoreResult(items=table, summary=summary)
+    unscored = {int(level) for level in bench.manifest.get("unscored_levels") or []}
+    table = table.append_column("dataset", pa.array([bench.manifest.get("dataset")] * table.num_rows, pa.string()))
+    table = table.append_column("unscored_level", pa.array([level in unscored for level in
+                                                            table.column("level").to_pylist()], pa.bool_()))
+    return ScoreResult(items=table, summary=summarize(table, bench.items, options))
 
 
 __all__ = ["score", "score_items"]

@@ -25,7 +25,7 @@ estimate ``{value, lo, hi, n}`` with a percentile bootstrap over images)::
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
@@ -116,17 +116,19 @@ def _depth_columns(c: np.ndarray, scored: np.ndarray) -> tuple[list[str], list[n
     return keys, columns
 
 
-def summarize(scored: pa.Table, items: pa.Table, options: Mapping[str, Any], *,
-              unscored_levels: Sequence[int] = (), dataset: str | None = None) -> dict[str, Any]:
-    """The summary (see the module docstring) from the per-item table of :func:`.score.score_items`;
-    ``unscored_levels`` and ``dataset`` are the bench manifest's (levels asked but left out of the
-    paths unless ``options["score_unscored_levels"]``; the dataset the report pairs scores by)."""
+def summarize(scored: pa.Table, items: pa.Table, options: Mapping[str, Any]) -> dict[str, Any]:
+    """The summary (see the module docstring) from the per-item table of :func:`.score.score`:
+    its ``dataset`` column names the dataset the report pairs scores by, its ``unscored_level``
+    column marks the items of a level asked but left out of the paths unless
+    ``options["score_unscored_levels"]`` (both the bench manifest's; a table without them, such as
+    :func:`.score.score_items`' own, has no dataset and scores every level)."""
     B, seed, confidence = int(options["bootstrap"]), int(options["seed"]), float(options["confidence"])
     score_unscored = bool(options.get("score_unscored_levels", False))
     table = scored
     correct = table.column("correct").to_pylist()
     images, c, present, leak = path_matrix(items, correct)
-    unscored = [] if score_unscored else sorted(unscored_levels or [])
+    unscored = [] if score_unscored else sorted({level for level, flag in zip(
+        table.column("level").to_pylist(), optional_column(table, "unscored_level")) if flag})
     asked = present
     present = _scored_mask(asked, unscored)
     per_image = hierarchical_per_image(c, present)
@@ -148,7 +150,7 @@ def summarize(scored: pa.Table, items: pa.Table, options: Mapping[str, Any], *,
     parsed_letters = [p for p in table.column("parsed").to_pylist() if p is not None]
     kind = "text" if set(items.column("task").to_pylist()) == {"text"} else "visual"
     summary: dict[str, Any] = {
-        "dataset": dataset,
+        "dataset": next((d for d in optional_column(table, "dataset") if d is not None), None),
         "table3": {column: metrics[metric] for column, metric in TABLE3.items()},
         "kind": kind,
         "metrics": metrics,
