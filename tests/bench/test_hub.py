@@ -15,7 +15,8 @@ import pytest
 
 from biovqa.bench import open_bench
 from biovqa.bench.audit import audit_bench
-from biovqa.bench.hub import RENDERED_IMAGE, export_bench, open_release
+from biovqa.bench.export import export_bench
+from biovqa.bench.hub import RENDERED_IMAGE, open_release
 from biovqa.errors import AuditError, BiovqaError, MissingResourceError
 
 datasets = pytest.importorskip("datasets")
@@ -211,7 +212,7 @@ def test_a_cached_rebuild_rechecks_photos_changed_since(tmp_path: Path, exported
                                                        c2_bench: tuple[Path, Path]) -> None:
     """The rebuilt folder is reused; a photo altered (or removed) after the first check is still
     caught, also in a rebuild that predates the photo stamps."""
-    from biovqa.bench.hub import PHOTO_STAMPS
+    from biovqa.bench.photos import PHOTO_STAMPS
 
     images = tmp_path / "images"
     shutil.copytree(c2_bench[1], images)

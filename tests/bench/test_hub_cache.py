@@ -61,7 +61,7 @@ def populate_hub_cache(hub_cache: Path, repo_id: str, folder: Path, commit: str 
 @pytest.fixture(scope="module")
 def exported(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, Path]:
     """(exported folder with one component, the built C2 bench, its source photos)."""
-    from biovqa.bench.hub import export_bench
+    from biovqa.bench.export import export_bench
     from biovqa.components.c2.build import build_c2
     from biovqa.synthetic import write_cub
 

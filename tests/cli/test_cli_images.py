@@ -22,7 +22,7 @@ pytest.importorskip("datasets")
 def c2_release(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, Path]:
     """(exported C2 folder, the built bench, its source photos): marker images are rendered and
     shipped, the other items point at CUB photos that are not."""
-    from biovqa.bench.hub import export_bench
+    from biovqa.bench.export import export_bench
     from biovqa.components.c2.build import build_c2
     from biovqa.synthetic import write_cub
 

@@ -137,7 +137,7 @@ def test_a_bench_whose_items_lost_their_image_hash_fails_the_audit(bench_copy: P
 def release(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     """An exported C2 release (rendered marker images and source photos) and its photos folder."""
     pytest.importorskip("datasets")
-    from biovqa.bench.hub import export_bench
+    from biovqa.bench.export import export_bench
     from biovqa.components.c2.build import build_c2
     from biovqa.synthetic import write_cub
 

@@ -1,6 +1,7 @@
-"""Released benchmarks: export to a Hugging Face dataset folder, and open one (or a hub id) again.
+"""Released benchmarks: the release format, and opening an exported folder (or a hub id) again.
 
-An exported folder (paper App. A.5)::
+:mod:`biovqa.bench.export` writes a release; :mod:`biovqa.bench.photos` checks its source photos
+when it is opened. An exported folder (paper App. A.5)::
 
     DIR/
       README.md                           dataset card: YAML front matter (configs, features,
@@ -35,10 +36,9 @@ import os
 import re
 import shutil
 from collections.abc import Iterator
-from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterable
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -48,16 +48,14 @@ from biovqa.bench.folder import (
     ITEMS_FILE,
     MANIFEST_FILE,
     RENDERED_PREFIX,
-    atomic_path,
     open_bench,
     read_json_object,
     sha256_file,
-    staged_folder,
     write_json,
     write_parquet,
-    write_text,
 )
 from biovqa.bench.paths import contained_path
+from biovqa.bench.photos import check_source_photos, recheck_source_photos
 from biovqa.errors import BiovqaError, InputFormatError, MissingResourceError
 
 if TYPE_CHECKING:
@@ -69,216 +67,17 @@ RELEASE_VERSION = 1
 RELEASE_FILE = "biovqa/release.json"
 HUB_PREFIX = "hf://"
 SPLIT = "test"
-DEFAULT_SHARD_ROWS = 50_000
 IMAGE_KIND = "image_kind"
 RENDERED_IMAGE = "rendered_image"
 IMAGES_ENV = "BIOVQA_IMAGES"
 CACHE_ENV = "BIOVQA_CACHE"
-DEFAULT_REPO = "imageomics/Bio-VQA"
 NO_IMAGES = "source-photos-not-given--set-BIOVQA_IMAGES"
 
-CITATION = """@misc{biovqa,
-  title  = {Bio-VQA: a benchmark of biological visual question answering},
-  author = {{Imageomics Institute}},
-  note   = {Dataset: https://huggingface.co/datasets/imageomics/Bio-VQA;
-            code: https://github.com/Imageomics/Bio-VQA},
-}"""
-
-
-# ----------------------------------------------------------------------------------------------
-# export
-# ----------------------------------------------------------------------------------------------
-
-
-def export_bench(
-    benches: Iterable[str | Path],
-    out: str | Path,
-    *,
-    shard_rows: int = DEFAULT_SHARD_ROWS,
-    repo_id: str = DEFAULT_REPO,
-    console: Any | None = None,
-) -> Path:
-    """Write one or more benchmark folders (one per component) as a Hugging Face dataset folder
-    at ``out``; returns ``out``. The same benches and options give byte-identical files."""
-    try:  # the `release` extra: features and the card's YAML come from the real library
-        import datasets
-    except ImportError:
-        raise MissingResourceError("exporting a Hugging Face dataset folder needs the datasets library",
-                                   hint="pip install 'biovqa[release]'") from None
-
-    if shard_rows < 1:
-        raise BiovqaError("the shard size must be at least one row", field="--shard-rows")
-    opened: dict[str, Bench] = {}
-    for path in benches:
-        bench = open_bench(path)
-        if bench.component in opened:
-            raise BiovqaError(f"two benchmarks of component {bench.component} given", file=bench.root,
-                              hint="export one benchmark folder per component")
-        opened[bench.component] = bench
-    if not opened:
-        raise BiovqaError("give at least one benchmark folder to export")
-    out = Path(out)
-    release: dict[str, Any] = {"format": RELEASE_FORMAT, "version": RELEASE_VERSION, "split": SPLIT,
-                               "components": {}}
-    features_yaml: dict[str, Any] = {}
-    with staged_folder(out) as stage:
-        for component, bench in sorted(opened.items()):
-            table = _release_table(bench, console)
-            features = datasets.Features.from_arrow_schema(table.drop_columns([RENDERED_IMAGE]).schema)
-            features[RENDERED_IMAGE] = datasets.Image()
-            schema = features.arrow_schema
-            table = table.cast(schema)
-            shards = _write_shards(table, stage / "data" / component, shard_rows)
-            side = _copy_side_files(bench, stage / "biovqa" / component / "files")
-            (stage / "biovqa" / component).mkdir(parents=True, exist_ok=True)
-            shutil.copyfile(bench.root / MANIFEST_FILE, stage / "biovqa" / component / MANIFEST_FILE)
-            release["components"][component] = {
-                "rows": table.num_rows,
-                "items_canonical_sha256": _canonical_items_sha256(bench.items, stage),
-                "items_schema": base64.b64encode(bench.items.schema.serialize().to_pybytes()).decode("ascii"),
-                "manifest_sha256": sha256_file(stage / "biovqa" / component / MANIFEST_FILE),
-                "shards": shards,
-                "bytes": sum(int((stage / shard["path"]).stat().st_size) for shard in shards),
-                "files": side,
-            }
-            features_yaml[component] = features._to_yaml_list()
-        write_json(stage / RELEASE_FILE, release)
-        write_text(stage / "README.md", dataset_card(opened, release, features_yaml, repo_id))
-    return out
-
-
-def _release_table(bench: "Bench", console: Any | None) -> pa.Table:
-    """The items plus ``image_kind`` and ``rendered_image`` (bytes of each rendered image)."""
-    items = bench.items
-    images = items.column("image").to_pylist()
-    digests = items.column("image_sha256").to_pylist()
-    ids = items.column("item_id").to_pylist()
-    kinds = ["rendered" if (image or "").startswith(RENDERED_PREFIX) else "source" for image in images]
-    payload: list[dict[str, Any] | None] = []
-    cache: dict[str, bytes] = {}
-    from biovqa.progress import track
-
-    for item_id, image, digest, kind in track(zip(ids, images, digests, kinds),
-                                              f"{bench.component}: rendered images",
-                                              total=len(ids), console=console):
-        if kind != "rendered":
-            payload.append(None)
-            continue
-        if image not in cache:
-            path = bench.resolve_image(image)
-            if not path.is_file():
-                raise MissingResourceError(f"item {item_id}: rendered image missing", file=path, field="image",
-                                           hint="rebuild the benchmark; `biovqa audit` lists every problem")
-            cache[image] = path.read_bytes()
-            if digest and hashlib.sha256(cache[image]).hexdigest() != digest:
-                raise InputFormatError(f"item {item_id}: rendered image differs from its recorded sha256",
-                                       file=path, field="image_sha256")
-        payload.append({"bytes": cache[image], "path": Path(image).name})
-    return items.append_column(IMAGE_KIND, pa.array(kinds, pa.string())).append_column(
-        RENDERED_IMAGE, pa.array(payload, pa.struct([("bytes", pa.binary()), ("path", pa.string())])))
-
-
-def _canonical_items_sha256(items: pa.Table, stage: Path) -> str:
-    """sha256 of the items as :func:`write_parquet` writes them: the file a rebuild must reproduce
-    (the built file's own bytes depend on how its table happened to be chunked)."""
-    path = stage / ".canonical-items.parquet"
-    try:
-        write_parquet(items.combine_chunks(), path)
-        return sha256_file(path)
-    finally:
-        path.unlink(missing_ok=True)
-
-
-def _write_shards(table: pa.Table, folder: Path, shard_rows: int) -> list[dict[str, Any]]:
-    folder.mkdir(parents=True, exist_ok=True)
-    n = max(1, -(-table.num_rows // shard_rows))
-    shards = []
-    for k in range(n):
-        name = f"{SPLIT}-{k:05d}-of-{n:05d}.parquet"
-        part = table.slice(k * shard_rows, shard_rows).combine_chunks()
-        with atomic_path(folder / name) as temporary:
-            pq.write_table(part, temporary, compression="zstd", write_statistics=True, row_group_size=1000)
-        shards.append({"path": f"data/{folder.name}/{name}", "rows": part.num_rows,
-                       "sha256": sha256_file(folder / name)})
-    return shards
-
-
-def _copy_side_files(bench: "Bench", target: Path) -> dict[str, str]:
-    """Copy everything in the bench folder except items, manifest and rendered images."""
-    files: dict[str, str] = {}
-    skip = {ITEMS_FILE, MANIFEST_FILE, RENDERED_PREFIX.rstrip("/")}
-    for path in sorted(bench.root.rglob("*")):
-        relative = path.relative_to(bench.root)
-        if relative.parts[0] in skip or relative.parts[0].startswith(".") or not path.is_file():
-            continue
-        # a link inside the benchmark that leads outside is refused, not shipped
-        contained_path(bench.root, relative.as_posix(), file=bench.root / MANIFEST_FILE, field="files",
-                       what="side file")
-        destination = target / relative
-        destination.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(path, destination)
-        files[relative.as_posix()] = sha256_file(destination)
-    return files
-
-
-def dataset_card(benches: dict[str, "Bench"], release: dict[str, Any], features: dict[str, Any],
-                 repo_id: str) -> str:
-    """The README.md of the release: YAML front matter the hub and ``datasets`` read, then prose."""
-    import yaml
-
-    from biovqa.sources.fetch import SOURCES
-
-    from biovqa.components.registry import get_component
-
-    # where each component's items come from: its declaration's ``sources``
-    names = sorted({name for c in benches for name in get_component(c).sources})
-    licences = sorted({SOURCES[name].licence_id for name in names if name in SOURCES}) or ["other"]
-    front = {
-        "pretty_name": "Bio-VQA",
-        "license": licences[0] if len(licences) == 1 else "other",
-        "task_categories": ["visual-question-answering"],
-        "language": ["en"],
-        "tags": ["biology", "taxonomy", "benchmark"],
-        "configs": [{"config_name": c, "data_files": [{"split": SPLIT, "path": f"data/{c}/*.parquet"}]}
-                    for c in sorted(benches)],
-        "dataset_info": [{"config_name": c, "features": features[c],
-                          "splits": [{"name": SPLIT, "num_bytes": release["components"][c]["bytes"],
-                                      "num_examples": release["components"][c]["rows"]}]}
-                         for c in sorted(benches)],
-    }
-    lines = ["---", yaml.safe_dump(front, sort_keys=False, allow_unicode=True).rstrip(), "---", "",
-             "# Bio-VQA", "",
-             "Biological visual question answering in four components. Load a component with "
-             f"`datasets.load_dataset(\"{repo_id}\", \"c1\")`, or run the toolkit on it directly: "
-             f"`biovqa run hf://{repo_id}/c1 …` (see docs/release.md of biovqa).", "",
-             "## Components", "", "| config | items | generator | seed |", "|---|---|---|---|"]
-    for component, bench in sorted(benches.items()):
-        lines.append(f"| {component} | {release['components'][component]['rows']:,} | "
-                     f"{bench.manifest.get('generator', '')} {bench.manifest.get('generator_version', '')} | "
-                     f"{bench.manifest.get('seed', '')} |")
-    lines += ["", "## Images", "",
-              "Images we render (C2 markers, C3 canvases and overlays, C4 pair canvases) are shipped in "
-              f"`{RENDERED_IMAGE}` under the licence of the source they are drawn from. Source "
-              "photographs are **not** redistributed: `image` holds the identifier the builder read and "
-              "`image_sha256` the SHA-256 of the photo as downloaded; fetch the sources "
-              "(`biovqa fetch SOURCE`) and pass the folder as `--images` (or `$BIOVQA_IMAGES`).", "",
-              "## Licences and attribution", "", "| source | licence | attribution |", "|---|---|---|"]
-    for name in names:
-        if name in SOURCES:
-            info = SOURCES[name]
-            lines.append(f"| {info.title} | {info.licence} | {info.attribution} |")
-    lines += ["", "## Citation", "", "```bibtex", CITATION, "```", ""]
-    return "\n".join(lines)
-
-
-# ----------------------------------------------------------------------------------------------
-# open
-# ----------------------------------------------------------------------------------------------
 
 
 def is_release_reference(path: str | Path) -> bool:
     """A hub id (``hf://owner/name[/component]``) or a folder (or its ``data/<component>``) that
-    :func:`export_bench` wrote."""
+    :func:`~biovqa.bench.export.export_bench` wrote."""
     text = str(path)
     if text.startswith("hf:/"):
         return True
@@ -430,7 +229,7 @@ def open_release(reference: str | Path, *, images: str | Path | None = None, ver
     if not (target / ".complete").is_file():
         _materialize(root, component, description, images_root, target)
     elif images_root is not None:  # rebuilt earlier: photos changed since then are checked again
-        _recheck_source_photos(target, images_root)
+        recheck_source_photos(target, images_root)
     return open_bench(target, verify=verify)
 
 
@@ -566,7 +365,7 @@ def _materialize(root: Path, component: str, description: dict[str, Any], images
     try:
         _write_rendered(table, stage, root / "data" / component)
         if images_root is not None:
-            _check_source_photos(table, images_root, stage)
+            check_source_photos(table.filter(pc.equal(table.column(IMAGE_KIND), "source")), images_root, stage)
         write_parquet(items, stage / ITEMS_FILE)
         manifest = read_json_object(root / "biovqa" / component / MANIFEST_FILE, what="manifest")
         rebuilt = sha256_file(stage / ITEMS_FILE)
@@ -634,103 +433,3 @@ def _write_rendered(table: pa.Table, stage: Path, shards: Path) -> None:
                                    file=shards, field=RENDERED_IMAGE)
         destination.parent.mkdir(parents=True, exist_ok=True)
         destination.write_bytes(payload)
-
-
-#: In a rebuilt folder: each source photo checked, with the size and mtime it had then, so a
-#: later open re-hashes only the photos that changed on disk since.
-PHOTO_STAMPS = ".source-photos.parquet"
-
-
-def _check_source_photos(table: pa.Table, images_root: Path, stage: Path | None = None,
-                         workers: int = 8) -> None:
-    """Every source photo exists under ``images_root`` with its recorded sha256, else an error
-    naming the first item (in benchmark order) whose photo is missing or altered. With ``stage``,
-    the checked photos' sizes and mtimes are written there (:data:`PHOTO_STAMPS`)."""
-    mask = pc.equal(table.column(IMAGE_KIND), "source")
-    rows = table.filter(mask).select(["item_id", "image", "image_sha256"]).to_pylist()
-    first: dict[tuple[str, str | None], str] = {}
-    for row in rows:
-        first.setdefault((row["image"], row["image_sha256"]), row["item_id"])
-    stamps = _verify_photos(first, images_root, workers)
-    if stage is not None:
-        _write_stamps(stage / PHOTO_STAMPS, first, stamps)
-
-
-def _verify_photos(first: dict[tuple[str, str | None], str], images_root: Path,
-                   workers: int) -> dict[tuple[str, str | None], tuple[int, int]]:
-    """Hash every (image, sha256) of ``first`` (→ its first item) under ``images_root``; returns
-    each photo's (size, mtime_ns) or raises naming the first item whose photo is missing or altered."""
-    if not images_root.is_dir():
-        raise MissingResourceError("the images folder does not exist", file=images_root, field="--images")
-    pairs = list(first)
-    # every path is checked before any photo is opened: none may lead outside the images folder
-    paths = {pair: contained_path(images_root, pair[0], field="image", what=f"item {first[pair]}: source photo")
-             for pair in pairs}
-
-    def check(pair: tuple[str, str | None]) -> tuple[str | None, tuple[int, int]]:
-        image, digest = pair
-        path = paths[pair]
-        try:
-            stat = path.stat()
-        except OSError:
-            stat = None
-        if stat is None or not path.is_file():
-            return f"item {first[pair]}: source photo {image} is missing under {images_root}", (0, 0)
-        if not digest:
-            return (f"item {first[pair]}: source photo {image} has no recorded sha256, so it cannot be "
-                    "verified", (0, 0))
-        if sha256_file(path) != digest:
-            return (f"item {first[pair]}: source photo {image} differs from its recorded sha256 (altered)",
-                    (0, 0))
-        return None, (stat.st_size, stat.st_mtime_ns)
-
-    with ThreadPoolExecutor(max_workers=workers) as pool:
-        results = list(pool.map(check, pairs))
-    found = [problem for problem, _ in results if problem]
-    if found:
-        more = f" (and {len(found) - 1} more)" if len(found) > 1 else ""
-        raise MissingResourceError(found[0] + more, file=images_root, field="image",
-                                   hint="fetch the sources (`biovqa fetch …`) and give their images folder "
-                                        "as --images (or $BIOVQA_IMAGES)")
-    return {pair: stamp for pair, (_, stamp) in zip(pairs, results)}
-
-
-def _write_stamps(path: Path, first: dict[tuple[str, str | None], str],
-                  stamps: dict[tuple[str, str | None], tuple[int, int]]) -> None:
-    pairs = list(first)
-    write_parquet(pa.table({
-        "image": pa.array([p[0] for p in pairs], pa.string()),
-        "image_sha256": pa.array([p[1] for p in pairs], pa.string()),
-        "item_id": pa.array([first[p] for p in pairs], pa.string()),
-        "size": pa.array([stamps[p][0] for p in pairs], pa.int64()),
-        "mtime_ns": pa.array([stamps[p][1] for p in pairs], pa.int64()),
-    }), path)
-
-
-def _recheck_source_photos(target: Path, images_root: Path, workers: int = 8) -> None:
-    """A cached rebuild opened again: every photo must still be there, and those whose size or
-    mtime changed since the last check are hashed again (a cheap stat for the rest)."""
-    path = target / PHOTO_STAMPS
-    if not path.is_file():  # rebuilt by an older biovqa: check from the items
-        table = pq.read_table(target / ITEMS_FILE, columns=["item_id", "image", "image_sha256"])
-        kinds = pa.array(["rendered" if (i or "").startswith(RENDERED_PREFIX) else "source"
-                          for i in table.column("image").to_pylist()])
-        _check_source_photos(table.append_column(IMAGE_KIND, kinds), images_root, target, workers)
-        return
-    rows = pq.read_table(path).to_pylist()
-    changed: dict[tuple[str, str | None], str] = {}
-    for row in rows:
-        try:
-            stat = contained_path(images_root, row["image"], file=path, field="image",
-                                  what="source photo").stat()
-            same = (stat.st_size, stat.st_mtime_ns) == (row["size"], row["mtime_ns"])
-        except OSError:
-            same = False
-        if not same:
-            changed[(row["image"], row["image_sha256"])] = row["item_id"]
-    if changed:
-        fresh = _verify_photos(changed, images_root, workers)
-        first = {(r["image"], r["image_sha256"]): r["item_id"] for r in rows}
-        stamps = {(r["image"], r["image_sha256"]): (r["size"], r["mtime_ns"]) for r in rows}
-        stamps.update(fresh)
-        _write_stamps(path, first, stamps)

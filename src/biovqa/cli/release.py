@@ -1,6 +1,6 @@
 """``biovqa export``, ``biovqa lite`` and ``biovqa fetch``: getting the benchmark to users.
 
-Thin shells over :mod:`biovqa.bench.hub`, :mod:`biovqa.bench.lite` and
+Thin shells over :mod:`biovqa.bench.export`, :mod:`biovqa.bench.hub`, :mod:`biovqa.bench.lite` and
 :mod:`biovqa.sources.fetch`; nothing heavy is imported until a command runs.
 """
 
@@ -41,7 +41,7 @@ def export(
     """Write benchmarks as a Hugging Face dataset folder (Parquet shards, rendered images, card),
     or as an lmms-eval task folder (--format lmms-eval)."""
     from biovqa.bench.folder import claim_output
-    from biovqa.bench.hub import export_bench
+    from biovqa.bench.export import export_bench
     from biovqa.errors import BiovqaError
 
     if format not in ("hf", "lmms-eval"):

@@ -74,7 +74,8 @@ def test_photos_shown_as_they_are_are_referenced_not_copied(tmp_path: Path, sour
     import hashlib
     import shutil
 
-    from biovqa.bench.hub import export_bench, open_release
+    from biovqa.bench.export import export_bench
+    from biovqa.bench.hub import open_release
     from biovqa.bench.lite import make_lite
 
     bench = build_c3(sources, tmp_path / "bench", **SMALL)
