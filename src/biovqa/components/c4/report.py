@@ -39,10 +39,14 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from biovqa.components.c4.tasks import CONDITIONS, DATASETS, SPECIES_LABEL
+from biovqa.components.c4.tasks import CONDITIONS, DATASETS
 from biovqa.scoring.schema import estimate_value
+from biovqa.sources.wildlife import CATALOG_SPECIES
 
 DECIMALS = 3
+#: catalog → its species as the report tables name it (Tables 52, 86): the reader's species, capitalised
+SPECIES_LABEL: dict[str, str] = {name: CATALOG_SPECIES[name][:1].upper() + CATALOG_SPECIES[name][1:]
+                                 for name in DATASETS}
 
 
 

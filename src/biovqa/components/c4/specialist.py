@@ -40,7 +40,8 @@ from biovqa.components.c4.metrics import auc_to_dprime
 from biovqa.components.c4.pairs import auc
 from biovqa.components.c4.parse import similarity_reply
 from biovqa.components.c4.render import GUTTER
-from biovqa.components.c4.tasks import CONDITIONS, SPECIES_LABEL
+from biovqa.components.c4.report import SPECIES_LABEL
+from biovqa.components.c4.tasks import CONDITIONS
 
 DEFAULT_ARCHITECTURE = "swin_large_patch4_window12_384"
 MODEL_LABEL = "MegaDescriptor-L-384"

@@ -1,5 +1,5 @@
-"""C4's tasks and catalogs as records: the three difficulty conditions (paper §3.4, "C4:
-Individual re-identification"; appendix H.7) and the five re-identification catalogs (Table 2).
+"""C4's tasks as records: the three difficulty conditions (paper §3.4, "C4: Individual
+re-identification"; appendix H.7), and the names of the five re-identification catalogs (Table 2).
 
 Every C4 item is one pair of photographs asked the same Yes/No question; the condition decides
 only how its partner was drawn. So the conditions share the instruction, the parser, the per-item
@@ -7,7 +7,7 @@ kernel, the resampling unit and the floor, and differ in their pair rules and in
 columns they feed (the random condition, pooled over the datasets). Every condition is reported by
 the same statistics (d′ first, Table 49) in the summary's ``pooled`` and ``cells`` sections. The
 component's task tuple (``COMPONENT.tasks``), its Table 3 columns and :data:`CONDITIONS` are read
-from :data:`TASKS`; the catalog names and report labels from :data:`CATALOGS`.
+from :data:`TASKS`; the catalog names are :data:`DATASETS`.
 """
 
 from __future__ import annotations
@@ -45,15 +45,6 @@ class Condition:
     floor_reply: str = "Yes"
 
 
-@dataclass(frozen=True, slots=True)
-class Catalog:
-    """One C4 re-identification catalog (``--catalog NAME=PATH``), in report order."""
-
-    name: str
-    #: the species as the report tables name it (Tables 52, 86)
-    label: str
-
-
 TASKS: tuple[Condition, ...] = (
     Condition("easy", same_partner="the anchor's most similar same-individual annotation",
               different_partner="the least similar different-individual annotation"),
@@ -68,16 +59,9 @@ CONDITIONS: tuple[str, ...] = tuple(task.name for task in TASKS)
 #: Table 3's C4 columns, in order, and the condition each is read from.
 TABLE3: dict[str, str] = {column: task.name for task in TASKS for column in task.table3}
 
-CATALOGS: tuple[Catalog, ...] = (
-    Catalog("whaleshark", "Whale shark"),
-    Catalog("hyena", "Spotted hyena"),
-    Catalog("leopard", "Leopard"),
-    Catalog("gzcd", "Grevy's zebra"),
-    Catalog("beluga", "Beluga whale"),
-)
-#: The catalog names, in report order.
-DATASETS: tuple[str, ...] = tuple(catalog.name for catalog in CATALOGS)
-SPECIES_LABEL: dict[str, str] = {catalog.name: catalog.label for catalog in CATALOGS}
+#: The re-identification catalogs C4 pairs (``--catalog NAME=PATH``), in report order (Table 2); the
+#: species each shows is the catalog reader's (:data:`biovqa.sources.wildlife.CATALOG_SPECIES`).
+DATASETS: tuple[str, ...] = ("whaleshark", "hyena", "leopard", "gzcd", "beluga")
 
 
 def task(name: str | None) -> Condition:
@@ -86,5 +70,4 @@ def task(name: str | None) -> Condition:
     return next((spec for spec in TASKS if spec.name == name), TASKS[0])
 
 
-__all__ = ["CATALOGS", "CONDITIONS", "DATASETS", "SPECIES_LABEL", "TABLE3", "TASKS", "Catalog", "Condition",
-           "task", "yes_no_correct"]
+__all__ = ["CONDITIONS", "DATASETS", "TABLE3", "TASKS", "Condition", "task", "yes_no_correct"]
