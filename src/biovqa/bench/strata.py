@@ -48,20 +48,26 @@ def largest_remainder(sizes: Mapping[Key, int], n: int) -> dict[Key, int]:
 
 @dataclass(frozen=True, slots=True)
 class Stratum:
-    """One stratum of a task: its values (one per stratum column), items available and taken."""
+    """One stratum of a task and how many of its items the sample took."""
 
+    #: one value per stratum column (``(none)`` where an item has none)
     values: tuple[str, ...]
+    #: items of the task in the stratum
     available: int
+    #: of those, the items in the sample (its largest-remainder share)
     selected: int
 
 
 @dataclass(frozen=True, slots=True)
 class TaskSample:
-    """How one task of one component was sampled: the stratum columns used and every stratum."""
+    """How one task of one component was sampled: the stratum columns used and, for each
+    stratum, the items available and selected (what a Lite bench's manifest records)."""
 
     component: str
     task: str
+    #: the stratum columns used (the declaration's that the items have)
     columns: tuple[str, ...]
+    #: every stratum of the task, in sorted order of its values
     strata: tuple[Stratum, ...]
 
     @property
