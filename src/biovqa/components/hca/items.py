@@ -37,25 +37,18 @@ from biovqa.records import ITEM_COLUMNS
 VISUAL, TEXT = task("visual"), task("text")
 
 COMPONENT = "hca"
-RELEASED_FILE = Path("hca") / "items.jsonl"
-HCA_COLUMNS: tuple[tuple[str, pa.DataType], ...] = (
-    ("image_key", pa.string()),
-    ("paths", pa.list_(pa.string())),
-    ("level", pa.int16()),
-    ("level_name", pa.string()),
-    ("depth", pa.int16()),
-    ("leaf", pa.string()),
-    ("system", pa.string()),
-    ("policy", pa.string()),
-    ("genus_leak", pa.bool_()),
+#: the hierarchical VQA's item columns after the core ones (:data:`biovqa.records.ITEM_COLUMNS`): name → type
+HCA_COLUMNS: dict[str, pa.DataType] = {
+    "image_key": pa.string(), "paths": pa.list_(pa.string()), "level": pa.int16(), "level_name": pa.string(),
+    "depth": pa.int16(), "leaf": pa.string(), "system": pa.string(), "policy": pa.string(), "genus_leak": pa.bool_(),
     # prompt variant (HCA paper App. C.1.2–C.1.4): plain, cot, taxonomy, taxonomy+cot, binary, taxonomy+binary
-    ("variant", pa.string()),
+    "variant": pa.string(),
     # binary variant: the letter of the option this statement states (null otherwise)
-    ("statement", pa.string()),
+    "statement": pa.string(),
     # the item's own cap on new tokens (CoT; null: the preset's HCA cap) — read by the engine
-    ("max_new_tokens", pa.int32()),
-)
-ITEM_SCHEMA = pa.schema(list(ITEM_COLUMNS) + list(HCA_COLUMNS))
+    "max_new_tokens": pa.int32(),
+}
+ITEM_SCHEMA = pa.schema([*ITEM_COLUMNS, *HCA_COLUMNS.items()])
 
 
 @dataclass(frozen=True)
