@@ -159,3 +159,38 @@ def test_floor_rows_keep_their_intervals() -> None:
     board = build_leaderboard(runs, {"c4": ["acc"]})
     assert leaderboard_table(board).loc["floor (image-blind)", "acc"] == "0.500 [0.450, 0.550]"
     assert board.value.loc[MEAN_ROW, "acc"] == (.7 + .6 + .55) / 3 and "floor (image-blind)" not in board.generalists
+
+
+def test_paired_differences_of_few_values_use_class_counts_with_the_same_distribution(tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """0/1 item scores give differences in {−1, 0, 1}: resampled as one multinomial over those
+    values per replicate, an interval that agrees with item-by-item draws up to Monte Carlo noise;
+    graded scores (as many values as items) keep the item draws."""
+    import biovqa.stats.bootstrap as bootstrap
+    from biovqa.reporting.paired import paired_differences
+
+    rng = np.random.default_rng(11)
+    n = 4000
+    ids = [f"i{k}" for k in range(n)]
+    a = scored_run(tmp_path, "a", ids, list((rng.random(n) < 0.62).astype(float)))
+    b = scored_run(tmp_path, "b", ids, list((rng.random(n) < 0.58).astype(float)))
+    graded = scored_run(tmp_path, "g", ids, list(rng.random(n)))
+    used: list[bool] = []
+    real = bootstrap.partition_replicates
+
+    def spy(*args, **kwargs):  # type: ignore[no-untyped-def]
+        used.append(bool(kwargs.get("classes")))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(bootstrap, "partition_replicates", spy)
+    few = paired_differences([a, b], ["a", "b"], B=2000).iloc[0]
+    assert used == [True]
+    monkeypatch.setattr(bootstrap, "partition_replicates", lambda *args, **kwargs: real(*args, **{**kwargs, "classes": False}))
+    items = paired_differences([a, b], ["a", "b"], B=2000).iloc[0]
+    assert few["difference"] == items["difference"]
+    # the interval's half-width is about 1.96 × 0.0106 here; two runs of 2000 replicates agree to
+    # well within a tenth of it
+    assert abs(few["lo"] - items["lo"]) < 0.003 and abs(few["hi"] - items["hi"]) < 0.003
+    monkeypatch.setattr(bootstrap, "partition_replicates", spy)
+    used.clear()
+    paired_differences([a, graded], ["a", "g"], B=50)
+    assert used == [False]

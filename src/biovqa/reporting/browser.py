@@ -56,13 +56,12 @@ def _js_json(value: Any) -> str:
     return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
 
 
-def _first_text(columns: Sequence[list[Any]], i: int) -> str:
-    """The first of ``columns`` with a value for item ``i``, as text."""
-    for column in columns:
-        found = column[i]
-        if found not in (None, ""):
-            return str(found)
-    return ""
+def _first_texts(columns: Sequence[list[Any]]) -> list[str]:
+    """Per item, the first of ``columns`` with a value for it, as text ("" where none has one)."""
+    found: list[str] = [""] * (len(columns[0]) if columns else 0)
+    for column in reversed(columns):  # an earlier column overwrites a later one
+        found = [found[i] if value in (None, "") else str(value) for i, value in enumerate(column)]
+    return found
 
 
 def _score(value: Any) -> float | None:
@@ -104,19 +103,19 @@ class _Replies:
 
     def __init__(self, table: pa.Table, ids: pa.Array) -> None:
         rows = _last_rows(ids, table)
-        self.absent = (rows < 0).tolist()
-        self.status = [str(v or "") for v in _taken(table, "status", rows)]
-        self.response = _taken(table, "response", rows)
-        self.parsed = _taken(table, "parsed", rows)
-        self.score = _shown(table, "score", rows, _score)
-        self.explain = [(name, _shown(table, name, rows, _explained)) for name in EXPLAIN_COLUMNS
-                        if name in table.column_names]
-
-    def reply(self, i: int) -> list[Any] | None:
-        if self.absent[i]:
-            return None
-        explain = {name: values[i] for name, values in self.explain if values[i] is not None}
-        return [self.status[i], self.response[i], self.parsed[i], self.score[i], explain]
+        status = [str(v or "") for v in _taken(table, "status", rows)]
+        columns = [(name, _shown(table, name, rows, _explained)) for name in EXPLAIN_COLUMNS
+                   if name in table.column_names]
+        names = [name for name, _ in columns]
+        explains = ([{name: v for name, v in zip(names, values) if v is not None}
+                     for values in zip(*(values for _, values in columns))] if columns
+                    else [{} for _ in range(len(rows))])
+        #: per item its reply as the page shows it (None: the model has no row for the item)
+        self.replies: list[list[Any] | None] = [
+            None if absent else [state, response, parsed, score, explain]
+            for absent, state, response, parsed, score, explain in zip(
+                (rows < 0).tolist(), status, _taken(table, "response", rows), _taken(table, "parsed", rows),
+                _shown(table, "score", rows, _score), explains)]
 
 
 def _shown(table: pa.Table, name: str, rows: np.ndarray, convert: Callable[[Any], Any]) -> list[Any]:
@@ -183,14 +182,13 @@ class _Items:
 
     def first(self, name: str) -> list[Any]:
         """Column ``name`` from each item's first score folder (None where that folder lacks it)."""
-        values: list[Any] = [None] * self.n
+        values = np.full(self.n, None, dtype=object)
         for k, (table, rows) in enumerate(zip(self.present, self.present_rows)):
             if name not in table.column_names:
                 continue
             where = np.flatnonzero(self.first_of == k)
-            for i, value in zip(where.tolist(), table.column(name).take(pa.array(rows[where])).to_pylist()):
-                values[i] = value
-        return values
+            values[where] = _objects(table.column(name).take(pa.array(rows[where])))
+        return values.tolist()
 
     def bench(self, name: str) -> list[Any]:
         """Column ``name`` of the benchmark (None where it lacks the item or the column)."""
@@ -200,12 +198,18 @@ class _Items:
 
     def value(self, name: str) -> list[Any]:
         """The benchmark's value where it has the column and the item, else the first folder's."""
-        values = self.first(name)
-        if self.base is not None and name in self.base.column_names:
-            where = np.flatnonzero(self.base_rows >= 0)
-            for i, value in zip(where.tolist(), self.base.column(name).take(pa.array(self.base_rows[where])).to_pylist()):
-                values[i] = value
-        return values
+        if self.base is None or name not in self.base.column_names:
+            return self.first(name)
+        values = _objects(self.first(name))
+        where = np.flatnonzero(self.base_rows >= 0)
+        values[where] = _objects(self.base.column(name).take(pa.array(self.base_rows[where])))
+        return values.tolist()
+
+
+def _objects(values: list[Any] | pa.Array | pa.ChunkedArray) -> np.ndarray:
+    """``values`` as a 1-D object array of Python values (a list value stays one element)."""
+    listed = values if isinstance(values, list) else values.to_pylist()
+    return np.fromiter(listed, dtype=object, count=len(listed))
 
 
 def _thumbnail(bench: Any, image: str, out: Path, cache: dict[str, str | None], *, size: int = THUMB_PX,
@@ -288,13 +292,16 @@ def write_browser(runs: Sequence[Run], out: Path) -> dict[str, Any]:
         # items sorted into cells (ids sorted within), then written page by page: only one page of
         # entries is held at a time
         by_cell: dict[tuple[str, str, str], list[int]] = {}
-        for i in range(items.n):
-            by_cell.setdefault((tasks[i], _first_text(groups, i), _first_text(tiers, i).lower()), []).append(i)
+        for i, key in enumerate(zip(tasks, _first_texts(groups), [t.lower() for t in _first_texts(tiers)])):
+            by_cell.setdefault(key, []).append(i)
+        no_reply = [None] * items.n
+        model_replies = [no_reply if r is None else r.replies for r in replies]
 
         def entry(i: int, task: str, group: str, tier: str) -> dict[str, Any]:
             listed = [str(o) for o in (options[i] or [])]
             if listed and all(o in questions[i] for o in listed):
                 listed = []  # the question already lists them (C2): shown once
+            image = images[i]
             return {
                 "id": item_ids[i],
                 "task": task,
@@ -303,9 +310,9 @@ def write_browser(runs: Sequence[Run], out: Path) -> dict[str, Any]:
                 "question": questions[i],
                 "options": listed,
                 "gold": str(answers[i] if answers[i] is not None else golds[i] or ""),
-                "image": _thumbnail(bench, images[i], out, cache),
-                "large": _thumbnail(bench, images[i], out, cache, size=LARGE_PX, folder="large"),
-                "replies": [None if r is None else r.reply(i) for r in replies],
+                "image": _thumbnail(bench, image, out, cache) if image else None,
+                "large": _thumbnail(bench, image, out, cache, size=LARGE_PX, folder="large") if image else None,
+                "replies": [per_model[i] for per_model in model_replies],
             }
 
         for (task, group, tier) in sorted(by_cell):
