@@ -14,9 +14,9 @@ from typing import Any
 
 from biovqa.bench.paths import contained_path
 from biovqa.errors import BiovqaError, InputFormatError
-from biovqa.sources.wildlife_catalog import (EXCLUDED_NO_VIEWPOINT, WildlifeAnnotation, WildlifeCatalog, Admission,
-                                             coco_annotation_id, identity_of, coco_image_of, coco_image_size, coco_images, json_number,
-                                             normalize_viewpoint, read_coco_json)
+from biovqa.sources.wildlife_catalog import (EXCLUDED_NO_VIEWPOINT, Admission, WildlifeAnnotation, WildlifeCatalog,
+                                             coco_annotation_id, coco_image_of, coco_image_size, coco_images,
+                                             identity_of, json_number, normalize_viewpoint, read_coco_json)
 
 WILDLIFE_DATASETS_HINT = "pip install 'biovqa[wildlife]' (the wildlife-datasets package)"
 #: catalog name → the wildlife-datasets class reading it, with the layout that class expects
