@@ -16,6 +16,7 @@ from collections.abc import Hashable, Mapping
 from dataclasses import dataclass
 from typing import TypeVar
 
+import numpy as np
 import pyarrow as pa
 
 from biovqa.errors import BiovqaError
@@ -107,9 +108,11 @@ def _stratum_values(items: pa.Table, columns: tuple[str, ...]) -> list[tuple[str
     return list(zip(*values)) if values else [()] * items.num_rows
 
 
-def item_rank(seed: int, item_id: str) -> bytes:
-    """The seeded, order-independent rank of an item inside its stratum (smallest first)."""
-    return hashlib.sha256(f"{seed}:{item_id}".encode()).digest()
+def item_ranks(item_ids: list[str], seed: int) -> np.ndarray:
+    """The seeded, order-independent rank of each item inside its stratum (smallest first): the
+    first 8 bytes of ``sha256(seed:item_id)``."""
+    return np.array([int.from_bytes(hashlib.sha256(f"{seed}:{i}".encode()).digest()[:8], "big")
+                     for i in item_ids], dtype=np.uint64)
 
 
 def sample_per_task(items: pa.Table, per_task: int, seed: int = SEED, *,
@@ -120,7 +123,7 @@ def sample_per_task(items: pa.Table, per_task: int, seed: int = SEED, *,
         raise BiovqaError(f"{field} must be at least 1", field=field)
     components = [str(c) for c in items.column("component").to_pylist()]
     tasks = [str(t) for t in items.column("task").to_pylist()]
-    ids = [str(i) for i in items.column("item_id").to_pylist()]
+    ranks = item_ranks([str(i) for i in items.column("item_id").to_pylist()], seed)
     columns = {name: stratum_columns(name, items.column_names) for name in sorted(set(components))}
     values = {name: _stratum_values(items, used) for name, used in columns.items()}
     cells: dict[tuple[str, str], dict[tuple[str, ...], list[int]]] = {}
@@ -132,13 +135,14 @@ def sample_per_task(items: pa.Table, per_task: int, seed: int = SEED, *,
         quota = largest_remainder({label: len(rows) for label, rows in strata.items()}, per_task)
         record = []
         for stratum in sorted(strata):
-            rows = sorted(strata[stratum], key=lambda r: (item_rank(seed, ids[r]), ids[r]))[: quota[stratum]]
-            kept.extend(rows)
-            record.append(Stratum(values=stratum, available=len(strata[stratum]), selected=len(rows)))
+            rows = np.array(strata[stratum], dtype=np.int64)
+            taken = rows[np.lexsort((rows, ranks[rows]))[: quota[stratum]]]
+            kept.extend(taken.tolist())
+            record.append(Stratum(values=stratum, available=len(rows), selected=len(taken)))
         sampled.append(TaskSample(component=component, task=task, columns=columns[component],
                                   strata=tuple(record)))
     return PerTaskSample(rows=tuple(sorted(kept)), tasks=tuple(sampled))
 
 
-__all__ = ["MISSING", "N_OPTIONS", "SEED", "PerTaskSample", "Stratum", "TaskSample", "item_rank",
+__all__ = ["MISSING", "N_OPTIONS", "SEED", "PerTaskSample", "Stratum", "TaskSample", "item_ranks",
            "largest_remainder", "sample_per_task", "stratum_columns"]
