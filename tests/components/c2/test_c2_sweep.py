@@ -53,6 +53,13 @@ def test_stratified_subsample_is_proportional_and_fixed():
     assert sweep.stratified_subsample(codes, 5000).tolist() == list(range(1000))
 
 
+def test_stratified_subsample_breaks_equal_remainders_by_family_order():
+    """Quotas 2⅔, ⅔, 4⅔, 2 of 10: the two units left go to the first two families (exact
+    remainders: a float split ranked the third family's 0.666…7 above the others' 0.666…5)."""
+    codes = np.repeat(np.arange(4), [8, 2, 14, 6])
+    assert np.bincount(codes[sweep.stratified_subsample(codes, 10)]).tolist() == [3, 1, 4, 2]
+
+
 def test_run_sweep_end_to_end(make_bench):
     rows = []
     options = ["purple", "blue", "green", "yellow"]

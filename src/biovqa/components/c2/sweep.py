@@ -22,6 +22,7 @@ import numpy as np
 import pyarrow as pa
 
 from biovqa.bench.folder import Bench
+from biovqa.bench.strata import largest_remainder
 from biovqa.components.c2.cags import check_predictions, score_items
 from biovqa.components.c2.context import family_codes
 from biovqa.components.c2.tasks import FAMILIES
@@ -47,22 +48,17 @@ SWEEP_CONFIGS: tuple[tuple[str, KernelConfig], ...] = (
 
 def stratified_subsample(family_code: np.ndarray, size: int, seed: int = 42) -> np.ndarray:
     """Sorted row indices of a family-stratified sample of ``size`` rows without replacement:
-    each family gets its proportional share (largest remainders round up, ties by family
-    order), rows drawn with ``numpy.random.default_rng(seed)``. All rows if there are fewer."""
+    each family gets its proportional share (:func:`~biovqa.bench.strata.largest_remainder`,
+    ties by family order), rows drawn with ``numpy.random.default_rng(seed)``. All rows if there
+    are fewer."""
     n = len(family_code)
     if size >= n:
         return np.arange(n)
     families = sorted(set(family_code.tolist()))
-    counts = np.array([(family_code == f).sum() for f in families], dtype=np.int64)
-    exact = counts * size / n
-    share = np.floor(exact).astype(np.int64)
-    remainder = exact - share
-    order = sorted(range(len(families)), key=lambda i: (-remainder[i], i))
-    for i in order[: size - int(share.sum())]:
-        share[i] += 1
+    share = largest_remainder({f: int((family_code == f).sum()) for f in families}, size)
     rng = np.random.default_rng(seed)
     chosen = []
-    for f, take in zip(families, share):
+    for f, take in share.items():
         rows = np.flatnonzero(family_code == f)
         chosen.append(rng.choice(rows, size=min(int(take), len(rows)), replace=False))
     return np.sort(np.concatenate(chosen))
