@@ -33,7 +33,10 @@ def test_build_is_deterministic_and_records_what_it_skipped(tmp_path: Path, sour
         assert a.resolve_image(image).read_bytes() == b.resolve_image(image).read_bytes()
     counts = a.manifest["counts"]["by_task"]
     assert set(counts) == set(TASK_NAMES)
-    assert set(a.manifest["counts"]["by_tier"]) >= {"easy", "medium", "hard", "same", "different", "red_box"}
+    assert set(a.manifest["counts"]["by_tier"]) >= {"easy", "medium", "hard", "red_box"}
+    conditions = {(task, condition) for task, condition in zip(a.items.column("task").to_pylist(),
+                                                               a.items.column("condition").to_pylist()) if condition}
+    assert conditions == {("relative_counting", "same"), ("relative_counting", "different")}
     assert a.manifest["skipped_tasks"] == {}
     # WAID's per-class subsets, Bees, DePondFi, beetles; GZCD given as a GGR table feeds no counting
     assert set(a.manifest["subsets"]) == {"waid-sheep", "waid-cattle", "waid-seal", "waid-camelus", "waid-kiang",

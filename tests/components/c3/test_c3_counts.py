@@ -147,7 +147,8 @@ def test_relative_counting_grids_are_asked_most_and_least(default_build: object)
             assert r["payload"]["counts"] == counts
             letters[r["answer"]] += 1
     assert set(letters) == {"A", "B", "C", "D"}
-    conditions = {r["tier"] for r in _rows(default_build, "relative_counting")}
+    conditions = {r["condition"] for r in _rows(default_build, "relative_counting")}
+    assert {r["tier"] for r in _rows(default_build, "relative_counting")} == {None}  # a condition, not a tier
     assert conditions == {"same", "different"}
 
 

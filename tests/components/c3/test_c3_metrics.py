@@ -180,7 +180,7 @@ def test_ocr_constant_string_exploit_gives_0_675(tmp_path: Path) -> None:
 
 
 def test_relative_tasks_balanced_accuracy_chance_floor_and_lift(tmp_path: Path) -> None:
-    rows = [{"task": "relative_counting", "answer": g, "tier": "same", "options": ["A", "B", "C", "D"]}
+    rows = [{"task": "relative_counting", "answer": g, "condition": "same", "options": ["A", "B", "C", "D"]}
             for g in "AAAB"]
     bench = write_items_bench(tmp_path / "bench-rc", rows)
     s, _ = _score(bench, {f"c3-relative_counting-{k:04d}": "Image A" for k in range(4)}, tmp_path)
@@ -225,13 +225,29 @@ def test_relative_position_lift_is_taken_on_balanced_accuracy_as_table_3_reports
     assert rpos["margin_table45"]["value"] == pytest.approx(0.0)
 
 
+def test_a_bench_that_keeps_the_condition_in_its_tier_is_one_error(tmp_path: Path) -> None:
+    """A C3 bench built before relative counting's same/different moved from ``tier`` to its own
+    ``condition`` column is refused, naming the file and the column."""
+    from biovqa.bench.folder import write_bench
+    from biovqa.errors import BiovqaError
+
+    bench = write_items_bench(tmp_path / "new", [{"task": "relative_counting", "answer": "A", "condition": "same"}])
+    items = pq.read_table(bench / "items.parquet")
+    old = items.drop_columns(["condition"]).set_column(items.schema.get_field_index("tier"), "tier",
+                                                         items.column("condition"))
+    write_bench(tmp_path / "old", old, component="c3", generator="tests", seed=0, sources={}, parameters={})
+    with pytest.raises(BiovqaError, match="no 'condition' column") as caught:
+        _score(tmp_path / "old", {"c3-relative_counting-0000": "Image A"}, tmp_path)
+    assert caught.value.field == "condition" and caught.value.file == str(tmp_path / "old" / "items.parquet")
+
+
 def test_every_c3_lift_is_on_its_table_3_metric(tmp_path: Path) -> None:
     """Each section's lift is Eq. 24 applied to the task's Table 3 column and its floor."""
     count = {"task": "counting", "subset": "bees", "dataset": "bees", "tier": "easy"}
     rows_and_replies = [
         ({**count, "answer": "4", "gold_number": 4.0}, "4"), ({**count, "answer": "6", "gold_number": 6.0}, "3"),
         ({**count, "answer": "4", "gold_number": 4.0}, "5"),
-        *[({"task": "relative_counting", "answer": g, "tier": "same"}, r) for g, r in zip("AABC", "AACA")],
+        *[({"task": "relative_counting", "answer": g, "condition": "same"}, r) for g, r in zip("AABC", "AACA")],
         *[({"task": "relative_distance", "answer": g, "measure": "length"}, f"Beetle {r}") for g, r in zip("ABBD", "ABAA")],
         *[({"task": "relative_position", "answer": g, "options": ["left", "right", "top", "bottom"]}, r)
           for g, r in (("left", "left"), ("left", "left"), ("left", "right"), ("right", "left"), ("top", "top"))],

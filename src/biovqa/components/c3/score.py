@@ -6,7 +6,7 @@ Per-item table: the schema's core columns (``parsed`` = the recovered answer as 
 the item's value of its task's headline metric: counting cas, relative counting / distance /
 position correct, absolute distance hit@20, localization IoU under the model's detected box
 convention (unparsed = 0), viewpoint credit v, OCR exact match), then ``subset, dataset, tier,
-measure, cluster, gold, parse_status, correct, cas, pred_number, hit20, rel_err, iou,
+condition, measure, cluster, gold, parse_status, correct, cas, pred_number, hit20, rel_err, iou,
 box_convention, vas, steps, ang_err, char_acc, suffix_char_acc``.
 
 ``parse_status``: ``parsed``, ``unparsed`` (a reply the parser rejected), ``failed`` (the request
@@ -22,10 +22,12 @@ import numpy as np
 import pyarrow as pa
 
 from biovqa.bench.folder import Bench
+from biovqa.bench.layout import REBUILD_HINT
 from biovqa.components.registry import ScoreResult
 from biovqa.components.c3.kernels import ScoreColumns, TaskRows
 from biovqa.components.c3.summary import draw_ahead, summarize
 from biovqa.components.c3.tasks import TASKS, TaskSpec
+from biovqa.errors import BiovqaError
 from biovqa.scoring.schema import core_columns
 
 
@@ -61,7 +63,7 @@ def score_items(items: pa.Table, predictions: pa.Table, options: Mapping[str, An
     core = core_columns(items, predictions, component="c3", parsed=pa.array(out.parsed, pa.string()),
                         score=out.array("score"))
     columns: dict[str, Any] = dict(core)
-    for name in ("subset", "dataset", "tier", "measure", "cluster"):
+    for name in ("subset", "dataset", "tier", "condition", "measure", "cluster"):
         columns[name] = _text_column(items.column(name))
     columns["gold"] = _text_column(items.column("answer"))
     columns["parse_status"] = pa.array(out.parse_status, pa.string())
@@ -102,6 +104,10 @@ def score(bench: Bench, predictions: pa.Table, options: Mapping[str, Any]) -> Sc
     """Score C3 predictions (aligned with ``bench.items``) under ``options``, the score options the
     registry resolved (:meth:`~biovqa.components.registry.Component.load` wraps the scorer):
     per-item table + summary."""
+    if "condition" not in bench.items.column_names:
+        raise BiovqaError("this C3 benchmark has no 'condition' column: it was built when relative "
+                          "counting's same/different condition was stored as its 'tier'", file=bench.items_path,
+                          field="condition", hint=REBUILD_HINT)
     table, summary = score_tables(bench.items, predictions, options)
     return ScoreResult(items=table, summary=summary)
 

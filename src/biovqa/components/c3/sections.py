@@ -251,7 +251,7 @@ def choice_section(rows: Rows, parsed: np.ndarray, boot: Bootstrap, clusters: li
                            "pos_bias": _plain(Counter(answers).most_common(1)[0][1] / len(answers)
                                               if answers else math.nan, len(answers)),
                            "answer_shares": {k: v / len(answers) for k, v in sorted(Counter(answers).items())}}
-    key = "conditions" if group == "tier" else "measures"
+    key = "conditions" if group == "condition" else "measures"
     out[key] = {}
     for k, g in enumerate(names):
         e1, e2 = est[2 + 2 * k], est[3 + 2 * k]
@@ -264,7 +264,7 @@ def choice_section(rows: Rows, parsed: np.ndarray, boot: Bootstrap, clusters: li
 
 def relative_counting_section(rows: Rows, parsed: np.ndarray, boot: Bootstrap, clusters: list[str],
                        settings: Settings) -> dict[str, Any]:
-    return choice_section(rows, parsed, boot, clusters, "tier")
+    return choice_section(rows, parsed, boot, clusters, "condition")
 
 
 def relative_distance_section(rows: Rows, parsed: np.ndarray, boot: Bootstrap, clusters: list[str],

@@ -42,7 +42,8 @@ GRIDS_PER_ANCHOR = 5.4
 C3_COLUMNS: tuple[tuple[str, pa.DataType], ...] = (
     ("subset", pa.string()),
     ("dataset", pa.string()),
-    ("tier", pa.string()),
+    ("tier", pa.string()),  # difficulty: counting easy / medium / hard; viewpoint's target marking
+    ("condition", pa.string()),  # relative counting: the four panels from the same or different datasets
     ("measure", pa.string()),
     ("cluster", pa.string()),
     ("gold_number", pa.float64()),
@@ -299,7 +300,7 @@ class Builder:
                         question = Q.prompt(Q.FRAME_GRID, Q.Q_RELATIVE_COUNT.format(extreme=extreme, animals=noun))
                         self.add(RELATIVE_COUNTING, {
                             "item_id": f"{stem}-{extreme}", "subset": subset.id, "dataset": subset.dataset,
-                            "tier": condition, "cluster": subset.cluster(anchor), "source_id": subset.cluster(anchor),
+                            "condition": condition, "cluster": subset.cluster(anchor), "source_id": subset.cluster(anchor),
                             "image": rel, "question": question, "answer": gold, "options": list(Q.LETTERS),
                             "answer_payload": payload({"panel": gold, "extreme": extreme, "counts": counts_by,
                                                          "datasets": {lt: s.dataset for lt, (s, _) in
