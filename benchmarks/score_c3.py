@@ -71,7 +71,7 @@ def synthetic(scale: float, seed: int = 0) -> tuple[pa.Table, pa.Table]:
         gold = T.LETTERS[k % 4]
         reply = T.LETTERS[int(rng.integers(4))] if rng.random() < 0.9 else f"Image {gold}"
         add("relative_counting", k, gold, reply, subset=SUBSETS[k % 10], dataset=SUBSETS[k % 10].split("-")[0],
-            tier=T.RELATIVE_COUNTING_CONDITIONS[k % 2], options=list(T.LETTERS))
+            condition=T.RELATIVE_COUNTING_CONDITIONS[k % 2], options=list(T.LETTERS))
     plates = max(2, n["absolute_distance"] // 24)
     for k in range(n["absolute_distance"]):
         measure = ("length", "width")[k % 2]
