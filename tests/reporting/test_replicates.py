@@ -72,3 +72,39 @@ def test_models_that_give_the_same_items_other_clusters_and_cells_are_resampled_
         np.testing.assert_allclose(replicates[:, k], macro_statistic(sums, counts), rtol=1e-12)
         present = [c for c in cell_labels if (cells[m] == c).any()]
         assert abs(full[k] - np.mean([values[m][cells[m] == c].mean() for c in present])) < 1e-12
+
+
+def test_clusters_inside_one_cell_take_the_dense_partition_path_with_the_same_replicates(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """C2's shape: every item its own cluster, in one cell (family) of one column (category), graded
+    values. The replicates come from the dense per-part sums (the same draws) and equal the
+    statistic recomputed by hand from the shared counts."""
+    import biovqa.stats.bootstrap as bootstrap
+
+    rng = np.random.default_rng(4)
+    n = 200
+    ids = np.array([f"q{i:03d}" for i in range(n)])
+    column_of = np.where(np.arange(n) % 5 < 3, "loc", "nam")
+    cells = np.array([("f1", "f2", "f3")[i % 3] if c == "loc" else ("g1", "g2")[i % 2]
+                      for i, c in enumerate(column_of)])
+    values = {m: rng.random(n) for m in ("m1", "m2", "m3")}
+    inputs = {m: {c: _column(ids[column_of == c], ids[column_of == c], cells[column_of == c],
+                             values[m][column_of == c]) for c in ("loc", "nam")} for m in values}
+    taken: list[bool] = []
+    real = bootstrap.partition_replicates
+    monkeypatch.setattr(bootstrap, "partition_replicates",
+                        lambda *args, **kwargs: taken.append(True) or real(*args, **kwargs))
+    out = column_replicates(inputs, ["loc", "nam"], B=60, seed=7)
+    assert taken == [True]
+    labels = np.unique(ids)  # every item of either column, in sorted label order
+    W = np.vstack(list(resampled_cluster_counts(len(labels), B=60, seed=7, dtype=np.float64)))
+    for column in ("loc", "nam"):
+        models, replicates, _ = out[column]
+        mine = column_of == column
+        cell_labels = np.unique(cells[mine])
+        weights = W[:, np.searchsorted(labels, ids[mine])]
+        cell_codes = np.searchsorted(cell_labels, cells[mine])
+        counts = np.column_stack([(weights * (cell_codes == c)).sum(axis=1) for c in range(len(cell_labels))])
+        for k, m in enumerate(models):
+            sums = np.column_stack([(weights * values[m][mine] * (cell_codes == c)).sum(axis=1)
+                                    for c in range(len(cell_labels))])
+            np.testing.assert_allclose(replicates[:, k], macro_statistic(sums, counts), rtol=1e-12)
