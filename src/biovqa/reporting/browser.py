@@ -24,9 +24,12 @@ becomes markup.
 
 from __future__ import annotations
 
+import gc
 import hashlib
 import json
 import math
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
@@ -103,19 +106,19 @@ class _Replies:
 
     def __init__(self, table: pa.Table, ids: pa.Array) -> None:
         rows = _last_rows(ids, table)
-        status = [str(v or "") for v in _taken(table, "status", rows)]
-        columns = [(name, _shown(table, name, rows, _explained)) for name in EXPLAIN_COLUMNS
-                   if name in table.column_names]
-        names = [name for name, _ in columns]
-        explains = ([{name: v for name, v in zip(names, values) if v is not None}
-                     for values in zip(*(values for _, values in columns))] if columns
-                    else [{} for _ in range(len(rows))])
-        #: per item its reply as the page shows it (None: the model has no row for the item)
-        self.replies: list[list[Any] | None] = [
-            None if absent else [state, response, parsed, score, explain]
-            for absent, state, response, parsed, score, explain in zip(
-                (rows < 0).tolist(), status, _taken(table, "response", rows), _taken(table, "parsed", rows),
-                _shown(table, "score", rows, _score), explains)]
+        self.absent = (rows < 0).tolist()
+        self.status = [str(v or "") for v in _taken(table, "status", rows)]
+        self.response = _taken(table, "response", rows)
+        self.parsed = _taken(table, "parsed", rows)
+        self.score = _shown(table, "score", rows, _score)
+        self.explain = [(name, _shown(table, name, rows, _explained)) for name in EXPLAIN_COLUMNS
+                        if name in table.column_names]
+
+    def reply(self, i: int) -> list[Any] | None:
+        if self.absent[i]:
+            return None
+        explain = {name: values[i] for name, values in self.explain if values[i] is not None}
+        return [self.status[i], self.response[i], self.parsed[i], self.score[i], explain]
 
 
 def _shown(table: pa.Table, name: str, rows: np.ndarray, convert: Callable[[Any], Any]) -> list[Any]:
@@ -261,8 +264,27 @@ def _sorted_ids(tables: Sequence[pa.Table]) -> pa.Array:
     return ids.take(pc.sort_indices(ids))
 
 
+@contextmanager
+def _cycle_collector_paused() -> Iterator[None]:
+    """Python's cycle collector off while millions of small lists and dicts are made (none of
+    them in a cycle): each automatic collection walks every container still alive, so at the real
+    size they cost a quarter of the browser's time and find nothing."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
 def write_browser(runs: Sequence[Run], out: Path) -> dict[str, Any]:
     """Write the browser's sidecar files into ``out/browser``; returns the index (``index.js``)."""
+    with _cycle_collector_paused():
+        return _write_browser(runs, out)
+
+
+def _write_browser(runs: Sequence[Run], out: Path) -> dict[str, Any]:
     folder = out / "browser"
     folder.mkdir(parents=True, exist_ok=True)
     by_component: dict[str, list[Run]] = {}
@@ -294,9 +316,6 @@ def write_browser(runs: Sequence[Run], out: Path) -> dict[str, Any]:
         by_cell: dict[tuple[str, str, str], list[int]] = {}
         for i, key in enumerate(zip(tasks, _first_texts(groups), [t.lower() for t in _first_texts(tiers)])):
             by_cell.setdefault(key, []).append(i)
-        no_reply = [None] * items.n
-        model_replies = [no_reply if r is None else r.replies for r in replies]
-
         def entry(i: int, task: str, group: str, tier: str) -> dict[str, Any]:
             listed = [str(o) for o in (options[i] or [])]
             if listed and all(o in questions[i] for o in listed):
@@ -312,7 +331,7 @@ def write_browser(runs: Sequence[Run], out: Path) -> dict[str, Any]:
                 "gold": str(answers[i] if answers[i] is not None else golds[i] or ""),
                 "image": _thumbnail(bench, image, out, cache) if image else None,
                 "large": _thumbnail(bench, image, out, cache, size=LARGE_PX, folder="large") if image else None,
-                "replies": [per_model[i] for per_model in model_replies],
+                "replies": [None if r is None else r.reply(i) for r in replies],
             }
 
         for (task, group, tier) in sorted(by_cell):
