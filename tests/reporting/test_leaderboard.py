@@ -194,3 +194,23 @@ def test_paired_differences_of_few_values_use_class_counts_with_the_same_distrib
     used.clear()
     paired_differences([a, graded], ["a", "g"], B=50)
     assert used == [False]
+
+
+def test_table3_names_the_confidence_its_intervals_were_scored_at() -> None:
+    """Scored with --confidence 0.9, Table 3's intervals are 90% ones and the titles say so; runs
+    scored at different levels are each named, never called 95%."""
+    from biovqa.reporting.leaderboard import interval_label, leaderboard_table, leaderboard_values
+
+    def run(label: str, confidence: float | None) -> Run:
+        summary: dict = {"table3": {"acc": {"value": .7, "lo": .65, "hi": .75, "n": 100}}}
+        if confidence is not None:
+            summary["bootstrap"] = {"B": 1000, "seed": 42, "confidence": confidence}
+        return Run(label, "c4", summary)
+
+    board = build_leaderboard([run("A", .9), run("B", .9)], {"c4": ["acc"]})
+    assert interval_label(board) == "90% CI"
+    assert "value [90% CI]" in leaderboard_table(board).attrs["title"]
+    assert "(90% CI)" in leaderboard_values(board).attrs["title"]
+    mixed = build_leaderboard([run("A", .9), run("B", .95), run("C", None)], {"c4": ["acc"]})
+    assert interval_label(mixed) == "CI at 90% or 95%, as each run was scored"
+    assert interval_label(build_leaderboard([run("A", None)], {"c4": ["acc"]})) == "95% CI"

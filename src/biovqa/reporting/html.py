@@ -64,10 +64,10 @@ body.browser-only main>section:not(#browser),body.browser-only nav.toc{display:n
 </ol></nav>
 
 <section id="leaderboard"><h2>Leaderboard (Table 3)</h2>
-<p class="note">Each cell: value [95% CI lower, upper], in the report's one unit convention
+<p class="note">Each cell: value [{{ ci_label }} lower, upper], in the report's one unit convention
 (<a href="#units">units</a>); higher is better. Per column over the generalist models:
 <b>bold green</b> best, <u>underlined</u> second, red worst, ≈ a statistical tie with the best
-(overlapping 95% intervals). Specialists (italic) are shown for reference and are not ranked;
+(overlapping intervals). Specialists (italic) are shown for reference and are not ranked;
 the Mean row averages the generalists; the Floor row is the image-blind baseline run.
 Column names are spelled out in the <a href="#glossary">glossary</a>.</p>
 {% if published %}<p class="note">Rows marked <span class="badge">published, not re-run</span> are the figures of
@@ -86,7 +86,7 @@ comparison and never ranked, marked or averaged with the models of this report.<
 cell for cell with a run scored on every item: {% for f in board.footnotes %}{{ f }}{% if not loop.last %}; {% endif %}{% endfor %}.</p>{% endif %}
 {% if summary is not none %}<h3>Per model, per component</h3>
 <p class="note">Where each model leads: per component, the Table 3 columns in which it is best or tied with the best
-(overlapping 95% intervals) and the span of its 95% rank intervals. The paper defines no overall score across
+(overlapping intervals) and the span of its 95% rank intervals. The paper defines no overall score across
 components, so none is computed here.</p><div class="scroll">{{ summary }}</div>{% endif %}
 {% else %}<p>No component declares Table 3 columns.</p>{% endif %}
 {% if ranks is not none %}<h3>Rank 95% intervals</h3>

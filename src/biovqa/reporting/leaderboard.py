@@ -45,6 +45,7 @@ import pandas as pd
 
 from biovqa.components.registry import component_rank
 from biovqa.scoring.schema import estimate_value
+from biovqa.stats import CONFIDENCE
 
 _TAGS = re.compile(r"\s*\[([^\[\]]*)\]")
 FLOOR, SPECIALIST, GENERALIST, CONTROL = "floor", "specialist", "vlm", "control"
@@ -159,6 +160,9 @@ class Leaderboard:
     rank_methods: dict[str, str] = field(default_factory=dict)
     #: row → column → why the cell is footnoted, e.g. "scored on Grevy's zebra only"
     notes: dict[str, dict[str, str]] = field(default_factory=dict)
+    #: the confidence levels the runs' intervals were computed at (their summaries' bootstrap
+    #: section), distinct and sorted; one entry unless runs were scored with other --confidence
+    confidences: tuple[float, ...] = (CONFIDENCE,)
 
     @property
     def generalists(self) -> list[str]:
@@ -211,8 +215,19 @@ def build_leaderboard(runs: Sequence[Run], columns: Mapping[str, Sequence[str]])
     marks, rank_lo, rank_hi = _marks(value.loc[generalists], lo.loc[generalists], hi.loc[generalists])
     marks = marks.reindex(value.index).fillna("")
     components = {comp: list(columns[comp]) for comp in sorted(columns, key=component_rank)}
+    recorded = {float(c) for run in runs
+                if isinstance(c := (run.summary.get("bootstrap") or {}).get("confidence"), (int, float))}
     return Leaderboard(value, lo, hi, n, kind.reindex(value.index), marks, rank_lo, rank_hi, components,
-                       notes=notes)
+                       notes=notes, confidences=tuple(sorted(recorded)) or (CONFIDENCE,))
+
+
+def interval_label(board: Leaderboard) -> str:
+    """What Table 3's intervals are: "95% CI", or, where runs were scored at other confidence
+    levels, each of them ("CI at 90% or 95%, as each run was scored")."""
+    levels = [f"{100 * c:g}%" for c in board.confidences]
+    if len(levels) == 1:
+        return f"{levels[0]} CI"
+    return f"CI at {', '.join(levels[:-1])} or {levels[-1]}, as each run was scored"
 
 
 def subset_note(summary: dict[str, Any]) -> str:
@@ -317,7 +332,8 @@ def leaderboard_table(board: Leaderboard, places: int = 3) -> pd.DataFrame:
             if board.notes.get(r, {}).get(c):
                 shown.loc[r, c] = f"{shown.loc[r, c]} {SUBSET_MARK}"
     shown.insert(0, "kind", board.kind.reindex(shown.index).tolist())
-    shown.attrs["title"] = "Table 3 — main results across components (value [95% CI])" + subset_footnote(board)
+    shown.attrs["title"] = (f"Table 3 — main results across components (value [{interval_label(board)}])"
+                            + subset_footnote(board))
     return shown
 
 
@@ -345,7 +361,7 @@ def leaderboard_values(board: Leaderboard) -> pd.DataFrame:
     for c in board.value.columns:
         out[f"{c}_lo"] = board.lo[c]
         out[f"{c}_hi"] = board.hi[c]
-    out.attrs["title"] = "Table 3 — values and 95% interval bounds"
+    out.attrs["title"] = f"Table 3 — values and interval bounds ({interval_label(board)})"
     return out
 
 

@@ -27,8 +27,8 @@ from biovqa._version import __version__
 from biovqa.bench.folder import sha256_file, staged_folder
 from biovqa.components.registry import get_component
 from biovqa.errors import BiovqaError
-from biovqa.reporting.leaderboard import (Leaderboard, Run, best_probabilities, build_leaderboard, leaderboard_table,
-                                          leaderboard_values, model_summary, rank_methods, rank_ranges,
+from biovqa.reporting.leaderboard import (Leaderboard, Run, best_probabilities, build_leaderboard, interval_label,
+                                          leaderboard_table, leaderboard_values, model_summary, rank_methods, rank_ranges,
                                           with_bootstrap_ranks)
 from biovqa.scoring.pipeline import load_summary
 
@@ -473,6 +473,7 @@ def _index_html(sections: list[Section], board: Leaderboard | None, analysis: di
         "version": __version__, "runs": runs, "components": [c.upper() for c in sorted({r.component for r in runs}, key=component_rank)],
         "toc": toc, "sections": rendered,
         "board": _board_context(board) if board is not None else None,
+        "ci_label": interval_label(board) if board is not None else "95% CI",
         "ranks": _html_table(rank_ranges(board)) if board is not None and len(board.generalists) > 1 else None,
         "rank_methods": _html_table(rank_methods(board)) if board is not None and len(board.generalists) > 1 else None,
         "p_best": _html_table(best_probabilities(board)) if board is not None and len(board.generalists) > 1 else None,
