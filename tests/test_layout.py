@@ -198,21 +198,32 @@ def _builtin_names() -> set[str]:
     return {component.name for component in builtin_components()}
 
 
-def _declared_strata() -> list[set[str]]:
+def _declared_columns() -> list[set[str]]:
+    """Each built-in declaration's column lists (Lite strata, the browser's explaining, group and
+    tier columns), and per browser list the built-ins' union of it (the browser once held every
+    component's group columns in one tuple)."""
     from biovqa.components.registry import builtin_components
 
-    return [set(component.lite_strata) for component in builtin_components() if component.lite_strata]
+    components = builtin_components()
+    lists = [component.lite_strata for component in components]
+    for field in ("explain_columns", "group_columns", "tier_columns"):
+        declared = [getattr(component, field) for component in components]
+        lists += [*declared, sum(declared, ())]
+    return [set(columns) for columns in lists if columns]
 
 
 def test_no_shared_stage_names_a_builtin_component() -> None:
     """A component's facts (token caps, request mode, Lite strata, sources, analysis columns,
-    commands, demo) live in its declaration: no module outside ``components/`` (the per-component
-    command modules and the allowances above excepted) holds a string literal that is exactly a
-    built-in component's name (``"c1"``, ``"bagel"``…), nor a tuple or list of two or more column
-    names all from one declaration's ``lite_strata`` (the engine's ``--limit`` once had C1's
-    ``("group", "tier")``). Prose and examples inside longer strings do not count."""
+    commands, demo, the browser's columns) live in its declaration: no module outside
+    ``components/`` (the per-component command modules and the allowances above excepted) holds a
+    string literal that is exactly a built-in component's name (``"c1"``, ``"bagel"``…), nor a
+    tuple or list of two or more column names all from one declaration's ``lite_strata``,
+    ``explain_columns``, ``group_columns`` or ``tier_columns``, or from all declarations' browser
+    columns of one kind (the engine's ``--limit`` once had C1's ``("group", "tier")``, the report
+    browser every component's tier columns). Prose and examples inside longer strings do not
+    count."""
     names = _builtin_names()
-    strata = _declared_strata()
+    declared_columns = _declared_columns()
     offenders = []
     for name, path in MODULES.items():
         if stage_of(name) == "components" or name in COMMAND_MODULES or name in NAMES_ALLOWED:
@@ -223,8 +234,8 @@ def test_no_shared_stage_names_a_builtin_component() -> None:
             if isinstance(node, (ast.Tuple, ast.List)) and len(node.elts) >= 2 and all(
                     isinstance(e, ast.Constant) and isinstance(e.value, str) for e in node.elts):
                 values = {e.value for e in node.elts if isinstance(e, ast.Constant)}
-                if any(values <= declared for declared in strata):
-                    offenders.append(f"{name}:{node.lineno} {sorted(values)} (a component's Lite strata)")
+                if any(values <= declared for declared in declared_columns):
+                    offenders.append(f"{name}:{node.lineno} {sorted(values)} (a component's declared columns)")
     assert offenders == []
     assert sorted(set(NAMES_ALLOWED) - set(MODULES)) == []  # an allowance for a module that is gone goes too
 

@@ -102,3 +102,40 @@ def test_hostile_reply_is_escaped_in_page_data(large_browser: Path) -> None:
     assert len(found) == 1 and found[0][1]["replies"][0][1] == HOSTILE_REPLY
     raw = (large_browser / found[0][0]["file"]).read_text(encoding="utf-8")
     assert "<" not in raw and ">" not in raw and "\\u003cscript\\u003e" in raw
+
+
+def write_scores(root: Path, component: str, columns: dict[str, list[object]]) -> Run:
+    """One score folder of ``component`` holding ``columns`` beside two plain replies."""
+    folder = root / f"scores-{component}"
+    folder.mkdir(parents=True)
+    pq.write_table(pa.table({"item_id": ["a", "b"], "task": ["t", "t"], "status": ["ok", "ok"],
+                             "response": ["1", "2"], "parsed": ["1", "2"], "score": [1.0, 0.0],
+                             **columns}), folder / "items.parquet")
+    return Run("Model-1", component, {}, folder)
+
+
+def test_facets_and_explaining_columns_are_the_components_declared_ones(tmp_path: Path) -> None:
+    """C3 declares its group (dataset) and tier columns (tier, then condition: the first with a
+    value) and the score columns explaining a reply; a column another component declares
+    (C1's group, em_soft) is neither a facet nor shown, and the gold is shown once, as the gold."""
+    run = write_scores(tmp_path, "c3", {
+        "group": ["Birds", "Birds"], "dataset": ["waid", "beetles"], "tier": ["Easy", None],
+        "condition": ["same", "different"], "gold": ["3", "4"], "pred_number": [3.0, 5.0],
+        "em_soft": [1.0, 0.0]})
+    index = write_browser([run], tmp_path / "report")
+    assert index["facets"]["group"] == [["beetles", 1], ["waid", 1]]
+    assert index["facets"]["tier"] == [["different", 1], ["easy", 1]]
+    rows = {r["id"]: r for p in page_list(index) for r in read_page(tmp_path / "report", p["no"])}
+    assert rows["b"]["gold"] == "4" and rows["b"]["replies"][0][4] == {"pred_number": 5.0}
+
+
+def test_a_plug_in_without_declared_facets_puts_its_items_in_one_cell(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from biovqa.components import registry
+
+    monkeypatch.setitem(registry._REGISTRY, "labx", registry.Component(name="labx", title="Lab X", tasks=("t",)))
+    run = write_scores(tmp_path, "labx", {"group": ["Birds", "Fish"], "tier": ["easy", "hard"],
+                                          "parse_status": ["ok", "ok"]})
+    index = write_browser([run], tmp_path / "report")
+    assert index["facets"]["group"] == [["", 2]] and index["facets"]["tier"] == [["", 2]]
+    assert [r["replies"][0][4] for r in read_page(tmp_path / "report", 1)] == [{}, {}]

@@ -306,9 +306,15 @@ class Component:
     analysis_columns: tuple[AnalysisColumn, ...] = ()
     #: commands this component adds to the command line (``biovqa c4 embed``, a specialist)
     commands: tuple[Command, ...] = ()
-    #: the score-table columns a harness explanation shows beside the parsed answer (an
-    #: inspect_ai sample's score explanation)
+    #: the score-table columns that explain a reply, shown beside the parsed answer in a harness
+    #: explanation (an inspect_ai sample's score explanation) and beside each reply in the
+    #: report's item browser (absent columns are skipped)
     explain_columns: tuple[str, ...] = ()
+    #: the item columns of the report browser's group facet, in order: an item's group is the
+    #: first with a value for it ("" where none has one)
+    group_columns: tuple[str, ...] = ()
+    #: the item columns of the report browser's tier facet (tier, condition), first with a value
+    tier_columns: tuple[str, ...] = ()
     #: the package whose modules the roles are found in (the registry fills it in from the
     #: declaration's module: ``biovqa.components.c1``, a plug-in's entry-point module)
     package: str | None = None

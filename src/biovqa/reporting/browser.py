@@ -38,6 +38,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from biovqa.components.registry import Component, get_component
 from biovqa.errors import BiovqaError
 from biovqa.reporting.leaderboard import Run
 
@@ -45,13 +46,9 @@ PAGE_SIZE = 50
 THUMB_PX = 200
 #: the long side of the copy shown when a thumbnail is clicked
 LARGE_PX = 1024
-#: per-item score columns that explain a score (C1 parse status and LCA rank, C2 kernel similarity
-#: and parse status, C3 parsed value and tolerance hits, C4 yes/no, …), shown beside each reply
-EXPLAIN_COLUMNS = ("resolved_node", "lca_rank", "severity", "em_soft", "parse_status", "s", "b",
-                   "pred_number", "rel_err", "hit20", "iou", "vas", "steps", "box_convention",
-                   "said_yes", "similarity", "chosen", "level_name")
-GROUP_COLUMNS = ("group", "family", "dataset", "species", "category")
-TIER_COLUMNS = ("tier", "condition", "prevalence_tier")
+#: score columns an item's entry shows in fields of its own, so never again among a reply's
+#: explaining columns (a component's ``explain_columns`` may name them for a harness explanation)
+SHOWN_BESIDE = ("gold",)
 
 
 def _js_json(value: Any) -> str:
@@ -59,9 +56,10 @@ def _js_json(value: Any) -> str:
     return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
 
 
-def _first_texts(columns: Sequence[list[Any]]) -> list[str]:
-    """Per item, the first of ``columns`` with a value for it, as text ("" where none has one)."""
-    found: list[str] = [""] * (len(columns[0]) if columns else 0)
+def _first_texts(columns: Sequence[list[Any]], n: int) -> list[str]:
+    """Per item of ``n``, the first of ``columns`` with a value for it, as text ("" where none has
+    one, or no column is declared)."""
+    found: list[str] = [""] * n
     for column in reversed(columns):  # an earlier column overwrites a later one
         found = [found[i] if value in (None, "") else str(value) for i, value in enumerate(column)]
     return found
@@ -104,14 +102,14 @@ class _Replies:
     [status, raw reply, parsed reply, score, {column: value} explaining the score], None where the
     model has no row. Each column is converted to what the page shows once, as a whole."""
 
-    def __init__(self, table: pa.Table, ids: pa.Array) -> None:
+    def __init__(self, table: pa.Table, ids: pa.Array, explain: Sequence[str]) -> None:
         rows = _last_rows(ids, table)
         self.absent = (rows < 0).tolist()
         self.status = [str(v or "") for v in _taken(table, "status", rows)]
         self.response = _taken(table, "response", rows)
         self.parsed = _taken(table, "parsed", rows)
         self.score = _shown(table, "score", rows, _score)
-        self.explain = [(name, _shown(table, name, rows, _explained)) for name in EXPLAIN_COLUMNS
+        self.explain = [(name, _shown(table, name, rows, _explained)) for name in explain
                         if name in table.column_names]
 
     def reply(self, i: int) -> list[Any] | None:
@@ -140,17 +138,18 @@ def _shown(table: pa.Table, name: str, rows: np.ndarray, convert: Callable[[Any]
     return [convert(v) for v in values]
 
 
-def _read_scores(run: Run) -> pa.Table | None:
+def _read_scores(run: Run, declared: Component) -> pa.Table | None:
     path = (run.path / "items.parquet") if run.path is not None else None
     if path is None or not path.is_file():
         return None
     names = pq.read_schema(path).names
-    wanted = [c for c in ("item_id", "task", "status", "response", "parsed", "score", "gold",
-                          *GROUP_COLUMNS, *TIER_COLUMNS, *EXPLAIN_COLUMNS) if c in names]
+    wanted = [c for c in dict.fromkeys(("item_id", "task", "status", "response", "parsed", "score", "gold",
+                                        *declared.group_columns, *declared.tier_columns,
+                                        *declared.explain_columns)) if c in names]
     return pq.read_table(path, columns=wanted)
 
 
-def _read_bench(runs: Sequence[Run]) -> tuple[pa.Table | None, Any]:
+def _read_bench(runs: Sequence[Run], declared: Component) -> tuple[pa.Table | None, Any]:
     """Benchmark items of the first run whose recorded benchmark folder still exists."""
     from biovqa.bench.folder import open_bench
 
@@ -159,8 +158,9 @@ def _read_bench(runs: Sequence[Run]) -> tuple[pa.Table | None, Any]:
         if root and Path(root, "manifest.json").is_file():
             try:
                 bench = open_bench(root, verify=False)
-                keep = [c for c in ("item_id", "task", "question", "options", "answer", "image",
-                                    *GROUP_COLUMNS, *TIER_COLUMNS) if c in bench.items.column_names]
+                keep = [c for c in dict.fromkeys(("item_id", "task", "question", "options", "answer",
+                                                  "image", *declared.group_columns, *declared.tier_columns))
+                        if c in bench.items.column_names]
                 rows = bench.items.select(keep)
             except Exception:  # the browser still works from the score files alone
                 continue
@@ -296,17 +296,19 @@ def _write_browser(runs: Sequence[Run], out: Path) -> dict[str, Any]:
     page_no = 0
     for component in sorted(by_component):
         comp_runs = by_component[component]
+        declared = get_component(component)
+        explain = [name for name in declared.explain_columns if name not in SHOWN_BESIDE]
         models[component] = [r.label for r in comp_runs]
-        tables = [_read_scores(r) for r in comp_runs]
+        tables = [_read_scores(r, declared) for r in comp_runs]
         present = [t for t in tables if t is not None]
-        base, bench = _read_bench(comp_runs)
+        base, bench = _read_bench(comp_runs, declared)
         ids = _sorted_ids(present)
         items = _Items(ids, base, present)
-        replies = [None if t is None else _Replies(t, ids) for t in tables]
+        replies = [None if t is None else _Replies(t, ids, explain) for t in tables]
         item_ids = ids.to_pylist()
         tasks = [str(v or "") for v in items.value("task")]
-        groups = [items.value(name) for name in GROUP_COLUMNS]
-        tiers = [items.value(name) for name in TIER_COLUMNS]
+        groups = [items.value(name) for name in declared.group_columns]
+        tiers = [items.value(name) for name in declared.tier_columns]
         questions = [str(v or "") for v in items.bench("question")]
         options = items.bench("options")
         answers, golds = items.bench("answer"), items.first("gold")
@@ -314,7 +316,8 @@ def _write_browser(runs: Sequence[Run], out: Path) -> dict[str, Any]:
         # items sorted into cells (ids sorted within), then written page by page: only one page of
         # entries is held at a time
         by_cell: dict[tuple[str, str, str], list[int]] = {}
-        for i, key in enumerate(zip(tasks, _first_texts(groups), [t.lower() for t in _first_texts(tiers)])):
+        for i, key in enumerate(zip(tasks, _first_texts(groups, items.n),
+                                   [t.lower() for t in _first_texts(tiers, items.n)])):
             by_cell.setdefault(key, []).append(i)
         def entry(i: int, task: str, group: str, tier: str) -> dict[str, Any]:
             listed = [str(o) for o in (options[i] or [])]

@@ -29,5 +29,7 @@ COMPONENT = Component(
     # facts the shared stages read
     max_new_tokens=5,  # the BAGEL paper's protocol: one capital letter, greedy, about 5 new tokens
     request_mode_parameter="mode",  # BAGEL builds record the request mode as parameters.mode
-    explain_columns=("gold", "chosen", "correct"),  # shown beside the parsed answer in a harness explanation
+    # the score columns explaining a reply (a harness explanation, the report's browser)
+    explain_columns=("parse_status", "chosen", "gold", "correct"),
+    tier_columns=("tier",),
 )

@@ -41,5 +41,8 @@ COMPONENT = Component(
         ("Mamm", "Mammals"), ("Rept", "Reptiles"))),  # App. J.1: EM per organismal group (Table 75)
     commands=(Command("bioclip2", "biovqa.cli.specialist:bioclip2_command", group="specialist",
                       help="C1 ceiling: BioCLIP-2 top-1 species per image answers every rank"),),
-    explain_columns=("em", "parse_status", "severity"),  # shown beside the parsed answer in a harness explanation
+    # the score columns explaining a reply (a harness explanation, the report's browser)
+    explain_columns=("resolved_node", "lca_rank", "severity", "em_soft", "parse_status", "em"),
+    group_columns=("group", "family", "species"),
+    tier_columns=("tier", "prevalence_tier"),
 )

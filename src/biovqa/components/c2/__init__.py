@@ -45,5 +45,7 @@ COMPONENT = Component(
     sources=("cub-200-2011",),
     analysis_columns=tuple(AnalysisColumn(f.short, ("families", f.name, "cags"))
                            for f in TASKS if f.category != "naming"),  # App. J.1, Table 33
-    explain_columns=("gold", "parse_status", "em", "cags"),  # shown beside the parsed answer in a harness explanation
+    # the score columns explaining a reply (a harness explanation, the report's browser)
+    explain_columns=("severity", "parse_status", "s", "b", "gold", "em", "cags"),
+    group_columns=("family", "category"),
 )

@@ -51,5 +51,9 @@ COMPONENT = Component(
     analysis_columns=(*(AnalysisColumn(label, ("table3", label))
                         for label in ("cnt", "rcnt", "adst", "rdst", "lcl", "rpos", "view")),
                       AnalysisColumn("ocr", ("table3", "ocr"), control=True)),
-    explain_columns=("gold",),  # shown beside the parsed answer in a harness explanation
+    # the score columns explaining a reply (a harness explanation, the report's browser)
+    explain_columns=("parse_status", "pred_number", "rel_err", "hit20", "iou", "vas", "steps",
+                     "box_convention", "gold"),
+    group_columns=("dataset",),
+    tier_columns=("tier", "condition"),
 )

@@ -33,5 +33,8 @@ COMPONENT = Component(
                       help="C4 re-identification: embed catalogs once for `biovqa build c4 --embeddings`."),
               Command("megadescriptor", "biovqa.cli.specialist:megadescriptor_command", group="specialist",
                       help="C4 ceiling: MegaDescriptor cosine similarity, threshold fitted on random")),
-    explain_columns=("gold", "parse_status", "said_yes", "correct"),  # shown beside the parsed answer in a harness explanation
+    # the score columns explaining a reply (a harness explanation, the report's browser)
+    explain_columns=("parse_status", "said_yes", "similarity", "gold", "correct"),
+    group_columns=("dataset", "species"),
+    tier_columns=("condition",),
 )

@@ -27,5 +27,7 @@ COMPONENT = Component(
     ),
     # facts the shared stages read
     max_new_tokens=10,  # HCA paper section 2.4: 5-10; the upper end, so "B. Anseriformes" arrives whole
-    explain_columns=("gold", "correct"),  # shown beside the parsed answer in a harness explanation
+    # the score columns explaining a reply (a harness explanation, the report's browser)
+    explain_columns=("parse_status", "level_name", "gold", "correct"),
+    group_columns=("dataset",),
 )
