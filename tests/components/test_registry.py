@@ -285,6 +285,7 @@ def test_the_confidence_option_sets_every_interval_and_is_recorded_as_confidence
         out = tmp_path / f"scores-{confidence}"
         code, err = cli(["score", demo_bench, "-p", predictions, "-o", out, "--bootstrap", "200", *flags], capsys)
         assert code == 0, err
+        assert f"{100 * confidence:g} % interval" in err  # the headline table names its confidence
         summaries[confidence] = json.loads((out / "summary.json").read_text())
     for confidence, summary in summaries.items():
         assert summary["options"]["confidence"] == summary["bootstrap"]["confidence"] == confidence
