@@ -295,6 +295,8 @@ def test_the_confidence_option_sets_every_interval_and_is_recorded_as_confidence
     assert wide["hi"] - wide["lo"] > narrow["hi"] - narrow["lo"]
     code, err = cli(["score", demo_bench, "-p", predictions, "-o", tmp_path / "refused", "-O", "level=0.9"], capsys)
     assert code == 2 and "no option 'level'" in err, err
+    code, err = cli(["score", demo_bench, "-p", predictions, "-o", tmp_path / "refused", "--confidence", "90"], capsys)
+    assert code == 2 and "must lie in [0.5, 0.999]" in err and "a fraction: 0.9 for 90%" in err, err
 
 
 CONVENTIONAL_PLUGIN = {

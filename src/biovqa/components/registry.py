@@ -109,8 +109,11 @@ class Option:
             elements = (parsed,)
         for element in elements:
             if self.low is not None and element < self.low or self.high is not None and element > self.high:
+                # a share given as a percentage (--confidence 90): say what was meant
+                percent = self.high is not None and self.high <= 1 < element <= 100
                 raise BiovqaError(f"option {self.name!r} must lie in [{self.low}, {self.high}]"
-                                  f"{' (each number)' if self._is_list() else ''}, got {value!r}", field=self.name)
+                                  f"{' (each number)' if self._is_list() else ''}, got {value!r}", field=self.name,
+                                  hint=f"a fraction: {element / 100:g} for {element:g}%" if percent else None)
         problem = self.check(parsed) if self.check is not None else None
         if problem:
             raise BiovqaError(f"option {self.name!r}: {problem}, got {value!r}", field=self.name)
