@@ -32,6 +32,8 @@ from biovqa.scoring.schema import core_columns
 
 
 _UNSEEN = object()
+#: item columns copied into the score table as text (what the summary and report group by)
+DESCRIPTIVE_COLUMNS = ("subset", "dataset", "tier", "condition", "measure", "cluster")
 
 
 def score_items(items: pa.Table, predictions: pa.Table, options: Mapping[str, Any],
@@ -63,7 +65,7 @@ def score_items(items: pa.Table, predictions: pa.Table, options: Mapping[str, An
     core = core_columns(items, predictions, component="c3", parsed=pa.array(out.parsed, pa.string()),
                         score=out.array("score"))
     columns: dict[str, Any] = dict(core)
-    for name in ("subset", "dataset", "tier", "condition", "measure", "cluster"):
+    for name in DESCRIPTIVE_COLUMNS:
         columns[name] = _text_column(items.column(name))
     columns["gold"] = _text_column(items.column("answer"))
     columns["parse_status"] = pa.array(out.parse_status, pa.string())
@@ -104,12 +106,23 @@ def score(bench: Bench, predictions: pa.Table, options: Mapping[str, Any]) -> Sc
     """Score C3 predictions (aligned with ``bench.items``) under ``options``, the score options the
     registry resolved (:meth:`~biovqa.components.registry.Component.load` wraps the scorer):
     per-item table + summary."""
-    if "condition" not in bench.items.column_names:
+    items = bench.item_columns(scoring_columns())
+    if "condition" not in items.column_names:
         raise BiovqaError("this C3 benchmark has no 'condition' column: it was built when relative "
                           "counting's same/different condition was stored as its 'tier'", file=bench.items_path,
                           field="condition", hint=REBUILD_HINT)
-    table, summary = score_tables(bench.items, predictions, options)
+    table, summary = score_tables(items, predictions, options)
     return ScoreResult(items=table, summary=summary)
+
+
+def scoring_columns(tasks: Sequence[TaskSpec] = TASKS) -> list[str]:
+    """The item columns scoring reads (the question texts, images and payloads stay on disk):
+    the core and descriptive columns, the golds the kernels and sections compare with, and each
+    task's cluster column."""
+    from biovqa.components.c3.summary import ITEM_COLUMNS
+
+    return list(dict.fromkeys(("item_id", "component", "task", "answer", *DESCRIPTIVE_COLUMNS, *ITEM_COLUMNS,
+                               *(spec.cluster for spec in tasks))))
 
 
 def score_tables(items: pa.Table, predictions: pa.Table, options: Mapping[str, Any],

@@ -45,7 +45,7 @@ if TYPE_CHECKING:
 SUMMARY_ORDER: tuple[TaskSpec, ...] = (COUNTING, ABSOLUTE_DISTANCE, VIEWPOINT, LOCALIZATION, RELATIVE_DISTANCE,
                                        RELATIVE_POSITION, OCR, RELATIVE_COUNTING)
 #: the score-table and items-table columns a section may read besides the scores
-_ITEM_COLUMNS = ("image_width", "image_height", "gold_box", "gold_number")
+ITEM_COLUMNS = ("image_width", "image_height", "gold_box", "gold_number")
 
 
 def _in_summary_order(tasks: Sequence[TaskSpec]) -> list[TaskSpec]:
@@ -93,7 +93,7 @@ def _summarize(scored: pa.Table, items: pa.Table, options: Mapping[str, Any], dr
     boot = Bootstrap(int(options["bootstrap"]), int(options["seed"]), float(options["confidence"]), draws)
     settings = Settings(vas_weights(options["vas_weights"]), box_conventions(bool(options["box_yxyx"])))
     task_codes = scored.column("task").to_numpy(zero_copy_only=False)
-    extras = items.select(list(_ITEM_COLUMNS))
+    extras = items.select(list(ITEM_COLUMNS))
 
     def section(task: TaskSpec) -> tuple[dict[str, Any], dict[str, Any]] | None:
         index = np.flatnonzero(task_codes == task.name)
