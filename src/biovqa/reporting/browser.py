@@ -185,13 +185,16 @@ class _Items:
 
     def first(self, name: str) -> list[Any]:
         """Column ``name`` from each item's first score folder (None where that folder lacks it)."""
+        return self._first(name).tolist()
+
+    def _first(self, name: str) -> np.ndarray:
         values = np.full(self.n, None, dtype=object)
         for k, (table, rows) in enumerate(zip(self.present, self.present_rows)):
             if name not in table.column_names:
                 continue
             where = np.flatnonzero(self.first_of == k)
             values[where] = _objects(table.column(name).take(pa.array(rows[where])))
-        return values.tolist()
+        return values
 
     def bench(self, name: str) -> list[Any]:
         """Column ``name`` of the benchmark (None where it lacks the item or the column)."""
@@ -201,18 +204,17 @@ class _Items:
 
     def value(self, name: str) -> list[Any]:
         """The benchmark's value where it has the column and the item, else the first folder's."""
+        values = self._first(name)
         if self.base is None or name not in self.base.column_names:
-            return self.first(name)
-        values = _objects(self.first(name))
+            return values.tolist()
         where = np.flatnonzero(self.base_rows >= 0)
         values[where] = _objects(self.base.column(name).take(pa.array(self.base_rows[where])))
         return values.tolist()
 
 
-def _objects(values: list[Any] | pa.Array | pa.ChunkedArray) -> np.ndarray:
+def _objects(values: pa.Array | pa.ChunkedArray) -> np.ndarray:
     """``values`` as a 1-D object array of Python values (a list value stays one element)."""
-    listed = values if isinstance(values, list) else values.to_pylist()
-    return np.fromiter(listed, dtype=object, count=len(listed))
+    return np.fromiter(values.to_pylist(), dtype=object, count=len(values))
 
 
 def _thumbnail(bench: Any, image: str, out: Path, cache: dict[str, str | None], *, size: int = THUMB_PX,
@@ -319,11 +321,11 @@ def _write_browser(runs: Sequence[Run], out: Path) -> dict[str, Any]:
         for i, key in enumerate(zip(tasks, _first_texts(groups, items.n),
                                    [t.lower() for t in _first_texts(tiers, items.n)])):
             by_cell.setdefault(key, []).append(i)
+
         def entry(i: int, task: str, group: str, tier: str) -> dict[str, Any]:
             listed = [str(o) for o in (options[i] or [])]
             if listed and all(o in questions[i] for o in listed):
                 listed = []  # the question already lists them (C2): shown once
-            image = images[i]
             return {
                 "id": item_ids[i],
                 "task": task,
@@ -332,8 +334,8 @@ def _write_browser(runs: Sequence[Run], out: Path) -> dict[str, Any]:
                 "question": questions[i],
                 "options": listed,
                 "gold": str(answers[i] if answers[i] is not None else golds[i] or ""),
-                "image": _thumbnail(bench, image, out, cache) if image else None,
-                "large": _thumbnail(bench, image, out, cache, size=LARGE_PX, folder="large") if image else None,
+                "image": _thumbnail(bench, images[i], out, cache),
+                "large": _thumbnail(bench, images[i], out, cache, size=LARGE_PX, folder="large"),
                 "replies": [None if r is None else r.reply(i) for r in replies],
             }
 

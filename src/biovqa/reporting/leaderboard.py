@@ -44,7 +44,7 @@ import numpy as np
 import pandas as pd
 
 from biovqa.components.registry import component_rank
-from biovqa.scoring.schema import estimate_value
+from biovqa.scoring.schema import estimate_value, recorded_confidence
 from biovqa.stats import CONFIDENCE
 
 _TAGS = re.compile(r"\s*\[([^\[\]]*)\]")
@@ -215,16 +215,20 @@ def build_leaderboard(runs: Sequence[Run], columns: Mapping[str, Sequence[str]])
     marks, rank_lo, rank_hi = _marks(value.loc[generalists], lo.loc[generalists], hi.loc[generalists])
     marks = marks.reindex(value.index).fillna("")
     components = {comp: list(columns[comp]) for comp in sorted(columns, key=component_rank)}
-    recorded = {float(c) for run in runs
-                if isinstance(c := (run.summary.get("bootstrap") or {}).get("confidence"), (int, float))}
+    recorded = {c for run in runs if (c := recorded_confidence(run.summary)) is not None}
     return Leaderboard(value, lo, hi, n, kind.reindex(value.index), marks, rank_lo, rank_hi, components,
                        notes=notes, confidences=tuple(sorted(recorded)) or (CONFIDENCE,))
+
+
+def percent(confidence: float) -> str:
+    """A confidence level as people write it: 0.95 → "95%"."""
+    return f"{100 * confidence:g}%"
 
 
 def interval_label(board: Leaderboard) -> str:
     """What Table 3's intervals are: "95% CI", or, where runs were scored at other confidence
     levels, each of them ("CI at 90% or 95%, as each run was scored")."""
-    levels = [f"{100 * c:g}%" for c in board.confidences]
+    levels = [percent(c) for c in board.confidences]
     if len(levels) == 1:
         return f"{levels[0]} CI"
     return f"CI at {', '.join(levels[:-1])} or {levels[-1]}, as each run was scored"

@@ -202,7 +202,7 @@ def column_replicates(inputs: Mapping[str, Mapping[str, ColumnItems]], columns: 
     sums_t = sparse.hstack(sums_blocks, format="csr").T.tocsr()   # K × clusters
     counts_t = sparse.hstack(count_blocks, format="csr").T.tocsr()
     # the shared bootstrap loop: every model and column resampled with the same cluster counts
-    partitioned = _partition_replicates(sums_t, counts_t, spans, B=B, seed=seed)
+    partitioned = _partition_replicates(sums_t, counts_t, spans, width, B=B, seed=seed)
     if partitioned is not None:
         resampled_sums, resampled_counts = partitioned
     else:
@@ -220,7 +220,7 @@ def column_replicates(inputs: Mapping[str, Mapping[str, ColumnItems]], columns: 
     return out
 
 
-def _partition_replicates(sums_t: Any, counts_t: Any, spans: Sequence[tuple], *, B: int,
+def _partition_replicates(sums_t: Any, counts_t: Any, spans: Sequence[tuple], width: int, *, B: int,
                           seed: int) -> tuple[np.ndarray, np.ndarray] | None:
     """The resampled sums and counts of :func:`column_replicates` where every cluster lies in one
     cell of one column (C2: an item is one family of one category), else None. Then a cluster is
@@ -241,7 +241,7 @@ def _partition_replicates(sums_t: Any, counts_t: Any, spans: Sequence[tuple], *,
         rows = sums_t[a:b].tocoo()
         values[rows.col, models.index(model)] = rows.data
     sums, counts = partition_replicates(values, part, counts_t.shape[0], B=B, seed=seed)
-    resampled_sums = np.empty((B, max((span[3] for span in spans), default=0)))
+    resampled_sums = np.empty((B, width))
     for _, model, a, b, c, d, _ in spans:
         resampled_sums[:, a:b] = sums[:, c:d, models.index(model)]
     return resampled_sums, counts

@@ -36,6 +36,7 @@ from biovqa.scoring.schema import (
     SUMMARY_KEYS,
     check_items,
     check_summary,
+    recorded_confidence,
     with_standard_columns,
 )
 from biovqa.stats import CONFIDENCE
@@ -179,8 +180,8 @@ def print_headline(component: Component, label: str, summary: dict[str, Any], co
     table = Table(title=f"{component.title} — Table 3 columns ({label})", title_justify="left")
     table.add_column("column")
     table.add_column("value", justify="right")
-    confidence = (summary.get("bootstrap") or {}).get("confidence", CONFIDENCE)
-    table.add_column(f"{100 * float(confidence):g} % interval", justify="right")
+    confidence = recorded_confidence(summary) or CONFIDENCE
+    table.add_column(f"{100 * confidence:g} % interval", justify="right")
     table.add_column("n", justify="right")
     order = [c for c in component.table3 if c in table3] + [c for c in table3 if c not in component.table3]
     for column in order:

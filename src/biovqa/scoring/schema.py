@@ -94,6 +94,12 @@ def estimate_value(entry: Any, part: str = "value") -> float:
     return math.nan if number is None else number
 
 
+def recorded_confidence(summary: Mapping[str, Any]) -> float | None:
+    """The confidence level a summary's intervals were computed at (its ``bootstrap`` section),
+    None where it records none (a floor or specialist summary without a bootstrap)."""
+    return _finite((summary.get("bootstrap") or {}).get("confidence"))
+
+
 def _finite(value: Any) -> float | None:
     if value is None or isinstance(value, bool) or not isinstance(value, (int, float, str)) and not hasattr(
             value, "__float__"):

@@ -25,7 +25,7 @@ from biovqa.bench.folder import Bench
 from biovqa.bench.layout import REBUILD_HINT
 from biovqa.components.registry import ScoreResult
 from biovqa.components.c3.kernels import ScoreColumns, TaskRows
-from biovqa.components.c3.summary import draw_ahead, summarize
+from biovqa.components.c3.summary import ITEM_COLUMNS, draw_ahead, summarize
 from biovqa.components.c3.tasks import TASKS, TaskSpec
 from biovqa.errors import BiovqaError
 from biovqa.scoring.schema import core_columns
@@ -119,8 +119,6 @@ def scoring_columns(tasks: Sequence[TaskSpec] = TASKS) -> list[str]:
     """The item columns scoring reads (the question texts, images and payloads stay on disk):
     the core and descriptive columns, the golds the kernels and sections compare with, and each
     task's cluster column."""
-    from biovqa.components.c3.summary import ITEM_COLUMNS
-
     return list(dict.fromkeys(("item_id", "component", "task", "answer", *DESCRIPTIVE_COLUMNS, *ITEM_COLUMNS,
                                *(spec.cluster for spec in tasks))))
 
