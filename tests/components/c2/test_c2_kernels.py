@@ -59,11 +59,16 @@ def test_colour_science_leaves_numpy_printing_as_it_was():
     assert out.stdout.strip() == "0.8055555555555556"
 
 
-def test_shipped_colour_table_equals_colour_science_bit_for_bit():
-    """The ΔE00 table the kernel reads is the one colour-science computes from the anchors,
-    every float identical (so shipping it changes no score)."""
+def test_shipped_colour_table_equals_colour_science():
+    """The ΔE00 table the kernel reads is the one colour-science computes from the anchors. Equal to
+    within rounding, not bit for bit: the last digit moves between colour-science and NumPy
+    releases (0.4.7 on NumPy 2.4 differs from the shipped table in the last place), which is why
+    the table is shipped: scores do not depend on which release is installed."""
     pytest.importorskip("colour")
-    assert kernels.colour_delta_e_table() == kernels.computed_colour_delta_e_table()
+    shipped, computed = kernels.colour_delta_e_table(), kernels.computed_colour_delta_e_table()
+    assert shipped.keys() == computed.keys()
+    for pair, value in shipped.items():
+        assert value == pytest.approx(computed[pair], rel=1e-12, abs=1e-12), pair
     assert set(kernels.colour_delta_e_table()) == {(a, b) for a in kernels.COLOUR_ANCHORS_SRGB
                                                    for b in kernels.COLOUR_ANCHORS_SRGB}
 

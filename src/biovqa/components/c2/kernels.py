@@ -190,8 +190,9 @@ def colour_table_document(table: Mapping[tuple[str, str], float]) -> dict[str, A
 @lru_cache(maxsize=1)
 def colour_delta_e_table() -> dict[tuple[str, str], float]:
     """ΔE00 between every pair of anchored colour words, read from the shipped table (written by
-    :func:`computed_colour_delta_e_table`; a test recomputes it bit for bit). A table computed for
-    other anchors than :data:`COLOUR_ANCHORS_SRGB` is refused."""
+    :func:`computed_colour_delta_e_table`; a test recomputes it to within rounding: the last digit
+    moves between colour-science releases, the shipped table does not). A table computed for other
+    anchors than :data:`COLOUR_ANCHORS_SRGB` is refused."""
     from importlib import resources
 
     folder, name = COLOUR_TABLE_RESOURCE
