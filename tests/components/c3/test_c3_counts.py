@@ -12,7 +12,8 @@ import numpy as np
 import pytest
 
 from biovqa.components.c3.build import build_c3
-from biovqa.components.c3.build.items import COUNTING_PARTNERS, GRIDS_PER_ANCHOR, partner_pairs
+from biovqa.components.c3.build.items import COUNTING_PARTNERS, GRIDS_PER_ANCHOR
+from biovqa.components.c3.build.pairing import partner_pairs
 from biovqa.components.c3.demo import write_bees, write_depondfi, write_gzcd, write_waid
 from fixtures.cli_runner import cli
 
