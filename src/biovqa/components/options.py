@@ -134,7 +134,6 @@ COMMON_SCORE_OPTIONS: tuple[Option, ...] = (
 )
 
 
-
 class ScoreOptions(Mapping[str, Any]):
     """Resolved score options: a frozen record with one attribute per declared option
     (``options.bootstrap``, ``options.tau``), also readable as a mapping (``options["tau"]``,

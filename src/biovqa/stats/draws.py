@@ -41,8 +41,8 @@ def resampled_cluster_counts(n_clusters: int, *, B: int, seed: int, chunk: int =
     ``order`` (a permutation of the clusters) column ``j`` counts cluster ``order[j]`` instead.
     With ``draw_ahead`` the raw draws are taken on a worker thread and counted on the caller's,
     a quarter of them on the worker's (for callers whose own work per block is light: drawing and
-    counting then share two cores;
-    wrap the iterator in :class:`DrawnAhead` instead to move the counting to the worker too).
+    counting then share two cores; wrap the iterator in :class:`DrawnAhead` instead to move all
+    the counting to the worker).
     With ``reuse`` every block is written into one buffer, valid until the next block is asked
     for (a fresh 100 MB block per 16 replicates of 824K clusters costs more in page faults than
     the counting).
