@@ -11,7 +11,8 @@ import pandas as pd
 
 from biovqa.components.registry import get_component
 from biovqa.reporting.leaderboard import (FLOOR, GENERALIST, MEAN_ROW, SPECIALIST, Run, build_leaderboard,
-                                          leaderboard_table, parse_label, read_label)
+                                          leaderboard_table, model_name, parse_label, read_label,
+                                          repeated_label)
 from biovqa.stats.inference import holm
 from biovqa.stats.ranks import spearman_p
 
@@ -69,6 +70,16 @@ def test_one_label_reader_for_the_leaderboard_and_the_component_tables() -> None
     assert read_label(label)[1] == SPECIALIST and _is_specialist(label)
     assert _plain(label) == parsed.name == model_info(label).name
     assert (model_info(label).group, model_info(label).params) == ("specialist", 0.2)
+
+
+def test_a_models_runs_and_its_text_control_meet_under_one_name() -> None:
+    """The HCA table pairing a visual run with its text-only control reads the model through the
+    leaderboard's label reader, whatever tags or repeat suffix the labels carry."""
+    second = repeated_label("Qwen3-VL-8B [params=8]", 2)
+    assert second == "Qwen3-VL-8B [params=8] (2)"
+    assert model_name(second) == model_name("Qwen3-VL-8B [text]") == model_name(" Qwen3-VL-8B ") == "Qwen3-VL-8B"
+    # a parenthesis that is part of the name stays
+    assert model_name("BioCLIP-2 (tol) [specialist]") == "BioCLIP-2 (tol)"
 
 
 def test_table4_holm_markers_from_the_printed_rhos(paper_tables: dict[int, pd.DataFrame]) -> None:

@@ -102,6 +102,22 @@ def parse_label(label: str) -> ModelLabel:
     return ModelLabel(name=name, tags=tuple(tags))
 
 
+#: What :func:`biovqa.reporting.writer.load_runs` appends to the label of a model's second, third …
+#: run in one component (`` (2)``), so that both keep a row.
+_REPEAT = re.compile(r" \((\d+)\)$")
+
+
+def repeated_label(label: str, occurrence: int) -> str:
+    """The label of a model's ``occurrence``-th run (2, 3, …) in one component."""
+    return f"{label} ({occurrence})"
+
+
+def model_name(label: str) -> str:
+    """The model a label names: without its tag blocks (:func:`parse_label`) and without the
+    :func:`repeated_label` suffix, so every run and control of one model meets under one name."""
+    return parse_label(_REPEAT.sub("", label.strip())).name
+
+
 def read_label(label: str, summary: dict[str, Any] | None = None) -> tuple[str, str]:
     """(model name without tags, row kind) of a score label."""
     parsed = parse_label(label)

@@ -28,6 +28,7 @@ from biovqa.bench.folder import sha256_file, staged_folder
 from biovqa.components.registry import get_component
 from biovqa.errors import BiovqaError
 from biovqa.reporting.leaderboard import (Leaderboard, Run, best_probabilities, build_leaderboard, interval_label,
+                                          repeated_label,
                                           leaderboard_table, leaderboard_values, model_summary, rank_methods, rank_ranges,
                                           with_bootstrap_ranks)
 from biovqa.scoring.pipeline import load_summary
@@ -101,7 +102,7 @@ def load_runs(score_dirs: Sequence[str | Path], warn: Warn = _warn) -> list[Run]
         key = (component_name, label, lite, str(summary.get("kind") or ""))
         labels_seen[key] += 1
         if labels_seen[key] > 1:  # two runs of one model: keep both, named apart
-            label = f"{label} ({labels_seen[key]})"
+            label = repeated_label(label, labels_seen[key])
         runs.append(Run(label, component_name, summary, Path(score_dir).resolve(), lite=lite))
     return runs
 

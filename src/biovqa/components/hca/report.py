@@ -23,7 +23,6 @@ so two datasets in one report never mix. ``tables(summaries)`` returns:
 from __future__ import annotations
 
 import math
-import re
 from typing import Any
 
 import pandas as pd
@@ -38,12 +37,6 @@ MIN_CORRELATION_POINTS = 3
 COLUMNS: dict[str, str] = {m.metric: m.title for m in PATH_METRICS}
 NO_DATASET = "-"
 
-
-
-def _model_key(label: str) -> str:
-    """The model a score folder belongs to: its label without the `` (2)`` the report adds to a
-    repeated label and without a `` [text]`` / `` [visual]`` marker."""
-    return re.sub(r" \[(text|visual)\]$", "", re.sub(r" \(\d+\)$", "", label)).strip()
 
 
 def _dataset(summary: dict) -> str:
@@ -82,10 +75,13 @@ def tables(summaries: list[tuple[str, dict]]) -> dict[str, pd.DataFrame]:
     if not depth.empty:
         out["depth"] = depth.sort_index().round(DECIMALS).rename_axis("depth").reset_index()
 
+    from biovqa.reporting.leaderboard import model_name
+
+    # a model's visual run and its text-only control meet under the model's name (one label reader)
     by_kind: dict[str, dict[tuple[str, str], dict]] = {"visual": {}, "text": {}}
     for label, summary in summaries:
         if summary.get("kind") in by_kind:
-            by_kind[summary["kind"]].setdefault((_model_key(label), _dataset(summary)), summary)
+            by_kind[summary["kind"]].setdefault((model_name(label), _dataset(summary)), summary)
     paired = []
     for model, dataset in sorted(set(by_kind["visual"]) & set(by_kind["text"])):
         v, t = by_kind["visual"][(model, dataset)]["metrics"], by_kind["text"][(model, dataset)]["metrics"]
