@@ -65,3 +65,26 @@ def test_counts_must_equal_manifest(bench_copy: Path) -> None:
     with pytest.raises(AuditError) as info:
         audit_bench(bench_copy)
     assert any("counts.total" in v for v in info.value.violations)
+
+
+def test_manifest_counts_follow_the_declaration_and_audit_rechecks_what_was_counted(bench_copy: Path) -> None:
+    """The manifest counts the columns the component declares (``manifest_counts``: C1's task, group
+    and tier), and audit recounts exactly the columns a manifest names, so a manifest that counted
+    fewer (or other) columns still verifies, and a wrong count in any of them is named."""
+    import json
+
+    from biovqa.components.registry import get_component
+
+    manifest_path = bench_copy / "manifest.json"
+    manifest = json.loads(manifest_path.read_text())
+    declared = get_component("c1").manifest_counts
+    assert declared == ("task", "group", "tier")
+    assert sorted(manifest["counts"]) == sorted(["total", *(f"by_{column}" for column in declared)])
+    del manifest["counts"]["by_group"], manifest["counts"]["by_tier"]
+    manifest_path.write_text(json.dumps(manifest))
+    audit_bench(bench_copy)  # only what the manifest counted is recounted
+    manifest["counts"]["by_family"] = {"Nowhere": 1}
+    manifest_path.write_text(json.dumps(manifest))
+    with pytest.raises(AuditError) as info:
+        audit_bench(bench_copy)
+    assert any(v.startswith("counts.by_family: manifest says {'Nowhere': 1}") for v in info.value.violations)

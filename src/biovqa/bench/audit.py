@@ -23,6 +23,7 @@ from biovqa.bench.folder import (
     MANIFEST_FILE,
     Bench,
     count_items,
+    counted_columns,
     items_integrity_problem,
     open_bench,
     sha256_file,
@@ -58,7 +59,7 @@ def audit_violations(bench: Bench, *, check_images: bool = True, workers: int = 
     if pc.any(pc.is_null(ids)).as_py():
         violations.append("item_id: null values")
     expected = bench.manifest.get("counts", {})
-    actual = count_items(items)
+    actual = count_items(items, counted_columns(expected))
     for key, value in sorted(expected.items()):
         if actual.get(key) != value:
             violations.append(f"counts.{key}: manifest says {value}, items hold {actual.get(key)}")

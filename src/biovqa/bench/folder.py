@@ -126,12 +126,24 @@ def _counts(table: pa.Table, column: str) -> dict[str, int]:
     return dict(sorted((str(v["values"]), int(v["counts"])) for v in values.to_pylist()))
 
 
-def count_items(table: pa.Table, by: Iterable[str] = ("task", "group", "tier")) -> dict[str, Any]:
+#: the prefix of a manifest's per-column count keys (``counts.by_task``)
+COUNT_PREFIX = "by_"
+
+
+def count_items(table: pa.Table, by: Iterable[str]) -> dict[str, Any]:
+    """The manifest's ``counts``: the total, and the items per value of each column of ``by`` the
+    table has (``by_<column>``; the component declares them, ``Component.manifest_counts``)."""
     counts: dict[str, Any] = {"total": table.num_rows}
     for column in by:
         if column in table.column_names:
-            counts[f"by_{column}"] = _counts(table, column)
+            counts[f"{COUNT_PREFIX}{column}"] = _counts(table, column)
     return counts
+
+
+def counted_columns(counts: dict[str, Any]) -> list[str]:
+    """The columns a manifest's ``counts`` were taken by (what :func:`count_items` recounts to
+    verify them, whichever columns the build that wrote them counted)."""
+    return [key[len(COUNT_PREFIX):] for key in counts if key.startswith(COUNT_PREFIX)]
 
 
 def write_bench(
@@ -169,7 +181,7 @@ def write_bench(
             if Path(p).is_file()
         },
         "parameters": parameters,
-        "counts": count_items(items),
+        "counts": count_items(items, _manifest_counts(component)),
         "items_sha256": sha256_file(items_path),
         FILES_KEY: side_file_card(out, skip=cache_list),
     }
@@ -179,6 +191,12 @@ def write_bench(
         manifest.update(extra)
     write_json(out / MANIFEST_FILE, manifest)
     return open_bench(out)
+
+
+def _manifest_counts(component: str) -> tuple[str, ...]:
+    from biovqa.components.registry import get_component
+
+    return get_component(component).manifest_counts
 
 
 def _inside(path: Path, folder: Path) -> bool:

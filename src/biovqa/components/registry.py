@@ -184,6 +184,9 @@ class Component:
     #: ``biovqa run --limit``) within each task (absent columns are skipped; ``n_options`` is
     #: the number of answer options)
     lite_strata: tuple[str, ...] = ()
+    #: the item columns whose per-value counts the benchmark manifest records beside the total
+    #: (``counts.by_<column>``, rechecked by ``biovqa audit``; absent columns are skipped)
+    manifest_counts: tuple[str, ...] = ("task",)
     #: the source datasets its items come from (keys of the release card's licence table)
     sources: tuple[str, ...] = ()
     #: this component's task columns in the cross-component analysis (paper App. J.1)

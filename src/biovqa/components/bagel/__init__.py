@@ -32,4 +32,5 @@ COMPONENT = Component(
     # the score columns explaining a reply (a harness explanation, the report's browser)
     explain_columns=("parse_status", "chosen", "gold", "correct"),
     tier_columns=("tier",),
+    manifest_counts=("task", "tier"),
 )

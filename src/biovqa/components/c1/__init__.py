@@ -34,6 +34,7 @@ COMPONENT = Component(
     max_new_tokens=15,  # paper App. B.2
     preset_system_message=True,  # Gemma's taxonomy-expert system message (App. B.2)
     lite_strata=("group", "tier"),  # organismal group x difficulty tier
+    manifest_counts=("task", "group", "tier"),
     sources=("treeoflife-200m", "gbif-backbone"),
     analysis_columns=tuple(AnalysisColumn(label, ("groups", group, "em")) for label, group in (
         ("Amph", "Amphibians"), ("Angio", "Angiosperms"), ("Arach", "Arachnids"), ("Birds", "Birds"),

@@ -46,6 +46,7 @@ COMPONENT = Component(
     # facts the shared stages read
     max_new_tokens=48,  # App. B.2 gives none for C3: biovqa's default
     lite_strata=("dataset", "subset", "tier", "condition"),
+    manifest_counts=("task", "tier"),
     sources=("neon-beetles", "waid", "bees", "depondfi", "lila-reid", "gzcd"),
     # App. J.1: the seven spatial tasks as Table 3 scores them; OCR is the negative control
     analysis_columns=(*(AnalysisColumn(label, ("table3", label))
