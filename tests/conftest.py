@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -64,3 +66,13 @@ def bench_copy(tmp_path: Path, demo_bench: Path, demo_images: Path, demo_index: 
     (target / "manifest.json").write_text(json.dumps(manifest), encoding="utf-8")
     return target
 
+
+
+@pytest.fixture(scope="session")
+def demo_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, subprocess.CompletedProcess[str]]:
+    """``biovqa demo`` run once per session as a user runs it (a subprocess): its folder and the
+    finished process (exit status, the lines it printed)."""
+    out = tmp_path_factory.mktemp("demo") / "demo"
+    result = subprocess.run([sys.executable, "-m", "biovqa", "demo", "--out", str(out)], capture_output=True,
+                            text=True, timeout=600)
+    return out, result

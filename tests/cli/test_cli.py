@@ -18,10 +18,10 @@ def biovqa(*args: str | Path, cwd: Path | None = None) -> subprocess.CompletedPr
 
 
 @pytest.mark.slow
-def test_demo_runs_end_to_end(tmp_path: Path) -> None:
-    result = biovqa("demo", "--out", tmp_path / "demo")
+def test_demo_runs_end_to_end(demo_run: tuple[Path, subprocess.CompletedProcess[str]]) -> None:
+    out, result = demo_run
     assert result.returncode == 0, result.stderr
-    report = tmp_path / "demo" / "report" / "index.html"
+    report = out / "report" / "index.html"
     assert report.exists() and str(report) in result.stderr.replace("\n", "")
     html = report.read_text()
     assert "<table" in html and "data:image/png;base64," in html
@@ -32,9 +32,9 @@ def test_demo_runs_end_to_end(tmp_path: Path) -> None:
     steps = [line for line in result.stderr.splitlines() if line[:1].isdigit() and "/" in line[:4]]
     assert steps[:-1] == [f"{k}/{len(titles) + 1} {title}" for k, title in enumerate(titles, 1)]
     # the marker names exactly what the demo wrote, so a re-run replaces that and nothing else
-    marker = json.loads((tmp_path / "demo" / ".biovqa-demo.json").read_text())
+    marker = json.loads((out / ".biovqa-demo.json").read_text())
     assert marker["complete"] is True
-    assert sorted(marker["entries"]) == sorted(p.name for p in (tmp_path / "demo").iterdir()
+    assert sorted(marker["entries"]) == sorted(p.name for p in out.iterdir()
                                                if p.name != ".biovqa-demo.json")
 
 
