@@ -27,10 +27,6 @@ ALLOWED_CYCLES = {
         "open_bench is the one entry for every benchmark reference and hands an exported folder or "
         "hf:// id to the release reader, which builds on the folder module; the hand-off is a "
         "function-level import, so neither module needs the other to import",
-    "biovqa.reporting.analysis ⇄ biovqa.reporting.writer":
-        "write_analysis (biovqa analyze) reads score folders with the writer's load_runs and writes "
-        "tables with its table writer, while write_report runs the analysis; both directions are "
-        "function-level imports. Known, not wanted: write_analysis belongs beside write_report",
 }
 
 

@@ -94,7 +94,7 @@ def test_the_27_column_reconstruction_is_reproduced(paper27_runs: list[Run]) -> 
 
 @pytest.mark.slow
 def test_analyze_builds_the_27_task_matrix_from_score_folders(scored_runs: list[Path], tmp_path: Path) -> None:
-    from biovqa.reporting.analysis import write_analysis
+    from biovqa.reporting.writer import write_analysis
 
     out = write_analysis(scored_runs, tmp_path / "analysis", B=50)
     card = json.loads((out / "analysis.json").read_text())

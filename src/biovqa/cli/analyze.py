@@ -26,7 +26,8 @@ def analyze(
 ) -> None:
     """Cross-component analysis: Spearman between tasks, within vs across components, α, Holm, PCA."""
     from biovqa.errors import BiovqaError
-    from biovqa.reporting.analysis import DESIGNS, write_analysis
+    from biovqa.reporting.analysis import DESIGNS
+    from biovqa.reporting.writer import write_analysis
 
     if design not in DESIGNS:
         raise BiovqaError(f"unknown --design {design!r}", field="--design", hint=f"choose one of {', '.join(DESIGNS)}")

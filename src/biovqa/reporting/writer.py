@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import base64
 import html
+import json
+import math
 import re
 import warnings
 from collections import defaultdict
@@ -27,8 +29,8 @@ from biovqa._version import __version__
 from biovqa.bench.folder import sha256_file, staged_folder
 from biovqa.components.registry import get_component
 from biovqa.errors import BiovqaError
-from biovqa.reporting.leaderboard import (Leaderboard, Run, best_probabilities, build_leaderboard, interval_label,
-                                          repeated_label,
+from biovqa.reporting.leaderboard import (GENERALIST, Leaderboard, Run, best_probabilities, build_leaderboard,
+                                          interval_label, repeated_label,
                                           leaderboard_table, leaderboard_values, model_summary, rank_methods, rank_ranges,
                                           with_bootstrap_ranks)
 from biovqa.scoring.pipeline import load_summary
@@ -513,3 +515,36 @@ def _latex(frame: pd.DataFrame) -> str:
         lines.append(" & ".join(map(_latex_text, [*first, *map(str, row.tolist())])) + r" \\")
     lines += ["\\bottomrule", "\\end{tabular}", ""]
     return "\n".join(lines)
+
+
+def write_analysis(score_dirs: Sequence[str | Path], out: str | Path, *, B: int = 2000, seed: int = 42,
+                   include_ocr: bool = False, design: str = "paper27") -> Path:
+    """Run the analysis over ``score_dirs`` and write its tables (CSV, Markdown, LaTeX) and
+    ``analysis.json`` into ``out``; returns ``out``. Too few generalist models is an error."""
+    from biovqa.reporting.analysis import (MIN_MODELS, analysis_tables, cross_component,
+                                           paper27_availability)
+
+    runs = load_runs(score_dirs)
+    analysis = cross_component(runs, B=B, seed=seed, exclude=() if include_ocr else None, design=design)
+    if analysis is None:
+        generalists = sorted({r.name for r in runs if r.kind == GENERALIST})
+        raise BiovqaError(
+            f"the cross-component analysis needs at least {MIN_MODELS} generalist models with two or more "
+            f"varying tasks; got {len(generalists)} model(s)",
+            hint="pass the score folders of more models (floor and [specialist] runs are not counted)")
+    tables = analysis_tables(analysis)
+    out = Path(out)
+    with staged_folder(out) as stage:
+        for name, frame in tables.items():
+            _write_table(stage, name, frame)
+        if design == "paper27":
+            _write_table(stage, "paper27_tasks", paper27_availability(runs))
+        card = {"design": design, "models": list(map(str, analysis.matrix.index)), "tasks": analysis.blocks,
+                "within": analysis.within, "across": analysis.across, "p_gap": analysis.p_gap,
+                "permutations": B, "seed": seed, "pc1_share": analysis.pc1_share,
+                "sensitivity_gap": None if math.isnan(analysis.sensitivity_gap) else analysis.sensitivity_gap,
+                "dropped_in_sensitivity": list(analysis.dropped),
+                "pairs": {p: {k: (v if not isinstance(v, float) or math.isfinite(v) else None)
+                              for k, v in row.items()} for p, row in analysis.pairs.to_dict("index").items()}}
+        (stage / "analysis.json").write_text(json.dumps(card, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+    return out
