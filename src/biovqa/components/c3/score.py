@@ -128,18 +128,14 @@ def score_tables(items: pa.Table, predictions: pa.Table, options: Mapping[str, A
     """(per-item scores, summary) of C3 ``predictions`` aligned with ``items`` under resolved
     ``options`` (``COMPONENT.resolve_score_options``; ``tasks``: the C3 tasks). The bootstrap's
     resampled counts depend on the items alone, so they are drawn on a second thread while the
-    items are scored; BLAS gets one thread meanwhile (a second one would only contend with the
-    draws for the two cores of a laptop or CI runner: 2.35 s instead of 1.65 s on the benchmark)."""
-    from threadpoolctl import threadpool_limits
-
-    with threadpool_limits(limits=1, user_api="blas"):
-        draws = draw_ahead(items, options, tasks)
-        try:
-            table = score_items(items, predictions, options, tasks)
-            return table, summarize(table, items, options, draws, tasks)
-        finally:
-            if draws is not None:
-                draws.close()
+    items are scored (the engine gives BLAS one thread meanwhile: :func:`biovqa.stats.bootstrap.one_blas_thread`)."""
+    draws = draw_ahead(items, options, tasks)
+    try:
+        table = score_items(items, predictions, options, tasks)
+        return table, summarize(table, items, options, draws, tasks)
+    finally:
+        if draws is not None:
+            draws.close()
 
 
 __all__ = ["score", "score_items", "score_tables"]
