@@ -194,9 +194,11 @@ def write_bench(
 
 
 def _manifest_counts(component: str) -> tuple[str, ...]:
-    from biovqa.components.registry import get_component
+    """The declared ``manifest_counts`` (a name no declaration has: the declaration's default)."""
+    from biovqa.components.registry import DEFAULT_MANIFEST_COUNTS, find_component
 
-    return get_component(component).manifest_counts
+    declared = find_component(component)
+    return declared.manifest_counts if declared is not None else DEFAULT_MANIFEST_COUNTS
 
 
 def _inside(path: Path, folder: Path) -> bool:

@@ -89,6 +89,10 @@ OPTIONAL_ROLE_CONVENTIONS: dict[str, str] = {
     "task_specs": "tasks:TASKS",
     "demo": "demo:run_demo",
 }
+#: what a benchmark manifest counts for a component that declares nothing else (``counts.by_task``)
+DEFAULT_MANIFEST_COUNTS: tuple[str, ...] = ("task",)
+
+
 @dataclass(frozen=True, slots=True)
 class AnalysisColumn:
     """One task column of the cross-component analysis (paper App. J.1: the 27 tasks), read from
@@ -186,7 +190,7 @@ class Component:
     lite_strata: tuple[str, ...] = ()
     #: the item columns whose per-value counts the benchmark manifest records beside the total
     #: (``counts.by_<column>``, rechecked by ``biovqa audit``; absent columns are skipped)
-    manifest_counts: tuple[str, ...] = ("task",)
+    manifest_counts: tuple[str, ...] = DEFAULT_MANIFEST_COUNTS
     #: the source datasets its items come from (keys of the release card's licence table)
     sources: tuple[str, ...] = ()
     #: this component's task columns in the cross-component analysis (paper App. J.1)
