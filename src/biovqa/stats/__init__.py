@@ -5,9 +5,11 @@ The contract (the paper's Appendix L.3 for the bootstrap; Appendix C and §6 for
 * **Draws** (:mod:`biovqa.stats.draws`) — the only source of resamples.
   ``cluster_codes(labels) -> (codes, n_clusters)`` numbers clusters in sorted label order;
   ``resampled_cluster_counts(n_clusters, B=, seed=)`` yields blocks (≤ 64 replicates ×
-  clusters, float32) of how often each cluster was drawn, replicate after replicate from one
-  ``numpy.random.default_rng(seed)`` stream. Same seed and labels → same numbers, whatever the
-  row order or chunking. ``CountsDrawnAhead({name: n_clusters}, B=, seed=)`` draws several such
+  clusters, float32) of how often each cluster was drawn: below 2¹⁸ clusters replicate after
+  replicate from one ``numpy.random.default_rng(seed)`` stream of bounded integers, from 2¹⁸ on
+  each replicate ``replicate_counts(n_clusters, seed, b)`` from its own stream, Poissonized (the
+  same multinomial, at less than half the cost). Same seed and labels → same numbers, whatever
+  the row order, chunking or thread. ``CountsDrawnAhead({name: n_clusters}, B=, seed=)`` draws several such
   streams ahead on a worker thread (one per task, say). ``resampled_class_counts(counts, B=,
   seed=)`` is the stratified item bootstrap of statistics that see an item only through its class
   (C4's six answer × truth cells): one multinomial per stratum and replicate.

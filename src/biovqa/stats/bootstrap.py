@@ -12,8 +12,8 @@ once for any set of statistics: a *product* turns ``W`` into totals (:class:`Sum
 :class:`PartitionProduct`, per-part sums when every row belongs to one part; :class:`SparseProduct`,
 sparse sums) and a
 :data:`Statistics` function turns totals (and, for rank statistics, ``W`` itself) into one vector
-per statistic. The counts come from :func:`biovqa.stats.draws.resampled_cluster_counts` (one
-``default_rng(seed)`` stream, clusters in sorted label order), drawn ahead on a worker thread.
+per statistic. The counts come from :func:`biovqa.stats.draws.resampled_cluster_counts` (seeded,
+clusters in sorted label order), drawn ahead on worker threads.
 
 :func:`ratio_of_sums_replicates`, :class:`ClusterBootstrapPlan`, :func:`partition_replicates`,
 :func:`bootstrap_means` and :class:`Bootstrap` are uses of that one loop. The percentile interval
@@ -34,10 +34,8 @@ import numpy as np
 
 from biovqa.stats import CONFIDENCE
 from biovqa.stats.draws import (
-    DRAWS_PER_CALL,
     REPLICATE_CHUNK,
     CountsDrawnAhead,
-    DrawnAhead,
     cluster_codes,
     resampled_cluster_counts,
 )
@@ -94,20 +92,14 @@ def bootstrap_replicates(product: Product | np.ndarray, statistics: Statistics, 
         width = len(statistics(product(np.ones((1, k), dtype=np.float32)),
                                np.ones((1, k), dtype=np.float32) if rowwise else None))
         return np.empty((0, width))
-    own = None
     if counts is None:
-        own = DrawnAhead(resampled_cluster_counts(k, B=B, seed=seed))
-        counts = own
-    try:
-        reps = []
-        with one_blas_thread():
-            for W in counts:
-                totals = product(W)
-                reps.append(np.column_stack([np.asarray(v, dtype=np.float64)
-                                             for v in statistics(totals, W if rowwise else None)]))
-    finally:
-        if own is not None:
-            own.close()
+        counts = resampled_cluster_counts(k, B=B, seed=seed, draw_ahead=True)
+    reps = []
+    with one_blas_thread():
+        for W in counts:
+            totals = product(W)
+            reps.append(np.column_stack([np.asarray(v, dtype=np.float64)
+                                         for v in statistics(totals, W if rowwise else None)]))
     return np.vstack(reps)
 
 
@@ -352,7 +344,7 @@ def partition_replicates(values: np.ndarray, part: np.ndarray, n_parts: int, *, 
     each item's part ``0 … n_parts−1``. Returns ``sums`` ``(B, n_parts, m)`` and ``counts``
     ``(B, n_parts)``: replicate ``b``'s sum of column ``j`` and number of draws over part ``p``.
     The resamples are those of :func:`resampled_cluster_counts` ``(n, B=B, seed=seed)`` with item
-    ``i`` as cluster ``i`` (same stream), summed in float64 by :class:`PartitionProduct`
+    ``i`` as cluster ``i`` (the same draws), summed in float64 by :class:`PartitionProduct`
     (:func:`bootstrap_replicates`), so a ratio of these sums equals
     :func:`ratio_of_sums_replicates` on the part-masked columns up to that path's float32
     rounding.
@@ -596,8 +588,8 @@ class Bootstrap:
                 for v, a, b in zip(full, lo, hi)]
 
 
-__all__ = ["Bootstrap", "BootstrapMeans", "ClusterBootstrapPlan", "CountsDrawnAhead", "DRAWS_PER_CALL",
-           "DrawnAhead", "Float32Product", "PartitionProduct", "Product", "REPLICATE_CHUNK", "Statistics",
+__all__ = ["Bootstrap", "BootstrapMeans", "ClusterBootstrapPlan", "CountsDrawnAhead",
+           "Float32Product", "PartitionProduct", "Product", "REPLICATE_CHUNK", "Statistics",
            "SparseProduct", "SumColumns", "SumsProduct", "bootstrap_means", "bootstrap_replicates", "cluster_bootstrap_means",
            "cluster_codes", "cluster_sums", "exact_columns", "item_bootstrap_means", "nanmean", "partition_replicates",
            "percentile_interval", "ratio", "ratio_of_sums_replicates", "resampled_cluster_counts",

@@ -1,12 +1,12 @@
 """Resampled cluster counts: the one source of bootstrap draws (the paper's Appendix L.3).
 
 A replicate of a cluster bootstrap draws ``n_clusters`` cluster indices with replacement; all that
-any statistic needs of it is how often each cluster was drawn. :func:`resampled_cluster_counts`
-yields those counts in blocks of replicates from one ``numpy.random.default_rng(seed)`` stream,
-clusters numbered by :func:`cluster_codes` in sorted label order, so the resamples depend on the
-seed and the sorted labels only, never on the row order or on how the work is chunked.
-:class:`DrawnAhead` and :class:`CountsDrawnAhead` take the next blocks on a worker thread while
-the caller multiplies the current ones (NumPy's draws and ``bincount`` release the GIL).
+any statistic needs of it is how often each cluster was drawn. :func:`replicate_counts` defines
+replicate ``b``'s counts from its own seeded stream, and :func:`resampled_cluster_counts` yields
+them in blocks of replicates, clusters numbered by :func:`cluster_codes` in sorted label order, so
+the resamples depend on the seed and the sorted labels only, never on the row order, on how the
+work is chunked or on which thread draws. :class:`CountsDrawnAhead` draws the blocks of several
+bootstraps on a worker thread while the caller does other work (NumPy releases the GIL).
 """
 
 from __future__ import annotations
@@ -32,20 +32,136 @@ def cluster_codes(clusters: np.ndarray | list) -> tuple[np.ndarray, int]:
     return codes.astype(np.int64), len(uniques)
 
 
+def replicate_counts(n_clusters: int, seed: int, replicate: int) -> np.ndarray:
+    """Replicate ``replicate``'s draw counts: how often each of ``n_clusters`` clusters is drawn when
+    ``n_clusters`` are drawn uniformly with replacement — the one definition of every cluster
+    bootstrap's resamples (uint8 for 256 clusters or more, int64 below).
+
+    Each replicate has its own stream, ``default_rng(SeedSequence(seed, spawn_key=(replicate,)))``,
+    so a replicate depends on the seed, its number and the cluster count only (never on which
+    thread draws it, or how replicates are grouped into blocks). The counts are drawn Poissonized:
+    each cluster is drawn Poisson(1) times (one 16-bit uniform per cluster through an inverse-CDF
+    table; the few 16-bit buckets that straddle a step of the CDF take 32 more bits), ``T`` balls
+    in all, and then ``T − n`` of them, chosen uniformly without replacement, are put back, or
+    ``n − T`` uniform draws are added. Given ``T``, independent Poisson counts are ``T`` balls thrown
+    uniformly, so either step leaves ``n`` independent uniform draws: the multinomial of ``n``
+    draws with replacement, with each Poisson probability within 2⁻⁴⁸ of its exact value
+    (``benchmarks/stats_draws.py`` checks the distribution). It costs about half of ``n`` bounded
+    integer draws counted by ``bincount`` (3.4 against 7.2 ms for 824K clusters on one thread) and
+    its counts fit in a core's cache."""
+    _check_cluster_count(n_clusters)
+    rng = np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(replicate,)))
+    padded = -(-n_clusters // _BLOCK) * _BLOCK
+    counts: np.ndarray = np.zeros(padded, dtype=np.uint8 if n_clusters >= 256 else np.int64)
+    buckets = rng.bit_generator.random_raw((n_clusters + 3) // 4).view(np.uint16)[:n_clusters]
+    if counts.dtype == np.uint8:
+        np.take(_POISSON_TABLE, buckets, out=counts[:n_clusters], mode="clip")  # no index copy
+    else:
+        counts[:n_clusters] = _POISSON_TABLE[buckets]
+    unsure = np.flatnonzero(counts[:n_clusters] == _AMBIGUOUS)
+    if len(unsure):
+        fine = ((buckets[unsure].astype(np.uint64) << np.uint64(32))
+                | rng.integers(0, 2**32, len(unsure), dtype=np.uint64))
+        counts[unsure] = np.searchsorted(_POISSON_STEPS, fine, side="right")
+    blocks = counts.reshape(-1, _BLOCK).sum(axis=1, dtype=np.int64)
+    total = int(blocks.sum())
+    if total > n_clusters:
+        # the cluster of each ball put back: its block from the block totals, then its place in
+        # the block from that block's running counts (a cumsum over every cluster costs 4–8 ms)
+        balls = rng.choice(total, total - n_clusters, replace=False)
+        ends = np.cumsum(blocks)
+        block = np.searchsorted(ends, balls, side="right")
+        within = balls - (ends[block] - blocks[block])
+        running = np.cumsum(counts.reshape(-1, _BLOCK)[block], axis=1, dtype=np.int64)
+        np.subtract.at(counts, block * _BLOCK + (running <= within[:, None]).sum(axis=1), 1)
+    elif total < n_clusters:
+        added, times = np.unique(rng.integers(0, n_clusters, n_clusters - total), return_counts=True)
+        if counts.dtype == np.uint8 and int((counts[added].astype(np.int64) + times).max()) > 255:
+            counts = counts.astype(np.int64)  # never seen: one cluster drawn over 255 times
+        np.add.at(counts, added, times.astype(counts.dtype))
+    return counts[:n_clusters]
+
+
+#: From this many clusters on, a replicate's counts are drawn Poissonized from its own stream
+#: (:func:`replicate_counts`); below it, from bounded integers of one stream per bootstrap, where a
+#: replicate's fixed costs (its stream, a few small calls: ≈ 0.1 ms) would outweigh the saving
+#: (C2's 824 104 items are Poissonized; C1's 100 000 images, C3's plates and the rank
+#: bootstraps keep the integer stream).
+POISSONIZED_FROM = 1 << 18
+
+
 def resampled_cluster_counts(n_clusters: int, *, B: int, seed: int, chunk: int = REPLICATE_CHUNK,
                              dtype: type = np.float32, order: np.ndarray | None = None,
                              draw_ahead: bool = False, reuse: bool = False) -> Iterator[np.ndarray]:
     """Yield ``(≤chunk, n_clusters)`` blocks of draw counts (``dtype``), ``B`` rows in all: row
-    ``b`` counts how often each cluster was drawn in replicate ``b`` (``n_clusters`` uniform draws
-    with replacement, replicate after replicate from one ``default_rng(seed)`` stream). With
+    ``b`` counts how often each cluster was drawn in replicate ``b`` of ``n_clusters`` uniform
+    draws with replacement. From :data:`POISSONIZED_FROM` clusters on, row ``b`` is
+    :func:`replicate_counts` ``(n_clusters, seed, b)``; below, the replicates are read one after
+    another from one ``default_rng(seed)`` stream of bounded integers (:func:`_stream_counts`).
+    Either way the blocks depend on the seed and the cluster count only, not on ``chunk``. With
     ``order`` (a permutation of the clusters) column ``j`` counts cluster ``order[j]`` instead.
-    With ``draw_ahead`` the raw draws are taken on a worker thread and counted on the caller's,
-    a quarter of them on the worker's (for callers whose own work per block is light: drawing and
-    counting then share two cores; wrap the iterator in :class:`DrawnAhead` instead to move all
-    the counting to the worker).
-    With ``reuse`` every block is written into one buffer, valid until the next block is asked
-    for (a fresh 100 MB block per 16 replicates of 824K clusters costs more in page faults than
-    the counting).
+    With ``draw_ahead`` the drawing runs on worker threads while the caller uses the current block.
+    With ``reuse`` the blocks are written into one buffer (two when Poissonized and drawn ahead),
+    valid until the next block is asked for (a fresh 100 MB block per 16 replicates of 824K
+    clusters costs more in page faults than the drawing)."""
+    _check_cluster_count(n_clusters)
+    if n_clusters < POISSONIZED_FROM:
+        yield from _stream_counts(n_clusters, B=B, seed=seed, chunk=chunk, dtype=dtype, order=order,
+                                  draw_ahead=draw_ahead, reuse=reuse)
+        return
+    starts = list(range(0, max(B, 0), chunk))
+    spare: list[np.ndarray] = []
+
+    def new_block(rows: int) -> np.ndarray:
+        if reuse and spare and len(spare[0]) >= rows:
+            return spare.pop(0)[:rows]
+        return np.empty((rows, n_clusters), dtype=dtype)
+
+    def fill(block: np.ndarray, first: int, rows: range) -> None:
+        for r in rows:
+            counts = replicate_counts(n_clusters, seed, first + r)
+            block[r] = counts if order is None else counts[order]
+
+    if not draw_ahead:
+        for start in starts:
+            block = new_block(min(chunk, B - start))
+            fill(block, start, range(len(block)))
+            yield block
+            if reuse:
+                spare.append(block.base if block.base is not None else block)
+        return
+
+    from concurrent.futures import Future, ThreadPoolExecutor
+
+    pool = ThreadPoolExecutor(2, thread_name_prefix="bootstrap-draws")
+
+    def submit(start: int) -> tuple[np.ndarray, list[Future[None]]]:
+        block = new_block(min(chunk, B - start))
+        half = (len(block) + 1) // 2
+        return block, [pool.submit(fill, block, start, range(0, half)),
+                       pool.submit(fill, block, start, range(half, len(block)))]
+
+    try:
+        pending = submit(starts[0]) if starts else None
+        for index in range(len(starts)):
+            assert pending is not None
+            block, futures = pending
+            for future in futures:
+                future.result()
+            pending = submit(starts[index + 1]) if index + 1 < len(starts) else None
+            yield block
+            if reuse:
+                spare.append(block.base if block.base is not None else block)
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
+
+
+def _stream_counts(n_clusters: int, *, B: int, seed: int, chunk: int, dtype: type, order: np.ndarray | None,
+                   draw_ahead: bool, reuse: bool) -> Iterator[np.ndarray]:
+    """:func:`resampled_cluster_counts` below :data:`POISSONIZED_FROM` clusters: replicate after
+    replicate from one ``default_rng(seed)`` stream, ``n_clusters`` bounded integers counted by
+    ``bincount``. With ``draw_ahead`` the raw draws are taken on a worker thread and counted on
+    the caller's, a quarter of them on the worker's (drawing and counting then share two cores).
 
     NumPy draws a bounded integer whose range fits 32 bits with the same 32-bit Lemire step
     whatever the output type and however the draws are split into calls, from one buffered
@@ -54,7 +170,7 @@ def resampled_cluster_counts(n_clusters: int, *, B: int, seed: int, chunk: int =
     (:func:`_replicate_draws`): one call for a whole block cost 4–6× more for 824K clusters,
     most of it page-faulting a fresh ~400 MB array in for every block; 64-bit draws feed
     ``bincount`` without an int32 → intp copy."""
-    rng = _bootstrap_rng(n_clusters, seed)
+    rng = np.random.default_rng(seed)
 
     def pieces() -> Iterator[tuple[int, np.ndarray, dict[int, np.ndarray]]]:
         """(first replicate, its draws, the counts of those rows counted where drawn) in stream
@@ -87,23 +203,15 @@ def resampled_cluster_counts(n_clusters: int, *, B: int, seed: int, chunk: int =
             stream.close()
 
 
-#: With ``draw_ahead``, every so many replicates are counted on the drawing thread too: drawing
-#: (≈2.0 ms per 824K-cluster replicate) is lighter than counting plus the caller's product
-#: (≈2.7 + 1.5 ms), so the worker takes a quarter of the counting (C2's B = 1000 bootstrap: 5.1–5.7 s
-#: → 4.5–4.8 s; a third or a half measured no faster, the two threads then contend for memory).
+#: With ``draw_ahead``, every so many replicates are counted on the drawing thread too: drawing a
+#: replicate is lighter than counting it plus the caller's product, so the worker takes a quarter
+#: of the counting (measured on 824K clusters before they were Poissonized: 5.1–5.7 s → 4.5–4.8 s
+#: for B = 1000; a third or a half measured no faster, the two threads then contend for memory).
 _WORKER_COUNTS_EVERY = 4
 
 #: Draws taken per call (a few replicates' worth, 16 MB of int64): small enough for the
 #: allocator to reuse one buffer, large enough that the call overhead does not count.
 DRAWS_PER_CALL = 1 << 21
-
-
-def _bootstrap_rng(n_clusters: int, seed: int) -> np.random.Generator:
-    if n_clusters < 1:
-        raise ValueError("the bootstrap needs at least one cluster")
-    if n_clusters >= 2**31:
-        raise ValueError("too many clusters for int32 draws")
-    return np.random.default_rng(seed)
 
 
 def _replicate_draws(rng: np.random.Generator, n_clusters: int, rows: int) -> Iterator[tuple[int, np.ndarray]]:
@@ -145,6 +253,56 @@ class DrawnAhead(Generic[T]):
 
     def __exit__(self, *exc_info: object) -> None:
         self.close()
+
+
+#: a 16-bit bucket whose count the inverse-CDF table cannot tell (it straddles a step of the CDF)
+_AMBIGUOUS = 255
+#: clusters per block when locating the balls put back
+_BLOCK = 64
+
+
+def _poisson1_steps(bits: int) -> np.ndarray:
+    """``⌈2**bits · P(X ≤ k)⌉`` for X ~ Poisson(1), k = 0, 1, …, while below ``2**bits`` (exact
+    decimal arithmetic: a float's 53 bits would blur the last steps)."""
+    from decimal import Decimal, localcontext
+
+    steps: list[int] = []
+    with localcontext() as context:
+        context.prec = 60
+        term = cdf = Decimal(-1).exp()
+        k = 0
+        while True:
+            step = int((cdf * 2**bits).to_integral_value(rounding="ROUND_CEILING"))
+            if step >= 2**bits:
+                return np.array(steps, dtype=np.uint64)
+            steps.append(step)
+            k += 1
+            term /= k
+            cdf += term
+
+
+#: the Poisson(1) CDF in 48-bit fixed point: a 48-bit uniform below ``_POISSON_STEPS[k]`` counts k
+_POISSON_STEPS = _poisson1_steps(48)
+
+
+def _poisson_table() -> np.ndarray:
+    """The count for each 16-bit bucket (the top 16 of 48 bits), or ``_AMBIGUOUS`` where a CDF
+    step falls inside the bucket."""
+    low = np.arange(2**16, dtype=np.uint64) << np.uint64(32)
+    high = low + np.uint64(2**32 - 1)
+    first = np.searchsorted(_POISSON_STEPS, low, side="right")
+    last = np.searchsorted(_POISSON_STEPS, high, side="right")
+    return np.where(first == last, first, _AMBIGUOUS).astype(np.uint8)
+
+
+_POISSON_TABLE = _poisson_table()
+
+
+def _check_cluster_count(n_clusters: int) -> None:
+    if n_clusters < 1:
+        raise ValueError("the bootstrap needs at least one cluster")
+    if n_clusters >= 2**31:
+        raise ValueError("too many clusters for int32 draws")
 
 
 class CountsDrawnAhead:
@@ -274,5 +432,6 @@ def resampled_class_counts(counts: np.ndarray, *, B: int, seed: int) -> np.ndarr
     return out
 
 
-__all__ = ["CountsDrawnAhead", "DRAWS_PER_CALL", "DrawnAhead", "REPLICATE_CHUNK", "cluster_codes",
+__all__ = ["CountsDrawnAhead", "DRAWS_PER_CALL", "DrawnAhead", "POISSONIZED_FROM", "REPLICATE_CHUNK", "cluster_codes",
+           "replicate_counts",
            "resampled_class_counts", "resampled_cluster_counts"]

@@ -1,0 +1,112 @@
+"""The Poissonized replicate counts (biovqa.stats.draws.replicate_counts), which every cluster
+bootstrap of POISSONIZED_FROM clusters or more draws (C2's 824 104 items): the same multinomial
+of n draws with replacement as bounded-integer draws, from each replicate's own stream."""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections import Counter
+
+import numpy as np
+import pytest
+from scipy import stats
+
+import biovqa.stats.draws as draws_module
+from biovqa.stats.bootstrap import partition_replicates, percentile_interval
+from biovqa.stats.draws import POISSONIZED_FROM, replicate_counts, resampled_cluster_counts
+
+
+def test_the_inverse_cdf_is_poisson_one_to_48_bits() -> None:
+    steps = draws_module._POISSON_STEPS.astype(np.float64) / 2.0**48
+    np.testing.assert_allclose(steps, stats.poisson.cdf(np.arange(len(steps)), 1.0), rtol=0, atol=2.0**-47)
+    assert len(steps) >= 15  # P(X > 15) < 2**-48
+    table = draws_module._POISSON_TABLE
+    assert table.dtype == np.uint8 and len(table) == 2**16
+    ambiguous = table == draws_module._AMBIGUOUS
+    assert 0 < ambiguous.sum() <= len(steps)  # at most one straddling bucket per CDF step
+    assert table[0] == 0 and (np.diff(table[~ambiguous].astype(int)) >= 0).all()  # counts grow with the uniform
+
+
+@pytest.mark.parametrize("n_clusters", [1, 2, 3, 63, 64, 255, 256, 1000, 4097, 70_001])
+def test_every_replicate_draws_exactly_n_and_depends_on_seed_and_number_only(n_clusters: int) -> None:
+    totals = set()
+    for replicate in range(40):
+        counts = replicate_counts(n_clusters, 5, replicate)
+        assert counts.shape == (n_clusters,) and counts.dtype == (np.uint8 if n_clusters >= 256 else np.int64)
+        totals.add(int(counts.sum(dtype=np.int64)))
+        np.testing.assert_array_equal(counts, replicate_counts(n_clusters, 5, replicate))
+    assert totals == {n_clusters}
+    if n_clusters > 3:
+        assert not np.array_equal(replicate_counts(n_clusters, 5, 0), replicate_counts(n_clusters, 6, 0))
+        assert not np.array_equal(replicate_counts(n_clusters, 5, 0), replicate_counts(n_clusters, 5, 1))
+
+
+def test_small_draws_follow_the_multinomial_exactly() -> None:
+    """Three clusters: the ten outcomes of three draws with replacement, counted over 30 000
+    replicates, against their multinomial probabilities (both corrections, putting balls back and
+    adding draws, happen here in most replicates)."""
+    outcomes = Counter(tuple(replicate_counts(3, 7, b).tolist()) for b in range(30_000))
+    cells = [k for k in itertools.product(range(4), repeat=3) if sum(k) == 3]
+    assert set(outcomes) <= set(cells)
+    expected = np.array([stats.multinomial.pmf(k, 3, [1 / 3] * 3) for k in cells]) * 30_000
+    assert stats.chisquare([outcomes.get(k, 0) for k in cells], expected).pvalue > 0.001
+
+
+def test_large_draws_follow_the_binomial_marginals_and_the_joint_spread() -> None:
+    """5 000 clusters over 600 replicates: the share of clusters drawn k times matches
+    Binomial(n, 1/n), and the draws falling in the first 1 000 clusters match Binomial(n, 1/5)
+    in mean and variance (a joint property no marginal shows)."""
+    n, replicates = 5_000, 600
+    shares = np.zeros(6)
+    first = np.empty(replicates)
+    for b in range(replicates):
+        counts = replicate_counts(n, 11, b)
+        shares += np.bincount(np.minimum(counts, 5), minlength=6)
+        first[b] = counts[:1000].sum(dtype=np.int64)
+    pmf = stats.binom.pmf(np.arange(5), n, 1 / n)
+    expected = np.append(pmf, 1 - pmf.sum()) * n * replicates
+    assert stats.chisquare(shares, expected).pvalue > 0.001
+    mean, variance = n / 5, n * (1 / 5) * (4 / 5)
+    assert abs(first.mean() - mean) < 4 * math.sqrt(variance / replicates)
+    assert abs(first.var(ddof=1) - variance) < 4 * variance * math.sqrt(2 / (replicates - 1))
+
+
+def test_blocks_of_poissonized_counts_do_not_depend_on_chunks_threads_or_buffers(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """From POISSONIZED_FROM clusters on (lowered here), a block's rows are the replicates' own counts
+    whatever the chunking, drawing ahead on two threads, reused buffers, dtype or column order."""
+    monkeypatch.setattr(draws_module, "POISSONIZED_FROM", 500)
+    n, B = 900, 37
+    expected = np.stack([replicate_counts(n, 3, b) for b in range(B)])
+    for chunk, draw_ahead, reuse, dtype in ((7, False, False, np.float32), (16, True, True, np.float64),
+                                            (64, True, False, np.float32), (5, False, True, np.float64)):
+        blocks = [block.copy() for block in resampled_cluster_counts(n, B=B, seed=3, chunk=chunk, dtype=dtype,
+                                                                     draw_ahead=draw_ahead, reuse=reuse)]
+        assert [len(b) for b in blocks] == [min(chunk, B - s) for s in range(0, B, chunk)]
+        assert all(b.dtype == dtype for b in blocks)
+        np.testing.assert_array_equal(np.vstack(blocks), expected)
+    order = np.random.default_rng(0).permutation(n)
+    permuted = np.vstack(list(resampled_cluster_counts(n, B=B, seed=3, order=order, draw_ahead=True)))
+    np.testing.assert_array_equal(permuted, expected[:, order])
+    # below the threshold the integer stream is kept (every smaller bootstrap's numbers unchanged)
+    rng = np.random.default_rng(3)
+    stream = np.stack([np.bincount(rng.integers(0, 499, 499, dtype=np.int32), minlength=499) for _ in range(4)])
+    np.testing.assert_array_equal(np.vstack(list(resampled_cluster_counts(499, B=4, seed=3))), stream)
+
+
+def test_an_item_bootstrap_gives_the_same_interval_either_way(monkeypatch: pytest.MonkeyPatch) -> None:
+    """C2's per-family item bootstrap on 20 000 items, Poissonized and from the integer stream:
+    the same resampling distribution, so the bounds of a mean agree to Monte Carlo noise."""
+    rng = np.random.default_rng(2)
+    n = 20_000
+    values = np.column_stack([rng.random(n), (rng.random(n) < 0.3).astype(float)])
+    part = np.sort(rng.integers(0, 3, n))
+    bounds = {}
+    for threshold in (POISSONIZED_FROM, 1):
+        monkeypatch.setattr(draws_module, "POISSONIZED_FROM", threshold)
+        sums, counts = partition_replicates(values, part, 3, B=2000, seed=42)
+        assert (counts.sum(axis=1) == n).all()
+        bounds[threshold] = np.array(percentile_interval(sums.sum(axis=1) / counts.sum(axis=1)[:, None], 0.95))
+    standard_error = values.std(axis=0) / math.sqrt(n)
+    assert (np.abs(bounds[1] - bounds[POISSONIZED_FROM]) < 0.25 * standard_error).all()
