@@ -9,8 +9,8 @@ The contract (the paper's Appendix L.3 for the bootstrap; Appendix C and §6 for
   replicate from one ``numpy.random.default_rng(seed)`` stream of bounded integers, from 2¹⁸ on
   each replicate ``replicate_counts(n_clusters, seed, b)`` from its own stream, Poissonized (the
   same multinomial, at less than half the cost). Same seed and labels → same numbers, whatever
-  the row order, chunking or thread. ``CountsDrawnAhead({name: n_clusters}, B=, seed=)`` draws several such
-  streams ahead on a worker thread (one per task, say). ``resampled_class_counts(counts, B=,
+  the row order, chunking or thread. ``CountsDrawnAhead({name: n_clusters}, B=, seed=)`` draws
+  several such bootstraps ahead on a worker thread (one per task, say). ``resampled_class_counts(counts, B=,
   seed=)`` is the stratified item bootstrap of statistics that see an item only through its class
   (C4's six answer × truth cells): one multinomial per stratum and replicate.
 * **The bootstrap** (:mod:`biovqa.stats.bootstrap`) — every interval is a statistic of

@@ -92,14 +92,19 @@ def bootstrap_replicates(product: Product | np.ndarray, statistics: Statistics, 
         width = len(statistics(product(np.ones((1, k), dtype=np.float32)),
                                np.ones((1, k), dtype=np.float32) if rowwise else None))
         return np.empty((0, width))
+    own = None
     if counts is None:
-        counts = resampled_cluster_counts(k, B=B, seed=seed, draw_ahead=True)
+        own = counts = resampled_cluster_counts(k, B=B, seed=seed, draw_ahead=True)
     reps = []
-    with one_blas_thread():
-        for W in counts:
-            totals = product(W)
-            reps.append(np.column_stack([np.asarray(v, dtype=np.float64)
-                                         for v in statistics(totals, W if rowwise else None)]))
+    try:
+        with one_blas_thread():
+            for W in counts:
+                totals = product(W)
+                reps.append(np.column_stack([np.asarray(v, dtype=np.float64)
+                                             for v in statistics(totals, W if rowwise else None)]))
+    finally:
+        if own is not None:
+            own.close()  # its drawing threads stop now, not when the generator is collected
     return np.vstack(reps)
 
 

@@ -11,7 +11,7 @@ bootstraps on a worker thread while the caller does other work (NumPy releases t
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Generator, Iterator, Mapping
 from typing import Generic, TypeVar
 
 import numpy as np
@@ -34,8 +34,8 @@ def cluster_codes(clusters: np.ndarray | list) -> tuple[np.ndarray, int]:
 
 def replicate_counts(n_clusters: int, seed: int, replicate: int) -> np.ndarray:
     """Replicate ``replicate``'s draw counts: how often each of ``n_clusters`` clusters is drawn when
-    ``n_clusters`` are drawn uniformly with replacement — the one definition of every cluster
-    bootstrap's resamples (uint8 for 256 clusters or more, int64 below).
+    ``n_clusters`` are drawn uniformly with replacement — what :func:`resampled_cluster_counts`
+    yields from :data:`POISSONIZED_FROM` clusters on (uint8 for 256 clusters or more, int64 below).
 
     Each replicate has its own stream, ``default_rng(SeedSequence(seed, spawn_key=(replicate,)))``,
     so a replicate depends on the seed, its number and the cluster count only (never on which
@@ -92,7 +92,7 @@ POISSONIZED_FROM = 1 << 18
 
 def resampled_cluster_counts(n_clusters: int, *, B: int, seed: int, chunk: int = REPLICATE_CHUNK,
                              dtype: type = np.float32, order: np.ndarray | None = None,
-                             draw_ahead: bool = False, reuse: bool = False) -> Iterator[np.ndarray]:
+                             draw_ahead: bool = False, reuse: bool = False) -> Generator[np.ndarray, None, None]:
     """Yield ``(≤chunk, n_clusters)`` blocks of draw counts (``dtype``), ``B`` rows in all: row
     ``b`` counts how often each cluster was drawn in replicate ``b`` of ``n_clusters`` uniform
     draws with replacement. From :data:`POISSONIZED_FROM` clusters on, row ``b`` is
@@ -122,13 +122,16 @@ def resampled_cluster_counts(n_clusters: int, *, B: int, seed: int, chunk: int =
             counts = replicate_counts(n_clusters, seed, first + r)
             block[r] = counts if order is None else counts[order]
 
+    def recycle(block: np.ndarray) -> None:
+        if reuse:
+            spare.append(block if block.base is None else block.base)
+
     if not draw_ahead:
         for start in starts:
             block = new_block(min(chunk, B - start))
             fill(block, start, range(len(block)))
             yield block
-            if reuse:
-                spare.append(block.base if block.base is not None else block)
+            recycle(block)
         return
 
     from concurrent.futures import Future, ThreadPoolExecutor
@@ -142,16 +145,15 @@ def resampled_cluster_counts(n_clusters: int, *, B: int, seed: int, chunk: int =
                        pool.submit(fill, block, start, range(half, len(block)))]
 
     try:
-        pending = submit(starts[0]) if starts else None
+        pending = [submit(start) for start in starts[:1]]
         for index in range(len(starts)):
-            assert pending is not None
-            block, futures = pending
+            block, futures = pending.pop()
             for future in futures:
                 future.result()
-            pending = submit(starts[index + 1]) if index + 1 < len(starts) else None
+            if index + 1 < len(starts):
+                pending.append(submit(starts[index + 1]))  # the next block is drawn while this one is used
             yield block
-            if reuse:
-                spare.append(block.base if block.base is not None else block)
+            recycle(block)
     finally:
         pool.shutdown(wait=True, cancel_futures=True)
 
