@@ -331,3 +331,42 @@ def test_a_plugin_package_is_found_by_convention_with_one_override(  # its repor
         labz.load("reporter")
     for name in [m for m in sys.modules if m == "labz_bench" or m.startswith("labz_bench.")]:
         sys.modules.pop(name)
+
+
+def test_a_deferred_summary_is_aggregated_once_and_its_resources_released_once() -> None:
+    """ScoreResult(aggregate=…): the summary is computed on its first read (biovqa score writes
+    the per-item table meanwhile), release runs once after it, or from close when it is never read."""
+    import pyarrow as pa
+
+    from biovqa.components.registry import ScoreResult
+
+    calls: list[str] = []
+    table = pa.table({"item_id": ["a"]})
+
+    def aggregate() -> dict:
+        calls.append("aggregate")
+        return {"n": 1}
+
+    result = ScoreResult(items=table, aggregate=aggregate, release=lambda: calls.append("release"))
+    assert calls == []
+    assert result.summary == {"n": 1} and result.summary == {"n": 1}
+    result.close()
+    assert calls == ["aggregate", "release"]
+
+    with ScoreResult(items=table, aggregate=aggregate, release=lambda: calls.append("closed unread")):
+        pass
+    assert calls[-1] == "closed unread" and calls.count("aggregate") == 1
+
+    def failing() -> dict:
+        raise ValueError("the bootstrap failed")
+
+    broken = ScoreResult(items=table, aggregate=failing, release=lambda: calls.append("released after failure"))
+    with pytest.raises(ValueError, match="bootstrap failed"):
+        broken.summary
+    assert calls[-1] == "released after failure"
+    with pytest.raises(RuntimeError, match="aggregation failed"):
+        broken.summary
+    with pytest.raises(TypeError, match="summary or an aggregate"):
+        ScoreResult(items=table, summary={"n": 1}, aggregate=aggregate)
+    with pytest.raises(TypeError, match="summary or an aggregate"):
+        ScoreResult(items=table)

@@ -178,3 +178,27 @@ def test_long_replies_are_flagged_truncated_and_kept_whole(tmp_path: Path, demo_
     assert replies[ids[0]] == over  # the raw reply is kept whole
     summary = json.loads((out / "summary.json").read_text(encoding="utf-8"))
     assert summary["n_truncated"] == 1
+
+
+def test_a_failed_aggregation_leaves_no_score_folder_and_no_drawing_thread(
+        tmp_path: Path, demo_bench: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The per-item table is written while the summary is aggregated; when the aggregation fails,
+    the half-made folder is dropped, an existing score folder is left as it was, and the
+    bootstrap's drawing thread is stopped."""
+    import threading
+
+    import biovqa.components.c1.score as c1_score
+
+    pq.write_table(gold_predictions(demo_bench), tmp_path / "p.parquet")
+    out = score_predictions(demo_bench, tmp_path / "p.parquet", tmp_path / "scores", options={"bootstrap": 20})
+    before = {p.name: p.read_bytes() for p in out.iterdir()}
+
+    def broken_summary(*args: object, **kwargs: object) -> dict:
+        raise RuntimeError("aggregation broke")
+
+    monkeypatch.setattr(c1_score, "summarize", broken_summary)
+    with pytest.raises(RuntimeError, match="aggregation broke"):
+        score_predictions(demo_bench, tmp_path / "p.parquet", tmp_path / "scores", options={"bootstrap": 500})
+    assert {p.name: p.read_bytes() for p in out.iterdir()} == before
+    assert [p.name for p in tmp_path.iterdir() if "partial" in p.name] == []
+    assert not [t for t in threading.enumerate() if t.name.startswith(("bootstrap-draws", "write-scores"))]

@@ -59,12 +59,51 @@ BUILTIN: tuple[str, ...] = (
 )
 ENTRY_POINT_GROUP = "biovqa.components"
 
-@dataclass(frozen=True, slots=True)
 class ScoreResult:
-    """Per-item scores (one row per benchmark item) and the aggregate summary (JSON-able)."""
+    """Per-item scores (one row per benchmark item) and the aggregate summary (JSON-able).
 
-    items: pa.Table
-    summary: dict[str, Any]
+    A scorer gives the summary itself, or ``aggregate``: the function that computes it from the
+    per-item scores, run on the first read of :attr:`summary`. A caller that takes :attr:`items`
+    first then overlaps its own work with the aggregation (``biovqa score`` writes the per-item
+    table while the bootstrap runs). ``release`` frees what the aggregation holds (bootstrap
+    draws on a worker thread); it runs once, after the aggregation or from :meth:`close` where
+    the summary is never read (the caller closes the result when done with it)."""
+
+    __slots__ = ("items", "_summary", "_aggregate", "_release")
+
+    def __init__(self, items: pa.Table, summary: dict[str, Any] | None = None, *,
+                 aggregate: Callable[[], dict[str, Any]] | None = None,
+                 release: Callable[[], None] | None = None) -> None:
+        if (summary is None) == (aggregate is None):
+            raise TypeError("ScoreResult takes a summary or an aggregate function, not both or neither")
+        self.items = items
+        self._summary = summary
+        self._aggregate = aggregate
+        self._release = release
+
+    @property
+    def summary(self) -> dict[str, Any]:
+        if self._summary is None:
+            aggregate, self._aggregate = self._aggregate, None
+            if aggregate is None:
+                raise RuntimeError("this score result's aggregation failed; score again")
+            try:
+                self._summary = aggregate()
+            finally:
+                self.close()
+        return self._summary
+
+    def close(self) -> None:
+        """Release what the aggregation holds, once (a no-op after it ran)."""
+        release, self._release = self._release, None
+        if release is not None:
+            release()
+
+    def __enter__(self) -> ScoreResult:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
 
 
 #: where each role of a component is found, inside its package, unless the declaration names it

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 import os
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Mapping
 
@@ -21,7 +22,7 @@ from biovqa.bench.folder import (
     write_json,
     write_parquet,
 )
-from biovqa.components.registry import Component, ScoreResult, get_component
+from biovqa.components.registry import Component, get_component
 from biovqa.errors import BiovqaError, InputFormatError, MissingResourceError
 from biovqa.interop.logs import harness_sha256
 from biovqa.scoring.predictions import (
@@ -74,12 +75,44 @@ def score_predictions(
     from biovqa.progress import stage as progress_stage
 
     boot = resolved.get("bootstrap")
-    with progress_stage(f"{component.name.upper()}: scoring {aligned.num_rows:,} items"
-               + (f", {boot:,} bootstrap resamples" if boot else "")):
-        result: ScoreResult = component.load("scorer")(bench, aligned, resolved)
-    check_items(result.items, component=component.name)
-    items = with_standard_columns(result.items)  # placed by construction: no second check
     label = label or _model_label(predictions) or Path(predictions_path).parent.name
+    with progress_stage(f"{component.name.upper()}: scoring {aligned.num_rows:,} items"
+                        + (f", {boot:,} bootstrap resamples" if boot else "")):
+        with component.load("scorer")(bench, aligned, resolved) as result:
+            check_items(result.items, component=component.name)
+            items = with_standard_columns(result.items)  # placed by construction: no second check
+            with staged_folder(out) as stage:
+                # the per-item table is written while the summary (its bootstrap) is computed:
+                # a scorer that defers its aggregation (ScoreResult.aggregate) runs it on this read
+                with ThreadPoolExecutor(1, thread_name_prefix="write-scores") as pool:
+                    writing = pool.submit(write_parquet, items, stage / SCORE_ITEMS_FILE)
+                    summary = _summary_document(component, result.summary, items=items, aligned=aligned,
+                                                resolved=resolved, label=label, bench=bench, out=out,
+                                                predictions=predictions, predictions_path=predictions_path,
+                                                subset=subset)
+                writing.result()  # a failed write is raised here (after a failed summary, that failure is)
+                write_json(stage / SUMMARY_FILE, summary)
+    out = Path(out)
+    if console is not None:
+        print_headline(component, label, summary, console)
+        if subset is not None:
+            console.print(f"{summary['subset']['text']} (the run's selection; "
+                          "--score-missing-as-wrong scores all items)", highlight=False)
+        if summary["n_truncated"]:
+            console.print(f"note: {summary['n_truncated']:,} replies are longer than {PARSE_MAX_CHARS:,} characters; "
+                          "only their opening was parsed (column 'truncated')", highlight=False)
+        if summary["statuses"]["missing"]:
+            console.print(f"[yellow]warning[/yellow]: {summary['statuses']['missing']:,} items have no prediction; "
+                          "they are scored as wrong (status 'missing')")
+    return out
+
+
+def _summary_document(component: Component, scored_summary: Mapping[str, Any], *, items: pa.Table,
+                      aligned: pa.Table, resolved: Any, label: str, bench: Any, out: str | Path,
+                      predictions: pa.Table, predictions_path: str | Path,
+                      subset: Mapping[str, Any] | None) -> dict[str, Any]:
+    """``summary.json``: the run's head (component, label, counts, options, provenance, subset)
+    then the scorer's sections, checked against the score schema."""
     statuses = {status: 0 for status in SCORE_STATUSES}
     for entry in pc.value_counts(aligned.column("status")).to_pylist():
         statuses[entry["values"]] = int(entry["counts"])
@@ -90,7 +123,7 @@ def score_predictions(
         "statuses": statuses,
         "n_truncated": int(pc.sum(items.column("truncated")).as_py() or 0),
         "options": resolved.as_json(),
-        "table3": result.summary.get("table3", {}),
+        "table3": scored_summary.get("table3", {}),
         "provenance": {
             # absolute, and relative to the score folder: a report finds both from any working
             # directory, and after the score folder moves together with its inputs
@@ -113,24 +146,9 @@ def score_predictions(
             "selection": subset["selection"],
             "text": f"subset: {subset['n_items']:,} of {subset['of']:,} items{kind}",
         }
-    summary = _jsonable({**head, **{k: v for k, v in result.summary.items() if k not in head}})
+    summary = _jsonable({**head, **{k: v for k, v in scored_summary.items() if k not in head}})
     check_summary(summary)
-    with staged_folder(out) as stage:
-        write_parquet(items, stage / SCORE_ITEMS_FILE)
-        write_json(stage / SUMMARY_FILE, summary)
-    out = Path(out)
-    if console is not None:
-        print_headline(component, label, summary, console)
-        if subset is not None:
-            console.print(f"{head['subset']['text']} (the run's selection; "
-                          "--score-missing-as-wrong scores all items)", highlight=False)
-        if head["n_truncated"]:
-            console.print(f"note: {head['n_truncated']:,} replies are longer than {PARSE_MAX_CHARS:,} characters; "
-                          "only their opening was parsed (column 'truncated')", highlight=False)
-        if statuses["missing"]:
-            console.print(f"[yellow]warning[/yellow]: {statuses['missing']:,} items have no prediction; "
-                          "they are scored as wrong (status 'missing')")
-    return out
+    return summary
 
 
 def sweep_predictions(

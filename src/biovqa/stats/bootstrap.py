@@ -283,23 +283,40 @@ class PartitionProduct:
         values = np.asarray(values, dtype=np.float64)
         part = np.asarray(part, dtype=np.int64)
         n = len(part)
-        starts = np.flatnonzero(np.r_[True, part[1:] != part[:-1]]) if n else np.zeros(0, np.int64)
         #: None when the parts already form few runs in row order; else a stable sort by part
-        self.order: np.ndarray | None = None
-        if len(starts) > 4 * n_parts:  # interleaved parts: visit the rows sorted by part
-            self.order = np.argsort(part, kind="stable")
+        self.order = partition_order(part, n_parts)
+        if self.order is not None:
             part, values = part[self.order], values[self.order]
-            starts = np.flatnonzero(np.r_[True, part[1:] != part[:-1]])
+        starts = np.flatnonzero(np.r_[True, part[1:] != part[:-1]]) if n else np.zeros(0, np.int64)
         self.runs = [(int(a), int(b), int(part[a])) for a, b in zip(starts, np.r_[starts[1:], n])]
         self.with_ones = np.column_stack([values, np.ones(n)])  # the last column counts the draws
         self.m, self.n_parts, self.n_clusters = values.shape[1], n_parts, n
 
     def __call__(self, W: np.ndarray) -> np.ndarray:
-        W = W.astype(np.float64, copy=False)
         out = np.zeros((len(W), self.n_parts, self.m + 1))
         for a, b, p in self.runs:
-            out[:, p] += W[:, a:b] @ self.with_ones[a:b]
+            if W.dtype == np.float64:
+                out[:, p] += W[:, a:b] @ self.with_ones[a:b]
+                continue
+            # narrower counts (uint8 waiting blocks) widened a cache-sized piece at a time: the
+            # float64 copy of a whole block is 8× its bytes and would be read back from memory
+            for lo in range(a, b, _PIECE):
+                hi = min(b, lo + _PIECE)
+                out[:, p] += W[:, lo:hi].astype(np.float64) @ self.with_ones[lo:hi]
         return out.reshape(len(W), -1)
+
+
+#: columns of a narrow count block widened to float64 at a time (16 replicates: 1 MiB)
+_PIECE = 1 << 13
+
+
+def partition_order(part: np.ndarray, n_parts: int) -> np.ndarray | None:
+    """The column order :class:`PartitionProduct` visits rows in: None where the parts already
+    form few runs in row order, else a stable sort by part (so each part is one run). Count blocks
+    for it are drawn with ``order=`` this."""
+    part = np.asarray(part, dtype=np.int64)
+    runs = int(np.count_nonzero(part[1:] != part[:-1])) + 1 if len(part) else 0
+    return np.argsort(part, kind="stable") if runs > 4 * n_parts else None
 
 
 def cluster_sums(values: np.ndarray, codes: np.ndarray, n_clusters: int) -> tuple[np.ndarray, np.ndarray]:
@@ -339,8 +356,28 @@ def ratio_of_sums_replicates(numerators: np.ndarray, denominators: np.ndarray, *
     return bootstrap_replicates(product, statistics, B=B, seed=seed)
 
 
+#: the name :func:`partition_draws` draws its counts under
+_PARTITION = "partition"
+#: replicates per count block of an item bootstrap over a partition (16 × 824K uint8: 13 MB)
+_PARTITION_CHUNK = 16
+
+
+def partition_draws(part: np.ndarray, n_parts: int, *, B: int, seed: int,
+                    max_waiting_bytes: int = 512 << 20) -> CountsDrawnAhead:
+    """The draws of ``partition_replicates(values, part, n_parts, B=B, seed=seed)``, started now on
+    a worker thread, before ``values`` exist: they depend on the item count, the seed and the part
+    order only, so they overlap the per-item scoring on the second core (C2: 824K items, a
+    replicate ≈ 4 ms to draw). They wait as uint8 (``max_waiting_bytes``: 512 MiB holds 650 of
+    824K items' replicates). Pass them as ``draws=``; close them (a context manager) when done."""
+    part = np.asarray(part, dtype=np.int64)
+    return CountsDrawnAhead({_PARTITION: len(part)}, B=max(B, 0), seed=seed, chunk=_PARTITION_CHUNK,
+                            max_waiting_bytes=max_waiting_bytes,
+                            orders={_PARTITION: partition_order(part, n_parts)})
+
+
 def partition_replicates(values: np.ndarray, part: np.ndarray, n_parts: int, *, B: int, seed: int,
-                         chunk: int = 16, classes: bool = False) -> tuple[np.ndarray, np.ndarray]:
+                         chunk: int = _PARTITION_CHUNK, classes: bool = False,
+                         draws: CountsDrawnAhead | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Item-bootstrap replicates of per-part sums, for statistics whose cells are unions of the
     parts of one partition of the items (C2: pooled, categories and families are unions of
     families).
@@ -359,7 +396,10 @@ def partition_replicates(values: np.ndarray, part: np.ndarray, n_parts: int, *, 
     classes' shares (:func:`resampled_class_counts` with one stratum; the classes in part-then-value
     order): the same resampling distribution of every sum, from a different stream, so the
     bounds differ from the default path's by Monte Carlo noise only. It pays where classes are
-    few against items (0/1 scores, a few credit values; ``benchmarks/stats_item_bootstrap.py``)."""
+    few against items (0/1 scores, a few credit values; ``benchmarks/stats_item_bootstrap.py``).
+
+    ``draws`` (from :func:`partition_draws` with the same ``part``, ``B`` and ``seed``) are the
+    same counts drawn earlier; without them the counts are drawn here."""
     values = np.asarray(values, dtype=np.float64)
     if values.ndim == 1:
         values = values[:, None]
@@ -377,9 +417,17 @@ def partition_replicates(values: np.ndarray, part: np.ndarray, n_parts: int, *, 
     if classes:
         return _class_partition_replicates(values, part, n_parts, B=B, seed=seed, chunk=max(chunk, 64))
     product = PartitionProduct(values, part, n_parts)
-    # the draws on a worker thread, their counts and the light per-part products here
-    blocks = resampled_cluster_counts(n, B=B, seed=seed, chunk=chunk, dtype=np.float64, order=product.order,
-                                      draw_ahead=True, reuse=True)
+    blocks: Iterable[np.ndarray]
+    if draws is not None:
+        drawn_order, order = draws.orders.get(_PARTITION), product.order
+        same_order = (drawn_order is None and order is None) or (
+            drawn_order is not None and order is not None and np.array_equal(drawn_order, order))
+        if draws.sizes.get(_PARTITION) != n or draws.B != B or draws.seed != seed or not same_order:
+            raise ValueError("these draws were made for other items, B or seed (partition_draws)")
+        blocks = draws.blocks(_PARTITION, n, dtype=None)
+    else:  # the draws on worker threads, the light per-part products here
+        blocks = resampled_cluster_counts(n, B=B, seed=seed, chunk=chunk, dtype=np.float64, order=product.order,
+                                          draw_ahead=True, reuse=True)
     flat = bootstrap_replicates(product, lambda totals, _: list(totals.T), B=B, seed=seed, counts=blocks)
     shaped = flat.reshape(B, n_parts, m + 1)
     return shaped[:, :, :m], shaped[:, :, m]
@@ -596,6 +644,7 @@ class Bootstrap:
 __all__ = ["Bootstrap", "BootstrapMeans", "ClusterBootstrapPlan", "CountsDrawnAhead",
            "Float32Product", "PartitionProduct", "Product", "REPLICATE_CHUNK", "Statistics",
            "SparseProduct", "SumColumns", "SumsProduct", "bootstrap_means", "bootstrap_replicates", "cluster_bootstrap_means",
-           "cluster_codes", "cluster_sums", "exact_columns", "item_bootstrap_means", "nanmean", "partition_replicates",
+           "cluster_codes", "cluster_sums", "exact_columns", "item_bootstrap_means", "nanmean", "partition_draws",
+           "partition_order", "partition_replicates",
            "percentile_interval", "ratio", "ratio_of_sums_replicates", "resampled_cluster_counts",
            "weighted_mean"]

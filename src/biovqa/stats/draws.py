@@ -12,6 +12,7 @@ bootstraps on a worker thread while the caller does other work (NumPy releases t
 from __future__ import annotations
 
 from collections.abc import Generator, Iterator, Mapping
+from contextlib import contextmanager
 from typing import Generic, TypeVar
 
 import numpy as np
@@ -118,9 +119,7 @@ def resampled_cluster_counts(n_clusters: int, *, B: int, seed: int, chunk: int =
         return np.empty((rows, n_clusters), dtype=dtype)
 
     def fill(block: np.ndarray, first: int, rows: range) -> None:
-        for r in rows:
-            counts = replicate_counts(n_clusters, seed, first + r)
-            block[r] = counts if order is None else counts[order]
+        _fill_poissonized(block, n_clusters, seed, first, rows, order)
 
     def recycle(block: np.ndarray) -> None:
         if reuse:
@@ -156,6 +155,41 @@ def resampled_cluster_counts(n_clusters: int, *, B: int, seed: int, chunk: int =
             recycle(block)
     finally:
         pool.shutdown(wait=True, cancel_futures=True)
+
+
+def _fill_poissonized(block: np.ndarray, n_clusters: int, seed: int, first: int, rows: range,
+                      order: np.ndarray | None) -> None:
+    """Rows ``rows`` of ``block`` := replicates ``first + r`` of :func:`replicate_counts` (columns in
+    ``order`` when given). A count the block's integer type cannot hold raises OverflowError
+    rather than wrapping (a caller drawing into uint8 then draws that block wider)."""
+    limit = np.iinfo(block.dtype).max if np.issubdtype(block.dtype, np.integer) else None
+    for r in rows:
+        counts = replicate_counts(n_clusters, seed, first + r)
+        if limit is not None and counts.dtype != block.dtype and int(counts.max()) > limit:
+            raise OverflowError(f"replicate {first + r} draws a cluster {int(counts.max())} times, "
+                                f"more than {block.dtype} holds")
+        block[r] = counts if order is None else counts[order]
+
+
+def compact_counts(n_clusters: int, *, B: int, seed: int, chunk: int = REPLICATE_CHUNK,
+                   order: np.ndarray | None = None) -> Iterator[np.ndarray]:
+    """The blocks of :func:`resampled_cluster_counts` as uint8 wherever every count fits (a
+    quarter of float32's memory), else float32: what :class:`CountsDrawnAhead` keeps waiting.
+    Poissonized counts are drawn into uint8 directly (no float pass over them)."""
+    if n_clusters < POISSONIZED_FROM:
+        for block in resampled_cluster_counts(n_clusters, B=B, seed=seed, chunk=chunk, dtype=np.float32,
+                                              order=order):
+            yield block.astype(np.uint8) if block.max(initial=0) <= 255 else block
+        return
+    for start in range(0, max(B, 0), chunk):
+        rows = range(min(chunk, B - start))
+        block = np.empty((len(rows), n_clusters), dtype=np.uint8)
+        try:
+            _fill_poissonized(block, n_clusters, seed, start, rows, order)
+        except OverflowError:  # never seen: a cluster drawn over 255 times
+            block = np.empty((len(rows), n_clusters), dtype=np.float32)
+            _fill_poissonized(block, n_clusters, seed, start, rows, order)
+        yield block
 
 
 def _stream_counts(n_clusters: int, *, B: int, seed: int, chunk: int, dtype: type, order: np.ndarray | None,
@@ -322,13 +356,15 @@ class CountsDrawnAhead:
     for a name of which no block is ready yet: then it draws past the cap until that name's next
     block is ready, and pauses again (so reading the names in any order cannot deadlock, and
     reading them in the order given never holds more than the cap, or one block where a block is
-    larger). Use as a context manager, or call :meth:`close`, to stop the worker early."""
+    larger). ``orders`` gives a name's column order (``order`` of :func:`resampled_cluster_counts`).
+    Use as a context manager, or call :meth:`close`, to stop the worker early."""
 
     def __init__(self, sizes: Mapping[str, int], *, B: int, seed: int, chunk: int = REPLICATE_CHUNK,
-                 max_waiting_bytes: int = 256 << 20) -> None:
+                 max_waiting_bytes: int = 256 << 20, orders: Mapping[str, np.ndarray | None] | None = None) -> None:
         import threading
 
         self.sizes = {name: size for name, size in sizes.items() if size > 0}
+        self.orders = {name: (orders or {}).get(name) for name in self.sizes}
         self.B, self.seed, self.chunk = B, seed, chunk
         self.max_waiting_bytes = max_waiting_bytes
         self.waiting_bytes = 0
@@ -346,11 +382,10 @@ class CountsDrawnAhead:
     def _draw(self) -> None:
         try:
             for name, size in self.sizes.items():
-                for block in resampled_cluster_counts(size, B=self.B, seed=self.seed, chunk=self.chunk,
-                                                      dtype=np.float32):
+                for compact in compact_counts(size, B=self.B, seed=self.seed, chunk=self.chunk,
+                                              order=self.orders[name]):
                     if self._stop.is_set():
                         return
-                    compact = block.astype(np.uint8) if block.max(initial=0) <= 255 else block
                     with self._changed:
                         self._changed.wait_for(lambda: self._stop.is_set() or self._starved()
                                                or self.waiting_bytes + compact.nbytes <= self.max_waiting_bytes
@@ -376,9 +411,10 @@ class CountsDrawnAhead:
         wanted = self._wanted
         return wanted is not None and not self._ready[wanted] and wanted not in self._finished
 
-    def blocks(self, name: str, n_clusters: int) -> Iterator[np.ndarray]:
-        """``name``'s float32 blocks in order, waiting for the worker where it is behind;
-        ``n_clusters`` must be the size it was given (a mismatch is a caller's bug)."""
+    def blocks(self, name: str, n_clusters: int, dtype: type | None = np.float32) -> Iterator[np.ndarray]:
+        """``name``'s blocks in order as ``dtype`` (None: as they wait, uint8 where the counts
+        fit), waiting for the worker where it is behind; ``n_clusters`` must be the size it was
+        given (a mismatch is a caller's bug)."""
         if self.sizes.get(name) != n_clusters:
             raise ValueError(f"counts for {name!r} were drawn for {self.sizes.get(name)} clusters, "
                              f"not {n_clusters}")
@@ -396,7 +432,7 @@ class CountsDrawnAhead:
                 block = self._ready[name].pop(0)
                 self.waiting_bytes -= block.nbytes
                 self._changed.notify_all()
-            yield block if block.dtype == np.float32 else block.astype(np.float32)
+            yield block if dtype is None or block.dtype == dtype else block.astype(dtype)
 
     def close(self) -> None:
         """Stop the worker after its current block and drop what it drew."""
@@ -408,6 +444,16 @@ class CountsDrawnAhead:
             for ready in self._ready.values():
                 ready.clear()
             self.waiting_bytes = 0
+
+    @contextmanager
+    def closed_on_error(self) -> Iterator[CountsDrawnAhead]:
+        """A block (the scoring the draws overlap) after which they stay open for the aggregation
+        that reads them, unless the block raises: then they are closed."""
+        try:
+            yield self
+        except BaseException:
+            self.close()
+            raise
 
     def __enter__(self) -> CountsDrawnAhead:
         return self
@@ -434,6 +480,6 @@ def resampled_class_counts(counts: np.ndarray, *, B: int, seed: int) -> np.ndarr
     return out
 
 
-__all__ = ["CountsDrawnAhead", "DRAWS_PER_CALL", "DrawnAhead", "POISSONIZED_FROM", "REPLICATE_CHUNK", "cluster_codes",
+__all__ = ["CountsDrawnAhead", "DRAWS_PER_CALL", "compact_counts", "DrawnAhead", "POISSONIZED_FROM", "REPLICATE_CHUNK", "cluster_codes",
            "replicate_counts",
            "resampled_class_counts", "resampled_cluster_counts"]

@@ -167,7 +167,9 @@ def _scoring_columns(bench: Bench) -> pa.Table:
 def score_items(items: pa.Table, predictions: pa.Table, *, tree: Any, synonyms: SynonymIndex,
                 vernacular: VernacularLookup, settings: Any = None,
                 backbone: Path | None = None, source: Path | None = None) -> ScoreResult:
-    """Per-item scores and the summary from already-loaded resources (pure)."""
+    """Per-item scores and the summary from already-loaded resources (pure); the summary is
+    aggregated when first read (:class:`~biovqa.components.registry.ScoreResult`), the image
+    resamples drawn meanwhile on a worker thread."""
     settings = settings if settings is not None else resolved_options()
     task_index = _check_items(items, source)
     replies, status = _check_predictions(items, predictions)
@@ -179,7 +181,8 @@ def score_items(items: pa.Table, predictions: pa.Table, *, tree: Any, synonyms: 
     mcq_options, mcq_option_nodes = _mcq_arrays(items, is_mcq, source)
     # the image resamples are drawn on a worker thread while the replies are scored (same stream)
     n_images = int(pc.count_distinct(items.column("source_id")).as_py()) if settings.bootstrap > 0 else 0
-    with CountsDrawnAhead({DRAWS_NAME: n_images}, B=settings.bootstrap, seed=settings.seed) as draws:
+    draws = CountsDrawnAhead({DRAWS_NAME: n_images}, B=settings.bootstrap, seed=settings.seed)
+    with draws.closed_on_error():
         result = score_replies(
             task_index=task_index, task_names=TASK_NAMES, answers=items.column("answer"), genera=items.column("genus"),
             binomials=items.column("species"), target_nodes=target, replies=replies,
@@ -187,9 +190,13 @@ def score_items(items: pa.Table, predictions: pa.Table, *, tree: Any, synonyms: 
             mcq_options=mcq_options, mcq_option_nodes=mcq_option_nodes, tree=tree, synonyms=synonyms,
             vernacular=vernacular, epithet_last_word=settings.epithet_last_word)
         scored = _item_table(items, predictions, result)
+
+    def aggregate() -> dict[str, Any]:
         summary = summarize(scored, items, settings, draws=draws)
-    summary["taxonomy_index"] = None if backbone is None else str(backbone)
-    return ScoreResult(items=scored, summary=summary)
+        summary["taxonomy_index"] = None if backbone is None else str(backbone)
+        return summary
+
+    return ScoreResult(items=scored, aggregate=aggregate, release=draws.close)
 
 
 def _label_array(codes: np.ndarray, labels: Sequence[str]) -> pa.Array:

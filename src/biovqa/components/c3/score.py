@@ -111,8 +111,7 @@ def score(bench: Bench, predictions: pa.Table, options: Mapping[str, Any]) -> Sc
         raise BiovqaError("this C3 benchmark has no 'condition' column: it was built when relative "
                           "counting's same/different condition was stored as its 'tier'", file=bench.items_path,
                           field="condition", hint=REBUILD_HINT)
-    table, summary = score_tables(items, predictions, options)
-    return ScoreResult(items=table, summary=summary)
+    return scored(items, predictions, options)
 
 
 def scoring_columns(tasks: Sequence[TaskSpec] = TASKS) -> list[str]:
@@ -123,19 +122,25 @@ def scoring_columns(tasks: Sequence[TaskSpec] = TASKS) -> list[str]:
                                *(spec.cluster for spec in tasks))))
 
 
+def scored(items: pa.Table, predictions: pa.Table, options: Mapping[str, Any],
+           tasks: Sequence[TaskSpec] = TASKS) -> ScoreResult:
+    """Per-item scores of C3 ``predictions`` aligned with ``items`` under resolved ``options``
+    (``COMPONENT.resolve_score_options``; ``tasks``: the C3 tasks), the summary aggregated when
+    first read. The bootstrap's resampled counts depend on the items alone, so they are drawn on
+    a second thread while the items are scored (the engine gives BLAS one thread meanwhile:
+    :func:`biovqa.stats.bootstrap.one_blas_thread`)."""
+    draws = draw_ahead(items, options, tasks)
+    with draws.closed_on_error():
+        table = score_items(items, predictions, options, tasks)
+    return ScoreResult(items=table, aggregate=lambda: summarize(table, items, options, draws, tasks),
+                       release=draws.close)
+
+
 def score_tables(items: pa.Table, predictions: pa.Table, options: Mapping[str, Any],
                  tasks: Sequence[TaskSpec] = TASKS) -> tuple[pa.Table, dict[str, Any]]:
-    """(per-item scores, summary) of C3 ``predictions`` aligned with ``items`` under resolved
-    ``options`` (``COMPONENT.resolve_score_options``; ``tasks``: the C3 tasks). The bootstrap's
-    resampled counts depend on the items alone, so they are drawn on a second thread while the
-    items are scored (the engine gives BLAS one thread meanwhile: :func:`biovqa.stats.bootstrap.one_blas_thread`)."""
-    draws = draw_ahead(items, options, tasks)
-    try:
-        table = score_items(items, predictions, options, tasks)
-        return table, summarize(table, items, options, draws, tasks)
-    finally:
-        if draws is not None:
-            draws.close()
+    """(per-item scores, summary) of :func:`scored`."""
+    with scored(items, predictions, options, tasks) as result:
+        return result.items, result.summary
 
 
-__all__ = ["score", "score_items", "score_tables"]
+__all__ = ["score", "score_items", "score_tables", "scored"]

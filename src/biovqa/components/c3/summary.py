@@ -64,13 +64,13 @@ def cluster_sizes(table: pa.Table, tasks: Sequence[TaskSpec] = TASKS) -> dict[st
 
 
 def draw_ahead(table: pa.Table, options: Mapping[str, Any], tasks: Sequence[TaskSpec] = TASKS
-               ) -> CountsDrawnAhead | None:
-    """Start drawing every task's resampled cluster counts for ``options`` (``None`` at B = 0);
-    pass the result to :func:`summarize`, and close it afterwards."""
+               ) -> CountsDrawnAhead:
+    """Start drawing every task's resampled cluster counts for ``options`` (none at B = 0); pass
+    the result to :func:`summarize`, and close it afterwards."""
     from biovqa.stats.draws import CountsDrawnAhead
 
     B = int(options["bootstrap"])
-    return CountsDrawnAhead(cluster_sizes(table, tasks), B=B, seed=int(options["seed"])) if B > 0 else None
+    return CountsDrawnAhead(cluster_sizes(table, tasks) if B > 0 else {}, B=max(B, 0), seed=int(options["seed"]))
 
 
 def summarize(scored: pa.Table, items: pa.Table, options: Mapping[str, Any],
@@ -80,12 +80,8 @@ def summarize(scored: pa.Table, items: pa.Table, options: Mapping[str, Any],
     them early; otherwise they are drawn here, all tasks ahead of the sections that use them."""
     if draws is not None:
         return _summarize(scored, items, options, draws, tasks)
-    own = draw_ahead(scored, options, tasks)
-    try:
+    with draw_ahead(scored, options, tasks) as own:
         return _summarize(scored, items, options, own, tasks)
-    finally:
-        if own is not None:
-            own.close()
 
 
 def _summarize(scored: pa.Table, items: pa.Table, options: Mapping[str, Any], draws: CountsDrawnAhead | None,
