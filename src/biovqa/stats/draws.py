@@ -64,7 +64,8 @@ def replicate_counts(n_clusters: int, seed: int, replicate: int) -> np.ndarray:
         fine = ((buckets[unsure].astype(np.uint64) << np.uint64(32))
                 | rng.integers(0, 2**32, len(unsure), dtype=np.uint64))
         counts[unsure] = np.searchsorted(_POISSON_STEPS, fine, side="right")
-    blocks = counts.reshape(-1, _BLOCK).sum(axis=1, dtype=np.int64)
+    # a block's sum fits 16 bits (64 × 255): summed in uint16 (a third faster), then widened
+    blocks = counts.reshape(-1, _BLOCK).sum(axis=1, dtype=np.uint16).astype(np.int64)
     total = int(blocks.sum())
     if total > n_clusters:
         # the cluster of each ball put back: its block from the block totals, then its place in
