@@ -165,3 +165,27 @@ def test_a_count_over_255_is_kept_wider_not_wrapped(monkeypatch: pytest.MonkeyPa
     block = np.empty((1, n), dtype=np.uint8)
     with pytest.raises(OverflowError, match="more than uint8 holds"):
         draws_module._fill_poissonized(block, n, 0, 1, range(1), None)
+
+
+def test_the_caller_draws_independent_blocks_itself_rather_than_wait(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Poissonized blocks (each replicate its own stream) are drawn by the worker and, where the
+    next one is not ready, by the caller too: the same blocks, in order, whoever drew them, and
+    a worker paused at its memory cap neither deadlocks the caller nor is needed by it."""
+    import threading
+
+    n = POISSONIZED_FROM
+    expected = np.vstack(list(resampled_cluster_counts(n, B=12, seed=9, chunk=2, dtype=np.uint8)))
+    drawn_by: list[str] = []
+    original = draws_module._compact_poissonized_block
+
+    def recorded(*args: object) -> np.ndarray:
+        drawn_by.append(threading.current_thread().name)
+        return original(*args)
+
+    monkeypatch.setattr(draws_module, "_compact_poissonized_block", recorded)
+    with draws_module.CountsDrawnAhead({"items": n}, B=12, seed=9, chunk=2, max_waiting_bytes=1) as early:
+        got = list(early.blocks("items", n, dtype=None))
+    assert [len(b) for b in got] == [2] * 6 and all(b.dtype == np.uint8 for b in got)
+    np.testing.assert_array_equal(np.vstack(got), expected)
+    assert len(drawn_by) == 6  # each block drawn once
+    assert threading.current_thread().name in drawn_by  # the caller drew some of them

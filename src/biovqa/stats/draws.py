@@ -183,14 +183,19 @@ def compact_counts(n_clusters: int, *, B: int, seed: int, chunk: int = REPLICATE
             yield block.astype(np.uint8) if block.max(initial=0) <= 255 else block
         return
     for start in range(0, max(B, 0), chunk):
-        rows = range(min(chunk, B - start))
-        block = np.empty((len(rows), n_clusters), dtype=np.uint8)
-        try:
-            _fill_poissonized(block, n_clusters, seed, start, rows, order)
-        except OverflowError:  # never seen: a cluster drawn over 255 times
-            block = np.empty((len(rows), n_clusters), dtype=np.float32)
-            _fill_poissonized(block, n_clusters, seed, start, rows, order)
-        yield block
+        yield _compact_poissonized_block(n_clusters, seed, start, min(chunk, B - start), order)
+
+
+def _compact_poissonized_block(n_clusters: int, seed: int, first: int, rows: int,
+                               order: np.ndarray | None) -> np.ndarray:
+    """Replicates ``first … first + rows − 1`` as uint8, or float32 where a count does not fit."""
+    block = np.empty((rows, n_clusters), dtype=np.uint8)
+    try:
+        _fill_poissonized(block, n_clusters, seed, first, range(rows), order)
+    except OverflowError:  # never seen: a cluster drawn over 255 times
+        block = np.empty((rows, n_clusters), dtype=np.float32)
+        _fill_poissonized(block, n_clusters, seed, first, range(rows), order)
+    return block
 
 
 def _stream_counts(n_clusters: int, *, B: int, seed: int, chunk: int, dtype: type, order: np.ndarray | None,
@@ -370,21 +375,60 @@ class CountsDrawnAhead:
         self.max_waiting_bytes = max_waiting_bytes
         self.waiting_bytes = 0
         self.peak_waiting_bytes = 0
-        #: the name the caller waits for, while it waits (None otherwise)
-        self._wanted: str | None = None
-        self._ready: dict[str, list[np.ndarray]] = {name: [] for name in self.sizes}
-        self._finished: set[str] = set()
+        #: the name and block number the caller waits for, while it waits (None otherwise)
+        self._wanted: tuple[str, int] | None = None
+        self._done = False  # the worker has stopped (every block drawn, stopped or failed)
+        #: blocks drawn and not yet read, by name and block number
+        self._ready: dict[str, dict[int, np.ndarray]] = {name: {} for name in self.sizes}
+        #: the next block number nobody draws yet, by name
+        self._unclaimed: dict[str, int] = {name: 0 for name in self.sizes}
+        #: blocks already handed to the caller, by name (each is handed out once)
+        self._handed: dict[str, int] = {name: 0 for name in self.sizes}
+        self._n_blocks = -(-max(B, 0) // chunk)
         self._error: BaseException | None = None
         self._stop = threading.Event()
         self._changed = threading.Condition()
         self._worker = threading.Thread(target=self._draw, name="bootstrap-draws", daemon=True)
         self._worker.start()
 
+    def _independent(self, name: str) -> bool:
+        """Whether ``name``'s blocks can be drawn in any order, by any thread (Poissonized:
+        every replicate has its own stream); below that they come from one stream, in order."""
+        return self.sizes[name] >= POISSONIZED_FROM
+
+    def _claim(self, name: str) -> int | None:
+        """The next block of ``name`` nobody draws yet, now claimed (called holding the lock)."""
+        number = self._unclaimed[name]
+        if number >= self._n_blocks:
+            return None
+        self._unclaimed[name] = number + 1
+        return number
+
+    def _draw_block(self, name: str, number: int) -> np.ndarray:
+        start = number * self.chunk
+        return _compact_poissonized_block(self.sizes[name], self.seed, start, min(self.chunk, self.B - start),
+                                          self.orders[name])
+
+    def _drawn(self, name: str) -> Iterator[tuple[int, np.ndarray]]:
+        """The worker's (block number, block) of ``name``: claimed one at a time where the
+        blocks are independent (the caller may claim some too), else the one stream in order."""
+        if not self._independent(name):
+            with self._changed:
+                self._unclaimed[name] = self._n_blocks
+            yield from enumerate(compact_counts(self.sizes[name], B=self.B, seed=self.seed, chunk=self.chunk,
+                                                order=self.orders[name]))
+            return
+        while True:
+            with self._changed:
+                number = self._claim(name)
+            if number is None:
+                return
+            yield number, self._draw_block(name, number)
+
     def _draw(self) -> None:
         try:
-            for name, size in self.sizes.items():
-                for compact in compact_counts(size, B=self.B, seed=self.seed, chunk=self.chunk,
-                                              order=self.orders[name]):
+            for name in self.sizes:
+                for number, compact in self._drawn(name):
                     if self._stop.is_set():
                         return
                     with self._changed:
@@ -393,46 +437,62 @@ class CountsDrawnAhead:
                                                or self.waiting_bytes == 0)
                         if self._stop.is_set():
                             return
-                        self._ready[name].append(compact)
-                        self.waiting_bytes += compact.nbytes
-                        self.peak_waiting_bytes = max(self.peak_waiting_bytes, self.waiting_bytes)
-                        self._changed.notify_all()
-                with self._changed:
-                    self._finished.add(name)
-                    self._changed.notify_all()
+                        self._keep(name, number, compact)
         except BaseException as error:  # handed to the consumer
             with self._changed:
                 self._error = error
+        finally:
+            with self._changed:
+                self._done = True
                 self._changed.notify_all()
 
+    def _keep(self, name: str, number: int, block: np.ndarray) -> None:
+        """A drawn block joins the waiting ones (called holding the lock)."""
+        self._ready[name][number] = block
+        self.waiting_bytes += block.nbytes
+        self.peak_waiting_bytes = max(self.peak_waiting_bytes, self.waiting_bytes)
+        self._changed.notify_all()
+
     def _starved(self) -> bool:
-        """The caller waits for a name with no block ready (called holding the lock): only the
-        worker drawing past the cap can end that wait. Once that name's block is ready it is
-        False again, whether or not the caller has woken yet, so the cap holds meanwhile."""
+        """The caller waits for a block that is not ready (called holding the lock): only the
+        worker drawing past the cap can end that wait. Once that block is ready it is False
+        again, whether or not the caller has woken yet, so the cap holds meanwhile."""
         wanted = self._wanted
-        return wanted is not None and not self._ready[wanted] and wanted not in self._finished
+        return wanted is not None and wanted[1] not in self._ready[wanted[0]]
 
     def blocks(self, name: str, n_clusters: int, dtype: type | None = np.float32) -> Iterator[np.ndarray]:
         """``name``'s blocks in order as ``dtype`` (None: as they wait, uint8 where the counts
         fit), waiting for the worker where it is behind; ``n_clusters`` must be the size it was
-        given (a mismatch is a caller's bug)."""
+        given (a mismatch is a caller's bug). Where the blocks are independent (Poissonized) and
+        the next one is not ready, the caller draws the next unclaimed block itself instead of
+        waiting: the worker and the caller then share the drawing."""
         if self.sizes.get(name) != n_clusters:
             raise ValueError(f"counts for {name!r} were drawn for {self.sizes.get(name)} clusters, "
                              f"not {n_clusters}")
-        while True:
-            with self._changed:
-                self._wanted = name
-                self._changed.notify_all()
-                self._changed.wait_for(lambda: bool(self._ready[name]) or name in self._finished
-                                       or self._error is not None)
-                self._wanted = None
-                if self._error is not None:
-                    raise self._error
-                if not self._ready[name]:
-                    return
-                block = self._ready[name].pop(0)
-                self.waiting_bytes -= block.nbytes
-                self._changed.notify_all()
+        independent = self._independent(name)
+        while (number := self._handed[name]) < self._n_blocks:
+            while True:
+                with self._changed:
+                    self._wanted = (name, number)
+                    self._changed.notify_all()
+                    self._changed.wait_for(lambda: number in self._ready[name] or self._done
+                                           or (independent and self._unclaimed[name] < self._n_blocks))
+                    self._wanted = None
+                    block = self._ready[name].pop(number, None)
+                    if block is not None:
+                        self.waiting_bytes -= block.nbytes
+                        self._changed.notify_all()
+                        break
+                    if self._error is not None:
+                        raise self._error
+                    stolen = self._claim(name)
+                    if stolen is None and self._done:
+                        raise RuntimeError(f"the draws of {name!r} stopped before block {number}")
+                if stolen is not None:
+                    drawn = self._draw_block(name, stolen)
+                    with self._changed:
+                        self._keep(name, stolen, drawn)
+            self._handed[name] = number + 1
             yield block if dtype is None or block.dtype == dtype else block.astype(dtype)
 
     def close(self) -> None:
