@@ -363,7 +363,11 @@ class CountsDrawnAhead:
     block is ready, and pauses again (so reading the names in any order cannot deadlock, and
     reading them in the order given never holds more than the cap, or one block where a block is
     larger). ``orders`` gives a name's column order (``order`` of :func:`resampled_cluster_counts`).
-    Use as a context manager, or call :meth:`close`, to stop the worker early."""
+    A name of :data:`POISSONIZED_FROM` clusters or more has independent blocks (each replicate its
+    own stream): the worker claims them one at a time, and a caller whose next block is not ready
+    draws the next unclaimed one itself rather than wait, so the two share the drawing once the
+    caller has nothing else to do (C2's 824K-item resamples). Use as a context manager, or call
+    :meth:`close`, to stop the worker early."""
 
     def __init__(self, sizes: Mapping[str, int], *, B: int, seed: int, chunk: int = REPLICATE_CHUNK,
                  max_waiting_bytes: int = 256 << 20, orders: Mapping[str, np.ndarray | None] | None = None) -> None:
