@@ -88,8 +88,8 @@ def item_score(bench: Bench, item_id: str, reply: str) -> dict[str, Any]:
     aligned = pa.table({"item_id": pa.array([item_id], pa.string()),
                         "response": pa.array([reply], pa.string()),
                         "status": pa.array(["ok"], pa.string())})
-    result = component.load("scorer")(one, aligned, options)
-    return result.items.to_pylist()[0]
+    with component.load("scorer")(one, aligned, options) as result:  # its summary is never aggregated
+        return result.items.to_pylist()[0]
 
 
 def _explanation(component: str, row: dict[str, Any]) -> str:
