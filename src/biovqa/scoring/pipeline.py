@@ -90,7 +90,7 @@ def score_predictions(
                                                 resolved=resolved, label=label, bench=bench, out=out,
                                                 predictions=predictions, predictions_path=predictions_path,
                                                 subset=subset)
-                writing.result()  # a failed write is raised here (after a failed summary, that failure is)
+                writing.result()  # a failed write is raised here; a failed summary was raised once the write ended
                 write_json(stage / SUMMARY_FILE, summary)
     out = Path(out)
     if console is not None:
