@@ -174,7 +174,7 @@ def test_the_caller_draws_independent_blocks_itself_rather_than_wait(monkeypatch
     import threading
 
     n = POISSONIZED_FROM
-    expected = np.vstack(list(resampled_cluster_counts(n, B=12, seed=9, chunk=2, dtype=np.uint8)))
+    expected = np.vstack(list(resampled_cluster_counts(n, B=24, seed=9, chunk=2, dtype=np.uint8)))
     drawn_by: list[str] = []
     original = draws_module._compact_poissonized_block
 
@@ -183,9 +183,9 @@ def test_the_caller_draws_independent_blocks_itself_rather_than_wait(monkeypatch
         return original(*args)
 
     monkeypatch.setattr(draws_module, "_compact_poissonized_block", recorded)
-    with draws_module.CountsDrawnAhead({"items": n}, B=12, seed=9, chunk=2, max_waiting_bytes=1) as early:
+    with draws_module.CountsDrawnAhead({"items": n}, B=24, seed=9, chunk=2, max_waiting_bytes=1) as early:
         got = list(early.blocks("items", n, dtype=None))
-    assert [len(b) for b in got] == [2] * 6 and all(b.dtype == np.uint8 for b in got)
+    assert [len(b) for b in got] == [2] * 12 and all(b.dtype == np.uint8 for b in got)
     np.testing.assert_array_equal(np.vstack(got), expected)
-    assert len(drawn_by) == 6  # each block drawn once
+    assert len(drawn_by) == 12  # each block drawn once
     assert threading.current_thread().name in drawn_by  # the caller drew some of them
