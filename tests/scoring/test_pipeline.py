@@ -202,3 +202,15 @@ def test_a_failed_aggregation_leaves_no_score_folder_and_no_drawing_thread(
     assert {p.name: p.read_bytes() for p in out.iterdir()} == before
     assert [p.name for p in tmp_path.iterdir() if "partial" in p.name] == []
     assert not [t for t in threading.enumerate() if t.name.startswith(("bootstrap-draws", "write-scores"))]
+
+
+def test_a_scorer_that_returns_something_else_is_named(
+        tmp_path: Path, demo_bench: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import biovqa.components.c1.score as c1_score
+    from biovqa.errors import BiovqaError
+
+    pq.write_table(gold_predictions(demo_bench), tmp_path / "p.parquet")
+    monkeypatch.setattr(c1_score, "score", lambda bench, predictions, options: (predictions, {}))
+    with pytest.raises(BiovqaError, match="scorer of component 'c1' returned a tuple, not a ScoreResult"):
+        score_predictions(demo_bench, tmp_path / "p.parquet", tmp_path / "scores")
+    assert not (tmp_path / "scores").exists()

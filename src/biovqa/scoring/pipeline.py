@@ -22,7 +22,7 @@ from biovqa.bench.folder import (
     write_json,
     write_parquet,
 )
-from biovqa.components.registry import Component, get_component
+from biovqa.components.registry import Component, ScoreResult, get_component
 from biovqa.errors import BiovqaError, InputFormatError, MissingResourceError
 from biovqa.interop.logs import harness_sha256
 from biovqa.scoring.predictions import (
@@ -78,7 +78,12 @@ def score_predictions(
     label = label or _model_label(predictions) or Path(predictions_path).parent.name
     with progress_stage(f"{component.name.upper()}: scoring {aligned.num_rows:,} items"
                         + (f", {boot:,} bootstrap resamples" if boot else "")):
-        with component.load("scorer")(bench, aligned, resolved) as result:
+        result = component.load("scorer")(bench, aligned, resolved)
+        if not isinstance(result, ScoreResult):  # a plug-in's scorer: a clear error, not a traceback
+            raise BiovqaError(f"the scorer of component {component.name!r} returned a {type(result).__name__}, "
+                              "not a ScoreResult",
+                              hint="return biovqa.components.ScoreResult(items=<per-item table>, summary=<dict>)")
+        with result:
             check_items(result.items, component=component.name)
             items = with_standard_columns(result.items)  # placed by construction: no second check
             with staged_folder(out) as stage:
