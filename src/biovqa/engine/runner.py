@@ -292,6 +292,8 @@ def _run_locked(bench_path: str | Path, out: str | Path, options: RunOptions,
         ranges = make_batches(todo.image_keys, todo.token_estimates, batch_tokens=batch_tokens,
                               max_batch_items=max_batch_items)
         batches = [todo.requests[a:b] for a, b in ranges]
+        progress = LiveProgress(len(todo), stream=progress_stream, enabled=options.progress,
+                                skipped=len(plan) - len(todo))
         card_args: dict[str, Any] = {
             "bench": bench, "options": options, "facts": facts, "header": header,
             "selected": len(plan), "resumed": len(plan) - len(todo), "started": started_wall,
@@ -301,36 +303,27 @@ def _run_locked(bench_path: str | Path, out: str | Path, options: RunOptions,
             "planned_tokens": int(plan.token_estimates.sum()),
             "prompting": prompting,
         }
+        write_card(out, build_card(**card_args, status="running"))
 
-        def on_batch_with(progress: LiveProgress) -> Callable[[int, list[Reply]], None]:
-            def on_batch(index: int, replies: list[Reply]) -> None:
-                batch = batches[index]
-                _check_replies(batch, replies, options.backend)
-                replies = [redactor.reply(r) for r in replies]
-                store.append([r.item_id for r in batch], replies, model_label)
-                progress.advance(batch, replies)
-            return on_batch
+        def on_batch(index: int, replies: list[Reply]) -> None:
+            batch = batches[index]
+            _check_replies(batch, replies, options.backend)
+            replies = [redactor.reply(r) for r in replies]
+            store.append([r.item_id for r in batch], replies, model_label)
+            progress.advance(batch, replies)
 
-        # from the first progress line on (what a user sees before pressing Ctrl-C), an interrupt
-        # leaves the card saying "interrupted", never "running"
-        shown: LiveProgress | None = None
         try:
-            shown = LiveProgress(len(todo), stream=progress_stream, enabled=options.progress,
-                                 skipped=len(plan) - len(todo))
-            write_card(out, build_card(**card_args, status="running"))
-            executor.run(batches, on_batch_with(shown))
+            executor.run(batches, on_batch)
         except BaseException as exc:
             store.flush()  # keep every reply received so far; the same command resumes
-            if shown is not None:
-                shown.close()
+            progress.close()
             status = "interrupted" if isinstance(exc, KeyboardInterrupt) else "failed"
             write_card(out, build_card(**card_args, status=status, ended=time.time(),
-                                       progress=None if shown is None else shown.snapshot()))
+                                       progress=progress.snapshot()))
             if isinstance(exc, BiovqaError):
                 exc.message = redactor.text(exc.message) or ""
                 exc.args = (exc.render(),)
             raise
-        progress = shown
         store.flush()
         progress.close()
         if store.segments_written > 64 or len(store.segment_paths()) > 256:

@@ -26,7 +26,7 @@ from __future__ import annotations
 import functools
 import math
 from collections.abc import Callable, Iterable, Sequence
-from contextlib import AbstractContextManager
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -362,7 +362,7 @@ _PARTITION = "partition"
 _PARTITION_CHUNK = 16
 
 
-def partition_draws(part: np.ndarray, n_parts: int, *, B: int, seed: int,
+def partition_draws(part: np.ndarray, n_parts: int, *, B: int, seed: int, chunk: int = _PARTITION_CHUNK,
                     max_waiting_bytes: int = 512 << 20) -> CountsDrawnAhead:
     """The draws of ``partition_replicates(values, part, n_parts, B=B, seed=seed)``, started now on
     a worker thread, before ``values`` exist: they depend on the item count, the seed and the part
@@ -370,7 +370,7 @@ def partition_draws(part: np.ndarray, n_parts: int, *, B: int, seed: int,
     replicate ≈ 4 ms to draw). They wait as uint8 (``max_waiting_bytes``: 512 MiB holds 650 of
     824K items' replicates). Pass them as ``draws=``; close them (a context manager) when done."""
     part = np.asarray(part, dtype=np.int64)
-    return CountsDrawnAhead({_PARTITION: len(part)}, B=max(B, 0), seed=seed, chunk=_PARTITION_CHUNK,
+    return CountsDrawnAhead({_PARTITION: len(part)}, B=max(B, 0), seed=seed, chunk=chunk,
                             max_waiting_bytes=max_waiting_bytes,
                             orders={_PARTITION: partition_order(part, n_parts)})
 
@@ -417,18 +417,17 @@ def partition_replicates(values: np.ndarray, part: np.ndarray, n_parts: int, *, 
     if classes:
         return _class_partition_replicates(values, part, n_parts, B=B, seed=seed, chunk=max(chunk, 64))
     product = PartitionProduct(values, part, n_parts)
-    blocks: Iterable[np.ndarray]
     if draws is not None:
         drawn_order, order = draws.orders.get(_PARTITION), product.order
         same_order = (drawn_order is None and order is None) or (
             drawn_order is not None and order is not None and np.array_equal(drawn_order, order))
         if draws.sizes.get(_PARTITION) != n or draws.B != B or draws.seed != seed or not same_order:
             raise ValueError("these draws were made for other items, B or seed (partition_draws)")
-        blocks = draws.blocks(_PARTITION, n, dtype=None)
-    else:  # the draws on worker threads, the light per-part products here
-        blocks = resampled_cluster_counts(n, B=B, seed=seed, chunk=chunk, dtype=np.float64, order=product.order,
-                                          draw_ahead=True, reuse=True)
-    flat = bootstrap_replicates(product, lambda totals, _: list(totals.T), B=B, seed=seed, counts=blocks)
+    # drawn here unless given: a worker thread and this one draw, the light products run here
+    with (partition_draws(part, n_parts, B=B, seed=seed, chunk=chunk) if draws is None
+          else nullcontext(draws)) as drawn:
+        flat = bootstrap_replicates(product, lambda totals, _: list(totals.T), B=B, seed=seed,
+                                    counts=drawn.blocks(_PARTITION, n, dtype=None))
     shaped = flat.reshape(B, n_parts, m + 1)
     return shaped[:, :, :m], shaped[:, :, m]
 

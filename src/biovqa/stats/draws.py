@@ -102,60 +102,27 @@ def resampled_cluster_counts(n_clusters: int, *, B: int, seed: int, chunk: int =
     another from one ``default_rng(seed)`` stream of bounded integers (:func:`_stream_counts`).
     Either way the blocks depend on the seed and the cluster count only, not on ``chunk``. With
     ``order`` (a permutation of the clusters) column ``j`` counts cluster ``order[j]`` instead.
-    With ``draw_ahead`` the drawing runs on worker threads while the caller uses the current block.
-    With ``reuse`` the blocks are written into one buffer (two when Poissonized and drawn ahead),
-    valid until the next block is asked for (a fresh 100 MB block per 16 replicates of 824K
+    With ``draw_ahead`` the drawing runs on a worker thread while the caller uses the current block
+    (Poissonized blocks through :class:`CountsDrawnAhead`, whose caller draws too when it waits).
+    With ``reuse`` the blocks are written into one buffer, valid until the next block is asked for (a fresh 100 MB block per 16 replicates of 824K
     clusters costs more in page faults than the drawing)."""
     _check_cluster_count(n_clusters)
     if n_clusters < POISSONIZED_FROM:
         yield from _stream_counts(n_clusters, B=B, seed=seed, chunk=chunk, dtype=dtype, order=order,
                                   draw_ahead=draw_ahead, reuse=reuse)
         return
-    starts = list(range(0, max(B, 0), chunk))
+    if draw_ahead:  # independent blocks: a worker and the caller draw them (CountsDrawnAhead)
+        with CountsDrawnAhead({"": n_clusters}, B=B, seed=seed, chunk=chunk, orders={"": order}) as ahead:
+            yield from ahead.blocks("", n_clusters, dtype=dtype)
+        return
     spare: list[np.ndarray] = []
-
-    def new_block(rows: int) -> np.ndarray:
-        if reuse and spare and len(spare[0]) >= rows:
-            return spare.pop(0)[:rows]
-        return np.empty((rows, n_clusters), dtype=dtype)
-
-    def fill(block: np.ndarray, first: int, rows: range) -> None:
-        _fill_poissonized(block, n_clusters, seed, first, rows, order)
-
-    def recycle(block: np.ndarray) -> None:
+    for start in range(0, max(B, 0), chunk):
+        rows = min(chunk, B - start)
+        block = spare.pop()[:rows] if spare and len(spare[0]) >= rows else np.empty((rows, n_clusters), dtype=dtype)
+        _fill_poissonized(block, n_clusters, seed, start, range(rows), order)
+        yield block
         if reuse:
             spare.append(block if block.base is None else block.base)
-
-    if not draw_ahead:
-        for start in starts:
-            block = new_block(min(chunk, B - start))
-            fill(block, start, range(len(block)))
-            yield block
-            recycle(block)
-        return
-
-    from concurrent.futures import Future, ThreadPoolExecutor
-
-    pool = ThreadPoolExecutor(2, thread_name_prefix="bootstrap-draws")
-
-    def submit(start: int) -> tuple[np.ndarray, list[Future[None]]]:
-        block = new_block(min(chunk, B - start))
-        half = (len(block) + 1) // 2
-        return block, [pool.submit(fill, block, start, range(0, half)),
-                       pool.submit(fill, block, start, range(half, len(block)))]
-
-    try:
-        pending = [submit(start) for start in starts[:1]]
-        for index in range(len(starts)):
-            block, futures = pending.pop()
-            for future in futures:
-                future.result()
-            if index + 1 < len(starts):
-                pending.append(submit(starts[index + 1]))  # the next block is drawn while this one is used
-            yield block
-            recycle(block)
-    finally:
-        pool.shutdown(wait=True, cancel_futures=True)
 
 
 def _fill_poissonized(block: np.ndarray, n_clusters: int, seed: int, first: int, rows: range,
