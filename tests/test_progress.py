@@ -10,6 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from rich.console import Console
 
 from biovqa.progress import LiveLine, show_progress, stage, stage_sequence, track
@@ -123,3 +124,63 @@ def test_a_live_line_on_a_terminal_is_redrawn_and_leaves_its_final_news() -> Non
     line.close("2/2 items [x] | ETA 00:00:00")
     assert screen.getvalue().rstrip().endswith("2/2 items [x] | ETA 00:00:00")
 
+
+
+
+class _InterruptedTerminal(io.StringIO):
+    """A terminal on which Ctrl-C arrives once, while the text ``interrupt_at`` is being drawn."""
+
+    def __init__(self, interrupt_at: str) -> None:
+        super().__init__()
+        self.interrupt_at: str | None = interrupt_at
+
+    def isatty(self) -> bool:
+        return True
+
+    def write(self, text: str) -> int:
+        if self.interrupt_at is not None and self.interrupt_at in text:
+            self.interrupt_at = None
+            raise KeyboardInterrupt
+        return super().write(text)
+
+
+def test_a_live_line_cut_short_by_ctrl_c_while_drawing_still_closes() -> None:
+    """Ctrl-C can land in the terminal write inside the first draw, after the display holds the
+    line but before the line knows its id: the half-drawn line is taken off again, and closing
+    (as ``biovqa run`` does after writing its interrupted card) leaves the final news instead of
+    failing."""
+    screen = _InterruptedTerminal("1/2 items")
+    line = LiveLine(stream=screen, interval_s=0)
+    with pytest.raises(KeyboardInterrupt):
+        line.draw("1/2 items")
+    display = line._display
+    assert display.task_ids == []
+    line.close("1/2 items | interrupted")
+    assert display.task_ids == [] and not display.live.is_started
+    assert screen.getvalue().rstrip().endswith("1/2 items | interrupted")
+
+
+def test_a_stage_cut_short_by_ctrl_c_while_drawing_stops_its_display() -> None:
+    """The same Ctrl-C in a stage's first draw: the stage's own display is stopped (a terminal
+    gets its cursor back) and an outer stage's display keeps only its own line."""
+    console = Console(file=_InterruptedTerminal("inner step"), force_terminal=True, width=120)
+    with show_progress(), stage("outer step", console=console) as outer:
+        with pytest.raises(KeyboardInterrupt), stage("inner step", console=console):
+            pass
+        assert outer._display.task_ids == [outer._task]
+    console = Console(file=_InterruptedTerminal("only step"), force_terminal=True, width=120)
+    with show_progress():
+        started = []
+        import rich.progress
+
+        original = rich.progress.Progress.start
+
+        def start(self: rich.progress.Progress) -> None:
+            started.append(self)
+            original(self)
+
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(rich.progress.Progress, "start", start)
+            with pytest.raises(KeyboardInterrupt), stage("only step", console=console):
+                pass
+    assert len(started) == 1 and not started[0].live.is_started and started[0].task_ids == []

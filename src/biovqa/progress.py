@@ -156,7 +156,7 @@ def stage(description: str, *, total: int | None = None, unit: str = "items",
                 own_display = live = _new_display(console, unit)
                 live.start()
             current._display = live
-            current._task = live.add_task(description, total=total)
+            current._task = _add_line(live, description, total=total)
         live_token = _LIVE.set(live)
         try:
             yield current
@@ -172,7 +172,21 @@ def stage(description: str, *, total: int | None = None, unit: str = "items",
 
             console.print(f"{mark}{escape(current.summary())}", highlight=False)
     finally:
+        if own_display is not None and own_display.live.is_started:  # interrupted before the yield
+            own_display.stop()
         _DEPTH.reset(depth_token)
+
+
+def _add_line(display: Any, description: str, total: int | None) -> Any:
+    """``display.add_task``, undone when an interrupt lands in the redraw inside it: the line is
+    then on the display, but its id never reached the caller, which could not remove it."""
+    before = set(display.task_ids)
+    try:
+        return display.add_task(description, total=total)
+    except BaseException:
+        for task in set(display.task_ids) - before:
+            display.remove_task(task)
+        raise
 
 
 class StageSequence:
@@ -280,14 +294,17 @@ class LiveLine:
                                          console=self._console, transient=True)
                 self._display.start()
                 self._own_display = True
-            self._task = self._display.add_task(escape(text), total=None)
+        if self._task is None:
+            self._task = _add_line(self._display, escape(text), total=None)
         else:
             self._display.update(self._task, description=escape(text))
 
     def close(self, final: str | None = None) -> None:
         """End the line; ``final`` (the last news) is written once, on a terminal or in a log."""
         if self._display is not None:
-            self._display.remove_task(self._task)
+            if self._task is not None:
+                self._display.remove_task(self._task)
+                self._task = None
             if self._own_display:
                 self._display.stop()
             self._display = None

@@ -316,10 +316,10 @@ def _run_locked(bench_path: str | Path, out: str | Path, options: RunOptions,
             executor.run(batches, on_batch)
         except BaseException as exc:
             store.flush()  # keep every reply received so far; the same command resumes
-            progress.close()
             status = "interrupted" if isinstance(exc, KeyboardInterrupt) else "failed"
             write_card(out, build_card(**card_args, status=status, ended=time.time(),
                                        progress=progress.snapshot()))
+            progress.close()  # after the card: a display cut short by the interrupt cannot cost it
             if isinstance(exc, BiovqaError):
                 exc.message = redactor.text(exc.message) or ""
                 exc.args = (exc.render(),)
