@@ -24,6 +24,7 @@ from biovqa.stats.bootstrap import (
     cluster_bootstrap_means,
     cluster_codes,
     item_bootstrap_means,
+    partition_draws,
     partition_replicates,
     percentile_interval,
     ratio_of_sums_replicates,
@@ -412,3 +413,36 @@ def test_sparse_products_of_integers_run_in_float32_with_the_same_numbers() -> N
     np.testing.assert_allclose(got[:, 9:], W.astype(np.float64) @ fractions.T.toarray(), rtol=1e-12)
     huge = sparse.csr_matrix(np.full((1, 200), 2.0 ** 20))  # totals could pass 2**24: float64
     assert SparseProduct(huge).matrices[0].dtype == np.float64
+
+
+def test_many_classes_are_drawn_poissonized_with_the_item_bootstraps_spread() -> None:
+    """From CLASSES_POISSONIZED_FROM classes on, the ``classes`` path draws each replicate's class
+    counts from its own stream (replicate_class_counts over the classes in part-then-value
+    order); its sums match the item path's in mean and spread."""
+    from biovqa.stats.bootstrap import CLASSES_POISSONIZED_FROM
+    from biovqa.stats.draws import ClassSizes, replicate_class_counts
+
+    rng = np.random.default_rng(4)
+    n = 12_000
+    # classes of one item, of a few (drawn through the tables) and of hundreds (NumPy's sampler)
+    score = np.where(rng.random(n) < 0.3, 0.0, rng.integers(0, 600, n) / 4)
+    values = np.column_stack([score, rng.integers(0, 2, n)]).astype(float)
+    values[:300, 0] = rng.random(300)
+    part = rng.integers(0, 3, n)
+    keys, size = np.unique(np.column_stack([part, values]), axis=0, return_counts=True)
+    assert len(size) >= CLASSES_POISSONIZED_FROM and (size == 1).sum() >= 300 and (size >= 16).sum() == 6
+    sums, counts = partition_replicates(values, part, 3, B=400, seed=5, classes=True)
+    draws = np.stack([replicate_class_counts(ClassSizes(size), 5, b) for b in range(400)]).astype(float)
+    for p in range(3):
+        mine = keys[:, 0] == p
+        np.testing.assert_allclose(sums[:, p], draws[:, mine] @ keys[mine, 1:], rtol=1e-12)
+        np.testing.assert_array_equal(counts[:, p], draws[:, mine].sum(axis=1))
+    items = partition_replicates(values, part, 3, B=400, seed=5)
+    for s, c in (items, (sums, counts)):
+        assert (c.sum(axis=1) == n).all()
+    mean = [s[:, 0, 0] / c[:, 0] for s, c in (items, (sums, counts))]
+    assert abs(mean[0].mean() - mean[1].mean()) < 0.2 * mean[0].std()
+    assert abs(mean[0].std() - mean[1].std()) < 0.15 * mean[0].std()
+    with pytest.raises(ValueError, match="drawn here"):
+        partition_replicates(values, part, 3, B=4, seed=5, classes=True,
+                             draws=partition_draws(part, 3, B=4, seed=5))

@@ -189,3 +189,72 @@ def test_the_caller_draws_independent_blocks_itself_rather_than_wait(monkeypatch
     np.testing.assert_array_equal(np.vstack(got), expected)
     assert len(drawn_by) == 12  # each block drawn once
     assert threading.current_thread().name in drawn_by  # the caller drew some of them
+
+
+# --- draws per class (replicate_class_counts): C2's items with the same family and scores ----
+
+@pytest.mark.parametrize("size", [0, 1, 2, 7, 15])
+def test_each_class_table_is_its_poisson_cdf_to_48_bits(size: int) -> None:
+    """Row ``size`` of the class tables counts Poisson(size) balls from a 16-bit uniform, or says
+    that the bucket straddles a step (then 32 more bits and that size's steps decide)."""
+    table = draws_module._class_tables()[size << 16:(size + 1) << 16]
+    steps = draws_module._class_steps(size)
+    if size == 0:  # a large class's row: its count comes from NumPy's sampler, never from here
+        assert len(steps) == 0 and (table == 0).all()
+        return
+    np.testing.assert_allclose(steps.astype(np.float64) / 2.0**48,
+                               stats.poisson.cdf(np.arange(len(steps)), size), rtol=0, atol=2.0**-47)
+    ambiguous = table == draws_module._AMBIGUOUS
+    assert 0 < ambiguous.sum() <= len(steps)
+    counts = table[~ambiguous].astype(int)
+    assert (np.diff(counts) >= 0).all()
+    # each unambiguous bucket's count is the step the bucket's lowest 48-bit value falls under
+    buckets = np.flatnonzero(~ambiguous).astype(np.uint64) << np.uint64(32)
+    np.testing.assert_array_equal(counts, np.searchsorted(steps, buckets, side="right"))
+
+
+def test_class_draws_sum_to_n_and_depend_on_seed_and_number_only() -> None:
+    from biovqa.stats.draws import ClassSizes, replicate_class_counts
+
+    classes = ClassSizes(np.array([1, 3, 15, 16, 400, 1, 2]))
+    for replicate in range(50):
+        counts = replicate_class_counts(classes, 4, replicate)
+        assert counts.dtype == np.int32 and counts.shape == (7,) and int(counts.sum()) == 438
+        assert (counts >= 0).all()
+        np.testing.assert_array_equal(counts, replicate_class_counts(classes, 4, replicate))
+    assert not np.array_equal(replicate_class_counts(classes, 4, 0), replicate_class_counts(classes, 5, 0))
+    with pytest.raises(ValueError, match="positive"):
+        ClassSizes(np.array([2, 0, 1]))
+
+
+def test_class_draws_follow_the_multinomial_over_the_class_shares() -> None:
+    """Sizes on both sides of the table's limit (a class of 16 or more is drawn by NumPy's Poisson
+    sampler): 20 000 replicates against the multinomial's means, variances and one covariance,
+    and the exact distribution of two classes of one and two clusters out of three."""
+    from biovqa.stats.draws import ClassSizes, replicate_class_counts
+
+    sizes = np.array([1, 2, 5, 15, 16, 40, 300, 1, 1])
+    n, p = int(sizes.sum()), sizes / sizes.sum()
+    drawn = np.stack([replicate_class_counts(ClassSizes(sizes), 9, b) for b in range(20_000)]).astype(float)
+    np.testing.assert_allclose(drawn.mean(axis=0), n * p, rtol=0.03)
+    np.testing.assert_allclose(drawn.var(axis=0), n * p * (1 - p), rtol=0.06)
+    cov = np.cov(drawn[:, 5], drawn[:, 6])[0, 1]
+    assert cov == pytest.approx(-n * p[5] * p[6], rel=0.1)
+    small = Counter(tuple(replicate_class_counts(ClassSizes(np.array([1, 2])), 3, b).tolist())
+                    for b in range(30_000))
+    cells = [(k, 3 - k) for k in range(4)]
+    expected = np.array([stats.binom.pmf(k, 3, 1 / 3) for k, _ in cells]) * 30_000
+    assert stats.chisquare([small.get(c, 0) for c in cells], expected).pvalue > 0.001
+
+
+def test_class_draws_ahead_are_the_same_whoever_draws_them() -> None:
+    """A name drawn per class in CountsDrawnAhead: its blocks (int32, one column per class) are
+    replicate_class_counts in order, though the worker and the caller share the drawing."""
+    from biovqa.stats.draws import ClassSizes, CountsDrawnAhead, replicate_class_counts
+
+    classes = ClassSizes(np.arange(1, 3001) % 20 + 1)
+    with CountsDrawnAhead({}, classes={"c": classes}, B=45, seed=6, chunk=4) as ahead:
+        blocks = list(ahead.blocks("c", 3000, dtype=None))
+    assert [len(b) for b in blocks] == [4] * 11 + [1] and {b.dtype for b in blocks} == {np.dtype(np.int32)}
+    np.testing.assert_array_equal(np.vstack(blocks),
+                                  np.stack([replicate_class_counts(classes, 6, b) for b in range(45)]))

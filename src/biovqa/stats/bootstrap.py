@@ -35,6 +35,7 @@ import numpy as np
 from biovqa.stats import CONFIDENCE
 from biovqa.stats.draws import (
     REPLICATE_CHUNK,
+    ClassSizes,
     CountsDrawnAhead,
     cluster_codes,
     resampled_cluster_counts,
@@ -336,13 +337,15 @@ def cluster_sums(values: np.ndarray, codes: np.ndarray, n_clusters: int) -> tupl
 
 
 def ratio_of_sums_replicates(numerators: np.ndarray, denominators: np.ndarray, *, B: int, seed: int,
-                             denominator_of: np.ndarray | None = None) -> np.ndarray:
+                             denominator_of: np.ndarray | None = None,
+                             counts: Iterable[np.ndarray] | None = None) -> np.ndarray:
     """Bootstrap replicates (``B × K``) of ``Σ numerator / Σ denominator`` per statistic.
 
     ``numerators`` is ``(n_clusters, K)`` and ``denominators`` ``(n_clusters, D)``; statistic ``k``
     divides by denominator column ``denominator_of[k]`` (default: the same column, ``D = K``), so
     statistics sharing a denominator share its matrix product. A replicate with a zero
-    denominator gives NaN for that statistic. Products in float32 (:class:`Float32Product`)."""
+    denominator gives NaN for that statistic. Products in float32 (:class:`Float32Product`).
+    ``counts`` are the draw counts to use (:func:`bootstrap_replicates`)."""
     product = Float32Product(numerators, denominators)
     K = product.matrices[0].shape[1]
     index = np.arange(K) if denominator_of is None else np.asarray(denominator_of, dtype=np.int64)
@@ -353,7 +356,7 @@ def ratio_of_sums_replicates(numerators: np.ndarray, denominators: np.ndarray, *
 
     if B <= 0:
         return np.empty((0, K))
-    return bootstrap_replicates(product, statistics, B=B, seed=seed)
+    return bootstrap_replicates(product, statistics, B=B, seed=seed, counts=counts)
 
 
 #: the name :func:`partition_draws` draws its counts under
@@ -392,11 +395,13 @@ def partition_replicates(values: np.ndarray, part: np.ndarray, n_parts: int, *, 
     rounding.
 
     With ``classes`` the items that agree in part and every value are one class, and replicate
-    ``b`` draws how many of its ``n`` items fall in each class as one multinomial over the
-    classes' shares (:func:`resampled_class_counts` with one stratum; the classes in part-then-value
-    order): the same resampling distribution of every sum, from a different stream, so the
-    bounds differ from the default path's by Monte Carlo noise only. It pays where classes are
-    few against items (0/1 scores, a few credit values; ``benchmarks/stats_item_bootstrap.py``).
+    ``b`` draws how many of its ``n`` items fall in each class (one multinomial over the classes'
+    shares; the classes in part-then-value order): the same resampling distribution of every
+    sum, from a different stream, so the bounds differ from the default path's by Monte Carlo
+    noise only. It pays wherever classes are fewer than items: a draw and a product per class
+    instead of per item (0/1 scores and a few credit values most; C2's 824K items are about 141K
+    classes; ``benchmarks/stats_item_bootstrap.py``). The draws cannot start before the values
+    exist, so ``draws`` are not taken with it.
 
     ``draws`` (from :func:`partition_draws` with the same ``part``, ``B`` and ``seed``) are the
     same counts drawn earlier; without them the counts are drawn here."""
@@ -415,7 +420,9 @@ def partition_replicates(values: np.ndarray, part: np.ndarray, n_parts: int, *, 
     if B <= 0:
         return np.zeros((0, n_parts, m)), np.zeros((0, n_parts))
     if classes:
-        return _class_partition_replicates(values, part, n_parts, B=B, seed=seed, chunk=max(chunk, 64))
+        if draws is not None:
+            raise ValueError("class draws depend on the values: they are drawn here, not given")
+        return _class_partition_replicates(values, part, n_parts, B=B, seed=seed, chunk=chunk)
     product = PartitionProduct(values, part, n_parts)
     if draws is not None:
         drawn_order, order = draws.orders.get(_PARTITION), product.order
@@ -434,30 +441,51 @@ def partition_replicates(values: np.ndarray, part: np.ndarray, n_parts: int, *, 
 
 def _class_partition_replicates(values: np.ndarray, part: np.ndarray, n_parts: int, *, B: int, seed: int,
                                 chunk: int) -> tuple[np.ndarray, np.ndarray]:
-    """:func:`partition_replicates` with ``classes``: one multinomial over the classes of identical
-    (part, values) rows per replicate, ``chunk`` replicates per call from one ``default_rng(seed)``
-    stream (the same numbers as one call for all ``B``)."""
+    """:func:`partition_replicates` with ``classes``: replicate ``b`` draws how many of the ``n``
+    items fall in each class of identical (part, values) rows, numbered in part-then-value order.
+    From :data:`CLASSES_POISSONIZED_FROM` classes on, each replicate from its own stream
+    (:func:`~biovqa.stats.draws.replicate_class_counts`, drawn by a worker thread and this one);
+    below, one multinomial over the classes' shares per replicate, ``chunk`` replicates per call
+    from one ``default_rng(seed)`` stream (the same numbers as one call for all ``B``)."""
+    code = _class_codes(values, part)
+    first = np.unique(code, return_index=True)[1]
+    size = np.bincount(code)
+    product = PartitionProduct(values[first], part[first], n_parts)
+    m = values.shape[1]
+    if len(size) >= CLASSES_POISSONIZED_FROM:
+        with CountsDrawnAhead({}, classes={_PARTITION: ClassSizes(size)}, B=B, seed=seed,
+                              chunk=chunk) as drawn:
+            flat = bootstrap_replicates(product, lambda totals, _: list(totals.T), B=B, seed=seed,
+                                        counts=drawn.blocks(_PARTITION, len(size), dtype=None))
+    else:
+        n = int(size.sum())
+        shares = size / n
+        rng = np.random.default_rng(seed)
+        flat = np.empty((B, n_parts * (m + 1)))
+        chunk = max(chunk, 64)
+        for start in range(0, B, chunk):
+            rows = min(chunk, B - start)
+            flat[start:start + rows] = product(rng.multinomial(n, shares, size=rows).astype(np.float64))
+    shaped = flat.reshape(B, n_parts, m + 1)
+    return shaped[:, :, :m], shaped[:, :, m]
+
+
+#: from this many classes on, :func:`partition_replicates` draws class counts Poissonized, each
+#: replicate from its own stream; below, a multinomial over the classes is cheaper (its cost grows
+#: with the classes, the Poissonized draw's fixed cost per replicate does not)
+CLASSES_POISSONIZED_FROM = 1 << 11
+
+
+def _class_codes(values: np.ndarray, part: np.ndarray) -> np.ndarray:
+    """One code per distinct (part, values) row, numbered in part-then-value order: each column's
+    sorted codes folded into the running code and renumbered (so no code exceeds the row count)."""
     import pandas as pd
 
-    # one code per distinct (part, values) row, numbered in part-then-value order: each column's
-    # sorted codes folded into the running code and renumbered (so no code exceeds the row count)
     code = part.astype(np.int64)
     for column in values.T:
         value_codes, distinct = pd.factorize(column, sort=True)
         code = pd.factorize(code * len(distinct) + value_codes, sort=True)[0]
-    first = np.unique(code, return_index=True)[1]
-    size = np.bincount(code)
-    product = PartitionProduct(values[first], part[first], n_parts)
-    n = int(size.sum())
-    shares = size / n
-    rng = np.random.default_rng(seed)
-    m = values.shape[1]
-    flat = np.empty((B, n_parts * (m + 1)))
-    for start in range(0, B, chunk):
-        rows = min(chunk, B - start)
-        flat[start:start + rows] = product(rng.multinomial(n, shares, size=rows).astype(np.float64))
-    shaped = flat.reshape(B, n_parts, m + 1)
-    return shaped[:, :, :m], shaped[:, :, m]
+    return code
 
 
 def percentile_interval(replicates: np.ndarray, confidence: float = CONFIDENCE) -> tuple[np.ndarray, np.ndarray]:

@@ -123,11 +123,12 @@ def test_summary_is_json_clean(make_bench):
 
 def _masked_group_intervals(cags: np.ndarray, em: np.ndarray, s: np.ndarray,
                       groups: Sequence[np.ndarray], *, resamples: int, seed: int,
-                      confidence: float = 0.95) -> list[tuple[np.ndarray, np.ndarray] | None]:
+                      confidence: float = 0.95, counts: np.ndarray | None = None,
+                      ) -> list[tuple[np.ndarray, np.ndarray] | None]:
     """The path summarize() took before it summed each item once in its family: bootstrap CIs of
-    (cags, EM, GS_raw) for every group mask, from one set of item resamples
-    (the shared :mod:`biovqa.stats.bootstrap` draws): each group's mean is a ratio of resampled
-    sums, the three metrics of a group share its denominator. Identical to
+    (cags, EM, GS_raw) for every group mask, from one set of item resamples (``counts``, items ×
+    replicates, or the shared :mod:`biovqa.stats.bootstrap` draws): each group's mean is a ratio
+    of resampled sums, the three metrics of a group share its denominator. Identical to
     ``cluster_bootstrap_means`` on NaN-masked columns with the items as clusters."""
     from biovqa.stats.bootstrap import percentile_interval, ratio_of_sums_replicates
 
@@ -137,24 +138,32 @@ def _masked_group_intervals(cags: np.ndarray, em: np.ndarray, s: np.ndarray,
                                   for metric in (cags, em, s)])
     denominators = np.column_stack([mask.astype(float) for mask in groups])
     replicates = ratio_of_sums_replicates(numerators, denominators, B=resamples, seed=seed,
-                                          denominator_of=np.repeat(np.arange(len(groups)), 3))
+                                          denominator_of=np.repeat(np.arange(len(groups)), 3),
+                                          counts=None if counts is None else [counts])
     lo, hi = percentile_interval(replicates, confidence)
     return [(lo[3 * g:3 * g + 3], hi[3 * g:3 * g + 3]) for g in range(len(groups))]
 
 
 def test_family_path_intervals_equal_the_masked_group_path():
-    """summarize() bootstraps each item once in its family's sums; every interval of the summary
-    (pooled, categories, families) equals the one the masked-columns path (_masked_group_intervals)
-    gives from the same resamples, to its float32 rounding. An item of no known family counts in
-    the pooled group only."""
+    """summarize() bootstraps each class of items (same family and scores) once in its family's
+    sums; every interval of the summary (pooled, categories, families) equals the one the
+    masked-columns path (_masked_group_intervals) gives from the same resamples, to its float32
+    rounding. The items here are all distinct, each its own class, numbered in family-then-value
+    order, and enough of them that the classes are drawn Poissonized, a replicate per stream
+    (replicate_class_counts). An item of no known family counts in the pooled group only."""
+    from biovqa.components.c2.summary import family_parts
     from biovqa.components.c2.tasks import CATEGORIES, CATEGORY_OF, FAMILIES
+    from biovqa.stats.bootstrap import CLASSES_POISSONIZED_FROM
+    from biovqa.stats.draws import ClassSizes, replicate_class_counts
+    from biovqa.text import codes_in
 
     rng = np.random.default_rng(3)
-    sizes = {"attr_bare_value": 400, "attr_group_value": 350, "marker_localization": 40,
-             "visibility_side": 60, "category_mcq": 30, "open_genus": 3}
+    sizes = {"attr_bare_value": 1000, "attr_group_value": 800, "marker_localization": 100,
+             "visibility_side": 150, "category_mcq": 80, "open_genus": 3}
     families = rng.permutation(np.repeat(np.array(list(sizes) + ["not_a_family"], dtype=object),
                                          list(sizes.values()) + [5]))
     n = len(families)
+    assert n >= CLASSES_POISSONIZED_FROM
     cags = rng.random(n)
     em = (rng.random(n) < 0.6).astype(np.int8)
     table = pa.table({
@@ -164,13 +173,19 @@ def test_family_path_intervals_equal_the_masked_group_path():
         "parsed": pa.array([None] * n, pa.string()),
     })
     summary = summarize(table, None, {"bootstrap": 300, "seed": 11})
+    part = family_parts(codes_in(table.column("family"), FAMILIES))[0]
+    s = table.column("s").to_numpy()
+    order = np.lexsort((s, em, cags, part))  # the classes' order: family, then the values
+    counts = np.zeros((300, n), dtype=np.float32)
+    for b in range(300):
+        counts[b, order] = replicate_class_counts(ClassSizes(np.ones(n)), 11, b)
     present = [f for f in FAMILIES if f in sizes]
     categories = [c for c in CATEGORIES if any(CATEGORY_OF[f] == c for f in present)]
     masks = ([np.ones(n, dtype=bool)]
              + [np.isin(families, [f for f in present if CATEGORY_OF[f] == c]) for c in categories]
              + [families == f for f in present])
-    reference = _masked_group_intervals(cags, em.astype(float), table.column("s").to_numpy(), masks,
-                                  resamples=300, seed=11)
+    reference = _masked_group_intervals(cags, em.astype(float), s, masks, resamples=300, seed=11,
+                                        counts=counts)
     entries = [summary["pooled"]] + [summary["categories"][c] for c in categories] \
         + [summary["families"][f] for f in present]
     assert len(entries) == len(reference)

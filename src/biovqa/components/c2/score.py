@@ -43,7 +43,7 @@ from biovqa.bench.folder import Bench
 from biovqa.components.c2.cags import score_items
 from biovqa.components.c2.context import C2Context
 from biovqa.components.c2.kernels import PART_LAYOUT_FILE, KernelConfig, PartLayout
-from biovqa.components.c2.summary import item_draws, summarize
+from biovqa.components.c2.summary import summarize
 
 __all__ = ["C2Context", "KernelConfig", "kernel_config", "load_context", "score"]
 
@@ -82,9 +82,5 @@ def score(bench: Bench, predictions: pa.Table, options: Mapping[str, Any] | None
     """Score C2 predictions (aligned with ``bench.items``): per-item table + summary."""
     options = resolve_options(options)
     items = bench.item_columns(SCORE_COLUMNS)
-    # the bootstrap's draws depend on the items alone: drawn on the second core while they are scored
-    draws = item_draws(items, B=int(options["bootstrap"]), seed=int(options["seed"]))
-    with draws.closed_on_error():
-        table = score_items(items, predictions, load_context(bench, items), kernel_config(options))
-    return ScoreResult(items=table, aggregate=lambda: summarize(table, items, options, draws=draws),
-                       release=draws.close)
+    table = score_items(items, predictions, load_context(bench, items), kernel_config(options))
+    return ScoreResult(items=table, aggregate=lambda: summarize(table, items, options))

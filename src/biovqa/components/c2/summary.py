@@ -24,7 +24,6 @@ from biovqa.components.c2 import parse
 from biovqa.components.c2.tasks import CATEGORIES, CATEGORY_OF, CLUSTER_UNIT, FAMILIES, MCQ_FAMILIES, TABLE3_COLUMNS
 from biovqa.scoring.schema import estimate
 from biovqa.stats import CONFIDENCE
-from biovqa.stats.draws import CountsDrawnAhead
 from biovqa.text import codes_in
 
 METRICS = ("cags", "em", "gs_raw")
@@ -59,34 +58,23 @@ def family_parts(family: np.ndarray) -> tuple[np.ndarray, int]:
     return np.where(family >= 0, family, len(FAMILIES)), len(FAMILIES) + 1
 
 
-def item_draws(items: pa.Table, *, B: int, seed: int) -> CountsDrawnAhead:
-    """The item bootstrap's draws for ``items`` (C2 item rows, as scored), started now so they
-    overlap the per-item scoring (:func:`biovqa.stats.bootstrap.partition_draws`; nothing is
-    drawn for B = 0). Pass them to :func:`summarize` and close them afterwards."""
-    from biovqa.stats.bootstrap import partition_draws
-
-    return partition_draws(*family_parts(codes_in(items.column("family"), FAMILIES)), B=B, seed=seed)
-
-
 def family_intervals(cags: np.ndarray, em: np.ndarray, s: np.ndarray, family: np.ndarray,
                      groups: Sequence[Sequence[int]], *, B: int, seed: int,
-                     confidence: float = CONFIDENCE, draws: CountsDrawnAhead | None = None,
-                     ) -> list[tuple[np.ndarray, np.ndarray] | None]:
+                     confidence: float = CONFIDENCE) -> list[tuple[np.ndarray, np.ndarray] | None]:
     """Bootstrap CIs of (cags, EM, GS_raw) for groups that are unions of families, as every C2 group is
     (pooled, a category, a family): ``groups`` lists each group's family codes (``-1`` stands
-    for items of no known family, which only the pooled group holds). The same item resamples
-    (same seed, same stream); each item enters its family's sums once
-    (:func:`biovqa.stats.bootstrap.partition_replicates`) and a group's replicate is the ratio of
-    its families' summed sums, so the bounds equal the masked-columns path's (one column per group and metric) up to its float32
-    rounding (≤ 1e-6 relative), at a fraction of its cost (every item in 75 masked columns).
-    ``draws`` are :func:`item_draws` of these items, started before they were scored."""
+    for items of no known family, which only the pooled group holds). Every group from the same
+    item resamples: each replicate draws how many items fall in each class of items with the same
+    family and scores (:func:`biovqa.stats.bootstrap.partition_replicates` with ``classes``: the
+    item bootstrap's distribution, a draw per class instead of per item) and a group's replicate
+    is the ratio of its families' summed sums."""
     from biovqa.stats.bootstrap import partition_replicates, percentile_interval
 
     if B <= 0 or len(cags) == 0:
         return [None] * len(groups)
     part, n_parts = family_parts(family)
     sums, counts = partition_replicates(np.column_stack([cags, em, s]), part, n_parts, B=B,
-                                        seed=seed, draws=draws)
+                                        seed=seed, classes=True)
     replicates = np.empty((B, 3 * len(groups)))
     for g, members in enumerate(groups):
         parts = [len(FAMILIES) if code < 0 else code for code in members]
@@ -207,11 +195,10 @@ def laterality(gold: Sequence[Any], pred: Sequence[Any], options: Sequence[Seque
 
 
 def summarize(scored: pa.Table, items: pa.Table | None = None,
-              options: Mapping[str, Any] | None = None, *, draws: CountsDrawnAhead | None = None) -> dict[str, Any]:
+              options: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """The C2 summary dict from per-item scores (see :mod:`biovqa.components.c2.score` for its
     shape). ``items`` (aligned with ``scored``) gives the option lists the laterality analysis
-    reads; ``options`` holds ``bootstrap`` (B), ``seed`` and ``confidence`` (defaults 1000, 42, 0.95);
-    ``draws`` are the bootstrap's counts started early (:func:`item_draws`)."""
+    reads; ``options`` holds ``bootstrap`` (B), ``seed`` and ``confidence`` (defaults 1000, 42, 0.95)."""
     options = options or {}
     B = int(options.get("bootstrap", 1000))
     seed = int(options.get("seed", 42))
@@ -242,8 +229,7 @@ def summarize(scored: pa.Table, items: pa.Table | None = None,
     group_families = ([[-1, *range(len(FAMILIES))]]
                       + [[family_code[f] for f in FAMILIES if CATEGORY_OF[f] == c] for c in present_categories]
                       + [[family_code[f]] for f in present_families])
-    intervals = family_intervals(cags, em, s, family, group_families, B=B, seed=seed, confidence=confidence,
-                                 draws=draws)
+    intervals = family_intervals(cags, em, s, family, group_families, B=B, seed=seed, confidence=confidence)
     pooled = group_summary(cags, em, s, intervals[0])
     categories: dict[str, Any] = {}
     for offset, category in enumerate(present_categories, start=1):
