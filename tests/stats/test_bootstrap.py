@@ -24,7 +24,6 @@ from biovqa.stats.bootstrap import (
     cluster_bootstrap_means,
     cluster_codes,
     item_bootstrap_means,
-    partition_draws,
     partition_replicates,
     percentile_interval,
     ratio_of_sums_replicates,
@@ -443,6 +442,3 @@ def test_many_classes_are_drawn_poissonized_with_the_item_bootstraps_spread() ->
     mean = [s[:, 0, 0] / c[:, 0] for s, c in (items, (sums, counts))]
     assert abs(mean[0].mean() - mean[1].mean()) < 0.2 * mean[0].std()
     assert abs(mean[0].std() - mean[1].std()) < 0.15 * mean[0].std()
-    with pytest.raises(ValueError, match="drawn here"):
-        partition_replicates(values, part, 3, B=4, seed=5, classes=True,
-                             draws=partition_draws(part, 3, B=4, seed=5))

@@ -112,38 +112,6 @@ def test_an_item_bootstrap_gives_the_same_interval_either_way(monkeypatch: pytes
     assert (np.abs(bounds[1] - bounds[POISSONIZED_FROM]) < 0.25 * standard_error).all()
 
 
-@pytest.mark.parametrize("n", [5_000, POISSONIZED_FROM + 7])
-def test_draws_started_before_the_values_give_the_same_replicates(n: int) -> None:
-    """partition_draws (C2 starts them before its items are scored) are the counts
-    partition_replicates draws itself: the same replicates, below and above the Poissonized
-    threshold, with interleaved parts (so the counts are drawn in part order)."""
-    from biovqa.stats.bootstrap import partition_draws
-
-    rng = np.random.default_rng(5)
-    values = np.column_stack([rng.random(n), (rng.random(n) < 0.4).astype(float)])
-    part = rng.integers(0, 4, n)  # interleaved: drawn in a stable sort by part
-    B = 40 if n < POISSONIZED_FROM else 6
-    expected = partition_replicates(values, part, 4, B=B, seed=11)
-    with partition_draws(part, 4, B=B, seed=11) as early:
-        got = partition_replicates(values, part, 4, B=B, seed=11, draws=early)
-    for want, have in zip(expected, got):
-        np.testing.assert_allclose(have, want, rtol=1e-12, atol=1e-9)  # uint8 counts widened piecewise
-    np.testing.assert_array_equal(got[1], expected[1])  # the draw counts themselves are equal
-
-
-def test_draws_made_for_other_items_are_refused() -> None:
-    from biovqa.stats.bootstrap import partition_draws
-
-    part = np.repeat(np.arange(3), 50)
-    values = np.ones((150, 1))
-    with partition_draws(part[::-1].copy(), 3, B=5, seed=1) as early:  # another part order
-        with pytest.raises(ValueError, match="other items, B or seed"):
-            partition_replicates(values, np.tile(np.arange(3), 50), 3, B=5, seed=1, draws=early)
-    with partition_draws(part, 3, B=5, seed=2) as early:
-        with pytest.raises(ValueError, match="other items, B or seed"):
-            partition_replicates(values, part, 3, B=5, seed=1, draws=early)
-
-
 def test_a_count_over_255_is_kept_wider_not_wrapped(monkeypatch: pytest.MonkeyPatch) -> None:
     """Poissonized counts wait as uint8; a replicate that drew one cluster more than 255 times
     (never seen: Poisson(1)) makes its block float32 instead of wrapping the count."""

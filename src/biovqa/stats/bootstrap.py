@@ -26,7 +26,7 @@ from __future__ import annotations
 import functools
 import math
 from collections.abc import Callable, Iterable, Sequence
-from contextlib import AbstractContextManager, nullcontext
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -359,28 +359,14 @@ def ratio_of_sums_replicates(numerators: np.ndarray, denominators: np.ndarray, *
     return bootstrap_replicates(product, statistics, B=B, seed=seed, counts=counts)
 
 
-#: the name :func:`partition_draws` draws its counts under
+#: the name a partition bootstrap's counts are drawn under (:class:`CountsDrawnAhead`)
 _PARTITION = "partition"
 #: replicates per count block of an item bootstrap over a partition (16 × 824K uint8: 13 MB)
 _PARTITION_CHUNK = 16
 
 
-def partition_draws(part: np.ndarray, n_parts: int, *, B: int, seed: int, chunk: int = _PARTITION_CHUNK,
-                    max_waiting_bytes: int = 512 << 20) -> CountsDrawnAhead:
-    """The draws of ``partition_replicates(values, part, n_parts, B=B, seed=seed)``, started now on
-    a worker thread, before ``values`` exist: they depend on the item count, the seed and the part
-    order only, so they overlap the per-item scoring on the second core (C2: 824K items, a
-    replicate ≈ 4 ms to draw). They wait as uint8 (``max_waiting_bytes``: 512 MiB holds 650 of
-    824K items' replicates). Pass them as ``draws=``; close them (a context manager) when done."""
-    part = np.asarray(part, dtype=np.int64)
-    return CountsDrawnAhead({_PARTITION: len(part)}, B=max(B, 0), seed=seed, chunk=chunk,
-                            max_waiting_bytes=max_waiting_bytes,
-                            orders={_PARTITION: partition_order(part, n_parts)})
-
-
 def partition_replicates(values: np.ndarray, part: np.ndarray, n_parts: int, *, B: int, seed: int,
-                         chunk: int = _PARTITION_CHUNK, classes: bool = False,
-                         draws: CountsDrawnAhead | None = None) -> tuple[np.ndarray, np.ndarray]:
+                         chunk: int = _PARTITION_CHUNK, classes: bool = False) -> tuple[np.ndarray, np.ndarray]:
     """Item-bootstrap replicates of per-part sums, for statistics whose cells are unions of the
     parts of one partition of the items (C2: pooled, categories and families are unions of
     families).
@@ -400,11 +386,11 @@ def partition_replicates(values: np.ndarray, part: np.ndarray, n_parts: int, *, 
     sum, from a different stream, so the bounds differ from the default path's by Monte Carlo
     noise only. It pays wherever classes are fewer than items: a draw and a product per class
     instead of per item (0/1 scores and a few credit values most; C2's 824K items are about 141K
-    classes; ``benchmarks/stats_item_bootstrap.py``). The draws cannot start before the values
-    exist, so ``draws`` are not taken with it.
+    classes; ``benchmarks/stats_item_bootstrap.py``).
 
-    ``draws`` (from :func:`partition_draws` with the same ``part``, ``B`` and ``seed``) are the
-    same counts drawn earlier; without them the counts are drawn here."""
+    Either way a worker thread and the caller draw the counts (:class:`CountsDrawnAhead`, the
+    caller also running the products), except below the Poissonized thresholds, where one
+    stream is read in order."""
     values = np.asarray(values, dtype=np.float64)
     if values.ndim == 1:
         values = values[:, None]
@@ -420,19 +406,10 @@ def partition_replicates(values: np.ndarray, part: np.ndarray, n_parts: int, *, 
     if B <= 0:
         return np.zeros((0, n_parts, m)), np.zeros((0, n_parts))
     if classes:
-        if draws is not None:
-            raise ValueError("class draws depend on the values: they are drawn here, not given")
         return _class_partition_replicates(values, part, n_parts, B=B, seed=seed, chunk=chunk)
     product = PartitionProduct(values, part, n_parts)
-    if draws is not None:
-        drawn_order, order = draws.orders.get(_PARTITION), product.order
-        same_order = (drawn_order is None and order is None) or (
-            drawn_order is not None and order is not None and np.array_equal(drawn_order, order))
-        if draws.sizes.get(_PARTITION) != n or draws.B != B or draws.seed != seed or not same_order:
-            raise ValueError("these draws were made for other items, B or seed (partition_draws)")
-    # drawn here unless given: a worker thread and this one draw, the light products run here
-    with (partition_draws(part, n_parts, B=B, seed=seed, chunk=chunk) if draws is None
-          else nullcontext(draws)) as drawn:
+    with CountsDrawnAhead({_PARTITION: n}, B=B, seed=seed, chunk=chunk, max_waiting_bytes=512 << 20,
+                          orders={_PARTITION: product.order}) as drawn:
         flat = bootstrap_replicates(product, lambda totals, _: list(totals.T), B=B, seed=seed,
                                     counts=drawn.blocks(_PARTITION, n, dtype=None))
     shaped = flat.reshape(B, n_parts, m + 1)
@@ -671,7 +648,7 @@ class Bootstrap:
 __all__ = ["Bootstrap", "BootstrapMeans", "ClusterBootstrapPlan", "CountsDrawnAhead",
            "Float32Product", "PartitionProduct", "Product", "REPLICATE_CHUNK", "Statistics",
            "SparseProduct", "SumColumns", "SumsProduct", "bootstrap_means", "bootstrap_replicates", "cluster_bootstrap_means",
-           "cluster_codes", "cluster_sums", "exact_columns", "item_bootstrap_means", "nanmean", "partition_draws",
+           "cluster_codes", "cluster_sums", "exact_columns", "item_bootstrap_means", "nanmean",
            "partition_order", "partition_replicates",
            "percentile_interval", "ratio", "ratio_of_sums_replicates", "resampled_cluster_counts",
            "weighted_mean"]
