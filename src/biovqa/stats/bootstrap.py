@@ -425,8 +425,9 @@ def _class_partition_replicates(values: np.ndarray, part: np.ndarray, n_parts: i
     below, one multinomial over the classes' shares per replicate, ``chunk`` replicates per call
     from one ``default_rng(seed)`` stream (the same numbers as one call for all ``B``)."""
     code = _class_codes(values, part)
-    first = np.unique(code, return_index=True)[1]
     size = np.bincount(code)
+    first = np.empty(len(size), dtype=np.int64)
+    first[code[::-1]] = np.arange(len(code) - 1, -1, -1)  # each class's first row
     product = PartitionProduct(values[first], part[first], n_parts)
     m = values.shape[1]
     if len(size) >= CLASSES_POISSONIZED_FROM:
@@ -455,14 +456,19 @@ CLASSES_POISSONIZED_FROM = 1 << 11
 
 def _class_codes(values: np.ndarray, part: np.ndarray) -> np.ndarray:
     """One code per distinct (part, values) row, numbered in part-then-value order: each column's
-    sorted codes folded into the running code and renumbered (so no code exceeds the row count)."""
+    sorted value codes appended to a mixed-radix key (renumbered first where the key would pass
+    62 bits), the key's sorted codes last."""
     import pandas as pd
 
-    code = part.astype(np.int64)
+    key, radix = part.astype(np.int64), int(part.max()) + 1 if len(part) else 1
     for column in values.T:
         value_codes, distinct = pd.factorize(column, sort=True)
-        code = pd.factorize(code * len(distinct) + value_codes, sort=True)[0]
-    return code
+        if radix * len(distinct) >= 1 << 62:
+            key, uniques = pd.factorize(key, sort=True)
+            radix = len(uniques)
+        key = key * len(distinct) + value_codes
+        radix *= len(distinct)
+    return pd.factorize(key, sort=True)[0]
 
 
 def percentile_interval(replicates: np.ndarray, confidence: float = CONFIDENCE) -> tuple[np.ndarray, np.ndarray]:
