@@ -442,3 +442,16 @@ def test_many_classes_are_drawn_poissonized_with_the_item_bootstraps_spread() ->
     mean = [s[:, 0, 0] / c[:, 0] for s, c in (items, (sums, counts))]
     assert abs(mean[0].mean() - mean[1].mean()) < 0.2 * mean[0].std()
     assert abs(mean[0].std() - mean[1].std()) < 0.15 * mean[0].std()
+
+
+def test_a_missing_value_is_a_class_of_its_own() -> None:
+    """NaN rows form their own class (sorted last in their part), never merged into a neighbour's
+    class: the sums of a replicate that draws them are NaN, as on the item path."""
+    from biovqa.stats.bootstrap import _class_codes
+
+    values = np.array([[1.0, 0.0], [np.nan, 0.0], [0.5, 0.0], [np.nan, 0.0], [1.0, 1.0], [0.5, 0.0]])
+    part = np.array([0, 0, 0, 0, 0, 1])
+    np.testing.assert_array_equal(_class_codes(values, part), [1, 3, 0, 3, 2, 4])
+    sums, counts = partition_replicates(values, part, 2, B=50, seed=3, classes=True)
+    assert np.isnan(sums[:, 0, 0]).all() and np.isfinite(sums[:, 1, 0]).all()
+    assert (counts.sum(axis=1) == 6).all()

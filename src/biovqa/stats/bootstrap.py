@@ -462,7 +462,7 @@ def _class_codes(values: np.ndarray, part: np.ndarray) -> np.ndarray:
 
     key, radix = part.astype(np.int64), int(part.max()) + 1 if len(part) else 1
     for column in values.T:
-        value_codes, distinct = pd.factorize(column, sort=True)
+        value_codes, distinct = pd.factorize(column, sort=True, use_na_sentinel=False)  # NaN: a value
         if radix * len(distinct) >= 1 << 62:
             key, uniques = pd.factorize(key, sort=True)
             radix = len(uniques)
@@ -651,7 +651,7 @@ class Bootstrap:
                 for v, a, b in zip(full, lo, hi)]
 
 
-__all__ = ["Bootstrap", "BootstrapMeans", "ClusterBootstrapPlan", "CountsDrawnAhead",
+__all__ = ["Bootstrap", "BootstrapMeans", "CLASSES_POISSONIZED_FROM", "ClusterBootstrapPlan", "CountsDrawnAhead",
            "Float32Product", "PartitionProduct", "Product", "REPLICATE_CHUNK", "Statistics",
            "SparseProduct", "SumColumns", "SumsProduct", "bootstrap_means", "bootstrap_replicates", "cluster_bootstrap_means",
            "cluster_codes", "cluster_sums", "exact_columns", "item_bootstrap_means", "nanmean",
