@@ -382,15 +382,17 @@ def partition_replicates(values: np.ndarray, part: np.ndarray, n_parts: int, *, 
 
     With ``classes`` the items that agree in part and every value are one class, and replicate
     ``b`` draws how many of its ``n`` items fall in each class (one multinomial over the classes'
-    shares; the classes in part-then-value order): the same resampling distribution of every
-    sum, from a different stream, so the bounds differ from the default path's by Monte Carlo
+    shares): the same resampling distribution of every sum, from a different stream, so the bounds differ from the default path's by Monte Carlo
     noise only. It pays wherever classes are fewer than items: a draw and a product per class
     instead of per item (0/1 scores and a few credit values most; C2's 824K items are about 141K
     classes; ``benchmarks/stats_item_bootstrap.py``).
 
-    Either way a worker thread and the caller draw the counts (:class:`CountsDrawnAhead`, the
-    caller also running the products), except below the Poissonized thresholds, where one
-    stream is read in order."""
+    The classes are numbered in part-then-value order. From :data:`CLASSES_POISSONIZED_FROM`
+    classes on, each replicate's class counts come from its own stream
+    (:func:`~biovqa.stats.draws.replicate_class_counts`); below, from one ``default_rng(seed)``
+    stream of multinomials. Items, and classes from that threshold on, are drawn by a worker
+    thread and the caller together (:class:`CountsDrawnAhead`; the caller also runs the products),
+    except below :data:`~biovqa.stats.draws.POISSONIZED_FROM` items, where one stream is read in order."""
     values = np.asarray(values, dtype=np.float64)
     if values.ndim == 1:
         values = values[:, None]
@@ -406,46 +408,42 @@ def partition_replicates(values: np.ndarray, part: np.ndarray, n_parts: int, *, 
     if B <= 0:
         return np.zeros((0, n_parts, m)), np.zeros((0, n_parts))
     if classes:
-        return _class_partition_replicates(values, part, n_parts, B=B, seed=seed, chunk=chunk)
-    product = PartitionProduct(values, part, n_parts)
-    with CountsDrawnAhead({_PARTITION: n}, B=B, seed=seed, chunk=chunk, max_waiting_bytes=512 << 20,
-                          orders={_PARTITION: product.order}) as drawn:
-        flat = bootstrap_replicates(product, lambda totals, _: list(totals.T), B=B, seed=seed,
-                                    counts=drawn.blocks(_PARTITION, n, dtype=None))
-    shaped = flat.reshape(B, n_parts, m + 1)
-    return shaped[:, :, :m], shaped[:, :, m]
-
-
-def _class_partition_replicates(values: np.ndarray, part: np.ndarray, n_parts: int, *, B: int, seed: int,
-                                chunk: int) -> tuple[np.ndarray, np.ndarray]:
-    """:func:`partition_replicates` with ``classes``: replicate ``b`` draws how many of the ``n``
-    items fall in each class of identical (part, values) rows, numbered in part-then-value order.
-    From :data:`CLASSES_POISSONIZED_FROM` classes on, each replicate from its own stream
-    (:func:`~biovqa.stats.draws.replicate_class_counts`, drawn by a worker thread and this one);
-    below, one multinomial over the classes' shares per replicate, ``chunk`` replicates per call
-    from one ``default_rng(seed)`` stream (the same numbers as one call for all ``B``)."""
-    code = _class_codes(values, part)
-    size = np.bincount(code)
-    first = np.empty(len(size), dtype=np.int64)
-    first[code[::-1]] = np.arange(len(code) - 1, -1, -1)  # each class's first row
-    product = PartitionProduct(values[first], part[first], n_parts)
-    m = values.shape[1]
-    if len(size) >= CLASSES_POISSONIZED_FROM:
-        with CountsDrawnAhead({}, classes={_PARTITION: ClassSizes(size)}, B=B, seed=seed,
-                              chunk=chunk) as drawn:
-            flat = bootstrap_replicates(product, lambda totals, _: list(totals.T), B=B, seed=seed,
-                                        counts=drawn.blocks(_PARTITION, len(size), dtype=None))
+        code = _class_codes(values, part)
+        size = np.bincount(code)
+        first = np.empty(len(size), dtype=np.int64)
+        first[code[::-1]] = np.arange(len(code) - 1, -1, -1)  # each class's first row
+        product = PartitionProduct(values[first], part[first], n_parts)
+        if len(size) < CLASSES_POISSONIZED_FROM:
+            flat = _multinomial_class_replicates(product, size, B=B, seed=seed, chunk=max(chunk, 64))
+            return _split_sums(flat, B, n_parts, m)
+        drawn = CountsDrawnAhead({}, classes={_PARTITION: ClassSizes(size)}, B=B, seed=seed, chunk=chunk)
     else:
-        n = int(size.sum())
-        shares = size / n
-        rng = np.random.default_rng(seed)
-        flat = np.empty((B, n_parts * (m + 1)))
-        chunk = max(chunk, 64)
-        for start in range(0, B, chunk):
-            rows = min(chunk, B - start)
-            flat[start:start + rows] = product(rng.multinomial(n, shares, size=rows).astype(np.float64))
+        product = PartitionProduct(values, part, n_parts)
+        drawn = CountsDrawnAhead({_PARTITION: n}, B=B, seed=seed, chunk=chunk, orders={_PARTITION: product.order})
+    with drawn:  # a worker thread and this one draw; the light per-part products run here
+        flat = bootstrap_replicates(product, lambda totals, _: list(totals.T), B=B, seed=seed,
+                                    counts=drawn.blocks(_PARTITION, product.n_clusters, dtype=None))
+    return _split_sums(flat, B, n_parts, m)
+
+
+def _split_sums(flat: np.ndarray, B: int, n_parts: int, m: int) -> tuple[np.ndarray, np.ndarray]:
     shaped = flat.reshape(B, n_parts, m + 1)
     return shaped[:, :, :m], shaped[:, :, m]
+
+
+def _multinomial_class_replicates(product: PartitionProduct, size: np.ndarray, *, B: int, seed: int,
+                                  chunk: int) -> np.ndarray:
+    """Below :data:`CLASSES_POISSONIZED_FROM` classes: replicate ``b``'s class counts are one
+    multinomial of ``n`` over the classes' shares, ``chunk`` replicates per call from one
+    ``default_rng(seed)`` stream (the same numbers as one call for all ``B``)."""
+    n = int(size.sum())
+    shares = size / n
+    rng = np.random.default_rng(seed)
+    flat = np.empty((B, product.n_parts * (product.m + 1)))
+    for start in range(0, B, chunk):
+        rows = min(chunk, B - start)
+        flat[start:start + rows] = product(rng.multinomial(n, shares, size=rows).astype(np.float64))
+    return flat
 
 
 #: from this many classes on, :func:`partition_replicates` draws class counts Poissonized, each
