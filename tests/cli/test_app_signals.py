@@ -1,7 +1,9 @@
 """The exit status of a command stopped by a signal is 128 + that first signal, even when more
 interrupts land while it unwinds: pyarrow re-emits a signal after cancelling one of its reads, and
 a user may press Ctrl-C twice. A late interrupt must never turn into an unhandled
-KeyboardInterrupt, which makes Python end the process "by SIGINT" (status -2) after the message."""
+KeyboardInterrupt, which makes Python end the process "by SIGINT" (status -2) after the message;
+nor may an interrupt that unwound through exec'd source text, which CPython remembers until exit
+under ``python -m`` (biovqa/__main__.py)."""
 
 from __future__ import annotations
 
@@ -76,3 +78,33 @@ def test_ctrl_c_landing_while_an_error_is_reported_ends_as_interrupted(tmp_path:
     code, stderr = _app(tmp_path, "fail")
     assert code == 128 + signal.SIGINT, (code, stderr)
     assert "interrupted (Ctrl-C)" in stderr
+
+
+# a backend whose creation is interrupted inside code that exec() runs from source text, as a
+# Ctrl-C can land while a library makes a dataclass or a named tuple during a lazy import
+INTERRUPTED_IN_EXEC = textwrap.dedent("""
+    import os, signal
+
+    def create(model, **options):
+        exec("os.kill(os.getpid(), signal.{name})\\nsum(range(10 ** 6))", {{"os": os, "signal": signal}})
+""")
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
+def test_python_m_biovqa_exits_128_plus_the_signal_after_an_interrupt_inside_exec(
+        tmp_path: Path, demo_bench: Path, signum: int) -> None:
+    """``python -m biovqa``: CPython would end this process "killed by SIGINT" (-2) once an
+    interrupt has unwound through exec'd text, whatever status the command chose."""
+    site = tmp_path / "site"
+    site.mkdir()
+    name = signal.Signals(signum).name
+    (site / "interrupting_backend.py").write_text(INTERRUPTED_IN_EXEC.format(name=name), encoding="utf-8")
+    env = {**os.environ, "PYTHONHASHSEED": "0",
+           "PYTHONPATH": os.pathsep.join([str(site), os.environ.get("PYTHONPATH", "")])}
+    done = subprocess.run([sys.executable, "-m", "biovqa", "run", str(demo_bench), "--backend",
+                           "interrupting_backend:create", "--model", "m", "-o", str(tmp_path / "run")],
+                          capture_output=True, text=True, timeout=120, env=env)
+    said = " ".join(done.stderr.split())
+    assert done.returncode == 128 + signum, (done.returncode, said)
+    assert f"interrupted ({'Ctrl-C' if signum == signal.SIGINT else name})" in said
+    assert "Traceback" not in done.stderr
