@@ -26,9 +26,11 @@ The contract (the paper's Appendix L.3 for the bootstrap; Appendix C and §6 for
   ``cluster_bootstrap_means`` / ``item_bootstrap_means``; the leaderboard's rank bootstrap runs
   the same loop on sparse sums (``SparseProduct``). ``partition_replicates(..., classes=True)``
   draws how many items fall in each class of identical rows instead of n items per replicate (the
-  same distribution, another stream; C2's item bootstrap and the report's paired differences). ``percentile_interval(replicates, confidence)`` is the one
-  interval (NaN replicates ignored); its confidence defaults to :data:`CONFIDENCE` (0.95), the one
-  default of every interval (the score option ``confidence``, the rank and paired intervals). ``B = 0`` gives no replicates and null bounds everywhere.
+  same distribution, another stream; C2's item bootstrap and the report's paired differences).
+  ``percentile_interval(replicates, confidence)`` is the one interval (NaN replicates ignored);
+  its confidence defaults to :data:`CONFIDENCE` (0.95), the one default of every interval (the
+  score option ``confidence``, the rank and paired intervals). ``B = 0`` gives no replicates and
+  null bounds everywhere.
 * **Ranks** (:mod:`biovqa.stats.ranks`) — ``average_ranks``, ``group_ranks``,
   ``descending_ranks``, ``spearman``, ``spearman_p``, ``spearman_matrix``, ``grouped_spearman``,
   ``weighted_spearman`` (+ ``RankLayout``), ``rank_distribution``.

@@ -382,8 +382,8 @@ def partition_replicates(values: np.ndarray, part: np.ndarray, n_parts: int, *, 
 
     With ``classes`` the items that agree in part and every value are one class, and replicate
     ``b`` draws how many of its ``n`` items fall in each class (one multinomial over the classes'
-    shares): the same resampling distribution of every sum, from a different stream, so the bounds differ from the default path's by Monte Carlo
-    noise only. It pays wherever classes are fewer than items: a draw and a product per class
+    shares): the same resampling distribution of every sum, from a different stream, so the
+    bounds differ from the default path's by Monte Carlo noise only. It pays wherever classes are fewer than items: a draw and a product per class
     instead of per item (0/1 scores and a few credit values most; C2's 824K items are about 141K
     classes; ``benchmarks/stats_item_bootstrap.py``).
 
