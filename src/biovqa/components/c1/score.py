@@ -23,6 +23,7 @@ dictionary arrays (pandas reads them as categoricals).
 from __future__ import annotations
 
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -41,7 +42,7 @@ from biovqa.components.c1.parse import (
     score_replies,
 )
 from biovqa.components.c1.side_files import SIDE_FOLDER, TREE_FILE, VERNACULAR_FILE
-from biovqa.components.c1.summary import DRAWS_NAME, summarize
+from biovqa.components.c1.summary import DRAWS_NAME, ItemFacts, summarize
 from biovqa.components.c1.tasks import MCQ_TASK, TASK_NAMES
 from biovqa.components.registry import ScoreResult
 from biovqa.errors import InputFormatError, MissingResourceError
@@ -179,9 +180,13 @@ def score_items(items: pa.Table, predictions: pa.Table, *, tree: Any, synonyms: 
                                hint="the tree and the items come from different builds")
     is_mcq = task_index == TASK_NAMES.index(MCQ_TASK)
     mcq_options, mcq_option_nodes = _mcq_arrays(items, is_mcq, source)
-    # the image resamples are drawn on a worker thread while the replies are scored (same stream)
+    # the image resamples are drawn on a worker thread while the replies are scored (same stream),
+    # and what the summary needs of the items alone is worked out on another
     n_images = int(pc.count_distinct(items.column("source_id")).as_py()) if settings.bootstrap > 0 else 0
     draws = CountsDrawnAhead({DRAWS_NAME: n_images}, B=settings.bootstrap, seed=settings.seed)
+    pool = ThreadPoolExecutor(1, thread_name_prefix="c1-item-facts")
+    facts = pool.submit(ItemFacts.of, items)
+    pool.shutdown(wait=False)  # the task runs on; the aggregation reads its result
     with draws.closed_on_error():
         result = score_replies(
             task_index=task_index, task_names=TASK_NAMES, answers=items.column("answer"), genera=items.column("genus"),
@@ -192,7 +197,7 @@ def score_items(items: pa.Table, predictions: pa.Table, *, tree: Any, synonyms: 
         scored = _item_table(items, predictions, result)
 
     def aggregate() -> dict[str, Any]:
-        summary = summarize(scored, items, settings, draws=draws)
+        summary = summarize(scored, items, settings, draws=draws, facts=facts.result())
         summary["taxonomy_index"] = None if backbone is None else str(backbone)
         return summary
 

@@ -50,8 +50,38 @@ from biovqa.stats.draws import CountsDrawnAhead
 DRAWS_NAME = "images"
 
 @dataclass(frozen=True)
+class ItemFacts:
+    """What the summary needs of the benchmark items alone: the image-blind floors (score φ and
+    reply per question type, :mod:`.floor`) and each item's group, tier and image codes in sorted
+    label order (−1 where null). The scorer works them out on a worker thread while it scores the
+    replies (:func:`summarize` works them out itself when not given)."""
+
+    floors: dict[str, float]
+    floor_replies: dict[str, str]
+    group: np.ndarray
+    group_labels: list[str]
+    tier: np.ndarray
+    tier_labels: list[str]
+    cluster: np.ndarray
+    n_clusters: int
+
+    @classmethod
+    def of(cls, items: pa.Table) -> ItemFacts:
+        floors, floor_replies = floors_of(items)
+        group, group_labels = _sorted_labels(items.column("group"))
+        if "tier" in items.column_names:
+            tier, tier_labels = _sorted_labels(items.column("tier"))
+        else:
+            tier, tier_labels = np.full(items.num_rows, -1, dtype=np.int64), []
+        cluster, cluster_labels = _sorted_labels(items.column("source_id"))
+        return cls(floors=floors, floor_replies=floor_replies, group=group, group_labels=group_labels, tier=tier,
+                   tier_labels=tier_labels, cluster=cluster, n_clusters=len(cluster_labels))
+
+
+@dataclass(frozen=True)
 class _ItemArrays:
-    """The per-item codes and scores the aggregates are computed from, read off the score table."""
+    """The per-item codes (of the items) and scores (off the score table) the aggregates are
+    computed from."""
 
     task: np.ndarray
     group: np.ndarray
@@ -69,19 +99,13 @@ class _ItemArrays:
     lin: np.ndarray
 
     @classmethod
-    def of(cls, scored: pa.Table) -> _ItemArrays:
+    def of(cls, scored: pa.Table, facts: ItemFacts) -> _ItemArrays:
         def numbers(name: str) -> np.ndarray:  # nulls (severity) read as NaN
             return scored.column(name).to_numpy(zero_copy_only=False).astype(np.float64)
 
-        group, group_labels = _sorted_labels(scored.column("group"))
-        if "tier" in scored.column_names:
-            tier, tier_labels = _sorted_labels(scored.column("tier"))
-        else:
-            tier, tier_labels = np.full(scored.num_rows, -1, dtype=np.int64), []
-        cluster, cluster_labels = _sorted_labels(scored.column("source_id"))
-        return cls(task=_task_index(scored.column("task")), group=group, group_labels=group_labels, tier=tier,
-                   tier_labels=tier_labels, cluster=cluster, n_clusters=len(cluster_labels), em=numbers("em"),
-                   em_soft=numbers("em_soft"),
+        return cls(task=_task_index(scored.column("task")), group=facts.group, group_labels=facts.group_labels,
+                   tier=facts.tier, tier_labels=facts.tier_labels, cluster=facts.cluster,
+                   n_clusters=facts.n_clusters, em=numbers("em"), em_soft=numbers("em_soft"),
                    resolved=scored.column("resolved").to_numpy(zero_copy_only=False).astype(bool),
                    parse_status=codes_in(scored.column("parse_status"), PARSE_STATUSES),
                    severity=numbers("severity"), wup=numbers("wup"), lin=numbers("lin"))
@@ -179,14 +203,16 @@ def _intervals(replicates: np.ndarray, confidence: float) -> tuple[np.ndarray, n
 
 
 def summarize(scored: pa.Table, items: pa.Table, options: Any, *,
-              draws: CountsDrawnAhead | None = None) -> dict[str, Any]:
+              draws: CountsDrawnAhead | None = None, facts: ItemFacts | None = None) -> dict[str, Any]:
     """The C1 summary (module docstring) from the per-item score table and the benchmark items it
     scores (same rows, same order). ``options``: the resolved score options (``bootstrap`` = B,
     ``seed``, ``confidence``, ``cell_intervals``). ``draws``: the image counts already being drawn
     (under :data:`DRAWS_NAME`, for ``n_images`` images; the scorer starts them before it reads
-    the replies), else they are drawn here — the same resamples either way."""
-    arrays = _ItemArrays.of(scored)
-    floors, floor_replies = floors_of(items)
+    the replies), else they are drawn here — the same resamples either way. ``facts``: the
+    items' :class:`ItemFacts` where the scorer worked them out, else they are worked out here."""
+    facts = facts if facts is not None else ItemFacts.of(items)
+    arrays = _ItemArrays.of(scored, facts)
+    floors, floor_replies = facts.floors, facts.floor_replies
     B, seed, confidence = int(options.bootstrap), int(options.seed), float(options.confidence)
     n_items = len(arrays.task)
     em, em_soft = arrays.em, arrays.em_soft

@@ -19,7 +19,9 @@ must agree with it item by item.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from typing import Any
 
 import numpy as np
@@ -138,17 +140,22 @@ def check_predictions(items: pa.Table, predictions: pa.Table) -> None:
             row=row + 1, field="item_id", hint="align predictions with bench.items first")
 
 
-def _check_routing(items: pa.Table, codes: np.ndarray, option_ids: np.ndarray,
-                   counts: np.ndarray, vocab: Vocabulary) -> None:
-    """Step 5: the template phrases must route every question to the family it is stored as
-    (``codes``: each row's index in FAMILIES)."""
+def _side_option_sets(option_ids: np.ndarray, counts: np.ndarray, vocab: Vocabulary) -> np.ndarray:
+    """Rows whose options are exactly Left / Right / Both / None (in any order)."""
     side_ids = np.sort([vocab.get(label) for label in parse.SIDE_LABELS])
-    is_side = np.zeros(len(codes), dtype=bool)
+    is_side = np.zeros(len(counts), dtype=bool)
     if option_ids.shape[1] >= 4 and (side_ids >= 0).all():
         four = np.flatnonzero(counts == 4)  # only a four-option row can be the side set
         first4 = np.sort(option_ids[four, :4], axis=1)
         is_side[four] = (first4 == side_ids[None, :]).all(axis=1)
-    route, has_token = parse.route_codes(items.column("question"), is_side, counts > 0)
+    return is_side
+
+
+def _check_routing(items: pa.Table, questions: pa.ChunkedArray | pa.Array, codes: np.ndarray,
+                   is_side: np.ndarray, counts: np.ndarray) -> None:
+    """Step 5: the template phrases must route every question to the family it is stored as
+    (``codes``: each row's index in FAMILIES)."""
+    route, has_token = parse.route_codes(questions, is_side, counts > 0)
     family_of_route = np.array([FAMILIES.index(t) if t in FAMILIES else -1
                                 for t in parse.ROUTE_TARGETS], dtype=np.int64)
     wrong = np.flatnonzero((family_of_route[route] != codes) | (has_token != (counts > 0)))
@@ -163,17 +170,40 @@ def _check_routing(items: pa.Table, codes: np.ndarray, option_ids: np.ndarray,
                  "'Options:' list exactly for multiple-choice items")
 
 
+@contextmanager
+def _routing_checked(items: pa.Table, questions: Callable[[], pa.ChunkedArray | pa.Array], codes: np.ndarray,
+                     is_side: np.ndarray, counts: np.ndarray) -> Iterator[None]:
+    """The block runs while a worker thread checks the routing (:func:`_check_routing`: Arrow
+    string kernels that release the GIL, beside the replies' parsing). Its failure is raised
+    when the block ends, and also when the block raises an input error of a later step, so
+    the first failing step is the one reported, as if the steps ran in order."""
+    pool = ThreadPoolExecutor(1, thread_name_prefix="c2-routing")
+    checked = pool.submit(lambda: _check_routing(items, questions(), codes, is_side, counts))
+    try:
+        yield
+    except InputFormatError:
+        checked.result()
+        raise
+    finally:
+        pool.shutdown(wait=False)  # an interrupt need not wait for the check
+    checked.result()
+
+
 def score_items(items: pa.Table, predictions: pa.Table, context: C2Context,
-                config: KernelConfig = DEFAULT_CONFIG) -> pa.Table:
+                config: KernelConfig = DEFAULT_CONFIG, *,
+                questions: Callable[[], pa.ChunkedArray | pa.Array] | None = None) -> pa.Table:
     """Per-item C2 scores for ``predictions`` aligned with ``items``.
 
     Columns: the score schema's core (item_id, component, task, status, response, parsed = the
     answer the parser recovered, score = cags), then family, category, gold, gold_letter,
     pred_letter, parse_status, em (0/1), s, b, cags, severity (1 − cags on EM = 0 items, else
     null).
+
+    The questions are read only to check that each routes to its stored family (step 5), which
+    runs on a worker thread while the replies are scored. ``questions`` returns the question
+    column where ``items`` has none (the scorer reads that column, the largest, on the worker).
     """
     check_predictions(items, predictions)
-    n = items.num_rows
     codes, unknown = family_codes(items)
     if unknown:
         row = int(np.flatnonzero(codes < 0)[0])
@@ -181,8 +211,17 @@ def score_items(items: pa.Table, predictions: pa.Table, context: C2Context,
                                row=row + 1, field="family", hint=f"expected one of {FAMILIES}")
     vocab = Vocabulary(reserve_empty=False)
     option_ids, counts = _option_matrix(items, vocab)
+    is_side = _side_option_sets(option_ids, counts, vocab)
+    with _routing_checked(items, questions or (lambda: items.column("question")), codes, is_side, counts):
+        return _score_checked_items(items, predictions, context, config, codes, vocab, option_ids, counts)
+
+
+def _score_checked_items(items: pa.Table, predictions: pa.Table, context: C2Context, config: KernelConfig,
+                         codes: np.ndarray, vocab: Vocabulary, option_ids: np.ndarray, counts: np.ndarray
+                         ) -> pa.Table:
+    """:func:`score_items` from step 3 on (the items' families and options read)."""
+    n = items.num_rows
     mcq = counts > 0
-    _check_routing(items, codes, option_ids, counts, vocab)
     gold_idx = _gold_indices(items, option_ids, counts, vocab, mcq)
 
     # replies: analyzed once per distinct string

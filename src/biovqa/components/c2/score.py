@@ -81,6 +81,9 @@ def score(bench: Bench, predictions: pa.Table, options: Mapping[str, Any] | None
           ) -> ScoreResult:
     """Score C2 predictions (aligned with ``bench.items``): per-item table + summary."""
     options = resolve_options(options)
-    items = bench.item_columns(SCORE_COLUMNS)
-    table = score_items(items, predictions, load_context(bench, items), kernel_config(options))
+    # the questions (the largest column) serve the routing check alone, which reads them on a
+    # worker thread while the replies are scored
+    items = bench.item_columns([column for column in SCORE_COLUMNS if column != "question"])
+    table = score_items(items, predictions, load_context(bench, items), kernel_config(options),
+                        questions=lambda: bench.item_columns(["question"]).column("question"))
     return ScoreResult(items=table, aggregate=lambda: summarize(table, items, options))
