@@ -185,10 +185,13 @@ def test_counts_drawn_ahead_pass_on_errors_and_stop_when_closed(monkeypatch: pyt
         with pytest.raises(ValueError, match="too many clusters"):
             next(failing.blocks("big", 2**31))
     # a count above 255 is kept exactly (the block waits as float32, not uint8)
-    heavy = np.array([[300.0, 0.0], [1.0, 1.0]], dtype=np.float32)
-    monkeypatch.setattr(draws_module, "resampled_cluster_counts", lambda *a, **k: iter([heavy]))
-    with CountsDrawnAhead({"x": 2}, B=2, seed=0) as draws:
-        np.testing.assert_array_equal(next(draws.blocks("x", 2)), heavy)
+    def all_on_cluster_0(rng: np.random.Generator, n_clusters: int, rows: int):
+        yield 0, np.zeros((rows, n_clusters), dtype=np.int64)
+
+    monkeypatch.setattr(draws_module, "_replicate_draws", all_on_cluster_0)
+    with CountsDrawnAhead({"x": 300}, B=2, seed=0) as draws:
+        heavy = next(draws.blocks("x", 300, dtype=None))
+    assert heavy.dtype == np.float32 and heavy[:, 0].tolist() == [300, 300] and heavy[:, 1:].sum() == 0
     # a consumer that stops early releases the worker
     with CountsDrawnAhead({"a": 1000}, B=500, seed=0, chunk=8) as draws:
         next(draws.blocks("a", 1000))

@@ -135,6 +135,30 @@ def test_a_count_over_255_is_kept_wider_not_wrapped(monkeypatch: pytest.MonkeyPa
         draws_module._fill_poissonized(block, n, 0, 1, range(1), None)
 
 
+def test_a_streamed_count_over_255_widens_its_block(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Below POISSONIZED_FROM the counts are counted straight into uint8; a replicate that drew
+    one cluster more than 255 times (never seen: it takes 256 of n draws on one of n clusters)
+    makes its block float32, earlier rows kept, instead of wrapping the count."""
+    n = 400
+    original = draws_module._replicate_draws
+
+    def heavy_second_replicate(rng: np.random.Generator, n_clusters: int, rows: int):
+        for first, draws in original(rng, n_clusters, rows):
+            draws = draws.copy()
+            if first <= 1 < first + len(draws):
+                draws[1 - first, :300] = 7
+            yield first, draws
+
+    expected = np.stack([np.bincount(d, minlength=n) for _, block in original(np.random.default_rng(0), n, 3)
+                         for d in block])
+    monkeypatch.setattr(draws_module, "_replicate_draws", heavy_second_replicate)
+    blocks = list(draws_module.compact_counts(n, B=3, seed=0, chunk=2))
+    assert [b.dtype for b in blocks] == [np.float32, np.uint8]
+    assert blocks[0][1, 7] >= 300 and blocks[0][1].sum() == n
+    np.testing.assert_array_equal(blocks[0][0], expected[0])
+    np.testing.assert_array_equal(blocks[1][0], expected[2])
+
+
 def test_the_caller_draws_independent_blocks_itself_rather_than_wait(monkeypatch: pytest.MonkeyPatch) -> None:
     """Poissonized blocks (each replicate its own stream) are drawn by the worker and, where the
     next one is not ready, by the caller too: the same blocks, in order, whoever drew them, and
