@@ -195,6 +195,9 @@ def test_every_role_of_every_registered_component_resolves() -> None:
     assert by_name["c2"].sweep == "biovqa.components.c2.sweep:run_sweep" and by_name["c1"].sweep is None
     assert [c.name for c in registry.list_components() if c.rank_inputs] == ["c1", "c2", "c3", "c4"]
     assert by_name["c2"].figures == "biovqa.components.c2.report:figures"  # beside the reporter
+    # the scorer's preparer, beside it where its module defines ``prepare``
+    assert [c.name for c in registry.list_components() if c.preparer] == ["c1", "c2", "c3"]
+    assert by_name["c1"].preparer == "biovqa.components.c1.score:prepare"
 
 
 def test_a_role_module_without_the_role_is_not_taken_for_it(

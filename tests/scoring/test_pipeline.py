@@ -211,6 +211,103 @@ def test_a_scorer_that_returns_something_else_is_named(
 
     pq.write_table(gold_predictions(demo_bench), tmp_path / "p.parquet")
     monkeypatch.setattr(c1_score, "score", lambda bench, predictions, options: (predictions, {}))
+
+    def unwanted_prepare(bench, options):  # a scorer that takes no ``prepared`` is not prepared for
+        raise AssertionError("prepared for a scorer that takes no prepared")
+
+    monkeypatch.setattr(c1_score, "prepare", unwanted_prepare)
     with pytest.raises(BiovqaError, match="scorer of component 'c1' returned a tuple, not a ScoreResult"):
         score_predictions(demo_bench, tmp_path / "p.parquet", tmp_path / "scores")
     assert not (tmp_path / "scores").exists()
+
+
+def _wait_until(condition, seconds: float = 10.0) -> bool:
+    import time
+
+    deadline = time.monotonic() + seconds
+    while not condition():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.01)
+    return True
+
+
+def test_the_preparation_runs_beside_the_alignment_and_reaches_the_scorer(
+        tmp_path: Path, demo_bench: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A component's preparer (its scorer's work on the benchmark alone) runs on a worker thread
+    while the predictions are aligned, and the scorer gets what it made; the scores are those of
+    the scorer preparing for itself."""
+    import threading
+
+    import biovqa.components.c1.score as c1_score
+
+    pq.write_table(gold_predictions(demo_bench), tmp_path / "p.parquet")
+    seen: dict[str, object] = {}
+    original_prepare, original_score = c1_score.prepare, c1_score.score
+
+    def recording_prepare(bench, options):
+        seen["thread"] = threading.current_thread().name
+        seen["made"] = original_prepare(bench, options)
+        return seen["made"]
+
+    def recording_score(bench, predictions, options, *, prepared=None):
+        seen["given"] = prepared
+        return original_score(bench, predictions, options, prepared=prepared)
+
+    monkeypatch.setattr(c1_score, "prepare", recording_prepare)
+    monkeypatch.setattr(c1_score, "score", recording_score)
+    out = score_predictions(demo_bench, tmp_path / "p.parquet", tmp_path / "prepared", options={"bootstrap": 50})
+    assert str(seen["thread"]).startswith("prepare-scoring") and seen["given"] is seen["made"]
+    monkeypatch.undo()
+    from biovqa.components.registry import get_component
+
+    component = get_component("c1")
+    aligned = align_predictions(open_bench(demo_bench), read_predictions(tmp_path / "p.parquet"))
+    with component.load("scorer")(open_bench(demo_bench), aligned, {"bootstrap": 50}) as unprepared:
+        expected = unprepared.summary
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["tasks"] == json.loads(json.dumps(expected["tasks"]))
+
+
+def test_what_was_prepared_is_closed_when_the_alignment_fails(
+        tmp_path: Path, demo_bench: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Predictions that do not fit the benchmark fail in the alignment, while the preparation
+    runs: the alignment's error is reported and the bootstrap draws it started are stopped."""
+    import biovqa.components.c1.score as c1_score
+
+    table = gold_predictions(demo_bench).slice(0, 3)
+    extra = pa.table({"item_id": ["c1:not-a-uuid:phylum"], "response": ["Chordata"]})
+    pq.write_table(pa.concat_tables([table, extra]), tmp_path / "p.parquet")
+    closed = []
+    original_close = c1_score.PreparedItems.close
+
+    def recording_close(self) -> None:
+        original_close(self)
+        closed.append(self)
+
+    monkeypatch.setattr(c1_score.PreparedItems, "close", recording_close)
+    with pytest.raises(InputFormatError, match="not in the benchmark"):
+        score_predictions(demo_bench, tmp_path / "p.parquet", tmp_path / "scores", options={"bootstrap": 5000})
+    assert _wait_until(lambda: bool(closed)) and not closed[0].draws._worker.is_alive()
+    assert not (tmp_path / "scores").exists()
+
+
+def test_a_preparation_error_comes_after_the_alignments_own(
+        tmp_path: Path, demo_bench: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The alignment's checks come first, as when the scorer prepared for itself; with good
+    predictions the preparation's error is the one reported."""
+    import biovqa.components.c1.score as c1_score
+
+    def failing_prepare(bench, options):
+        raise InputFormatError("the items are broken", file="items.parquet", field="task")
+
+    monkeypatch.setattr(c1_score, "prepare", failing_prepare)
+    good = tmp_path / "good.parquet"
+    pq.write_table(gold_predictions(demo_bench), good)
+    with pytest.raises(InputFormatError, match="the items are broken"):
+        score_predictions(demo_bench, good, tmp_path / "scores")
+    bad = tmp_path / "bad.parquet"
+    pq.write_table(pa.concat_tables([gold_predictions(demo_bench).slice(0, 3),
+                                     pa.table({"item_id": ["c1:not-a-uuid:phylum"], "response": ["x"]})]), bad)
+    with pytest.raises(InputFormatError, match="not in the benchmark"):
+        score_predictions(demo_bench, bad, tmp_path / "scores")

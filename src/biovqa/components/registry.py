@@ -124,6 +124,7 @@ OPTIONAL_ROLE_CONVENTIONS: dict[str, str] = {
     "auditor": "audit:audit_items",
     "sweep": "sweep:run_sweep",
     "rank_inputs": "rank:rank_inputs",
+    "preparer": "score:prepare",
     "summarizer": "summary:summarize",
     "task_specs": "tasks:TASKS",
     "demo": "demo:run_demo",
@@ -202,6 +203,13 @@ class Component:
     #: bootstrap (:mod:`biovqa.reporting.replicates`), and the score-table columns it reads
     rank_inputs: str | None = None
     rank_columns: tuple[str, ...] = field(default=())
+    #: ``prepare(bench, options) -> prepared``: the scorer's work that needs the benchmark but
+    #: not the replies (reading and checking item columns, starting the bootstrap draws), found
+    #: beside the scorer. ``biovqa score`` runs it on a worker thread while it reads and aligns
+    #: the predictions, then calls ``score(bench, aligned, options, prepared=prepared)``; the
+    #: scorer prepares for itself when called without it. A ``prepared`` with ``close()`` is
+    #: closed by the pipeline where the scorer is never reached, else by the scorer's result
+    preparer: str | None = None
     #: ``summarize(scored, items, options) -> dict``: the summary's aggregation (found by
     #: convention; the scorer calls it, shared stages do not)
     summarizer: str | None = None
@@ -260,16 +268,29 @@ class Component:
         loaded = load_target(target, what=f"component {self.name!r}: its {role}", field=role,
                              hint=f"name it in the declaration ({role}='module:function') or add it "
                                   f"where the convention looks ({convention})")
+        if role == "preparer":
+            return self._preparer_with_resolved_options(loaded)
         return self._with_resolved_options(loaded) if role in ("scorer", "sweep") else loaded
 
     def _with_resolved_options(self, function: Callable[..., Any]) -> Callable[..., Any]:
-        """``function(bench, predictions, options)`` called with ``options`` resolved once: a
-        record of this component passes through, anything else is parsed and checked."""
+        """``function(bench, predictions, options, **keywords)`` called with ``options`` resolved
+        once: a record of this component passes through, anything else is parsed and checked."""
         import functools
 
         @functools.wraps(function)
-        def with_options(bench: Any, predictions: Any, options: Mapping[str, Any] | None = None) -> Any:
-            return function(bench, predictions, self.resolve_score_options(options or {}))
+        def with_options(bench: Any, predictions: Any, options: Mapping[str, Any] | None = None,
+                         **keywords: Any) -> Any:
+            return function(bench, predictions, self.resolve_score_options(options or {}), **keywords)
+
+        return with_options
+
+    def _preparer_with_resolved_options(self, function: Callable[..., Any]) -> Callable[..., Any]:
+        """``prepare(bench, options)`` with ``options`` resolved as the scorer's are."""
+        import functools
+
+        @functools.wraps(function)
+        def with_options(bench: Any, options: Mapping[str, Any] | None = None) -> Any:
+            return function(bench, self.resolve_score_options(options or {}))
 
         return with_options
 

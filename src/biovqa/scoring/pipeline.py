@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import math
 import os
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Callable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Mapping
 
@@ -71,14 +73,17 @@ def score_predictions(
     subset = None if score_missing_as_wrong else run_subset(bench, predictions_path)
     if subset is not None:
         bench = subset_bench(bench, subset["item_ids"])
-    aligned = align_predictions(bench, predictions, source=predictions_path)
+    scorer = component.load("scorer")
+    with _preparing(component, scorer, bench, resolved) as prepared:
+        aligned = align_predictions(bench, predictions, source=predictions_path)
+        scorer_keywords = prepared()
     from biovqa.progress import stage as progress_stage
 
     boot = resolved.get("bootstrap")
     label = label or _model_label(predictions) or Path(predictions_path).parent.name
     with progress_stage(f"{component.name.upper()}: scoring {aligned.num_rows:,} items"
                         + (f", {boot:,} bootstrap resamples" if boot else "")):
-        result = component.load("scorer")(bench, aligned, resolved)
+        result = scorer(bench, aligned, resolved, **scorer_keywords)
         if not isinstance(result, ScoreResult):  # a plug-in's scorer: a clear error, not a traceback
             raise BiovqaError(f"the scorer of component {component.name!r} returned a {type(result).__name__}, "
                               "not a ScoreResult",
@@ -110,6 +115,45 @@ def score_predictions(
             console.print(f"[yellow]warning[/yellow]: {summary['statuses']['missing']:,} items have no prediction; "
                           "they are scored as wrong (status 'missing')")
     return out
+
+
+@contextmanager
+def _preparing(component: Component, scorer: Callable[..., Any], bench: Any,
+               resolved: Any) -> Iterator[Callable[[], dict[str, Any]]]:
+    """The component's preparer (work of its scorer that needs no replies) running on a worker
+    thread while the block aligns the predictions. Yields a function that waits for it and gives
+    the scorer's keyword arguments (none for a component without a preparer, or whose scorer
+    takes no ``prepared``); a failure of the preparation is raised there, after the block's own
+    checks, as when the scorer prepared for itself. Where the block fails first, what was
+    prepared is closed once it is done."""
+    import inspect
+
+    if not component.preparer or "prepared" not in inspect.signature(scorer).parameters:
+        yield dict
+        return
+    prepare = component.load("preparer")
+    pool = ThreadPoolExecutor(1, thread_name_prefix="prepare-scoring")
+    future = pool.submit(prepare, bench, resolved)
+    pool.shutdown(wait=False)  # the preparation runs on; an interrupt does not wait for it
+    handed = False
+
+    def keywords() -> dict[str, Any]:
+        nonlocal handed
+        handed = True
+        return {"prepared": future.result()}
+
+    try:
+        yield keywords
+    finally:
+        if not handed:
+            future.add_done_callback(_close_prepared)
+
+
+def _close_prepared(future: Future[Any]) -> None:
+    if not future.cancelled() and future.exception() is None:
+        close = getattr(future.result(), "close", None)
+        if close is not None:
+            close()
 
 
 def _summary_document(component: Component, scored_summary: Mapping[str, Any], *, items: pa.Table,

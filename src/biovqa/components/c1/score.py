@@ -23,7 +23,8 @@ dictionary arrays (pandas reads them as categoricals).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -131,13 +132,22 @@ def load_resources(bench: Bench, backbone: Path | None) -> tuple[Any, SynonymInd
     return tree, synonyms, vernacular, path
 
 
-def score(bench: Bench, predictions: pa.Table, options: Any = None) -> ScoreResult:
-    """Score C1 predictions aligned with ``bench.items`` (see the module docstring)."""
+def prepare(bench: Bench, options: Any = None) -> PreparedItems:
+    """Scoring's work on the benchmark alone (C1's preparer: ``biovqa score`` runs it on a
+    worker thread while it reads and aligns the replies): the tree, synonym and vernacular
+    indexes, the items' scoring columns, checked, and the image resamples and the summary's item
+    facts under way (:func:`prepare_items`)."""
     settings = resolved_options(options)
     tree, synonyms, vernacular, index_path = load_resources(bench, settings.backbone)
-    items = _scoring_columns(bench)
-    return score_items(items, predictions, tree=tree, synonyms=synonyms, vernacular=vernacular,
-                       settings=settings, backbone=index_path, source=bench.items_path)
+    return prepare_items(_scoring_columns(bench), tree=tree, synonyms=synonyms, vernacular=vernacular,
+                         settings=settings, backbone=index_path, source=bench.items_path)
+
+
+def score(bench: Bench, predictions: pa.Table, options: Any = None, *,
+          prepared: PreparedItems | None = None) -> ScoreResult:
+    """Score C1 predictions aligned with ``bench.items`` (see the module docstring); ``prepared``:
+    what :func:`prepare` made of the benchmark, else it is prepared here."""
+    return score_prepared(prepared if prepared is not None else prepare(bench, options), predictions)
 
 
 #: Item columns the scorer reads (plus the difficulty columns it copies); the rest stay on disk.
@@ -165,40 +175,81 @@ def _scoring_columns(bench: Bench) -> pa.Table:
                                hint="the file looks truncated or is not Parquet; rebuild the benchmark") from None
 
 
-def score_items(items: pa.Table, predictions: pa.Table, *, tree: Any, synonyms: SynonymIndex,
-                vernacular: VernacularLookup, settings: Any = None,
-                backbone: Path | None = None, source: Path | None = None) -> ScoreResult:
-    """Per-item scores and the summary from already-loaded resources (pure); the summary is
-    aggregated when first read (:class:`~biovqa.components.registry.ScoreResult`), the image
-    resamples drawn meanwhile on a worker thread."""
+@dataclass(frozen=True, eq=False)
+class PreparedItems:
+    """C1 scoring's work on the items alone (:func:`prepare_items`): the checked items and what
+    scoring reads of them, with the image resamples (``draws``) and the summary's
+    :class:`~biovqa.components.c1.summary.ItemFacts` (``facts``) under way on worker threads.
+    :meth:`close` stops the draws where no score follows (a score's result closes them)."""
+
+    items: pa.Table
+    task_index: np.ndarray
+    target: np.ndarray
+    is_mcq: np.ndarray
+    mcq_options: Any
+    mcq_option_nodes: Any
+    tree: Any
+    synonyms: SynonymIndex
+    vernacular: VernacularLookup
+    settings: Any
+    backbone: Path | None
+    draws: CountsDrawnAhead
+    facts: Future[ItemFacts]
+
+    def close(self) -> None:
+        self.draws.close()
+
+
+def prepare_items(items: pa.Table, *, tree: Any, synonyms: SynonymIndex, vernacular: VernacularLookup,
+                  settings: Any = None, backbone: Path | None = None, source: Path | None = None) -> PreparedItems:
+    """Check the items and start what depends on them alone: the image resamples (their count is
+    the items' distinct ``source_id``) and the summary's item facts, each on a worker thread."""
     settings = settings if settings is not None else resolved_options()
     task_index = _check_items(items, source)
-    replies, status = _check_predictions(items, predictions)
     target = items.column("target_node").to_numpy(zero_copy_only=False).astype(np.int64)
     if len(target) and (target.min() < 0 or target.max() >= len(tree.names)):
         raise InputFormatError("target_node lies outside the benchmark tree", file=source, field="target_node",
                                hint="the tree and the items come from different builds")
     is_mcq = task_index == TASK_NAMES.index(MCQ_TASK)
     mcq_options, mcq_option_nodes = _mcq_arrays(items, is_mcq, source)
-    # the image resamples are drawn on a worker thread while the replies are scored (same stream),
-    # and what the summary needs of the items alone is worked out on another
     n_images = int(pc.count_distinct(items.column("source_id")).as_py()) if settings.bootstrap > 0 else 0
     draws = CountsDrawnAhead({DRAWS_NAME: n_images}, B=settings.bootstrap, seed=settings.seed)
     pool = ThreadPoolExecutor(1, thread_name_prefix="c1-item-facts")
     facts = pool.submit(ItemFacts.of, items)
     pool.shutdown(wait=False)  # the task runs on; the aggregation reads its result
+    return PreparedItems(items=items, task_index=task_index, target=target, is_mcq=is_mcq, mcq_options=mcq_options,
+                         mcq_option_nodes=mcq_option_nodes, tree=tree, synonyms=synonyms, vernacular=vernacular,
+                         settings=settings, backbone=backbone, draws=draws, facts=facts)
+
+
+def score_items(items: pa.Table, predictions: pa.Table, *, tree: Any, synonyms: SynonymIndex,
+                vernacular: VernacularLookup, settings: Any = None,
+                backbone: Path | None = None, source: Path | None = None) -> ScoreResult:
+    """Per-item scores and the summary from already-loaded resources (pure); the summary is
+    aggregated when first read (:class:`~biovqa.components.registry.ScoreResult`), the image
+    resamples drawn meanwhile on a worker thread."""
+    return score_prepared(prepare_items(items, tree=tree, synonyms=synonyms, vernacular=vernacular,
+                                        settings=settings, backbone=backbone, source=source), predictions)
+
+
+def score_prepared(prepared: PreparedItems, predictions: pa.Table) -> ScoreResult:
+    """Score the replies against prepared items: the image resamples go on being drawn while the
+    replies are scored (same stream), and the summary is aggregated when first read."""
+    items, settings, draws = prepared.items, prepared.settings, prepared.draws
     with draws.closed_on_error():
+        replies, status = _check_predictions(items, predictions)
         result = score_replies(
-            task_index=task_index, task_names=TASK_NAMES, answers=items.column("answer"), genera=items.column("genus"),
-            binomials=items.column("species"), target_nodes=target, replies=replies,
-            answered=status == SCORE_STATUSES.index("ok"), failed=status == SCORE_STATUSES.index("failed"),
-            mcq_options=mcq_options, mcq_option_nodes=mcq_option_nodes, tree=tree, synonyms=synonyms,
-            vernacular=vernacular, epithet_last_word=settings.epithet_last_word)
+            task_index=prepared.task_index, task_names=TASK_NAMES, answers=items.column("answer"),
+            genera=items.column("genus"), binomials=items.column("species"), target_nodes=prepared.target,
+            replies=replies, answered=status == SCORE_STATUSES.index("ok"),
+            failed=status == SCORE_STATUSES.index("failed"), mcq_options=prepared.mcq_options,
+            mcq_option_nodes=prepared.mcq_option_nodes, tree=prepared.tree, synonyms=prepared.synonyms,
+            vernacular=prepared.vernacular, epithet_last_word=settings.epithet_last_word)
         scored = _item_table(items, predictions, result)
 
     def aggregate() -> dict[str, Any]:
-        summary = summarize(scored, items, settings, draws=draws, facts=facts.result())
-        summary["taxonomy_index"] = None if backbone is None else str(backbone)
+        summary = summarize(scored, items, settings, draws=draws, facts=prepared.facts.result())
+        summary["taxonomy_index"] = None if prepared.backbone is None else str(prepared.backbone)
         return summary
 
     return ScoreResult(items=scored, aggregate=aggregate, release=draws.close)

@@ -20,8 +20,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -34,7 +35,7 @@ from biovqa.components.c2.context import (
 from biovqa.components.c2.kernels import DEFAULT_CONFIG, KernelConfig
 from biovqa.components.c2.similarity import pair_similarities
 from biovqa.components.c2.tasks import CATEGORY_OF, FAMILIES, FAMILY, MCQ_FAMILIES, OPEN_FAMILIES
-from biovqa.errors import InputFormatError
+from biovqa.errors import BiovqaError, InputFormatError
 from biovqa.scoring.schema import core_columns
 from biovqa.text import Vocabulary, encode_strings
 from biovqa.components.c2.kernels import normalize_c2
@@ -122,14 +123,19 @@ def _gold_indices(items: pa.Table, option_ids: np.ndarray, counts: np.ndarray,
     return gold
 
 
+def check_prediction_columns(predictions: pa.Table) -> None:
+    """The predictions have the columns scoring reads (what can be checked before the items)."""
+    for name in ("item_id", "response", "status"):
+        if name not in predictions.column_names:
+            raise InputFormatError("predictions lack a required column", field=name)
+
+
 def check_predictions(items: pa.Table, predictions: pa.Table) -> None:
     if predictions.num_rows != items.num_rows:
         raise InputFormatError(
             f"predictions have {predictions.num_rows} rows, the benchmark has {items.num_rows}",
             field="item_id", hint="pass predictions aligned with bench.items (same order)")
-    for name in ("item_id", "response", "status"):
-        if name not in predictions.column_names:
-            raise InputFormatError("predictions lack a required column", field=name)
+    check_prediction_columns(predictions)
     same = pc.all(pc.equal(items.column("item_id"), predictions.column("item_id"))).as_py()
     if not same:
         diff = pc.not_equal(items.column("item_id"), predictions.column("item_id"))
@@ -171,22 +177,76 @@ def _check_routing(items: pa.Table, questions: pa.ChunkedArray | pa.Array, codes
 
 
 @contextmanager
-def _routing_checked(items: pa.Table, questions: Callable[[], pa.ChunkedArray | pa.Array], codes: np.ndarray,
-                     is_side: np.ndarray, counts: np.ndarray) -> Iterator[None]:
-    """The block runs while a worker thread checks the routing (:func:`_check_routing`: Arrow
-    string kernels that release the GIL, beside the replies' parsing). Its failure is raised
-    when the block ends, and also when the block raises an input error of a later step, so
-    the first failing step is the one reported, as if the steps ran in order."""
-    pool = ThreadPoolExecutor(1, thread_name_prefix="c2-routing")
-    checked = pool.submit(lambda: _check_routing(items, questions(), codes, is_side, counts))
+def _routing_reported_first(routing: Future[None]) -> Iterator[None]:
+    """A block after the routing check (step 5, on a worker thread) whose own input error is
+    reported only where the routing passed: the first failing step is the one reported, as if
+    the steps ran one after another."""
     try:
         yield
-    except InputFormatError:
-        checked.result()
+    except BiovqaError:
+        routing.result()
         raise
-    finally:
-        pool.shutdown(wait=False)  # an interrupt need not wait for the check
-    checked.result()
+
+
+@dataclass(frozen=True, eq=False)
+class PreparedItems:
+    """C2 scoring's work on the items alone (:func:`prepare_items`): each item's family code,
+    option vocabulary ids and count, and gold option; each multiple-choice family's rows and
+    option-to-gold similarities, and the items' chance baselines ``b`` (MCQ rows; open rows are
+    filled when scored). ``routing``: the routing check, still running on a worker thread."""
+
+    items: pa.Table
+    context: C2Context
+    config: KernelConfig
+    codes: np.ndarray
+    vocab: Vocabulary
+    option_ids: np.ndarray
+    counts: np.ndarray
+    gold_idx: np.ndarray
+    mcq_similarities: dict[str, tuple[np.ndarray, np.ndarray]]
+    mcq_baselines: np.ndarray
+    routing: Future[None]
+
+
+def prepare_items(items: pa.Table, context: C2Context, config: KernelConfig = DEFAULT_CONFIG, *,
+                  questions: Callable[[], pa.ChunkedArray | pa.Array] | None = None) -> PreparedItems:
+    """Steps 1–3 and the multiple-choice similarities, which need no reply: the routing check
+    (step 5) starts on a worker thread, its Arrow string kernels beside the rest. The questions
+    are read for that check alone: ``questions`` returns the question column where ``items`` has
+    none (the scorer reads that column, the largest, on the worker)."""
+    codes, unknown = family_codes(items)
+    if unknown:
+        row = int(np.flatnonzero(codes < 0)[0])
+        raise InputFormatError(f"unknown C2 family {unknown[0]!r}", file="items.parquet",
+                               row=row + 1, field="family", hint=f"expected one of {FAMILIES}")
+    vocab = Vocabulary(reserve_empty=False)
+    option_ids, counts = _option_matrix(items, vocab)
+    is_side = _side_option_sets(option_ids, counts, vocab)
+    read_questions = questions or (lambda: items.column("question"))
+    pool = ThreadPoolExecutor(1, thread_name_prefix="c2-routing")
+    routing = pool.submit(lambda: _check_routing(items, read_questions(), codes, is_side, counts))
+    pool.shutdown(wait=False)  # the check runs on; the score reads its outcome
+    mcq = counts > 0
+    with _routing_reported_first(routing):
+        gold_idx = _gold_indices(items, option_ids, counts, vocab, mcq)
+        baselines = np.zeros(items.num_rows)
+        similarities: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+        for family in MCQ_FAMILIES:
+            frows = np.flatnonzero((codes == FAMILIES.index(family)) & mcq)
+            if len(frows) == 0:
+                continue
+            opt = option_ids[frows]
+            gold = opt[np.arange(len(frows)), gold_idx[frows]]
+            sims = FAMILY[family].kernel(items, frows, opt, gold, vocab.texts, context, config)
+            k = counts[frows]
+            valid = np.arange(sims.shape[1])[None, :] < k[:, None]
+            gold_sim = sims[np.arange(len(frows)), gold_idx[frows]]
+            distractor_sum = np.where(valid, sims, 0.0).sum(axis=1) - gold_sim
+            baselines[frows] = np.where(k > 1, distractor_sum / np.maximum(k - 1, 1), 0.0)
+            similarities[family] = (frows, sims)
+    return PreparedItems(items=items, context=context, config=config, codes=codes, vocab=vocab,
+                         option_ids=option_ids, counts=counts, gold_idx=gold_idx, mcq_similarities=similarities,
+                         mcq_baselines=baselines, routing=routing)
 
 
 def score_items(items: pa.Table, predictions: pa.Table, context: C2Context,
@@ -197,32 +257,27 @@ def score_items(items: pa.Table, predictions: pa.Table, context: C2Context,
     Columns: the score schema's core (item_id, component, task, status, response, parsed = the
     answer the parser recovered, score = cags), then family, category, gold, gold_letter,
     pred_letter, parse_status, em (0/1), s, b, cags, severity (1 − cags on EM = 0 items, else
-    null).
-
-    The questions are read only to check that each routes to its stored family (step 5), which
-    runs on a worker thread while the replies are scored. ``questions`` returns the question
-    column where ``items`` has none (the scorer reads that column, the largest, on the worker).
+    null). ``questions``: as for :func:`prepare_items`.
     """
+    check_predictions(items, predictions)  # the predictions' shape is the first step, as ever
+    return score_prepared(prepare_items(items, context, config, questions=questions), predictions)
+
+
+def score_prepared(prepared: PreparedItems, predictions: pa.Table) -> pa.Table:
+    """:func:`score_items` for items already prepared: the replies' steps, then the routing
+    check's outcome (its failure reported first)."""
+    with _routing_reported_first(prepared.routing):
+        table = _score_replies(prepared, predictions)
+    prepared.routing.result()
+    return table
+
+
+def _score_replies(prepared: PreparedItems, predictions: pa.Table) -> pa.Table:
+    items, context, config, codes = prepared.items, prepared.context, prepared.config, prepared.codes
+    vocab, option_ids, counts, gold_idx = prepared.vocab, prepared.option_ids, prepared.counts, prepared.gold_idx
     check_predictions(items, predictions)
-    codes, unknown = family_codes(items)
-    if unknown:
-        row = int(np.flatnonzero(codes < 0)[0])
-        raise InputFormatError(f"unknown C2 family {unknown[0]!r}", file="items.parquet",
-                               row=row + 1, field="family", hint=f"expected one of {FAMILIES}")
-    vocab = Vocabulary(reserve_empty=False)
-    option_ids, counts = _option_matrix(items, vocab)
-    is_side = _side_option_sets(option_ids, counts, vocab)
-    with _routing_checked(items, questions or (lambda: items.column("question")), codes, is_side, counts):
-        return _score_checked_items(items, predictions, context, config, codes, vocab, option_ids, counts)
-
-
-def _score_checked_items(items: pa.Table, predictions: pa.Table, context: C2Context, config: KernelConfig,
-                         codes: np.ndarray, vocab: Vocabulary, option_ids: np.ndarray, counts: np.ndarray
-                         ) -> pa.Table:
-    """:func:`score_items` from step 3 on (the items' families and options read)."""
     n = items.num_rows
     mcq = counts > 0
-    gold_idx = _gold_indices(items, option_ids, counts, vocab, mcq)
 
     # replies: analyzed once per distinct string
     status = pc.fill_null(predictions.column("status"), "missing")
@@ -273,22 +328,11 @@ def _score_checked_items(items: pa.Table, predictions: pa.Table, context: C2Cont
         recovered |= parse_code == _CODE[name]
 
     s = np.zeros(n)
-    b = np.zeros(n)
+    b = prepared.mcq_baselines.copy()
     em = np.zeros(n, dtype=np.int8)
     open_pred_text = np.full(n, None, dtype=object)
 
-    for family in MCQ_FAMILIES:
-        frows = np.flatnonzero((codes == FAMILIES.index(family)) & mcq)
-        if len(frows) == 0:
-            continue
-        opt = option_ids[frows]
-        gold = opt[np.arange(len(frows)), gold_idx[frows]]
-        sims = FAMILY[family].kernel(items, frows, opt, gold, vocab.texts, context, config)
-        k = counts[frows]
-        valid = np.arange(sims.shape[1])[None, :] < k[:, None]
-        gold_sim = sims[np.arange(len(frows)), gold_idx[frows]]
-        distractor_sum = np.where(valid, sims, 0.0).sum(axis=1) - gold_sim
-        b[frows] = np.where(k > 1, distractor_sum / np.maximum(k - 1, 1), 0.0)
+    for frows, sims in prepared.mcq_similarities.values():
         chosen = pred_idx[frows]
         picked = sims[np.arange(len(frows)), np.maximum(chosen, 0)]
         s[frows] = np.where(chosen >= 0, picked, 0.0)

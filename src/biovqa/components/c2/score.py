@@ -40,7 +40,7 @@ import pyarrow as pa
 
 from biovqa.components.registry import ScoreResult
 from biovqa.bench.folder import Bench
-from biovqa.components.c2.cags import score_items
+from biovqa.components.c2.cags import PreparedItems, check_prediction_columns, prepare_items, score_prepared
 from biovqa.components.c2.context import C2Context
 from biovqa.components.c2.kernels import PART_LAYOUT_FILE, KernelConfig, PartLayout
 from biovqa.components.c2.summary import summarize
@@ -77,13 +77,24 @@ def load_context(bench: Bench, items: pa.Table | None = None) -> C2Context:
     return C2Context.from_items(bench.item_columns(SCORE_COLUMNS) if items is None else items, layout)
 
 
-def score(bench: Bench, predictions: pa.Table, options: Mapping[str, Any] | None = None
-          ) -> ScoreResult:
-    """Score C2 predictions (aligned with ``bench.items``): per-item table + summary."""
+def prepare(bench: Bench, options: Mapping[str, Any] | None = None) -> PreparedItems:
+    """Scoring's work on the benchmark alone (C2's preparer: ``biovqa score`` runs it on a worker
+    thread while it reads and aligns the replies): the items' scoring columns, the scoring
+    context, and :func:`~biovqa.components.c2.cags.prepare_items` on them."""
     options = resolve_options(options)
     # the questions (the largest column) serve the routing check alone, which reads them on a
-    # worker thread while the replies are scored
+    # worker thread of its own
     items = bench.item_columns([column for column in SCORE_COLUMNS if column != "question"])
-    table = score_items(items, predictions, load_context(bench, items), kernel_config(options),
-                        questions=lambda: bench.item_columns(["question"]).column("question"))
-    return ScoreResult(items=table, aggregate=lambda: summarize(table, items, options))
+    return prepare_items(items, load_context(bench, items), kernel_config(options),
+                         questions=lambda: bench.item_columns(["question"]).column("question"))
+
+
+def score(bench: Bench, predictions: pa.Table, options: Mapping[str, Any] | None = None, *,
+          prepared: PreparedItems | None = None) -> ScoreResult:
+    """Score C2 predictions (aligned with ``bench.items``): per-item table + summary.
+    ``prepared``: what :func:`prepare` made of the benchmark, else it is prepared here."""
+    options = resolve_options(options)
+    check_prediction_columns(predictions)  # before the items, as the unprepared path always did
+    prepared = prepared if prepared is not None else prepare(bench, options)
+    table = score_prepared(prepared, predictions)
+    return ScoreResult(items=table, aggregate=lambda: summarize(table, prepared.items, options))

@@ -16,6 +16,7 @@ failed), ``missing`` (no reply). Every non-parsed item scores 0 on the headline.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -29,6 +30,7 @@ from biovqa.components.c3.summary import ITEM_COLUMNS, draw_ahead, summarize
 from biovqa.components.c3.tasks import TASKS, TaskSpec
 from biovqa.errors import BiovqaError
 from biovqa.scoring.schema import core_columns
+from biovqa.stats.draws import CountsDrawnAhead
 
 
 _UNSEEN = object()
@@ -102,16 +104,38 @@ def _text_column(column: pa.ChunkedArray) -> pa.Array:
     return column.cast(pa.string()).combine_chunks()
 
 
-def score(bench: Bench, predictions: pa.Table, options: Mapping[str, Any]) -> ScoreResult:
-    """Score C3 predictions (aligned with ``bench.items``) under ``options``, the score options the
-    registry resolved (:meth:`~biovqa.components.registry.Component.load` wraps the scorer):
-    per-item table + summary."""
-    items = bench.item_columns(scoring_columns())
+@dataclass(frozen=True, eq=False)
+class PreparedItems:
+    """C3 scoring's work on the benchmark alone (:func:`prepare`): the items' scoring columns and
+    the bootstrap's resampled counts, drawn on a worker thread from the items' clusters.
+    :meth:`close` stops the draws where no score follows (a score's result closes them)."""
+
+    items: pa.Table
+    draws: CountsDrawnAhead
+
+    def close(self) -> None:
+        self.draws.close()
+
+
+def prepare(bench: Bench, options: Mapping[str, Any], tasks: Sequence[TaskSpec] = TASKS) -> PreparedItems:
+    """Read and check the items' scoring columns and start the resampled counts (C3's preparer:
+    ``biovqa score`` runs it on a worker thread while it reads and aligns the replies)."""
+    items = bench.item_columns(scoring_columns(tasks))
     if "condition" not in items.column_names:
         raise BiovqaError("this C3 benchmark has no 'condition' column: it was built when relative "
                           "counting's same/different condition was stored as its 'tier'", file=bench.items_path,
                           field="condition", hint=REBUILD_HINT)
-    return scored(items, predictions, options)
+    return PreparedItems(items=items, draws=draw_ahead(items, options, tasks))
+
+
+def score(bench: Bench, predictions: pa.Table, options: Mapping[str, Any], *,
+          prepared: PreparedItems | None = None) -> ScoreResult:
+    """Score C3 predictions (aligned with ``bench.items``) under ``options``, the score options the
+    registry resolved (:meth:`~biovqa.components.registry.Component.load` wraps the scorer):
+    per-item table + summary. ``prepared``: what :func:`prepare` made of the benchmark, else it
+    is prepared here."""
+    prepared = prepared if prepared is not None else prepare(bench, options)
+    return _scored(prepared.items, predictions, options, TASKS, prepared.draws)
 
 
 def scoring_columns(tasks: Sequence[TaskSpec] = TASKS) -> list[str]:
@@ -129,7 +153,11 @@ def scored(items: pa.Table, predictions: pa.Table, options: Mapping[str, Any],
     first read. The bootstrap's resampled counts depend on the items alone, so they are drawn on
     a second thread while the items are scored (the engine gives BLAS one thread meanwhile:
     :func:`biovqa.stats.bootstrap.one_blas_thread`)."""
-    draws = draw_ahead(items, options, tasks)
+    return _scored(items, predictions, options, tasks, draw_ahead(items, options, tasks))
+
+
+def _scored(items: pa.Table, predictions: pa.Table, options: Mapping[str, Any], tasks: Sequence[TaskSpec],
+            draws: CountsDrawnAhead) -> ScoreResult:
     with draws.closed_on_error():
         table = score_items(items, predictions, options, tasks)
     return ScoreResult(items=table, aggregate=lambda: summarize(table, items, options, draws, tasks),
