@@ -134,7 +134,7 @@ def _preparing(component: Component, scorer: Callable[..., Any], bench: Any,
     prepare = component.load("preparer")
     pool = ThreadPoolExecutor(1, thread_name_prefix="prepare-scoring")
     future = pool.submit(prepare, bench, resolved)
-    pool.shutdown(wait=False)  # the preparation runs on; an interrupt does not wait for it
+    pool.shutdown(wait=False)  # the preparation runs on; the block does not wait for it
     handed = False
 
     def keywords() -> dict[str, Any]:
