@@ -187,23 +187,26 @@ def test_bad_inputs_are_named(make_bench):
         score(bench, predictions_for(bench, ["(A) purple"]))
 
 
+def _color_item_stored_as(make_bench, family: str, gold: str = "blue"):
+    """A bench of one wing-colour item (options purple, blue) stored under ``family``."""
+    row = c2_item("attr_bare_value", "i0", gold, ["purple", "blue"], part="wing", property="color",
+                  attribute_group="has_wing_color")
+    row["family"] = row["task"] = family
+    return make_bench([row])
+
+
 def test_routing_failure_is_reported_before_a_later_steps_failure(make_bench):
-    """The routing check runs on a worker thread beside the later steps; when both fail, the
-    routing error is the one reported, as when the steps ran one after another."""
-    both = c2_item("attr_bare_value", "i0", "orange", ["purple", "blue"], part="wing", property="color",
-                   attribute_group="has_wing_color")
-    both["family"] = both["task"] = "visibility_side"
-    bench = make_bench([both])
+    """The routing check runs on a worker thread beside the later steps; when both fail (here a
+    gold that is not an option), the routing error is the one reported, as when the steps ran
+    one after another."""
+    bench = _color_item_stored_as(make_bench, "visibility_side", gold="orange")
     with pytest.raises(InputFormatError, match="routes to 'attr_bare_value'") as err:
         score(bench, predictions_for(bench, ["(A) purple"]))
     assert err.value.field == "question" and err.value.row == 1
 
 
 def test_unknown_family_and_missing_prediction_column(make_bench):
-    row = c2_item("attr_bare_value", "i0", "blue", ["purple", "blue"], part="wing", property="color",
-                  attribute_group="has_wing_color")
-    row["family"] = row["task"] = "attr_mystery"
-    bench = make_bench([row])
+    bench = _color_item_stored_as(make_bench, "attr_mystery")
     with pytest.raises(InputFormatError, match="unknown C2 family 'attr_mystery'") as err:
         score(bench, predictions_for(bench, ["(A) purple"]))
     assert err.value.row == 1 and err.value.field == "family"

@@ -80,16 +80,10 @@ class ItemFacts:
 
 @dataclass(frozen=True)
 class _ItemArrays:
-    """The per-item codes (of the items) and scores (off the score table) the aggregates are
-    computed from."""
+    """The per-item scores the aggregates are computed from, read off the score table (the items'
+    own codes are their :class:`ItemFacts`)."""
 
     task: np.ndarray
-    group: np.ndarray
-    group_labels: list[str]
-    tier: np.ndarray
-    tier_labels: list[str]
-    cluster: np.ndarray
-    n_clusters: int
     em: np.ndarray
     em_soft: np.ndarray
     resolved: np.ndarray
@@ -99,13 +93,11 @@ class _ItemArrays:
     lin: np.ndarray
 
     @classmethod
-    def of(cls, scored: pa.Table, facts: ItemFacts) -> _ItemArrays:
+    def of(cls, scored: pa.Table) -> _ItemArrays:
         def numbers(name: str) -> np.ndarray:  # nulls (severity) read as NaN
             return scored.column(name).to_numpy(zero_copy_only=False).astype(np.float64)
 
-        return cls(task=_task_index(scored.column("task")), group=facts.group, group_labels=facts.group_labels,
-                   tier=facts.tier, tier_labels=facts.tier_labels, cluster=facts.cluster,
-                   n_clusters=facts.n_clusters, em=numbers("em"), em_soft=numbers("em_soft"),
+        return cls(task=_task_index(scored.column("task")), em=numbers("em"), em_soft=numbers("em_soft"),
                    resolved=scored.column("resolved").to_numpy(zero_copy_only=False).astype(bool),
                    parse_status=codes_in(scored.column("parse_status"), PARSE_STATUSES),
                    severity=numbers("severity"), wup=numbers("wup"), lin=numbers("lin"))
@@ -211,7 +203,7 @@ def summarize(scored: pa.Table, items: pa.Table, options: Any, *,
     the replies), else they are drawn here — the same resamples either way. ``facts``: the
     items' :class:`ItemFacts` where the scorer worked them out, else they are worked out here."""
     facts = facts if facts is not None else ItemFacts.of(items)
-    arrays = _ItemArrays.of(scored, facts)
+    arrays = _ItemArrays.of(scored)
     floors, floor_replies = facts.floors, facts.floor_replies
     B, seed, confidence = int(options.bootstrap), int(options.seed), float(options.confidence)
     n_items = len(arrays.task)
@@ -224,7 +216,7 @@ def summarize(scored: pa.Table, items: pa.Table, options: Any, *,
     # per-group hierarchy cells get point estimates unless ``cell_intervals`` asks for their
     # intervals too (they are two thirds of the matrix products, and no table prints them).
     every_cell = bool(getattr(options, "cell_intervals", False))
-    plans = (ClusterBootstrapPlan(arrays.cluster, arrays.n_clusters), _PointSums())
+    plans = (ClusterBootstrapPlan(facts.cluster, facts.n_clusters), _PointSums())
     everything = np.ones(n_items, dtype=bool)
     severity_values = np.nan_to_num(arrays.severity)
     columns_of: list[tuple[int, int]] = []  # summary column → (plan, its column there)
@@ -242,7 +234,7 @@ def summarize(scored: pa.Table, items: pa.Table, options: Any, *,
         firsts["severity"] = plan.add_mean(severity_values, with_severity, cells, n_cells, count_severity)
         return {name: [register(which, first + cell) for cell in range(n_cells)] for name, first in firsts.items()}
 
-    n_groups, n_tiers = len(arrays.group_labels), len(arrays.tier_labels)
+    n_groups, n_tiers = len(facts.group_labels), len(facts.tier_labels)
     task_codes = arrays.task
     pooled_codes = np.zeros(n_items, dtype=np.int64)
     open_codes = np.where(task_codes != TASK_NAMES.index(MCQ_TASK), 0, -1)
@@ -250,13 +242,13 @@ def summarize(scored: pa.Table, items: pa.Table, options: Any, *,
         "tasks": (full_block(task_codes, len(TASK_NAMES), True), list(TASK_NAMES), task_codes),
         "pooled": (full_block(pooled_codes, 1, True), ["all"], pooled_codes),
         "open_pooled": (full_block(open_codes, 1, True), ["all"], open_codes),
-        "groups": (full_block(arrays.group, n_groups, False), arrays.group_labels, arrays.group),
-        "tiers": (full_block(arrays.tier, n_tiers, False), arrays.tier_labels, arrays.tier),
+        "groups": (full_block(facts.group, n_groups, False), facts.group_labels, facts.group),
+        "tiers": (full_block(facts.tier, n_tiers, False), facts.tier_labels, facts.tier),
     }
-    task_group = np.where(arrays.group >= 0, task_codes * max(n_groups, 1) + arrays.group, -1)
-    task_tier = np.where(arrays.tier >= 0, task_codes * max(n_tiers, 1) + arrays.tier, -1)
+    task_group = np.where(facts.group >= 0, task_codes * max(n_groups, 1) + facts.group, -1)
+    task_tier = np.where(facts.tier >= 0, task_codes * max(n_tiers, 1) + facts.tier, -1)
 
-    hierarchy_inputs = _hierarchy_matrix(task_codes, em, arrays.cluster, arrays.n_clusters, arrays.group)
+    hierarchy_inputs = _hierarchy_matrix(task_codes, em, facts.cluster, facts.n_clusters, facts.group)
     hierarchy_columns: dict[str, list[int]] = {}
     if hierarchy_inputs is not None:
         correct, present, image_rows, image_group = hierarchy_inputs
@@ -291,7 +283,7 @@ def summarize(scored: pa.Table, items: pa.Table, options: Any, *,
         return _estimate(scaled_hca(float(estimate[numerator]), float(estimate[denominator])),
                          r_lo[0], r_hi[0], n=n)
 
-    summary: dict[str, Any] = {"n_images": int(arrays.n_clusters)}
+    summary: dict[str, Any] = {"n_images": int(facts.n_clusters)}
     summary["bootstrap"] = {"B": int(B), "seed": int(seed), "confidence": float(confidence), "cluster": "image (source_id)"}
 
     def metric_blocks(key: str) -> dict[str, dict[str, Any]]:
@@ -351,9 +343,9 @@ def summarize(scored: pa.Table, items: pa.Table, options: Any, *,
                 out[t_name] = row
         return out
 
-    summary["task_group"] = em_cells(task_group, arrays.group_labels)
-    summary["task_tier"] = em_cells(task_tier, arrays.tier_labels)
-    summary["breakdown"] = _breakdown(arrays, values, arrays.severity)
+    summary["task_group"] = em_cells(task_group, facts.group_labels)
+    summary["task_tier"] = em_cells(task_tier, facts.tier_labels)
+    summary["breakdown"] = _breakdown(arrays, facts, values, arrays.severity)
     n_statuses = len(PARSE_STATUSES)
     status_counts = np.bincount(task_codes * n_statuses + arrays.parse_status,
                                 minlength=len(TASK_NAMES) * n_statuses).reshape(len(TASK_NAMES), n_statuses)
@@ -365,7 +357,7 @@ def summarize(scored: pa.Table, items: pa.Table, options: Any, *,
     summary["table3"] = {column: summary["tasks"][task]["em"] for column, task in TABLE3_COLUMNS.items()
                          if task in summary["tasks"]}
     summary["hierarchy"] = _hierarchy_summary(hierarchy_inputs, hierarchy_columns, interval, ratio,
-                                              arrays.group_labels)
+                                              facts.group_labels)
     return summary
 
 
@@ -398,25 +390,26 @@ def _recognition_recall(em_columns: list[int], estimate: np.ndarray, replicates:
     }
 
 
-def _breakdown(arrays: _ItemArrays, values: dict[str, np.ndarray], severity: np.ndarray) -> list[dict[str, Any]]:
+def _breakdown(arrays: _ItemArrays, facts: ItemFacts, values: dict[str, np.ndarray],
+               severity: np.ndarray) -> list[dict[str, Any]]:
     """Point estimates for every (task, group, tier) cell with items (tier "none" where unset)."""
-    n_groups = max(len(arrays.group_labels), 1)
-    n_tiers = len(arrays.tier_labels) + 1  # last slot: no tier
-    tier = np.where(arrays.tier >= 0, arrays.tier, n_tiers - 1)
-    valid = arrays.group >= 0
-    cells = (arrays.task * n_groups + arrays.group) * n_tiers + tier
+    n_groups = max(len(facts.group_labels), 1)
+    n_tiers = len(facts.tier_labels) + 1  # last slot: no tier
+    tier = np.where(facts.tier >= 0, facts.tier, n_tiers - 1)
+    valid = facts.group >= 0
+    cells = (arrays.task * n_groups + facts.group) * n_tiers + tier
     cells, width = cells[valid], len(TASK_NAMES) * n_groups * n_tiers
     n = np.bincount(cells, minlength=width)
     has_severity = ~np.isnan(severity[valid])
     n_severity = np.bincount(cells[has_severity], minlength=width)
     sums = {name: np.bincount(cells, weights=v[valid], minlength=width) for name, v in values.items()}
     severity_sum = np.bincount(cells[has_severity], weights=severity[valid][has_severity], minlength=width)
-    tier_labels = [*arrays.tier_labels, "none"]
+    tier_labels = [*facts.tier_labels, "none"]
     records = []
     for cell in np.flatnonzero(n):
         task, rest = divmod(int(cell), n_groups * n_tiers)
         group, tier_code = divmod(rest, n_tiers)
-        record: dict[str, Any] = {"task": TASK_NAMES[task], "group": arrays.group_labels[group],
+        record: dict[str, Any] = {"task": TASK_NAMES[task], "group": facts.group_labels[group],
                                   "tier": tier_labels[tier_code], "n": int(n[cell]),
                                   "n_severity": int(n_severity[cell])}
         for name, total in sums.items():
