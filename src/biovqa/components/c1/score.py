@@ -9,6 +9,9 @@ folder; default ``manifest["taxonomy_index"]``; without a usable index the score
 ``bootstrap`` (B, default 1000; 0: no intervals), ``seed`` (42), ``confidence`` (0.95),
 ``epithet_last_word`` (True), ``cell_intervals`` (False: bounds only for the cells the tables
 print); they arrive as the registry's resolved record (or a mapping, resolved here once).
+``prepare(bench, options)`` does the part that needs no replies (resources, checked items, the
+image draws and the summary's item facts under way); ``biovqa score`` runs it while it aligns
+the predictions and hands the result to ``score(…, prepared=…)``.
 
 Per-item table (one row per benchmark item, in order): the score schema's core columns
 (``item_id, component, task, status, response, parsed, score`` with ``score`` = EM), then
