@@ -268,29 +268,21 @@ class Component:
         loaded = load_target(target, what=f"component {self.name!r}: its {role}", field=role,
                              hint=f"name it in the declaration ({role}='module:function') or add it "
                                   f"where the convention looks ({convention})")
-        if role == "preparer":
-            return self._preparer_with_resolved_options(loaded)
+        if role == "preparer":  # prepare(bench, options)
+            return self._with_resolved_options(loaded, leading=1)
         return self._with_resolved_options(loaded) if role in ("scorer", "sweep") else loaded
 
-    def _with_resolved_options(self, function: Callable[..., Any]) -> Callable[..., Any]:
-        """``function(bench, predictions, options, **keywords)`` called with ``options`` resolved
-        once: a record of this component passes through, anything else is parsed and checked."""
+    def _with_resolved_options(self, function: Callable[..., Any], leading: int = 2) -> Callable[..., Any]:
+        """``function`` with its options argument, the one after the ``leading`` others (the bench,
+        and the predictions of a scorer or a sweep), resolved once: a record of this component
+        passes through, anything else (a mapping, or None) is parsed and checked. Keywords such
+        as a scorer's ``prepared`` pass through."""
         import functools
 
         @functools.wraps(function)
-        def with_options(bench: Any, predictions: Any, options: Mapping[str, Any] | None = None,
-                         **keywords: Any) -> Any:
-            return function(bench, predictions, self.resolve_score_options(options or {}), **keywords)
-
-        return with_options
-
-    def _preparer_with_resolved_options(self, function: Callable[..., Any]) -> Callable[..., Any]:
-        """``prepare(bench, options)`` with ``options`` resolved as the scorer's are."""
-        import functools
-
-        @functools.wraps(function)
-        def with_options(bench: Any, options: Mapping[str, Any] | None = None) -> Any:
-            return function(bench, self.resolve_score_options(options or {}))
+        def with_options(*arguments: Any, **keywords: Any) -> Any:
+            given = arguments[leading] if len(arguments) > leading else keywords.pop("options", None)
+            return function(*arguments[:leading], self.resolve_score_options(given or {}), **keywords)
 
         return with_options
 

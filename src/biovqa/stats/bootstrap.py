@@ -383,16 +383,18 @@ def partition_replicates(values: np.ndarray, part: np.ndarray, n_parts: int, *, 
     With ``classes`` the items that agree in part and every value are one class, and replicate
     ``b`` draws how many of its ``n`` items fall in each class (one multinomial over the classes'
     shares): the same resampling distribution of every sum, from a different stream, so the
-    bounds differ from the default path's by Monte Carlo noise only. It pays wherever classes are fewer than items: a draw and a product per class
-    instead of per item (0/1 scores and a few credit values most; C2's 824K items are about 141K
-    classes; ``benchmarks/stats_item_bootstrap.py``).
+    bounds differ from the default path's by Monte Carlo noise only. It pays wherever classes
+    are fewer than items: a draw and a product per class instead of per item (0/1 scores and a
+    few credit values most; C2's 824K items are about 141K classes;
+    ``benchmarks/stats_item_bootstrap.py``).
 
     The classes are numbered in part-then-value order. From :data:`CLASSES_POISSONIZED_FROM`
     classes on, each replicate's class counts come from its own stream
     (:func:`~biovqa.stats.draws.replicate_class_counts`); below, from one ``default_rng(seed)``
     stream of multinomials. Items, and classes from that threshold on, are drawn by a worker
-    thread and the caller together (:class:`CountsDrawnAhead`; the caller also runs the products),
-    except below :data:`~biovqa.stats.draws.POISSONIZED_FROM` items, where one stream is read in order."""
+    thread and the caller together (:class:`CountsDrawnAhead`; the caller also runs the
+    products), except below :data:`~biovqa.stats.draws.POISSONIZED_FROM` items, where one stream
+    is read in order."""
     values = np.asarray(values, dtype=np.float64)
     if values.ndim == 1:
         values = values[:, None]

@@ -188,7 +188,6 @@ class PreparedItems:
     items: pa.Table
     task_index: np.ndarray
     target: np.ndarray
-    is_mcq: np.ndarray
     mcq_options: Any
     mcq_option_nodes: Any
     tree: Any
@@ -220,7 +219,7 @@ def prepare_items(items: pa.Table, *, tree: Any, synonyms: SynonymIndex, vernacu
     pool = ThreadPoolExecutor(1, thread_name_prefix="c1-item-facts")
     facts = pool.submit(ItemFacts.of, items)
     pool.shutdown(wait=False)  # the task runs on; the aggregation reads its result
-    return PreparedItems(items=items, task_index=task_index, target=target, is_mcq=is_mcq, mcq_options=mcq_options,
+    return PreparedItems(items=items, task_index=task_index, target=target, mcq_options=mcq_options,
                          mcq_option_nodes=mcq_option_nodes, tree=tree, synonyms=synonyms, vernacular=vernacular,
                          settings=settings, backbone=backbone, draws=draws, facts=facts)
 
