@@ -105,18 +105,20 @@ def iter_json_lines(path: str | Path, *, what: str) -> Iterator[tuple[int, dict[
 
 
 def read_parquet(path: str | Path, *, what: str = "Parquet file",
-                 columns: Iterable[str] | None = None) -> pa.Table:
+                 columns: Iterable[str] | None = None, dictionaries: Iterable[str] = ()) -> pa.Table:
     """A Parquet file as a table; with ``columns``, only those of them the file has (a reader
-    that needs a few columns of a wide file skips decoding the rest)."""
+    that needs a few columns of a wide file skips decoding the rest). ``dictionaries``: text
+    columns (a list column's values: ``"options.list.element"``) read dictionary-encoded, as
+    Parquet stores them, instead of as one string per row."""
     path = Path(path)
     if not path.exists():
         raise MissingResourceError(f"{what} not found", file=path)
     try:
         if columns is not None:
-            with pq.ParquetFile(path) as parquet:
+            with pq.ParquetFile(path, read_dictionary=list(dictionaries) or None) as parquet:
                 names = set(parquet.schema_arrow.names)
                 return parquet.read(columns=[name for name in columns if name in names])
-        return pq.read_table(path)
+        return pq.read_table(path, read_dictionary=list(dictionaries) or None)
     except (pa.ArrowInvalid, OSError) as exc:
         raise InputFormatError(
             f"cannot read {what}: {exc}",

@@ -268,13 +268,15 @@ class Bench:
     def items(self) -> pa.Table:
         return read_parquet(self.items_path, what="benchmark items")
 
-    def item_columns(self, names: Iterable[str]) -> pa.Table:
+    def item_columns(self, names: Iterable[str], *, dictionaries: Iterable[str] = ()) -> pa.Table:
         """The items' columns ``names`` (those the items have): from :attr:`items` once it is read
         (or set, as a subset bench does), else only those columns from the file, so a stage that
-        needs a few columns of a wide bench (the scoring pipeline: ``item_id``) skips the rest."""
+        needs a few columns of a wide bench (the scoring pipeline: ``item_id``) skips the rest.
+        ``dictionaries`` (see :func:`~biovqa.bench.files.read_parquet`) may come back
+        dictionary-encoded: a caller handles both."""
         if "items" in self.__dict__:
             return self.items.select([name for name in names if name in self.items.column_names])
-        return read_parquet(self.items_path, what="benchmark items", columns=names)
+        return read_parquet(self.items_path, what="benchmark items", columns=names, dictionaries=dictionaries)
 
     def iter_items(self, batch_size: int = 4096) -> Iterator[Item]:
         """The benchmark's questions as :class:`~biovqa.records.Item` records, in order, read in

@@ -6,7 +6,9 @@ import json
 
 import pyarrow as pa
 import pytest
+from fixtures.c2_items import c2_item, predictions_for
 
+from biovqa.bench.folder import open_bench
 from biovqa.components.c2 import build
 from biovqa.components.c2.floor import floor_responses
 from biovqa.components.registry import get_component
@@ -45,3 +47,26 @@ def test_build_then_score(tmp_path):
     assert (tmp_path / "a.parquet").read_bytes() == (tmp_path / "b.parquet").read_bytes()
     assert json.dumps(first.summary, sort_keys=True) == json.dumps(second.summary, sort_keys=True)
     assert first.summary["pooled"]["cags"]["value"] < 1.0
+
+
+def test_options_read_as_parquets_dictionary_score_as_plain_text(make_bench):
+    """`biovqa score` opens the bench afresh and reads the options dictionary-encoded, as Parquet
+    stores them; a bench whose items were already read holds them as plain strings. Both give
+    the same per-item table and summary."""
+    options = ["purple", "blue", "green", "yellow"]
+    rows = [c2_item("attr_bare_value", f"i{k}", options[k % 4], options, part="wing", property="color",
+                    attribute_group="has_wing_color") for k in range(8)]
+    rows.append(c2_item("visibility_side", "s1", "Left", ["Left", "Right", "Both", "None"], part="eye"))
+    rows.append(c2_item("open_genus", "g1", "Larus", class_name="Western Gull", genus="Larus"))
+    bench = make_bench(rows)
+    replies = ["(B) blue", "(A) purple", "green", "nothing", "(D) yellow", "(C) green", "(A)", None, "(A) Left",
+               "Larus"]
+    predictions = predictions_for(bench, replies)  # reads bench.items: plain strings
+    fresh = open_bench(bench.root)
+    read_fresh = fresh.item_columns(["options"], dictionaries=["options.list.element"])
+    assert pa.types.is_dictionary(read_fresh.schema.field("options").type.value_type)
+    plain = score(bench, predictions, {"bootstrap": 50})
+    dictionary = score(fresh, predictions, {"bootstrap": 50})
+    assert dictionary.items.equals(plain.items)
+    assert dictionary.items.column("gold").to_pylist()[:3] == ["purple", "blue", "green"]
+    assert json.dumps(dictionary.summary, sort_keys=True) == json.dumps(plain.summary, sort_keys=True)
