@@ -172,3 +172,15 @@ def test_c4_rebuild_in_place_reuses_its_embedding_cache(tmp_path: Path) -> None:
     assert (out / "items.parquet").read_bytes() == items
     assert (out / "manifest.json").read_bytes() == manifest  # deterministic: no timings or cache hits
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]  # no staging folder left
+
+
+def test_item_columns_read_named_text_columns_as_dictionaries(tmp_path: Path) -> None:
+    """A column asked for as a dictionary comes back dictionary-encoded; one the file lacks, or
+    one that is not text, is read as it is stored (no error)."""
+    bench = _toy_build(tmp_path / "bench", answer="42")
+    read = open_bench(bench.root).item_columns(["task", "answer", "image_sha256", "options"],
+                                                dictionaries=["task", "no_such_column", "options.list.element"])
+    assert pa.types.is_dictionary(read.schema.field("task").type)
+    assert read.column("task").to_pylist() == ["name"]
+    assert pa.types.is_string(read.schema.field("answer").type)
+    assert pa.types.is_dictionary(read.schema.field("options").type.value_type)

@@ -115,9 +115,16 @@ def read_parquet(path: str | Path, *, what: str = "Parquet file",
         raise MissingResourceError(f"{what} not found", file=path)
     try:
         if columns is not None:
-            with pq.ParquetFile(path, read_dictionary=list(dictionaries) or None) as parquet:
+            with pq.ParquetFile(path) as parquet:
                 names = set(parquet.schema_arrow.names)
-                return parquet.read(columns=[name for name in columns if name in names])
+                selected = [name for name in columns if name in names]
+                # the reader refuses a dictionary column the file lacks
+                paths = {parquet.schema.column(i).path for i in range(len(parquet.schema))} | names
+                wanted = [name for name in dictionaries if name in paths]
+                if wanted:
+                    with pq.ParquetFile(path, metadata=parquet.metadata, read_dictionary=wanted) as encoded:
+                        return encoded.read(columns=selected)
+                return parquet.read(columns=selected)
         return pq.read_table(path, read_dictionary=list(dictionaries) or None)
     except (pa.ArrowInvalid, OSError) as exc:
         raise InputFormatError(

@@ -163,19 +163,8 @@ DICTIONARY_COLUMNS: tuple[str, ...] = (
 
 
 def _scoring_columns(bench: Bench) -> pa.Table:
-    """The items table restricted to what scoring needs (the cached full table if already read)."""
-    if "items" in vars(bench):
-        return bench.items
-    import pyarrow.parquet as pq
-
-    try:
-        schema = pq.read_schema(bench.items_path)
-        wanted = [c for c in dict.fromkeys((*SCORING_COLUMNS, *DIFFICULTY_COLUMNS)) if c in schema.names]
-        strings = [c for c in DICTIONARY_COLUMNS if c in wanted and pa.types.is_string(schema.field(c).type)]
-        return pq.read_table(bench.items_path, columns=wanted, read_dictionary=strings)
-    except (pa.ArrowInvalid, OSError) as exc:
-        raise InputFormatError(f"cannot read benchmark items: {exc}", file=bench.items_path,
-                               hint="the file looks truncated or is not Parquet; rebuild the benchmark") from None
+    """The items table restricted to what scoring needs."""
+    return bench.item_columns(dict.fromkeys((*SCORING_COLUMNS, *DIFFICULTY_COLUMNS)), dictionaries=DICTIONARY_COLUMNS)
 
 
 @dataclass(frozen=True, eq=False)
