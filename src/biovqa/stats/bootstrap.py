@@ -38,6 +38,7 @@ from biovqa.stats.draws import (
     ClassSizes,
     CountsDrawnAhead,
     cluster_codes,
+    dense_codes,
     resampled_cluster_counts,
 )
 
@@ -145,13 +146,12 @@ class SumColumns:
     def cells(self, values: np.ndarray | float, *keys: np.ndarray) -> tuple[np.ndarray, list[tuple[Any, ...]]]:
         """One column per distinct combination of ``keys`` (values where the row has it, else 0);
         returns (column index per combination, the combinations sorted by their text)."""
-        import pandas as pd
-
         combined = np.zeros(self.n, dtype=np.int64)
         uniques = []
         for key in keys:
             if id(key) not in self._factorized:  # a section passes the same keys for several cells
-                self._factorized[id(key)] = (key, *pd.factorize(pd.Series(key, dtype=object).fillna(""), sort=False))
+                filled = ["" if v is None or v != v else v for v in np.asarray(key, dtype=object).tolist()]
+                self._factorized[id(key)] = (key, *dense_codes(np.array(filled, dtype=object), sort=False))
             _, codes, distinct = self._factorized[id(key)]
             combined = combined * (len(distinct) + 1) + codes
             uniques.append((codes, distinct))
@@ -458,17 +458,15 @@ def _class_codes(values: np.ndarray, part: np.ndarray) -> np.ndarray:
     """One code per distinct (part, values) row, numbered in part-then-value order: each column's
     sorted value codes appended to a mixed-radix key (renumbered first where the key would pass
     62 bits), the key's sorted codes last."""
-    import pandas as pd
-
     key, radix = part.astype(np.int64), int(part.max()) + 1 if len(part) else 1
     for column in values.T:
-        value_codes, distinct = pd.factorize(column, sort=True, use_na_sentinel=False)  # NaN: a value
+        value_codes, distinct = dense_codes(column)  # NaN: a value
         if radix * len(distinct) >= 1 << 62:
-            key, uniques = pd.factorize(key, sort=True)
+            key, uniques = dense_codes(key)
             radix = len(uniques)
         key = key * len(distinct) + value_codes
         radix *= len(distinct)
-    return pd.factorize(key, sort=True)[0]
+    return dense_codes(key)[0]
 
 
 def percentile_interval(replicates: np.ndarray, confidence: float = CONFIDENCE) -> tuple[np.ndarray, np.ndarray]:

@@ -19,10 +19,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
@@ -30,6 +29,9 @@ import pyarrow.parquet as pq
 from biovqa.errors import InputFormatError
 from biovqa.records import TREE_RANKS
 from biovqa.text import encode_strings, normalize_c1_array
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 ROOT = 0
 MAX_DEPTH = len(TREE_RANKS)  # species depth (6)
@@ -61,12 +63,6 @@ class BenchmarkTree:
     def normalized_names(self) -> np.ndarray:
         return np.asarray(normalize_c1_array(pa.array(self.names.tolist(), pa.string())).to_pylist(),
                           dtype=object)
-
-    @cached_property
-    def name_index(self) -> dict[str, np.ndarray]:
-        """Normalized name → node ids bearing it (homonyms across kingdoms give several)."""
-        frame = pd.DataFrame({"name": self.normalized_names[1:], "node": np.arange(1, len(self.names))})
-        return {name: group.to_numpy(np.int32) for name, group in frame.groupby("name", sort=True)["node"]}
 
     def lca(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
         """Lowest common ancestor of node pairs (vectorised); -1 inputs give -1."""

@@ -36,7 +36,7 @@ def tree_and_leaves():
 
 
 def _node(tree, name: str) -> int:
-    return int(tree.name_index[name.lower()][0])
+    return int(np.flatnonzero(tree.normalized_names == name.lower())[0])
 
 
 # metrics.md §2.12 synthetic example: (exposure, items) per taxon, N_cell = 20, B before C by name

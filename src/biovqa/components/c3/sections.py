@@ -58,6 +58,7 @@ from biovqa.components.c3.kernels import char_accuracy, convention_means, iou, r
 from biovqa.components.c3.prompts import COUNTING_TIERS, VIEWPOINT_BEARING
 from biovqa.scoring.schema import estimate
 from biovqa.stats.bootstrap import Bootstrap, SumColumns, nanmean, ratio, weighted_mean
+from biovqa.stats.draws import cluster_codes, dense_codes
 from biovqa.stats.ranks import RankLayout, grouped_spearman, spearman, weighted_spearman
 
 CHANCE_4 = 0.25
@@ -313,8 +314,6 @@ def absolute_distance_section(rows: Rows, parsed: np.ndarray, boot: Bootstrap, c
     plates = rows.objects("cluster")
     n = len(gold)
 
-    from biovqa.stats.draws import cluster_codes
-
     cluster_of = cluster_codes(np.asarray(clusters, dtype=object))[0]
     cols = SumColumns(n)
     i_hit, i_one = cols.add(np.nan_to_num(hit)), cols.add(1.0)
@@ -356,9 +355,8 @@ def absolute_distance_section(rows: Rows, parsed: np.ndarray, boot: Bootstrap, c
     est[1]["n"] = int(parsed.sum())
     out: dict[str, Any] = {"acc20": est[0], "mre": est[1], "rho_within": est[2], "kappa": est[3]}
     # within-(plate, type) ρ, groups of ≥ 3 parsed items
-    import pandas as pd
-
-    cell_codes, _ = pd.factorize(pd.Series(plates[parsed].astype(str)) + "\x00" + pd.Series(types[parsed].astype(str)))
+    cell_codes, _ = dense_codes(np.char.add(np.char.add(plates[parsed].astype(str), "\x00"),
+                                            types[parsed].astype(str)).astype(object), sort=False)
     rhos = grouped_spearman(pred[parsed], gold[parsed], np.asarray(cell_codes, dtype=np.int64)).tolist()
     out["rho_within_plate"] = _plain(float(np.mean(rhos)) if rhos else math.nan, len(rhos))
     # calibrated acc@20: ŷ' = ŷ · median_t(y / ŷ)
