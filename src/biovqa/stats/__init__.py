@@ -2,9 +2,10 @@
 
 The contract (the paper's Appendix L.3 for the bootstrap; Appendix C and §6 for the ranks):
 
+* **Codes** (:mod:`biovqa.stats.codes`) — ``cluster_codes(labels) -> (codes, n_clusters)``
+  numbers clusters in sorted label order, by ``dense_codes(values, sort=)``, the one
+  factorisation (NaN one value, sorted last).
 * **Draws** (:mod:`biovqa.stats.draws`) — the only source of resamples.
-  ``cluster_codes(labels) -> (codes, n_clusters)`` numbers clusters in sorted label order
-  (``dense_codes(values, sort=)``, the one factorisation: NaN one value, sorted last);
   ``resampled_cluster_counts(n_clusters, B=, seed=)`` yields blocks (≤ 64 replicates ×
   clusters, float32) of how often each cluster was drawn: below 2¹⁸ clusters replicate after
   replicate from one ``numpy.random.default_rng(seed)`` stream of bounded integers, from 2¹⁸ on

@@ -33,12 +33,11 @@ from typing import Any, Protocol
 import numpy as np
 
 from biovqa.stats import CONFIDENCE
+from biovqa.stats.codes import cluster_codes, dense_codes
 from biovqa.stats.draws import (
     REPLICATE_CHUNK,
     ClassSizes,
     CountsDrawnAhead,
-    cluster_codes,
-    dense_codes,
     resampled_cluster_counts,
 )
 
@@ -627,7 +626,7 @@ class Bootstrap:
                  rowwise: bool = False) -> list[dict[str, Any]]:
         """Estimates of the statistics ``fn(totals, cluster_weights)``: ``totals`` (replicates ×
         columns) are the weighted column sums, ``cluster_weights`` (replicates × clusters, codes of
-        :func:`~biovqa.stats.draws.cluster_codes`) is given when ``rowwise``; each statistic is
+        :func:`~biovqa.stats.codes.cluster_codes`) is given when ``rowwise``; each statistic is
         a vector over the replicates; ``n`` is every estimate's ``n``."""
         from biovqa.scoring.schema import estimate
 

@@ -3,7 +3,8 @@
 A replicate of a cluster bootstrap draws ``n_clusters`` cluster indices with replacement; all that
 any statistic needs of it is how often each cluster was drawn. :func:`replicate_counts` defines
 replicate ``b``'s counts from its own seeded stream, and :func:`resampled_cluster_counts` yields
-them in blocks of replicates, clusters numbered by :func:`cluster_codes` in sorted label order, so
+them in blocks of replicates, clusters numbered by :func:`~biovqa.stats.codes.cluster_codes` in
+sorted label order, so
 the resamples depend on the seed and the sorted labels only, never on the row order, on how the
 work is chunked or on which thread draws. :class:`CountsDrawnAhead` draws the blocks of several
 bootstraps on a worker thread while the caller does other work (NumPy releases the GIL).
@@ -23,46 +24,6 @@ T = TypeVar("T")
 
 #: Replicates materialised per matrix product (bounds memory at chunk × clusters float32).
 REPLICATE_CHUNK = 64
-
-
-def dense_codes(values: np.ndarray | list, *, sort: bool = True) -> tuple[np.ndarray, np.ndarray]:
-    """(code per value, the distinct values): codes ``0 … k−1`` number the distinct values in
-    sorted order, or with ``sort=False`` in order of first appearance. Numbers are told apart by
-    value (NaN is one value, sorted last; −0.0 is 0.0); any other values by Python's ``==`` and
-    ``<`` (an object array holding NaN or None is the caller's to clean first)."""
-    array = np.asarray(values)
-    if array.dtype.kind in "biuf":
-        if array.dtype.kind == "f":  # one NaN and one zero, as Python's == sees them
-            array = np.where(np.isnan(array), np.nan, array + 0.0)
-        import pyarrow as pa
-
-        encoded = pa.array(array).dictionary_encode()  # a hash pass: no sort of every value
-        codes = encoded.indices.to_numpy().astype(np.int64)
-        distinct = encoded.dictionary.to_numpy(zero_copy_only=False)
-    else:
-        first: dict[object, int] = {}
-        codes = np.fromiter((first.setdefault(value, len(first)) for value in array.ravel().tolist()),
-                            dtype=np.int64, count=array.size)
-        distinct = np.empty(len(first), dtype=object)
-        distinct[:] = list(first)
-    if sort and len(distinct) > 1:
-        order = np.argsort(distinct, kind="stable")
-        rank = np.empty(len(order), dtype=np.int64)
-        rank[order] = np.arange(len(order))
-        codes, distinct = rank[codes], distinct[order]
-    return codes, distinct
-
-
-def cluster_codes(clusters: np.ndarray | list) -> tuple[np.ndarray, int]:
-    """Dense codes ``0 … n_clusters−1`` for cluster labels, numbered in sorted label order (so
-    the codes, and hence the resamples, do not depend on the order of the rows)."""
-    labels = np.asarray(clusters)
-    missing = (np.isnan(labels).any() if labels.dtype.kind == "f" else
-               labels.dtype.kind == "O" and any(v is None or v != v for v in labels.ravel().tolist()))
-    if missing:
-        raise ValueError("cluster labels must not be missing")
-    codes, distinct = dense_codes(labels)
-    return codes, len(distinct)
 
 
 def replicate_counts(n_clusters: int, seed: int, replicate: int) -> np.ndarray:
@@ -642,6 +603,6 @@ def resampled_class_counts(counts: np.ndarray, *, B: int, seed: int) -> np.ndarr
     return out
 
 
-__all__ = ["ClassSizes", "CountsDrawnAhead", "DRAWS_PER_CALL", "compact_counts", "DrawnAhead", "POISSONIZED_FROM", "REPLICATE_CHUNK", "cluster_codes",
-           "replicate_class_counts", "replicate_counts",
-           "resampled_class_counts", "resampled_cluster_counts"]
+__all__ = ["ClassSizes", "CountsDrawnAhead", "DRAWS_PER_CALL", "compact_counts", "DrawnAhead", "POISSONIZED_FROM",
+           "REPLICATE_CHUNK", "replicate_class_counts", "replicate_counts", "resampled_class_counts",
+           "resampled_cluster_counts"]

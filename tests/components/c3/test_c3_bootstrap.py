@@ -12,7 +12,8 @@ from fixtures.c3_benches import write_items_bench, write_predictions
 
 from biovqa.scoring.pipeline import score_predictions
 from biovqa.stats.bootstrap import SumsProduct as _Product
-from biovqa.stats.bootstrap import cluster_codes, percentile_interval, resampled_cluster_counts
+from biovqa.stats.bootstrap import percentile_interval, resampled_cluster_counts
+from biovqa.stats.codes import cluster_codes
 from biovqa.stats.bootstrap import exact_columns as _exact_columns
 from biovqa.stats.ranks import RankLayout as _RankLayout
 from biovqa.stats.ranks import spearman, weighted_spearman

@@ -6,9 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from fixtures.c4_benches import PAIRS
 from fixtures.wildlife import write_catalog
-
-PAIRS = 4
 
 
 @pytest.fixture(scope="session")

@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pyarrow.parquet as pq
 import pytest
-from conftest import PAIRS
+from fixtures.c4_benches import PAIRS
 from PIL import Image
 
 import biovqa

@@ -58,7 +58,7 @@ from biovqa.components.c3.kernels import char_accuracy, convention_means, iou, r
 from biovqa.components.c3.prompts import COUNTING_TIERS, VIEWPOINT_BEARING
 from biovqa.scoring.schema import estimate
 from biovqa.stats.bootstrap import Bootstrap, SumColumns, nanmean, ratio, weighted_mean
-from biovqa.stats.draws import cluster_codes, dense_codes
+from biovqa.stats.codes import cluster_codes, dense_codes
 from biovqa.stats.ranks import RankLayout, grouped_spearman, spearman, weighted_spearman
 
 CHANCE_4 = 0.25
