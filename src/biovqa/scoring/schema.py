@@ -19,6 +19,7 @@ import math
 from dataclasses import dataclass
 from typing import Any, Mapping
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -128,7 +129,8 @@ def core_columns(items: pa.Table, aligned: pa.Table, *, component: str,
     a scorer starts its per-item table with these and appends its own columns."""
     return {
         "item_id": _strings(items.column("item_id")),  # a bench written from pandas may hold large_string
-        "component": pa.array([component] * items.num_rows, pa.string()).dictionary_encode(),
+        "component": pa.DictionaryArray.from_arrays(pa.array(np.zeros(items.num_rows, dtype=np.int32)),
+                                                    pa.array([component], pa.string())),
         "task": _strings(items.column("task")).dictionary_encode(),
         "status": _strings(aligned.column("status")).dictionary_encode(),
         "response": _strings(aligned.column("response")),
