@@ -9,7 +9,15 @@ import numpy as np
 import pytest
 from scipy.stats import norm
 
-from biovqa.stats.inference import alpha_std, fisher_ci, holm, pca_share, permutation_gap_p, within_across_gap
+from biovqa.stats.inference import (
+    alpha_std,
+    fisher_ci,
+    holm,
+    normal_quantile,
+    pca_share,
+    permutation_gap_p,
+    within_across_gap,
+)
 
 
 def test_holm_adjusts_step_down_and_stops_at_the_first_failure() -> None:
@@ -47,3 +55,16 @@ def test_fisher_ci_uses_the_bonett_wright_variance() -> None:
     lo, hi = fisher_ci(0.5, 30)
     assert (lo, hi) == pytest.approx((math.tanh(math.atanh(0.5) - half), math.tanh(math.atanh(0.5) + half)))
     assert all(math.isnan(v) for v in fisher_ci(0.5, 3)) and all(math.isnan(v) for v in fisher_ci(1.0, 50))
+
+
+def test_normal_quantile_is_scipys_to_the_last_bits_in_every_region() -> None:
+    """Central (|p − ½| ≤ 0.425), intermediate and far-tail regions of AS 241, both sides."""
+    from scipy.special import ndtri
+
+    rng = np.random.default_rng(7)
+    p = np.concatenate([rng.random(50_000), 10.0 ** -rng.uniform(1, 300, 5_000),
+                        1 - 10.0 ** -rng.uniform(1, 15, 5_000), [0.5, 0.075, 0.925, 1e-320]])
+    np.testing.assert_allclose(normal_quantile(p), ndtri(p), rtol=4e-15, atol=0)
+    assert normal_quantile(0.975) == pytest.approx(1.959963984540054, abs=1e-15)
+    edges = normal_quantile(np.array([0.0, 1.0, -0.1, 1.1, np.nan]))
+    assert edges[0] == -math.inf and edges[1] == math.inf and np.isnan(edges[2:]).all()

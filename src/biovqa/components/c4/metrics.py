@@ -22,11 +22,9 @@ import math
 from typing import Any
 
 import numpy as np
-# the standard normal quantile z = Φ⁻¹ (what scipy.stats.norm.ppf computes, without importing
-# scipy.stats, whose import alone costs more than scoring 15K pairs)
-from scipy.special import ndtri
 
 from biovqa.components.c4.pairs import auc
+from biovqa.stats.inference import normal_quantile
 
 #: Count columns: same→yes, same→no, same→unparsed, diff→yes, diff→no, diff→unparsed.
 COUNT_NAMES: tuple[str, ...] = ("hits", "misses", "same_unparsed", "false_alarms",
@@ -44,7 +42,7 @@ def rates(counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 def dprime_c(counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     h, f = rates(counts)
-    zh, zf = ndtri(h), ndtri(f)
+    zh, zf = normal_quantile(h), normal_quantile(f)
     return zh - zf, -0.5 * (zh + zf)
 
 
@@ -90,7 +88,7 @@ def verdict(dprime: float | None, c: float | None) -> str | None:
 
 def auc_to_dprime(value: float) -> float:
     """Equal-variance Gaussian d′ from an AUC: √2·z(AUC) (appendix B, "MegaDescriptor for C4")."""
-    return float(math.sqrt(2.0) * ndtri(value))
+    return float(math.sqrt(2.0) * normal_quantile(value))
 
 
 def wald_difference(p1: float, n1: int, p2: float, n2: int, z: float = 1.959964) -> dict[str, float]:

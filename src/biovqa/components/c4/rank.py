@@ -13,19 +13,18 @@ import numpy as np
 import pandas as pd
 
 from biovqa.reporting.replicates import ColumnItems, mean_statistic
+from biovqa.stats.inference import normal_quantile
 
 METHOD = "bootstrap, shared draws: random-condition pairs resampled (unstratified); {} recomputed"
 
 
 def dprime_statistic(sums: np.ndarray, counts: np.ndarray) -> np.ndarray:
     """d′ = z(H) − z(F) from (B × 2) Yes counts and pair counts, cells (different, same)."""
-    from scipy.special import ndtri
-
     if sums.shape[1] != 2:  # only one kind of pair among the shared items: d′ is undefined
         return np.full(sums.shape[0], np.nan)
     hit_rate = (sums[:, 1] + 0.5) / (counts[:, 1] + 1.0)
     false_alarm_rate = (sums[:, 0] + 0.5) / (counts[:, 0] + 1.0)
-    return ndtri(hit_rate) - ndtri(false_alarm_rate)
+    return normal_quantile(hit_rate) - normal_quantile(false_alarm_rate)
 
 
 def rank_inputs(items: pd.DataFrame) -> dict[str, ColumnItems]:

@@ -40,7 +40,6 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
-from scipy.special import ndtri
 
 from biovqa.components.c4.metrics import (COUNT_NAMES, STATISTICS, auc_to_dprime, construction_checks, rates,
                                           statistics, verdict, wald_difference, weighted_auc)
@@ -50,6 +49,7 @@ from biovqa.components.c4.tasks import CONDITIONS, DATASETS, TABLE3, TASKS
 from biovqa.scoring.schema import estimate
 from biovqa.stats.bootstrap import bootstrap_replicates, percentile_interval
 from biovqa.stats.draws import resampled_class_counts
+from biovqa.stats.inference import normal_quantile
 
 __all__ = ["cell_summary", "stratum_counts", "summarize"]
 
@@ -178,7 +178,7 @@ def _auc_estimate(similarity: np.ndarray, same: np.ndarray, rows: np.ndarray, *,
     def both(counts: np.ndarray) -> list[np.ndarray]:
         value = weighted_auc(scores, positive, counts)
         with np.errstate(invalid="ignore", divide="ignore"):
-            dprime = np.where((value > 0) & (value < 1), np.sqrt(2.0) * ndtri(value), np.nan)
+            dprime = np.where((value > 0) & (value < 1), np.sqrt(2.0) * normal_quantile(value), np.nan)
         return [value, dprime]
 
     if not n:
