@@ -50,6 +50,7 @@ def install_plugin(root: Path, entry_points: str) -> None:
 @pytest.fixture()
 def fresh_registry(monkeypatch: pytest.MonkeyPatch):
     monkeypatch.setattr(registry, "_REGISTRY", {})
+    monkeypatch.setattr(registry, "_OPTIONAL_ROLES_PENDING", set())
     monkeypatch.setattr(registry, "_BROKEN", {})
     monkeypatch.setattr(registry, "_LOADED", False)
     yield registry
@@ -67,6 +68,31 @@ def test_a_component_from_an_installed_package(tmp_path: Path, monkeypatch: pyte
     assert cli(["labx-calibrate", "--strength", "3"], capsys) == (0, "calibrated at 3")
     assert cli(["specialist", "labx-ceiling"], capsys) == (0, "calibrated at 1")
     sys.modules.pop("labx_plugin", None)
+
+
+def test_a_component_reads_its_own_sources_only_when_asked_for(
+        fresh_registry, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Asking for one component (``biovqa score`` on C1) looks up that component's optional roles
+    alone; every other component's are found when it is first handed out, the same as when
+    every role is spelled out at once."""
+    read: list[str] = []
+    original = registry._top_level_names
+
+    def recording(module: str) -> frozenset[str]:
+        read.append(module)
+        return original(module)
+
+    monkeypatch.setattr(registry, "_top_level_names", recording)
+    c1 = fresh_registry.get_component("c1")
+    assert read and all(module.startswith("biovqa.components.c1.") for module in read)
+    assert c1.preparer == "biovqa.components.c1.score:prepare" and c1.figures == "biovqa.components.c1.report:figures"
+    listed = fresh_registry.list_components()
+    assert {module.split(".")[2] for module in read} == {"c1", "c2", "c3", "c4", "bagel", "hca"}
+    for component in listed:
+        assert component == registry._builtin_declarations()[[c.name for c in listed].index(component.name)]
+    read.clear()
+    fresh_registry.get_component("c2")
+    assert read == []  # found once
 
 
 def test_a_broken_plugin_is_named(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fresh_registry) -> None:

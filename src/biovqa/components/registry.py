@@ -181,9 +181,10 @@ class Component:
     """A benchmark component: its tasks, the callables of each stage, its score options.
 
     Each role (``builder``, ``scorer``, …) is found in the component's package by
-    :data:`ROLE_CONVENTIONS` / :data:`OPTIONAL_ROLE_CONVENTIONS` when the registry adds it; a
-    declaration names a role as ``"module:attribute"`` only where it deviates. Registered
-    components carry every role's target spelled out."""
+    :data:`ROLE_CONVENTIONS` (when the registry adds it) / :data:`OPTIONAL_ROLE_CONVENTIONS`
+    (when the registry first hands it out: only then are its modules' sources read); a
+    declaration names a role as ``"module:attribute"`` only where it deviates. A component the
+    registry hands out carries every role's target spelled out."""
 
     name: str
     title: str
@@ -290,6 +291,11 @@ class Component:
         """This declaration with every role's ``"module:attribute"`` spelled out: a role it does
         not name is found in ``package`` by convention (an optional role only where the package
         has its module and the module defines the attribute)."""
+        return self._with_required_roles(package)._with_optional_roles()
+
+    def _with_required_roles(self, package: str | None) -> Component:
+        """The required roles spelled out (no module is read): an error where one is neither
+        named nor findable."""
         package = self.package or package
         filled: dict[str, Any] = {"package": package}
         for role, convention in ROLE_CONVENTIONS.items():
@@ -299,11 +305,17 @@ class Component:
                                       field=role, hint=f"give {role}='module:function' or package='…'")
                 convention = convention.format(name=self.name.lower())
                 filled[role] = f"{package}.{convention}"
-        for role, convention in OPTIONAL_ROLE_CONVENTIONS.items():
-            if getattr(self, role) is None and package is not None:
-                filled[role] = _found(package, convention)
+        return replace(self, **filled)
+
+    def _with_optional_roles(self) -> Component:
+        """The optional roles found by convention (each module's source is read, not imported)."""
+        filled: dict[str, Any] = {}
+        if self.package is not None:
+            for role, convention in OPTIONAL_ROLE_CONVENTIONS.items():
+                if getattr(self, role) is None:
+                    filled[role] = _found(self.package, convention)
         if self.figures is None:
-            reporter_module = (filled.get("reporter") or self.reporter).partition(":")[0]
+            reporter_module = self.reporter.partition(":")[0]
             if "figures" in _top_level_names(reporter_module):
                 filled["figures"] = f"{reporter_module}:figures"
         return replace(self, **filled)
@@ -410,6 +422,8 @@ def _top_level_names(module: str) -> frozenset[str]:
 
 
 _REGISTRY: dict[str, Component] = {}
+#: registered components whose optional roles are still to be found (:func:`_handed`)
+_OPTIONAL_ROLES_PENDING: set[str] = set()
 _BUILTIN_NAMES: set[str] = set()
 #: plug-ins that failed to load, by entry-point name: asking for one raises its error
 _BROKEN: dict[str, BiovqaError] = {}
@@ -424,7 +438,7 @@ def register(component: Component) -> Component:
     """Add a component (e.g. from a test or a notebook); its name must be new. Roles it does not
     name are found in its ``package`` by convention."""
     _load_all()
-    return _add(component, component.package)
+    return _handed(_add(component, component.package).name.lower())
 
 
 def _add(component: Component, package: str | None) -> Component:
@@ -433,8 +447,19 @@ def _add(component: Component, package: str | None) -> Component:
     key = component.name.lower()
     if key in _REGISTRY:
         raise BiovqaError(f"component {component.name!r} is already registered")
-    _REGISTRY[key] = component = component.with_roles(package)
+    # the optional roles are looked up when the component is first handed out (reading the
+    # sources of every component's modules cost each command 50 ms)
+    _REGISTRY[key] = component = component._with_required_roles(package)
+    _OPTIONAL_ROLES_PENDING.add(key)
     return component
+
+
+def _handed(key: str) -> Component:
+    """The registered component ``key`` with its optional roles found."""
+    if key in _OPTIONAL_ROLES_PENDING:
+        _REGISTRY[key] = _REGISTRY[key]._with_optional_roles()
+        _OPTIONAL_ROLES_PENDING.discard(key)
+    return _REGISTRY[key]
 
 
 def _load_all() -> None:
@@ -502,7 +527,7 @@ def find_component(name: str) -> Component | None:
     key = name.lower()
     if key not in _REGISTRY and key in _BROKEN:
         raise _BROKEN[key].with_traceback(None)
-    return _REGISTRY.get(key)
+    return _handed(key) if key in _REGISTRY else None
 
 
 def get_component(name: str) -> Component:
@@ -520,7 +545,7 @@ def list_components() -> tuple[Component, ...]:
     then the text suites), then plug-ins by name."""
     _load_all()
     builtin = [k for k in _REGISTRY if _REGISTRY[k].name.lower() in _BUILTIN_NAMES]
-    return tuple(_REGISTRY[k] for k in builtin + sorted(k for k in _REGISTRY if k not in builtin))
+    return tuple(_handed(k) for k in builtin + sorted(k for k in _REGISTRY if k not in builtin))
 
 
 def component_rank(name: str) -> tuple[int, str]:
