@@ -30,6 +30,8 @@ def test_dense_codes_number_values_sorted_or_as_they_first_appear() -> None:
     codes, distinct = dense_codes(np.array(["b", "a", "b", "c"], dtype=object), sort=False)
     assert codes.tolist() == [0, 1, 0, 2] and distinct.tolist() == ["b", "a", "c"]
     assert dense_codes(np.array([], dtype=np.int64))[0].tolist() == []
+    assert dense_codes(np.array([[3, 1], [1, 3]]))[0].tolist() == [1, 0, 0, 1]  # flattened
+    assert dense_codes(np.array([True, False]))[0].tolist() == [1, 0]
 
 
 @settings(max_examples=60, deadline=None)

@@ -5,25 +5,24 @@ that the resamples never depend on the order of the rows; the paper's Appendix L
 from __future__ import annotations
 
 import numpy as np
+import pyarrow as pa
 
 
 def dense_codes(values: np.ndarray | list, *, sort: bool = True) -> tuple[np.ndarray, np.ndarray]:
-    """(code per value, the distinct values): codes ``0 … k−1`` number the distinct values in
-    sorted order, or with ``sort=False`` in order of first appearance. Numbers are told apart by
+    """(code per value, the distinct values) of ``values``, flattened: codes ``0 … k−1`` number
+    the distinct values in sorted order, or with ``sort=False`` in order of first appearance. Numbers are told apart by
     value (NaN is one value, sorted last; −0.0 is 0.0); any other values by Python's ``==`` and
     ``<`` (an object array holding NaN or None is the caller's to clean first)."""
-    array = np.asarray(values)
+    array = np.asarray(values).ravel()
     if array.dtype.kind in "biuf":
-        if array.dtype.kind == "f":  # one NaN and one zero, as Python's == sees them
+        if array.dtype.kind == "f":  # Arrow's hash compares bits: one NaN payload, and −0.0 → 0.0
             array = np.where(np.isnan(array), np.nan, array + 0.0)
-        import pyarrow as pa
-
         encoded = pa.array(array).dictionary_encode()  # a hash pass: no sort of every value
         codes = encoded.indices.to_numpy().astype(np.int64)
         distinct = encoded.dictionary.to_numpy(zero_copy_only=False)
     else:
         first: dict[object, int] = {}
-        codes = np.fromiter((first.setdefault(value, len(first)) for value in array.ravel().tolist()),
+        codes = np.fromiter((first.setdefault(value, len(first)) for value in array.tolist()),
                             dtype=np.int64, count=array.size)
         distinct = np.empty(len(first), dtype=object)
         distinct[:] = list(first)
