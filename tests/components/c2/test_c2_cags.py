@@ -255,3 +255,17 @@ def test_score_items_direct(make_bench):
                                 attribute_group="has_wing_color")])
     table = score_items(bench.items, predictions_for(bench, ["(B) Red"]), load_context(bench))
     assert table.column("parse_status")[0].as_py() == "parsed"  # "red" is no option: letter only
+
+
+def test_a_gold_outside_the_options_falls_back_on_its_answer_letter(make_bench):
+    """Step 3: where the stored answer is none of the options' texts (nor "(X) text"), the
+    item's ``answer_letter`` names the gold option; only such items read that column."""
+    options = ["purple", "blue", "green", "yellow"]
+    rows = [c2_item("attr_bare_value", "i0", "blue", options, part="wing", property="color",
+                    attribute_group="has_wing_color"),
+            c2_item("attr_bare_value", "i1", "cobalt", options, part="wing", property="color",
+                    attribute_group="has_wing_color", answer_letter="B")]
+    bench = make_bench(rows)
+    items = score(bench, predictions_for(bench, ["(B) blue", "(B) blue"]), {"bootstrap": 0}).items
+    assert items.column("gold_letter").to_pylist() == ["B", "B"]
+    assert items.column("em").to_pylist() == [1, 1]

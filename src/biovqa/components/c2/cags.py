@@ -105,10 +105,10 @@ def _gold_indices(items: pa.Table, option_ids: np.ndarray, counts: np.ndarray,
     gold = np.where(hit.any(axis=1), hit.argmax(axis=1), -1)
     use_letter = (gold < 0) & (gold_letters >= 0) & (gold_letters < counts)
     gold = np.where(use_letter, gold_letters, gold)
-    if "answer_letter" in items.column_names:
-        letters = items.column("answer_letter").to_pylist()
-        for row in np.flatnonzero(mcq & (gold < 0)):
-            letter = letters[row]
+    unresolved = np.flatnonzero(mcq & (gold < 0))
+    if "answer_letter" in items.column_names and len(unresolved):
+        letters = items.column("answer_letter").take(pa.array(unresolved)).to_pylist()
+        for row, letter in zip(unresolved.tolist(), letters):
             if letter and letter in parse.LETTERS and parse.LETTERS.index(letter) < counts[row]:
                 gold[row] = parse.LETTERS.index(letter)
     bad = np.flatnonzero(mcq & (gold < 0))
