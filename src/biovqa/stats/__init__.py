@@ -37,7 +37,8 @@ The contract (the paper's Appendix L.3 for the bootstrap; Appendix C and §6 for
   ``descending_ranks``, ``spearman``, ``spearman_p``, ``spearman_matrix``, ``grouped_spearman``,
   ``weighted_spearman`` (+ ``RankLayout``), ``rank_distribution``.
 * **Inference** (:mod:`biovqa.stats.inference`) — ``holm``, ``alpha_std``, ``within_across_gap``,
-  ``permutation_gap_p``, ``pca_share``, ``fisher_ci`` (the cross-component analysis, §6).
+  ``permutation_gap_p``, ``pca_share``, ``fisher_ci`` (the cross-component analysis, §6);
+  ``normal_quantile`` (Φ⁻¹ without SciPy: C4's d′ and c).
 * **Estimates** live at the schema seam (:class:`biovqa.scoring.schema.Estimate`, frozen: value,
   lo, hi, n; ``estimate(...)`` writes the dict form, ``estimate_value(entry, part="value")`` is the
   one reader of a float out of an estimate or a number).
