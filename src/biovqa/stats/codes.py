@@ -10,9 +10,10 @@ import pyarrow as pa
 
 def dense_codes(values: np.ndarray | list, *, sort: bool = True) -> tuple[np.ndarray, np.ndarray]:
     """(code per value, the distinct values) of ``values``, flattened: codes ``0 … k−1`` number
-    the distinct values in sorted order, or with ``sort=False`` in order of first appearance. Numbers are told apart by
-    value (NaN is one value, sorted last; −0.0 is 0.0); any other values by Python's ``==`` and
-    ``<`` (an object array holding NaN or None is the caller's to clean first)."""
+    the distinct values in sorted order, or with ``sort=False`` in order of first appearance.
+    Numbers are told apart by value (NaN is one value, sorted last; −0.0 is 0.0); any other
+    values by Python's ``==`` and ``<`` (an object array holding NaN or None is the caller's to
+    clean first)."""
     array = np.asarray(values).ravel()
     if array.dtype.kind in "biuf":
         if array.dtype.kind == "f":  # Arrow's hash compares bits: one NaN payload, and −0.0 → 0.0

@@ -4,10 +4,10 @@ A replicate of a cluster bootstrap draws ``n_clusters`` cluster indices with rep
 any statistic needs of it is how often each cluster was drawn. :func:`replicate_counts` defines
 replicate ``b``'s counts from its own seeded stream, and :func:`resampled_cluster_counts` yields
 them in blocks of replicates, clusters numbered by :func:`~biovqa.stats.codes.cluster_codes` in
-sorted label order, so
-the resamples depend on the seed and the sorted labels only, never on the row order, on how the
-work is chunked or on which thread draws. :class:`CountsDrawnAhead` draws the blocks of several
-bootstraps on a worker thread while the caller does other work (NumPy releases the GIL).
+sorted label order, so the resamples depend on the seed and the sorted labels only, never on the
+row order, on how the work is chunked or on which thread draws. :class:`CountsDrawnAhead` draws
+the blocks of several bootstraps on a worker thread while the caller does other work (NumPy
+releases the GIL).
 """
 
 from __future__ import annotations

@@ -50,7 +50,7 @@ def floor_responses(items: pa.Table) -> pa.Array:
         encoded = gold_keys.dictionary_encode()
         key_counts = np.bincount(encoded.indices.to_numpy(), minlength=len(encoded.dictionary))
         mcq_options = options.take(pa.array(mcq_rows))
-        flat = pc.list_flatten(mcq_options).cast(pa.string())  # the options may be dictionary-encoded
+        flat = pc.list_flatten(mcq_options)
         parent = pc.list_parent_indices(mcq_options).to_numpy()
         offsets = mcq_options.offsets.to_numpy()
         letter_index = np.arange(len(flat)) - (offsets[parent] - offsets[0])

@@ -83,9 +83,8 @@ def prepare(bench: Bench, options: Mapping[str, Any] | None = None) -> PreparedI
     context, and :func:`~biovqa.components.c2.cags.prepare_items` on them."""
     options = resolve_options(options)
     # the questions (the largest column) serve the routing check alone, which reads them on a
-    # worker thread of its own
-    # the options are some 4 per item over a few hundred texts: read as Parquet's dictionary,
-    # they are never decoded into millions of strings
+    # worker thread of its own; the options (some 4 per item over a few hundred texts) come as
+    # Parquet's dictionary, never decoded into millions of strings
     items = bench.item_columns([column for column in SCORE_COLUMNS if column != "question"],
                                dictionaries=["options.list.element"])
     return prepare_items(items, load_context(bench, items), kernel_config(options),
